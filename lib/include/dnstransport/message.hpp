@@ -1,0 +1,138 @@
+#pragma once
+/// \file
+/// DNS wire format: encoding queries once, patching their id at send time, and checking
+/// that a response really answers the query that was sent.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dnstransport {
+
+/// Size of the fixed DNS header (RFC 1035 §4.1.1).
+inline constexpr std::size_t dns_header_size = 12;
+/// Longest name in wire format, root label included (RFC 1035 §2.3.4).
+inline constexpr std::size_t max_name_wire_size = 255;
+/// Longest single label (RFC 1035 §2.3.4).
+inline constexpr std::size_t max_label_size = 63;
+
+/// Record types by number; only the ones the code names itself. Any other type is
+/// accepted as a number (`TYPE65534`).
+namespace rr_type {
+inline constexpr std::uint16_t a = 1;
+inline constexpr std::uint16_t ns = 2;
+inline constexpr std::uint16_t cname = 5;
+inline constexpr std::uint16_t soa = 6;
+inline constexpr std::uint16_t ptr = 12;
+inline constexpr std::uint16_t mx = 15;
+inline constexpr std::uint16_t txt = 16;
+inline constexpr std::uint16_t aaaa = 28;
+inline constexpr std::uint16_t srv = 33;
+inline constexpr std::uint16_t opt = 41;
+inline constexpr std::uint16_t ds = 43;
+inline constexpr std::uint16_t rrsig = 46;
+inline constexpr std::uint16_t dnskey = 48;
+inline constexpr std::uint16_t https = 65;
+inline constexpr std::uint16_t any = 255;
+}  // namespace rr_type
+
+/// Class IN, the only class queries are sent in.
+inline constexpr std::uint16_t class_in = 1;
+
+/// Record type from its mnemonic ("A", "aaaa", "HTTPS", "TYPE65"), case-insensitive.
+/// Returns nothing for an unknown mnemonic or a TYPEnnn out of 0..65535.
+std::optional<std::uint16_t> parse_rr_type(std::string_view mnemonic);
+
+/// Mnemonic of a record type ("AAAA"), or "TYPEnnn" for one without a mnemonic.
+std::string rr_type_name(std::uint16_t type);
+
+/// Name of a response code ("NOERROR", "SERVFAIL", "NXDOMAIN", ...), "RCODEnn" otherwise.
+std::string rcode_name(unsigned rcode);
+
+/// Encodes a domain name in presentation format ("www.example.com", "example.com.", ".")
+/// to uncompressed wire format, with the escapes of RFC 1035 §5.1: `\.` for a dot inside a
+/// label and `\DDD` (decimal, 0..255) for any octet. A missing trailing dot is implied.
+/// Throws std::invalid_argument, with a message saying what is wrong, for an empty
+/// label, a label over 63 octets, a name over 255 octets, or a bad escape.
+std::vector<std::uint8_t> encode_name(std::string_view name);
+
+/// One raw EDNS0 option (RFC 6891 §6.1.2): code and data, written as given.
+struct edns_option {
+  std::uint16_t code = 0;            ///< option code, e.g. 11 for edns-tcp-keepalive
+  std::vector<std::uint8_t> data;    ///< option data, without code and length
+};
+
+/// Whether and how a query carries an OPT pseudo-record (RFC 6891).
+struct edns_config {
+  bool enabled = false;                  ///< add an OPT record to every query
+  std::uint16_t udp_payload_size = 1232; ///< advertised UDP payload size (DNS flag day 2020)
+  bool dnssec_ok = false;                ///< set the DO bit (RFC 3225)
+  std::vector<edns_option> options;      ///< raw options appended to the OPT record
+};
+
+/// What goes into one query besides its name and type.
+struct query_options {
+  bool recursion_desired = true;  ///< RD bit; on by default, as for a stub resolver
+  std::uint16_t qclass = class_in;
+  edns_config edns;
+};
+
+/// Builds a complete query message for `name` and `type` with id 0 (patched at send time
+/// with patch_id). Throws std::invalid_argument for a bad name (see encode_name).
+std::vector<std::uint8_t> encode_query(std::string_view name, std::uint16_t type,
+                                       const query_options& options = {});
+
+/// Writes `id` into the first two octets of a message (network byte order).
+inline void patch_id(std::uint8_t* message, std::uint16_t id) noexcept {
+  message[0] = static_cast<std::uint8_t>(id >> 8);
+  message[1] = static_cast<std::uint8_t>(id & 0xff);
+}
+
+/// Reads the id of a message of at least two octets.
+inline std::uint16_t read_id(const std::uint8_t* message) noexcept {
+  return static_cast<std::uint16_t>((message[0] << 8) | message[1]);
+}
+
+/// What a received message turned out to be, checked against the query it claims to answer.
+enum class response_verdict : std::uint8_t {
+  ok,              ///< a well-formed response to this query
+  too_short,       ///< fewer than 12 octets: not even a header
+  not_response,    ///< QR bit clear: the server sent a query back, or junk
+  wrong_id,        ///< the id differs from the query's
+  wrong_opcode,    ///< opcode differs from the query's
+  wrong_question,  ///< the question section does not echo the query's name, type and class
+  malformed,       ///< sections run past the end, bad label, compression loop or pointer
+};
+
+/// Short stable name of a verdict ("wrong_question"), used in tables and JSON.
+std::string_view verdict_name(response_verdict verdict);
+
+/// The parts of a response a load generator counts.
+struct response_summary {
+  response_verdict verdict = response_verdict::malformed;
+  std::uint16_t id = 0;            ///< valid when the message had at least 2 octets
+  std::uint8_t rcode = 0;          ///< 4-bit header RCODE (extended bits not applied)
+  bool truncated = false;          ///< TC bit
+  std::uint16_t answer_count = 0;  ///< ANCOUNT from the header
+};
+
+/// Checks `response` against `query` (a message produced by encode_query or read from a
+/// query file) and `expected_id`. Walks every section so that a response whose records run
+/// past the end or whose names loop is reported malformed. Never throws, never reads
+/// outside the spans.
+response_summary check_response(std::span<const std::uint8_t> response,
+                                std::span<const std::uint8_t> query,
+                                std::uint16_t expected_id) noexcept;
+
+/// Walks one wire-format name starting at `offset` in `message`, following compression
+/// pointers (RFC 1035 §4.1.4) with loop and bounds checks. Returns the offset just past the
+/// name's bytes at its original place (pointers are not followed for this), or nothing for
+/// a malformed name.
+std::optional<std::size_t> skip_name(std::span<const std::uint8_t> message,
+                                     std::size_t offset) noexcept;
+
+}  // namespace dnstransport

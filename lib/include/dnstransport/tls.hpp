@@ -1,0 +1,73 @@
+#pragma once
+/// \file
+/// DNS-over-TLS settings shared by the client engine and the built-in responder, and the
+/// choice between the two TLS libraries compiled in.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dnstransport {
+
+/// The TLS library that carries a connection. Both are driven by the same non-blocking
+/// engine so that a comparison between them measures the libraries, not the glue.
+enum class tls_backend { openssl, gnutls };
+
+/// "openssl" or "gnutls".
+std::string_view tls_backend_name(tls_backend backend) noexcept;
+
+/// Backend from its name; nothing for an unknown name.
+std::optional<tls_backend> parse_tls_backend(std::string_view name) noexcept;
+
+/// Backends compiled into this build. A backend that is asked for and missing is an error:
+/// the library never falls back to the other one.
+std::vector<tls_backend> available_tls_backends();
+
+/// A protocol version the user can pin.
+enum class tls_version { v1_2, v1_3 };
+
+/// "1.2" or "1.3".
+std::string_view tls_version_name(tls_version version) noexcept;
+
+/// Version from "1.2" / "1.3"; nothing otherwise.
+std::optional<tls_version> parse_tls_version(std::string_view name) noexcept;
+
+/// How the client side of a DNS-over-TLS connection behaves.
+struct tls_client_options {
+  tls_backend backend = tls_backend::openssl;
+  std::optional<tls_version> min_version;  ///< none: the library's default minimum (1.2)
+  std::optional<tls_version> max_version;  ///< none: the highest the library supports
+  std::string server_name;                 ///< SNI and name to verify; empty: no SNI
+  std::vector<std::string> alpn{"dot"};    ///< ALPN protocols offered; RFC 7858 suggests "dot"
+  bool verify = false;                     ///< verify the server certificate chain and name
+  std::filesystem::path ca_file;           ///< trust anchors (PEM) when verifying
+  std::string priority;  ///< OpenSSL cipher list (TLS 1.2) / GnuTLS priority string, as given
+  bool resume = false;   ///< reuse the last session of the same client on reconnect
+};
+
+/// How the built-in responder's TLS listener behaves.
+struct tls_server_options {
+  tls_backend backend = tls_backend::openssl;
+  std::filesystem::path certificate_file;  ///< PEM chain; generated when empty
+  std::filesystem::path key_file;          ///< PEM private key; generated when empty
+  std::optional<tls_version> min_version;
+  std::optional<tls_version> max_version;
+  std::string priority;
+  bool session_tickets = true;  ///< issue tickets so clients can resume
+};
+
+/// Paths of a certificate and its key written to disk.
+struct certificate_files {
+  std::filesystem::path certificate_file;
+  std::filesystem::path key_file;
+};
+
+/// Writes a fresh self-signed certificate (ECDSA P-256, valid for a year, subject and
+/// subjectAltName `common_name`, plus IP 127.0.0.1 and ::1) and its key as PEM files into
+/// `directory` (created if needed). Throws setup_error naming the path on failure.
+certificate_files generate_self_signed_certificate(const std::filesystem::path& directory,
+                                                   const std::string& common_name = "localhost");
+
+}  // namespace dnstransport

@@ -1,0 +1,47 @@
+#pragma once
+// Internal: reassembly of length-prefixed DNS messages (RFC 1035 §4.2.2, RFC 7766 §8) from a
+// byte stream read in arbitrary chunks. Used by the stream client and the responder.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dnstransport::detail {
+
+class frame_reader {
+ public:
+  /// Largest message plus its 2-octet prefix: every legal message fits.
+  static constexpr std::size_t default_capacity = 65535 + 2;
+
+  explicit frame_reader(std::size_t capacity = default_capacity);
+
+  /// Free space at the end of the buffer for the next read; never empty while no error was
+  /// reported (consumed bytes are compacted away first).
+  std::span<std::uint8_t> prepare() noexcept;
+
+  /// Marks `n` bytes of the span returned by prepare() as filled.
+  void commit(std::size_t n) noexcept;
+
+  enum class result {
+    message,      // `message` holds the next complete message (valid until the next call)
+    need_more,    // no complete message buffered yet
+    zero_length,  // a length prefix of 0: the stream is unusable, close it
+  };
+
+  /// Takes the next complete message out of the buffer.
+  result next(std::span<const std::uint8_t>& message) noexcept;
+
+  /// Bytes received but not yet returned as messages (a partial message at close time).
+  std::size_t buffered() const noexcept { return end_ - begin_; }
+
+  /// Forgets everything (for a new connection).
+  void reset() noexcept { begin_ = end_ = 0; }
+
+ private:
+  std::vector<std::uint8_t> buffer_;
+  std::size_t begin_ = 0;  // first unconsumed byte
+  std::size_t end_ = 0;    // one past the last received byte
+};
+
+}  // namespace dnstransport::detail
