@@ -62,16 +62,16 @@ std::vector<std::uint8_t> encode_name(std::string_view name);
 
 /// One raw EDNS0 option (RFC 6891 §6.1.2): code and data, written as given.
 struct edns_option {
-  std::uint16_t code = 0;            ///< option code, e.g. 11 for edns-tcp-keepalive
-  std::vector<std::uint8_t> data;    ///< option data, without code and length
+  std::uint16_t code = 0;          ///< option code, e.g. 11 for edns-tcp-keepalive
+  std::vector<std::uint8_t> data;  ///< option data, without code and length
 };
 
 /// Whether and how a query carries an OPT pseudo-record (RFC 6891).
 struct edns_config {
-  bool enabled = false;                  ///< add an OPT record to every query
-  std::uint16_t udp_payload_size = 1232; ///< advertised UDP payload size (DNS flag day 2020)
-  bool dnssec_ok = false;                ///< set the DO bit (RFC 3225)
-  std::vector<edns_option> options;      ///< raw options appended to the OPT record
+  bool enabled = false;                   ///< add an OPT record to every query
+  std::uint16_t udp_payload_size = 1232;  ///< advertised UDP payload size (DNS flag day 2020)
+  bool dnssec_ok = false;                 ///< set the DO bit (RFC 3225)
+  std::vector<edns_option> options;       ///< raw options appended to the OPT record
 };
 
 /// What goes into one query besides its name and type.

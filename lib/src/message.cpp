@@ -1,0 +1,421 @@
+#include <dnstransport/message.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace dnstransport {
+
+namespace {
+
+struct type_mnemonic {
+  std::uint16_t type;
+  std::string_view name;
+};
+
+// Sorted by number so that rr_type_name can binary-search it.
+constexpr std::array<type_mnemonic, 60> type_mnemonics{{
+    {1, "A"},           {2, "NS"},      {5, "CNAME"},   {6, "SOA"},       {10, "NULL"},
+    {11, "WKS"},        {12, "PTR"},    {13, "HINFO"},  {14, "MINFO"},    {15, "MX"},
+    {16, "TXT"},        {17, "RP"},     {18, "AFSDB"},  {19, "X25"},      {20, "ISDN"},
+    {21, "RT"},         {24, "SIG"},    {25, "KEY"},    {26, "PX"},       {27, "GPOS"},
+    {28, "AAAA"},       {29, "LOC"},    {30, "NXT"},    {33, "SRV"},      {35, "NAPTR"},
+    {36, "KX"},         {37, "CERT"},   {38, "A6"},     {39, "DNAME"},    {41, "OPT"},
+    {42, "APL"},        {43, "DS"},     {44, "SSHFP"},  {45, "IPSECKEY"}, {46, "RRSIG"},
+    {47, "NSEC"},       {48, "DNSKEY"}, {49, "DHCID"},  {50, "NSEC3"},    {51, "NSEC3PARAM"},
+    {52, "TLSA"},       {53, "SMIMEA"}, {55, "HIP"},    {59, "CDS"},      {60, "CDNSKEY"},
+    {61, "OPENPGPKEY"}, {62, "CSYNC"},  {63, "ZONEMD"}, {64, "SVCB"},     {65, "HTTPS"},
+    {99, "SPF"},        {108, "EUI48"}, {109, "EUI64"}, {249, "TKEY"},    {250, "TSIG"},
+    {251, "IXFR"},      {252, "AXFR"},  {255, "ANY"},   {256, "URI"},     {257, "CAA"},
+}};
+
+constexpr bool sorted_by_type() {
+  for (std::size_t i = 1; i < type_mnemonics.size(); ++i) {
+    if (type_mnemonics[i - 1].type >= type_mnemonics[i].type) return false;
+  }
+  return true;
+}
+static_assert(sorted_by_type());
+
+constexpr char ascii_upper(char c) noexcept {
+  return c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c;
+}
+constexpr std::uint8_t ascii_lower(std::uint8_t c) noexcept {
+  return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
+}
+
+bool iequals_upper(std::string_view text, std::string_view upper) noexcept {
+  return text.size() == upper.size() &&
+         std::equal(text.begin(), text.end(), upper.begin(),
+                    [](char a, char b) { return ascii_upper(a) == b; });
+}
+
+bool is_digit(char c) noexcept {
+  return c >= '0' && c <= '9';
+}
+
+std::uint16_t read_u16(std::span<const std::uint8_t> message, std::size_t offset) noexcept {
+  return static_cast<std::uint16_t>((message[offset] << 8) | message[offset + 1]);
+}
+
+void append_u16(std::vector<std::uint8_t>& out, std::uint16_t value) {
+  out.push_back(static_cast<std::uint8_t>(value >> 8));
+  out.push_back(static_cast<std::uint8_t>(value & 0xff));
+}
+
+// Yields the labels of a possibly compressed name one at a time. Every pointer must point
+// before the start of the stretch of labels it ends, so the positions visited strictly
+// decrease from jump to jump: loops are impossible and the walk is bounded by the message
+// size. Real compressors only ever point back at earlier occurrences, which satisfy this.
+class name_walker {
+ public:
+  enum class step { label, end, error };
+
+  name_walker(std::span<const std::uint8_t> message, std::size_t offset) noexcept
+      : message_(message), pos_(offset), floor_(offset) {}
+
+  step next() noexcept {
+    for (;;) {
+      if (pos_ >= message_.size()) return step::error;
+      const std::uint8_t length = message_[pos_];
+      if ((length & 0xc0) == 0xc0) {
+        if (message_.size() - pos_ < 2) return step::error;
+        const std::size_t target = read_u16(message_, pos_) & 0x3fff;
+        if (target >= floor_) return step::error;
+        if (!jumped_) end_ = pos_ + 2;
+        jumped_ = true;
+        pos_ = floor_ = target;
+        continue;
+      }
+      // 0x40 and 0x80 are the obsolete extended and reserved label types.
+      if ((length & 0xc0) != 0) return step::error;
+      wire_size_ += 1 + length;
+      if (wire_size_ > max_name_wire_size) return step::error;
+      if (length == 0) {
+        if (!jumped_) end_ = pos_ + 1;
+        return step::end;
+      }
+      if (message_.size() - pos_ - 1 < length) return step::error;
+      label_ = message_.subspan(pos_ + 1, length);
+      pos_ += 1 + length;
+      return step::label;
+    }
+  }
+
+  // The current label; valid after next() returned step::label.
+  std::span<const std::uint8_t> label() const noexcept { return label_; }
+  // Offset just past the name at its original place; valid after next() returned step::end.
+  std::size_t end() const noexcept { return end_; }
+
+ private:
+  std::span<const std::uint8_t> message_;
+  std::size_t pos_;
+  std::size_t floor_;
+  std::size_t end_ = 0;
+  std::size_t wire_size_ = 0;
+  bool jumped_ = false;
+  std::span<const std::uint8_t> label_;
+};
+
+// Compares two names that skip_name already accepted, ASCII case-insensitively.
+bool names_equal(std::span<const std::uint8_t> a_message, std::size_t a_offset,
+                 std::span<const std::uint8_t> b_message, std::size_t b_offset) noexcept {
+  name_walker a(a_message, a_offset);
+  name_walker b(b_message, b_offset);
+  for (;;) {
+    const auto a_step = a.next();
+    const auto b_step = b.next();
+    if (a_step != b_step) return false;
+    if (a_step != name_walker::step::label) return a_step == name_walker::step::end;
+    if (!std::equal(
+            a.label().begin(), a.label().end(), b.label().begin(), b.label().end(),
+            [](std::uint8_t x, std::uint8_t y) { return ascii_lower(x) == ascii_lower(y); }))
+      return false;
+  }
+}
+
+constexpr std::uint8_t flag_qr = 0x80;  // in octet 2
+constexpr std::uint8_t flag_tc = 0x02;  // in octet 2
+constexpr std::uint8_t flag_rd = 0x01;  // in octet 2
+
+unsigned opcode_of(std::span<const std::uint8_t> message) noexcept {
+  return (message[2] >> 3) & 0x0f;
+}
+
+constexpr unsigned rcode_formerr = 1;
+constexpr unsigned rcode_notimp = 4;
+constexpr unsigned rcode_refused = 5;
+
+}  // namespace
+
+std::optional<std::uint16_t> parse_rr_type(std::string_view mnemonic) {
+  for (const auto& entry : type_mnemonics) {
+    if (iequals_upper(mnemonic, entry.name)) return entry.type;
+  }
+  constexpr std::string_view prefix = "TYPE";
+  if (mnemonic.size() <= prefix.size() ||
+      !iequals_upper(mnemonic.substr(0, prefix.size()), prefix)) {
+    return std::nullopt;
+  }
+  const std::string_view digits = mnemonic.substr(prefix.size());
+  // from_chars alone would accept a leading '-' or '+' for some types; insist on digits.
+  if (!std::all_of(digits.begin(), digits.end(), is_digit)) return std::nullopt;
+  std::uint16_t value = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (error != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
+  return value;
+}
+
+std::string rr_type_name(std::uint16_t type) {
+  const auto it = std::lower_bound(
+      type_mnemonics.begin(), type_mnemonics.end(), type,
+      [](const type_mnemonic& entry, std::uint16_t value) { return entry.type < value; });
+  if (it != type_mnemonics.end() && it->type == type) return std::string(it->name);
+  return fmt::format("TYPE{}", type);
+}
+
+std::string rcode_name(unsigned rcode) {
+  static constexpr std::array<std::string_view, 11> names{
+      "NOERROR",  "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED",
+      "YXDOMAIN", "YXRRSET", "NXRRSET",  "NOTAUTH",  "NOTZONE"};
+  if (rcode < names.size()) return std::string(names[rcode]);
+  return fmt::format("RCODE{}", rcode);
+}
+
+std::vector<std::uint8_t> encode_name(std::string_view name) {
+  if (name.empty()) throw std::invalid_argument("empty name");
+  if (name == ".") return {0};
+
+  std::vector<std::uint8_t> wire;
+  wire.reserve(std::min(name.size() + 2, max_name_wire_size));
+  std::size_t label_start = 0;  // index in `wire` of the current label's length octet
+  wire.push_back(0);
+
+  const auto close_label = [&] {
+    const std::size_t length = wire.size() - label_start - 1;
+    if (length == 0) throw std::invalid_argument("empty label");
+    wire[label_start] = static_cast<std::uint8_t>(length);
+  };
+  const auto append_octet = [&](std::uint8_t octet) {
+    if (wire.size() - label_start - 1 == max_label_size) {
+      throw std::invalid_argument(fmt::format("label longer than {} octets", max_label_size));
+    }
+    // The root label still has to fit after this octet.
+    if (wire.size() + 1 >= max_name_wire_size) {
+      throw std::invalid_argument(
+          fmt::format("name longer than {} octets in wire format", max_name_wire_size));
+    }
+    wire.push_back(octet);
+  };
+
+  bool label_open = true;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '.') {
+      close_label();
+      if (i + 1 == name.size()) {
+        label_open = false;
+        break;
+      }
+      label_start = wire.size();
+      wire.push_back(0);
+      continue;
+    }
+    if (c != '\\') {
+      append_octet(static_cast<std::uint8_t>(c));
+      continue;
+    }
+    if (i + 1 == name.size()) throw std::invalid_argument("backslash at the end of the name");
+    if (!is_digit(name[i + 1])) {
+      append_octet(static_cast<std::uint8_t>(name[i + 1]));
+      ++i;
+      continue;
+    }
+    if (name.size() - i < 4 || !is_digit(name[i + 2]) || !is_digit(name[i + 3])) {
+      throw std::invalid_argument(
+          fmt::format("bad escape \"{}\": \\DDD needs exactly three digits", name.substr(i, 4)));
+    }
+    const unsigned value = (name[i + 1] - '0') * 100u + (name[i + 2] - '0') * 10u +
+                           static_cast<unsigned>(name[i + 3] - '0');
+    if (value > 255) {
+      throw std::invalid_argument(
+          fmt::format("bad escape \"{}\": value over 255", name.substr(i, 4)));
+    }
+    append_octet(static_cast<std::uint8_t>(value));
+    i += 3;
+  }
+  // Without a trailing dot the last label is still open.
+  if (label_open) close_label();
+  wire.push_back(0);
+  return wire;
+}
+
+std::vector<std::uint8_t> encode_query(std::string_view name, std::uint16_t type,
+                                       const query_options& options) {
+  const std::vector<std::uint8_t> wire_name = encode_name(name);
+  const edns_config& edns = options.edns;
+
+  std::size_t options_size = 0;
+  for (const auto& option : edns.options) {
+    if (option.data.size() > 0xffff) {
+      throw std::invalid_argument(
+          fmt::format("EDNS option {} has more than 65535 octets of data", option.code));
+    }
+    options_size += 4 + option.data.size();
+  }
+  if (options_size > 0xffff) {
+    throw std::invalid_argument("EDNS options exceed 65535 octets in total");
+  }
+
+  std::vector<std::uint8_t> message;
+  message.reserve(dns_header_size + wire_name.size() + 4 + (edns.enabled ? 11 + options_size : 0));
+  append_u16(message, 0);  // id, patched at send time
+  message.push_back(options.recursion_desired ? flag_rd : 0);
+  message.push_back(0);
+  append_u16(message, 1);                     // QDCOUNT
+  append_u16(message, 0);                     // ANCOUNT
+  append_u16(message, 0);                     // NSCOUNT
+  append_u16(message, edns.enabled ? 1 : 0);  // ARCOUNT
+  message.insert(message.end(), wire_name.begin(), wire_name.end());
+  append_u16(message, type);
+  append_u16(message, options.qclass);
+
+  if (edns.enabled) {
+    message.push_back(0);  // root owner name
+    append_u16(message, rr_type::opt);
+    append_u16(message, edns.udp_payload_size);
+    message.push_back(0);  // extended RCODE
+    message.push_back(0);  // version
+    append_u16(message, edns.dnssec_ok ? 0x8000 : 0);
+    append_u16(message, static_cast<std::uint16_t>(options_size));
+    for (const auto& option : edns.options) {
+      append_u16(message, option.code);
+      append_u16(message, static_cast<std::uint16_t>(option.data.size()));
+      message.insert(message.end(), option.data.begin(), option.data.end());
+    }
+  }
+  if (message.size() > 0xffff) {
+    throw std::invalid_argument("query longer than 65535 octets");
+  }
+  return message;
+}
+
+std::string_view verdict_name(response_verdict verdict) {
+  switch (verdict) {
+    case response_verdict::ok:
+      return "ok";
+    case response_verdict::too_short:
+      return "too_short";
+    case response_verdict::not_response:
+      return "not_response";
+    case response_verdict::wrong_id:
+      return "wrong_id";
+    case response_verdict::wrong_opcode:
+      return "wrong_opcode";
+    case response_verdict::wrong_question:
+      return "wrong_question";
+    case response_verdict::malformed:
+      return "malformed";
+  }
+  return "unknown";
+}
+
+std::optional<std::size_t> skip_name(std::span<const std::uint8_t> message,
+                                     std::size_t offset) noexcept {
+  name_walker walker(message, offset);
+  for (;;) {
+    switch (walker.next()) {
+      case name_walker::step::label:
+        continue;
+      case name_walker::step::end:
+        return walker.end();
+      case name_walker::step::error:
+        return std::nullopt;
+    }
+  }
+}
+
+response_summary check_response(std::span<const std::uint8_t> response,
+                                std::span<const std::uint8_t> query,
+                                std::uint16_t expected_id) noexcept {
+  response_summary summary;
+  if (response.size() >= 2) summary.id = read_id(response.data());
+  if (response.size() < dns_header_size) {
+    summary.verdict = response_verdict::too_short;
+    return summary;
+  }
+  summary.rcode = response[3] & 0x0f;
+  summary.truncated = (response[2] & flag_tc) != 0;
+  summary.answer_count = read_u16(response, 6);
+
+  if ((response[2] & flag_qr) == 0) {
+    summary.verdict = response_verdict::not_response;
+    return summary;
+  }
+  if (summary.id != expected_id) {
+    summary.verdict = response_verdict::wrong_id;
+    return summary;
+  }
+  const bool query_has_header = query.size() >= dns_header_size;
+  if (query_has_header && opcode_of(response) != opcode_of(query)) {
+    summary.verdict = response_verdict::wrong_opcode;
+    return summary;
+  }
+
+  // The query's question, if it has one. A query from a wire file may have none (or a
+  // broken one); there is then nothing the response could fail to echo.
+  std::optional<std::size_t> query_name_end;
+  if (query_has_header && read_u16(query, 4) >= 1) {
+    query_name_end = skip_name(query, dns_header_size);
+    if (query_name_end && query.size() - *query_name_end < 4) query_name_end.reset();
+  }
+
+  const std::uint16_t question_count = read_u16(response, 4);
+  bool question_matches = true;
+  if (query_name_end && question_count == 0) {
+    // Servers may drop the question when they could not parse or will not process it.
+    question_matches = summary.rcode == rcode_formerr || summary.rcode == rcode_notimp ||
+                       summary.rcode == rcode_refused;
+  }
+
+  std::size_t pos = dns_header_size;
+  for (unsigned i = 0; i < question_count; ++i) {
+    const auto name_end = skip_name(response, pos);
+    if (!name_end || response.size() - *name_end < 4) {
+      summary.verdict = response_verdict::malformed;
+      return summary;
+    }
+    if (i == 0 && query_name_end) {
+      question_matches = std::equal(response.begin() + static_cast<std::ptrdiff_t>(*name_end),
+                                    response.begin() + static_cast<std::ptrdiff_t>(*name_end + 4),
+                                    query.begin() + static_cast<std::ptrdiff_t>(*query_name_end)) &&
+                         names_equal(response, pos, query, dns_header_size);
+    }
+    pos = *name_end + 4;
+  }
+
+  const unsigned record_count =
+      static_cast<unsigned>(read_u16(response, 6)) + read_u16(response, 8) + read_u16(response, 10);
+  for (unsigned i = 0; i < record_count; ++i) {
+    const auto name_end = skip_name(response, pos);
+    if (!name_end || response.size() - *name_end < 10) {
+      summary.verdict = response_verdict::malformed;
+      return summary;
+    }
+    const std::size_t rdata_length = read_u16(response, *name_end + 8);
+    if (response.size() - *name_end - 10 < rdata_length) {
+      summary.verdict = response_verdict::malformed;
+      return summary;
+    }
+    pos = *name_end + 10 + rdata_length;
+  }
+  // Octets after the last record are ignored, as resolvers do.
+
+  summary.verdict = question_matches ? response_verdict::ok : response_verdict::wrong_question;
+  return summary;
+}
+
+}  // namespace dnstransport
