@@ -23,8 +23,7 @@ class latency_histogram {
   /// Values up to 2^max_exponent - 1 ns are bucketed without clamping.
   static constexpr unsigned max_exponent = 42;
   /// Total number of buckets.
-  static constexpr unsigned bucket_count =
-      sub_bucket_count * (max_exponent - sub_bucket_bits + 1);
+  static constexpr unsigned bucket_count = sub_bucket_count * (max_exponent - sub_bucket_bits + 1);
 
   latency_histogram();
 
