@@ -99,4 +99,11 @@ class tls_server_context {
 std::unique_ptr<tls_client_context> make_tls_client_context(const tls_client_options& options);
 std::unique_ptr<tls_server_context> make_tls_server_context(const tls_server_options& options);
 
+/// Backend implementations behind the two functions above, which check the backend choice
+/// and the version range first. Each is defined only when its library is compiled in.
+std::unique_ptr<tls_client_context> make_openssl_client_context(const tls_client_options& options);
+std::unique_ptr<tls_server_context> make_openssl_server_context(const tls_server_options& options);
+std::unique_ptr<tls_client_context> make_gnutls_client_context(const tls_client_options& options);
+std::unique_ptr<tls_server_context> make_gnutls_server_context(const tls_server_options& options);
+
 }  // namespace dnstransport::detail
