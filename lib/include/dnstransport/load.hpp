@@ -1,0 +1,168 @@
+#pragma once
+/// \file
+/// One measured load: N clients sending queries to one server over one transport for a
+/// duration or a query count, and everything that was measured.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnstransport/histogram.hpp>
+#include <dnstransport/query_source.hpp>
+#include <dnstransport/tls.hpp>
+
+namespace dnstransport {
+
+/// How queries travel: plain UDP, DNS over TCP (RFC 7766) or DNS over TLS (RFC 7858).
+enum class transport_kind { udp, tcp, tls };
+
+/// "udp", "tcp" or "tls".
+std::string_view transport_name(transport_kind transport) noexcept;
+
+/// Transport from its name; nothing for an unknown name.
+std::optional<transport_kind> parse_transport(std::string_view name) noexcept;
+
+/// How a client closes a TCP or TLS connection it is done with.
+enum class close_mode {
+  fin,  ///< graceful: TLS close_notify, then shutdown and close (FIN)
+  rst,  ///< abortive: SO_LINGER 0, so the kernel sends RST and keeps no TIME_WAIT
+};
+
+/// A snapshot handed to the progress callback about once per progress interval.
+struct load_progress {
+  double elapsed_seconds = 0;  ///< since the start, warm-up included
+  double planned_seconds = 0;  ///< warm-up plus duration; 0 when running to a query count
+  std::uint64_t queries_sent = 0;
+  std::uint64_t responses_received = 0;
+  std::uint64_t lost = 0;
+  double recent_qps = 0;  ///< answers per second over the last interval
+};
+
+/// Everything one load needs.
+struct load_spec {
+  std::string server = "127.0.0.1";  ///< IPv4 or IPv6 address, or a host name resolved once
+  std::uint16_t port = 53;
+  transport_kind transport = transport_kind::udp;
+
+  unsigned clients = 1;          ///< each client has its own socket and source port
+  unsigned outstanding = 100;    ///< queries in flight per client (at most 65536)
+  double duration_seconds = 10;  ///< measured time, after the warm-up
+  std::uint64_t count = 0;       ///< stop after sending this many queries (0: use duration)
+  double timeout_seconds = 2;    ///< a query unanswered this long is lost
+  double warmup_seconds = 0;     ///< sent and answered but left out of every figure
+  double rate = 0;               ///< queries per second over all clients; 0: no limit
+  unsigned threads = 1;          ///< worker threads, each with its own share of clients
+  std::vector<int> cpus;         ///< pin worker i to cpus[i % size]; empty: no pinning
+
+  /// Queries to send, cycled through by every client from its own starting point; the
+  /// built-in default set when null.
+  std::shared_ptr<const query_set> queries;
+
+  /// TCP and TLS: queries answered (or lost) on one connection before the client closes it
+  /// and opens a new one; 0 keeps the connection for the whole run.
+  std::uint64_t queries_per_connection = 0;
+  close_mode close = close_mode::fin;
+  bool tcp_nodelay = true;    ///< TCP_NODELAY on client sockets
+  bool tcp_fastopen = false;  ///< send the first query in the SYN where the kernel allows
+  /// Source addresses client sockets bind to, spread round-robin; empty: the kernel picks,
+  /// except towards loopback with TCP/TLS, where 127.0.0.1-127.0.0.16 are used to widen the
+  /// ephemeral port space.
+  std::vector<std::string> sources;
+  bool gather_writes = true;  ///< write all ready queries of a connection at once
+  tls_client_options tls;
+
+  /// Called from the thread that called run_load, about every progress_interval seconds.
+  std::function<void(const load_progress&)> on_progress;
+  double progress_interval_seconds = 1;
+
+  /// When set to true (e.g. from a signal handler), the load stops within about 50 ms:
+  /// queries still in flight are counted as abandoned and the result is returned as usual
+  /// with `interrupted` set.
+  const std::atomic<bool>* stop = nullptr;
+};
+
+/// Connection life cycle counters (TCP and TLS).
+struct connection_stats {
+  std::uint64_t opened = 0;                ///< connections established (TCP handshake done)
+  std::uint64_t closed_by_client = 0;      ///< we closed after queries_per_connection or at the end
+  std::uint64_t closed_by_server = 0;      ///< EOF from the server (FIN or TLS close_notify)
+  std::uint64_t reset_by_server = 0;       ///< connection reset or other socket error while open
+  std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
+  std::uint64_t fastopen_data_in_syn = 0;  ///< connections whose first query rode in the SYN
+  /// Failures by cause: errno name for connects ("ECONNREFUSED"), TLS failure kind
+  /// ("tls_certificate") for handshakes.
+  std::map<std::string, std::uint64_t> failures;
+  std::string first_failure;  ///< the first failure's full message, for the user
+};
+
+/// Everything measured in one load. Every query sent after the warm-up ends in exactly one
+/// of: responses_received, lost, lost_on_close, malformed, mismatched, abandoned.
+struct run_result {
+  // What was run.
+  std::string server;
+  std::uint16_t port = 0;
+  transport_kind transport = transport_kind::udp;
+  std::string tls_backend;  ///< empty unless TLS
+  unsigned clients = 0;
+  unsigned outstanding = 0;
+  unsigned threads = 0;
+  std::uint64_t queries_per_connection = 0;
+  std::string query_origin;
+  std::size_t query_count_in_set = 0;
+
+  // Per query.
+  std::uint64_t queries_sent = 0;
+  std::uint64_t responses_received = 0;    ///< well-formed answers to the query sent
+  std::uint64_t lost = 0;                  ///< no answer within the timeout
+  std::uint64_t lost_on_close = 0;         ///< in flight when the connection closed or reset
+  std::uint64_t malformed = 0;             ///< answer with the right id that does not parse
+  std::uint64_t mismatched = 0;            ///< right id, wrong question/opcode, or QR clear
+  std::uint64_t abandoned = 0;             ///< still in flight when the run was interrupted
+  std::uint64_t truncated = 0;             ///< answers with TC set (counted in responses too)
+  std::array<std::uint64_t, 16> rcodes{};  ///< answers by RCODE
+  std::uint64_t out_of_order = 0;          ///< stream answers that overtook an earlier query
+
+  // Per packet that matched no query in flight.
+  std::uint64_t late = 0;        ///< answer to a query already counted lost
+  std::uint64_t unexpected = 0;  ///< unknown id, or too short to carry one
+  std::uint64_t duplicates = 0;  ///< second answer to a query already answered
+
+  // Time and cost.
+  double elapsed_seconds = 0;       ///< measured window: after warm-up until the last answer
+  double qps = 0;                   ///< responses_received / elapsed_seconds
+  double client_cpu_seconds = 0;    ///< user+system CPU of the worker threads
+  double max_thread_cpu_share = 0;  ///< busiest worker's CPU time / wall time (1.0 = saturated)
+  bool interrupted = false;         ///< stopped early by load_spec::stop
+
+  latency_histogram latency;  ///< send to answer, connection set-up excluded
+  /// Send to answer for the first query of each connection, set-up included (TCP/TLS).
+  latency_histogram first_query_latency;
+  latency_histogram connect_latency;    ///< TCP connect (SYN to established)
+  latency_histogram handshake_latency;  ///< TLS handshake, after TCP connect
+
+  connection_stats connections;
+  std::uint64_t handshakes_full = 0;
+  std::uint64_t handshakes_resumed = 0;
+
+  std::vector<std::string> warnings;  ///< things the user should know about this run
+
+  /// Queries answered per connection opened (0 for UDP).
+  double queries_per_connection_achieved() const noexcept;
+};
+
+/// Runs one load and returns what was measured. Throws setup_error before sending anything
+/// when the spec is unusable (unresolvable server, zero clients, TLS backend missing, ...);
+/// once traffic flows, every failure is counted, never thrown.
+run_result run_load(const load_spec& spec);
+
+/// Checks a spec without running it; throws setup_error naming the offending setting.
+void validate(const load_spec& spec);
+
+}  // namespace dnstransport

@@ -1,0 +1,99 @@
+#pragma once
+/// \file
+/// The built-in DNS responder: the quickstart target and the calibration target. It answers
+/// UDP, TCP and DNS over TLS as fast as the kernel allows, so a run against it shows the
+/// generator's own ceiling.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnstransport/tls.hpp>
+
+namespace dnstransport {
+
+/// What the responder sends back.
+enum class answer_mode {
+  echo,    ///< the query itself with QR set (the echo server of the reference study)
+  answer,  ///< a synthetic answer: A 192.0.2.1 / AAAA 2001:db8::1 for any name, NODATA else
+};
+
+/// "echo" or "answer".
+std::string_view answer_mode_name(answer_mode mode) noexcept;
+/// Mode from its name; nothing for an unknown name.
+std::optional<answer_mode> parse_answer_mode(std::string_view name) noexcept;
+
+/// An address and port to listen on or send to.
+struct endpoint {
+  std::string address;
+  std::uint16_t port = 0;
+};
+
+/// Parses "ADDR:PORT", "[v6]:PORT", "ADDR" (uses default_port) or a bare v6 address.
+/// Throws setup_error naming `what` (e.g. "--listen") for a malformed value.
+endpoint parse_endpoint(std::string_view text, std::uint16_t default_port, std::string_view what);
+
+/// "127.0.0.1:53" or "[::1]:53".
+std::string to_string(const endpoint& where);
+
+/// Responder configuration. Port 0 picks a free port (see server::udp_port and friends).
+struct server_options {
+  std::optional<endpoint> udp;  ///< UDP listener, one SO_REUSEPORT socket per thread
+  std::optional<endpoint> tcp;  ///< DNS-over-TCP listener
+  std::optional<endpoint> tls;  ///< DNS-over-TLS listener
+  unsigned threads = 1;
+  std::vector<int> cpus;  ///< pin thread i to cpus[i % size]; empty: no pinning
+  answer_mode mode = answer_mode::answer;
+  tls_server_options tls_options;
+  /// Where a generated certificate is written when tls_options has none.
+  std::string certificate_directory;
+
+  // Stream behaviour, to exercise clients.
+  std::uint64_t close_after_queries = 0;  ///< close a connection after K answers; 0: never
+  double idle_timeout_seconds = 0;        ///< close a connection idle this long; 0: never
+  bool reverse_order = false;             ///< answer each batch read from a connection last-first
+};
+
+/// Counters the responder keeps (approximate while running, exact after stop()).
+struct server_stats {
+  std::uint64_t udp_queries = 0;
+  std::uint64_t tcp_queries = 0;
+  std::uint64_t tls_queries = 0;
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t tls_handshakes_failed = 0;
+  std::uint64_t tls_resumed = 0;
+  std::uint64_t malformed_queries = 0;
+};
+
+/// A running responder. Sockets are bound in the constructor (so a port in use is reported
+/// at once, as setup_error); threads start in the constructor and stop in stop() or the
+/// destructor.
+class server {
+ public:
+  explicit server(server_options options);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// Actual ports, after port 0 was resolved; 0 when that listener is off.
+  std::uint16_t udp_port() const noexcept;
+  std::uint16_t tcp_port() const noexcept;
+  std::uint16_t tls_port() const noexcept;
+
+  /// Certificate in use by the TLS listener (generated or given); empty without TLS.
+  const certificate_files& certificate() const noexcept;
+
+  /// Stops all threads and closes every socket. Idempotent.
+  void stop();
+
+  server_stats stats() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace dnstransport

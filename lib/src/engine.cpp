@@ -1,0 +1,207 @@
+#include "engine.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "clock.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+double thread_cpu_now() noexcept {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
+    : owner_(owner),
+      index_(index),
+      slots_(owner.plan().spec->outstanding, static_cast<std::uint16_t>(index * 7919u)),
+      // Clients start at different places in the query set so they do not all send the
+      // same name at the same moment.
+      next_query_(static_cast<std::uint32_t>((static_cast<std::uint64_t>(index) * 7919u) %
+                                             owner.plan().queries->size())),
+      quota_(quota) {}
+
+bool client_base::may_send(std::uint64_t now) const noexcept {
+  return quota_ > 0 && now < plan().send_end_ns;
+}
+
+std::uint32_t client_base::send_allowance(std::uint64_t now) const noexcept {
+  if (!may_send(now)) return 0;
+  std::uint64_t allowance = std::min<std::uint64_t>(slots_.free_count(), quota_);
+  if (plan().rate_per_client > 0) {
+    const double elapsed = static_cast<double>(now - plan().start_ns) / 1e9;
+    const auto permitted = static_cast<std::uint64_t>(elapsed * plan().rate_per_client) + 1;
+    allowance = std::min(allowance, permitted > sent_ ? permitted - sent_ : 0);
+  }
+  return static_cast<std::uint32_t>(allowance);
+}
+
+slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
+  const std::uint32_t query = next_query_;
+  if (++next_query_ == plan().queries->size()) next_query_ = 0;
+  const bool counted = now >= plan().measure_start_ns;
+  slot_table::slot& s = slots_.acquire(now, query, counted);
+  ++sent_;
+  if (quota_ != UINT64_MAX) --quota_;
+  if (counted) ++shard().queries_sent;
+  return s;
+}
+
+void client_base::return_slot(slot_table::slot& s) noexcept {
+  --sent_;
+  if (quota_ != UINT64_MAX) ++quota_;
+  if (s.counted) --shard().queries_sent;
+  if (next_query_ == 0) next_query_ = static_cast<std::uint32_t>(plan().queries->size());
+  --next_query_;
+  slots_.release(s, slot_table::past::nothing);
+}
+
+client_base::completion client_base::on_message(std::span<const std::uint8_t> message,
+                                                std::uint64_t now) noexcept {
+  run_result& r = shard();
+  const bool measuring = now >= plan().measure_start_ns;
+  if (message.size() < 2) {
+    if (measuring) ++r.unexpected;
+    return {};
+  }
+  const std::uint16_t id = read_id(message.data());
+  slot_table::slot* s = slots_.find(id);
+  if (s == nullptr) {
+    if (measuring) {
+      switch (slots_.history(id)) {
+        case slot_table::past::answered:
+          ++r.duplicates;
+          break;
+        case slot_table::past::expired:
+          ++r.late;
+          break;
+        case slot_table::past::nothing:
+          ++r.unexpected;
+          break;
+      }
+    }
+    return {};
+  }
+  const completion done{true, s->sequence, s->first_on_connection};
+  if (s->counted) {
+    const response_summary summary = check_response(message, (*plan().queries)[s->query_index], id);
+    switch (summary.verdict) {
+      case response_verdict::ok:
+        ++r.responses_received;
+        ++r.rcodes[summary.rcode & 0x0f];
+        if (summary.truncated) ++r.truncated;
+        r.latency.record(now - s->sent_ns);
+        owner_.last_answer_ns = std::max(owner_.last_answer_ns, now);
+        break;
+      case response_verdict::too_short:
+      case response_verdict::malformed:
+        ++r.malformed;
+        break;
+      case response_verdict::not_response:
+      case response_verdict::wrong_id:
+      case response_verdict::wrong_opcode:
+      case response_verdict::wrong_question:
+        ++r.mismatched;
+        break;
+    }
+  }
+  slots_.release(*s, slot_table::past::answered);
+  return done;
+}
+
+void client_base::expire(std::uint64_t now) noexcept {
+  const std::uint64_t timeout = plan().timeout_ns;
+  while (slot_table::slot* s = slots_.oldest()) {
+    if (s->sent_ns + timeout > now) break;
+    if (s->counted) ++shard().lost;
+    slots_.release(*s, slot_table::past::expired);
+  }
+}
+
+void client_base::fail_in_flight(bool abandoned) noexcept {
+  while (slot_table::slot* s = slots_.oldest()) {
+    if (s->counted) {
+      if (abandoned) {
+        ++shard().abandoned;
+      } else {
+        ++shard().lost_on_close;
+      }
+    }
+    slots_.release(*s, slot_table::past::expired);
+  }
+}
+
+worker::worker(const run_plan& plan, unsigned index, std::vector<unsigned> client_indices,
+               std::vector<std::uint64_t> quotas)
+    : plan_(plan), index_(index), tick_timer_(io_), scratch_(scratch_count * scratch_size) {
+  clients_.reserve(client_indices.size());
+  for (std::size_t i = 0; i < client_indices.size(); ++i) {
+    if (plan.spec->transport == transport_kind::udp) {
+      clients_.push_back(make_udp_client(*this, client_indices[i], quotas[i]));
+    } else {
+      clients_.push_back(make_stream_client(*this, client_indices[i], quotas[i]));
+    }
+  }
+}
+
+worker::~worker() = default;
+
+std::span<std::uint8_t> worker::scratch(std::size_t i) noexcept {
+  return {scratch_.data() + i * scratch_size, scratch_size};
+}
+
+void worker::run() {
+  const double cpu_start = thread_cpu_now();
+  const std::uint64_t wall_start = monotonic_ns();
+  for (auto& c : clients_) c->start();
+  schedule_tick();
+  io_.run();
+  thread_cpu_seconds = thread_cpu_now() - cpu_start;
+  wall_seconds = static_cast<double>(monotonic_ns() - wall_start) / 1e9;
+  pub_sent_.store(shard_.queries_sent, std::memory_order_relaxed);
+  pub_received_.store(shard_.responses_received, std::memory_order_relaxed);
+  pub_lost_.store(shard_.lost + shard_.lost_on_close, std::memory_order_relaxed);
+}
+
+void worker::schedule_tick() {
+  // Timeouts and rate pacing are checked in bulk on a tick; a finer tick only when pacing.
+  const auto period =
+      plan_.rate_per_client > 0 ? std::chrono::milliseconds(2) : std::chrono::milliseconds(10);
+  tick_timer_.expires_after(period);
+  tick_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) on_tick();
+  });
+}
+
+void worker::on_tick() {
+  if (stop_requested_.load(std::memory_order_relaxed)) {
+    for (auto& c : clients_) c->abandon();
+    io_.stop();
+    return;
+  }
+  const std::uint64_t now = monotonic_ns();
+  bool all_finished = true;
+  for (auto& c : clients_) {
+    c->tick(now);
+    all_finished = all_finished && c->finished(now);
+  }
+  pub_sent_.store(shard_.queries_sent, std::memory_order_relaxed);
+  pub_received_.store(shard_.responses_received, std::memory_order_relaxed);
+  pub_lost_.store(shard_.lost + shard_.lost_on_close, std::memory_order_relaxed);
+  if (all_finished) {
+    io_.stop();
+    return;
+  }
+  schedule_tick();
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,32 @@
+#pragma once
+// Internal: Boost.JSON conversions shared by the run and sweep documents.
+
+#include <string_view>
+
+#include <boost/json.hpp>
+
+#include <dnstransport/histogram.hpp>
+#include <dnstransport/load.hpp>
+
+namespace dnstransport::detail {
+
+boost::json::object histogram_to_json(const latency_histogram& histogram);
+latency_histogram histogram_from_json(const boost::json::value& value);
+
+boost::json::object run_result_to_json(const run_result& result);
+run_result run_result_from_json_value(const boost::json::value& value);
+
+// Typed field access that throws std::invalid_argument naming the key.
+double number_at(const boost::json::object& object, std::string_view key);
+std::uint64_t count_at(const boost::json::object& object, std::string_view key);
+const boost::json::object& object_at(const boost::json::object& object, std::string_view key);
+std::string string_at(const boost::json::object& object, std::string_view key);
+
+// A measured double cut to 12 significant digits: Boost.JSON 1.81 does not parse 17-digit
+// numbers back to the same double, and 12 digits are far beyond any measurement's precision.
+double stable(double value);
+
+// Pretty-printed with two-space indentation (Boost 1.81 has no pretty printer).
+std::string pretty(const boost::json::value& value);
+
+}  // namespace dnstransport::detail

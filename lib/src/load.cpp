@@ -1,0 +1,314 @@
+#include <dnstransport/load.hpp>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <dnstransport/error.hpp>
+
+#include "clock.hpp"
+#include "engine.hpp"
+#include "socket_util.hpp"
+#include "tls/tls_engine.hpp"
+
+namespace dnstransport {
+
+std::string_view transport_name(transport_kind transport) noexcept {
+  switch (transport) {
+    case transport_kind::udp:
+      return "udp";
+    case transport_kind::tcp:
+      return "tcp";
+    case transport_kind::tls:
+      return "tls";
+  }
+  return "?";
+}
+
+std::optional<transport_kind> parse_transport(std::string_view name) noexcept {
+  if (name == "udp") return transport_kind::udp;
+  if (name == "tcp") return transport_kind::tcp;
+  if (name == "tls" || name == "dot") return transport_kind::tls;
+  return std::nullopt;
+}
+
+double run_result::queries_per_connection_achieved() const noexcept {
+  if (connections.opened == 0) return 0;
+  return static_cast<double>(responses_received) / static_cast<double>(connections.opened);
+}
+
+namespace {
+
+using detail::monotonic_ns;
+using detail::seconds_to_ns;
+
+bool is_stream(transport_kind t) {
+  return t != transport_kind::udp;
+}
+
+// Each client holds one socket; leave room for the responder and files.
+constexpr rlim_t descriptor_reserve = 64;
+
+void ensure_descriptors(unsigned clients) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t wanted = clients + descriptor_reserve;
+  if (limit.rlim_cur >= wanted) return;
+  rlimit raised = limit;
+  raised.rlim_cur = std::min(wanted, limit.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &raised);
+  if (raised.rlim_cur < wanted) {
+    throw setup_error(fmt::format(
+        "--clients {} needs about {} file descriptors but the limit is {} (hard limit {}); "
+        "raise it with `ulimit -n {}` (as root, or in /etc/security/limits.conf)",
+        clients, wanted, limit.rlim_cur, limit.rlim_max, wanted));
+  }
+}
+
+boost::asio::ip::address resolve(const std::string& host) {
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(host, ec);
+  if (!ec) return address;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::resolver resolver(io);
+  auto results = resolver.resolve(host, "", ec);
+  if (ec || results.empty()) {
+    throw setup_error(
+        fmt::format("cannot resolve server \"{}\": {}", host, ec ? ec.message() : "no address"));
+  }
+  return results.begin()->endpoint().address();
+}
+
+std::vector<boost::asio::ip::address> source_addresses(const load_spec& spec,
+                                                       const boost::asio::ip::address& server) {
+  std::vector<boost::asio::ip::address> sources;
+  for (const auto& text : spec.sources) {
+    boost::system::error_code ec;
+    auto address = boost::asio::ip::make_address(text, ec);
+    if (ec) throw setup_error(fmt::format("--source: \"{}\" is not an IP address", text));
+    if (address.is_v4() != server.is_v4()) {
+      throw setup_error(fmt::format("--source {} is not of the same family as the server {}", text,
+                                    server.to_string()));
+    }
+    sources.push_back(address);
+  }
+  // Towards IPv4 loopback, 16 source addresses give 16 times the ephemeral ports, so a run
+  // at one query per connection does not stall on TIME_WAIT.
+  if (sources.empty() && is_stream(spec.transport) && server.is_v4() && server.is_loopback()) {
+    for (unsigned i = 1; i <= 16; ++i) {
+      sources.push_back(boost::asio::ip::address_v4(0x7f000000u + i));
+    }
+  }
+  return sources;
+}
+
+void merge_histograms(latency_histogram& into, const latency_histogram& from) {
+  into.merge(from);
+}
+
+void merge_shard(run_result& into, const run_result& from) {
+  into.queries_sent += from.queries_sent;
+  into.responses_received += from.responses_received;
+  into.lost += from.lost;
+  into.lost_on_close += from.lost_on_close;
+  into.malformed += from.malformed;
+  into.mismatched += from.mismatched;
+  into.abandoned += from.abandoned;
+  into.truncated += from.truncated;
+  for (std::size_t i = 0; i < into.rcodes.size(); ++i) into.rcodes[i] += from.rcodes[i];
+  into.out_of_order += from.out_of_order;
+  into.late += from.late;
+  into.unexpected += from.unexpected;
+  into.duplicates += from.duplicates;
+  merge_histograms(into.latency, from.latency);
+  merge_histograms(into.first_query_latency, from.first_query_latency);
+  merge_histograms(into.connect_latency, from.connect_latency);
+  merge_histograms(into.handshake_latency, from.handshake_latency);
+  auto& c = into.connections;
+  const auto& f = from.connections;
+  c.opened += f.opened;
+  c.closed_by_client += f.closed_by_client;
+  c.closed_by_server += f.closed_by_server;
+  c.reset_by_server += f.reset_by_server;
+  c.failed += f.failed;
+  c.fastopen_data_in_syn += f.fastopen_data_in_syn;
+  for (const auto& [cause, n] : f.failures) c.failures[cause] += n;
+  if (c.first_failure.empty()) c.first_failure = f.first_failure;
+  into.handshakes_full += from.handshakes_full;
+  into.handshakes_resumed += from.handshakes_resumed;
+}
+
+}  // namespace
+
+void validate(const load_spec& spec) {
+  if (spec.clients == 0) throw setup_error("--clients must be at least 1");
+  if (spec.outstanding == 0 || spec.outstanding > 65536) {
+    throw setup_error(
+        fmt::format("--outstanding must be between 1 and 65536 (got {})", spec.outstanding));
+  }
+  if (spec.threads == 0) throw setup_error("--threads must be at least 1");
+  if (spec.count == 0 && !(spec.duration_seconds > 0)) {
+    throw setup_error("--duration must be greater than 0 seconds (or give --count)");
+  }
+  if (!(spec.timeout_seconds > 0)) throw setup_error("--timeout must be greater than 0 seconds");
+  if (spec.warmup_seconds < 0) throw setup_error("--warmup cannot be negative");
+  if (spec.rate < 0) throw setup_error("--rate cannot be negative");
+  if (spec.port == 0) throw setup_error("the server port cannot be 0");
+  if (spec.transport == transport_kind::udp && spec.queries_per_connection != 0) {
+    throw setup_error(
+        "--queries-per-connection applies to --transport tcp and tls only (UDP has no "
+        "connections)");
+  }
+  const unsigned cpus = detail::usable_cpu_count();
+  for (int cpu : spec.cpus) {
+    if (cpu < 0 ||
+        static_cast<unsigned>(cpu) >= std::max(cpus, std::thread::hardware_concurrency())) {
+      throw setup_error(fmt::format("--cpus: CPU {} does not exist on this machine ({} CPUs)", cpu,
+                                    std::thread::hardware_concurrency()));
+    }
+  }
+  if (spec.transport == transport_kind::tls) {
+    const auto available = available_tls_backends();
+    if (std::find(available.begin(), available.end(), spec.tls.backend) == available.end()) {
+      throw setup_error(fmt::format("TLS backend {} is not compiled into this build",
+                                    tls_backend_name(spec.tls.backend)));
+    }
+  }
+  if (spec.queries && spec.queries->empty()) throw setup_error("the query set is empty");
+}
+
+run_result run_load(const load_spec& spec) {
+  validate(spec);
+  ensure_descriptors(spec.clients);
+
+  const auto server_address = resolve(spec.server);
+  std::shared_ptr<const query_set> queries = spec.queries;
+  if (!queries) queries = std::make_shared<const query_set>(default_queries());
+
+  run_result result;
+  result.server = spec.server;
+  result.port = spec.port;
+  result.transport = spec.transport;
+  if (spec.transport == transport_kind::tls) {
+    result.tls_backend = std::string(tls_backend_name(spec.tls.backend));
+  }
+  result.clients = spec.clients;
+  result.outstanding = spec.outstanding;
+  result.queries_per_connection = spec.queries_per_connection;
+  result.query_origin = queries->origin();
+  result.query_count_in_set = queries->size();
+
+  const unsigned threads = std::min(spec.threads, spec.clients);
+  if (threads < spec.threads) {
+    result.warnings.push_back(fmt::format(
+        "--threads {} reduced to {}: a thread needs at least one client", spec.threads, threads));
+  }
+  result.threads = threads;
+
+  std::unique_ptr<detail::tls_client_context> tls;
+  if (spec.transport == transport_kind::tls) tls = detail::make_tls_client_context(spec.tls);
+
+  detail::run_plan plan;
+  plan.spec = &spec;
+  plan.queries = queries.get();
+  plan.server_address = server_address;
+  plan.server_port = spec.port;
+  plan.sources = source_addresses(spec, server_address);
+  plan.tls = tls.get();
+  plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
+  plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : 0;
+
+  std::vector<std::unique_ptr<detail::worker>> workers;
+  for (unsigned w = 0; w < threads; ++w) {
+    std::vector<unsigned> indices;
+    std::vector<std::uint64_t> quotas;
+    for (unsigned c = w; c < spec.clients; c += threads) {
+      indices.push_back(c);
+      quotas.push_back(spec.count == 0
+                           ? UINT64_MAX
+                           : spec.count / spec.clients + (c < spec.count % spec.clients ? 1 : 0));
+    }
+    workers.push_back(
+        std::make_unique<detail::worker>(plan, w, std::move(indices), std::move(quotas)));
+  }
+
+  plan.start_ns = monotonic_ns();
+  plan.measure_start_ns = plan.start_ns + seconds_to_ns(spec.warmup_seconds);
+  plan.send_end_ns =
+      spec.count == 0 ? plan.measure_start_ns + seconds_to_ns(spec.duration_seconds) : UINT64_MAX;
+
+  std::atomic<unsigned> finished{0};
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < threads; ++w) {
+    pool.emplace_back([&, w] {
+      if (!spec.cpus.empty()) detail::pin_current_thread(spec.cpus[w % spec.cpus.size()]);
+      workers[w]->run();
+      finished.fetch_add(1, std::memory_order_release);
+    });
+  }
+
+  const double planned = spec.count == 0 ? spec.warmup_seconds + spec.duration_seconds : 0;
+  const auto progress_period = seconds_to_ns(std::max(0.05, spec.progress_interval_seconds));
+  std::uint64_t next_progress = plan.start_ns + progress_period;
+  std::uint64_t previous_received = 0;
+  std::uint64_t previous_progress = plan.start_ns;
+  std::uint64_t stop_ns = 0;
+  while (finished.load(std::memory_order_acquire) < threads) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::uint64_t now = monotonic_ns();
+    if (stop_ns == 0 && spec.stop != nullptr && spec.stop->load(std::memory_order_relaxed)) {
+      stop_ns = now;
+      for (auto& w : workers) w->request_stop();
+    }
+    if (spec.on_progress && now >= next_progress) {
+      load_progress p;
+      p.elapsed_seconds = static_cast<double>(now - plan.start_ns) / 1e9;
+      p.planned_seconds = planned;
+      for (auto& w : workers) {
+        p.queries_sent += w->published_sent();
+        p.responses_received += w->published_received();
+        p.lost += w->published_lost();
+      }
+      p.recent_qps = static_cast<double>(p.responses_received - previous_received) /
+                     (static_cast<double>(now - previous_progress) / 1e9);
+      previous_received = p.responses_received;
+      previous_progress = now;
+      next_progress = now + progress_period;
+      spec.on_progress(p);
+    }
+  }
+  for (auto& t : pool) t.join();
+  const std::uint64_t end_ns = monotonic_ns();
+
+  std::uint64_t last_answer = 0;
+  for (auto& w : workers) {
+    merge_shard(result, w->shard());
+    last_answer = std::max(last_answer, w->last_answer_ns);
+    result.client_cpu_seconds += w->thread_cpu_seconds;
+    if (w->wall_seconds > 0) {
+      result.max_thread_cpu_share =
+          std::max(result.max_thread_cpu_share, w->thread_cpu_seconds / w->wall_seconds);
+    }
+  }
+  result.interrupted = stop_ns != 0;
+  // The measured window runs from the end of the warm-up to the end of sending (or the
+  // interruption), stretched to the last counted answer so that answers to queries sent in
+  // the window count against the time they took. In count mode it ends with the last answer.
+  std::uint64_t window_end = result.interrupted ? stop_ns : std::min(end_ns, plan.send_end_ns);
+  if (spec.count != 0 && last_answer != 0 && !result.interrupted) window_end = last_answer;
+  window_end = std::max(window_end, last_answer);
+  result.elapsed_seconds = window_end > plan.measure_start_ns
+                               ? static_cast<double>(window_end - plan.measure_start_ns) / 1e9
+                               : 0;
+  result.qps = result.elapsed_seconds > 0
+                   ? static_cast<double>(result.responses_received) / result.elapsed_seconds
+                   : 0;
+  return result;
+}
+
+}  // namespace dnstransport

@@ -1,0 +1,26 @@
+#pragma once
+// Internal: small socket helpers shared by clients and the responder.
+
+#include <string>
+
+#include <dnstransport/load.hpp>
+
+namespace dnstransport::detail {
+
+// "ECONNREFUSED" for an errno value (the symbolic name users search for), "E<n>" otherwise.
+std::string errno_name(int error);
+
+// Counts a socket failure by cause and keeps the first full message.
+void record_socket_error(connection_stats& stats, const char* what, int error);
+
+// Asks for large socket buffers so bursts of answers are not dropped by the kernel (capped
+// by net.core.rmem_max / wmem_max; a refusal is harmless).
+void enlarge_socket_buffers(int fd) noexcept;
+
+// Pins the calling thread to one CPU; returns false (and changes nothing) when refused.
+bool pin_current_thread(int cpu) noexcept;
+
+// Number of CPUs the process may run on.
+unsigned usable_cpu_count() noexcept;
+
+}  // namespace dnstransport::detail

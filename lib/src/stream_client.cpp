@@ -1,0 +1,528 @@
+// Stream client: DNS over TCP (RFC 7766) and over TLS (RFC 7858) share one state machine.
+// A client keeps up to `outstanding` queries in flight on its connection, matches answers by
+// id in any order, and replaces the connection after `queries_per_connection` queries.
+// Plain TCP writes all ready queries with one writev of [length][id][rest] iovecs, so no
+// query is copied; TLS copies them into one buffer that the engine encrypts and sends.
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "clock.hpp"
+#include "engine.hpp"
+#include "framing.hpp"
+#include "socket_util.hpp"
+#include "tls/tls_engine.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+constexpr unsigned max_gather = 256;  // queries per writev (3 iovecs each, IOV_MAX is 1024)
+
+enum class conn_state { idle, connecting, handshaking, established };
+
+class stream_client final : public client_base {
+ public:
+  stream_client(worker& owner, unsigned index, std::uint64_t quota)
+      : client_base(owner, index, quota), socket_(owner.io()) {}
+
+  void start() override { connect(monotonic_ns()); }
+
+  void tick(std::uint64_t now) override {
+    if (state_ == conn_state::connecting || state_ == conn_state::handshaking) {
+      if (now - connection_started_ns_ >= plan().timeout_ns) {
+        fail_connection(now, state_ == conn_state::connecting ? "tcp connect" : "tls handshake",
+                        ETIMEDOUT, {});
+      }
+      return;
+    }
+    if (state_ == conn_state::established) {
+      expire(now);
+      if (!may_send(now) && slots_.empty()) {
+        close(true);
+        return;
+      }
+      if (connection_done()) {
+        close(true);
+        if (may_send(now)) connect(now);
+        return;
+      }
+      fill(now);
+      return;
+    }
+    if (may_send(now)) connect(now);
+  }
+
+  void abandon() override {
+    fail_in_flight(true);
+    if (state_ != conn_state::idle) close(true);
+  }
+
+ private:
+  const load_spec& spec() const noexcept { return *plan().spec; }
+  bool tls_enabled() const noexcept { return plan().tls != nullptr; }
+
+  bool connection_done() const noexcept {
+    const std::uint64_t limit = spec().queries_per_connection;
+    return limit != 0 && sent_on_connection_ >= limit && slots_.empty();
+  }
+
+  void connect(std::uint64_t now) {
+    ++generation_;
+    state_ = conn_state::connecting;
+    connection_started_ns_ = now;
+    sent_on_connection_ = 0;
+    highest_sequence_answered_ = 0;
+    any_answered_ = false;
+    reader_.reset();
+    out_.clear();
+    written_ = 0;
+    waiting_read_ = waiting_write_ = false;
+
+    const run_plan& p = plan();
+    const boost::asio::ip::tcp::endpoint server(p.server_address, p.server_port);
+    boost::system::error_code ec;
+    socket_.open(server.protocol(), ec);
+    if (ec) {
+      fail_connection(now, "tcp socket", ec.value(), {});
+      return;
+    }
+    const int fd = socket_.native_handle();
+    socket_.non_blocking(true, ec);
+    if (spec().tcp_nodelay) {
+      const int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    if (!p.sources.empty()) {
+      // Spread successive connections of all clients over the source addresses.
+      const auto& source =
+          p.sources[(index_ + connections_made_ * spec().clients) % p.sources.size()];
+      const int one = 1;
+      // Let the kernel pick the port at connect time, so ports are shared per destination.
+      setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+      socket_.bind({source, 0}, ec);
+      if (ec) {
+        fail_connection(now, "tcp bind", ec.value(), {});
+        return;
+      }
+    }
+    ++connections_made_;
+    if (spec().tcp_fastopen) {
+      const int one = 1;
+      fastopen_ = setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof one) == 0;
+    }
+    sockaddr_storage address{};
+    std::memcpy(&address, server.data(), server.size());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address),
+                  static_cast<socklen_t>(server.size())) == 0) {
+      on_connected(now);
+      return;
+    }
+    if (errno != EINPROGRESS) {
+      fail_connection(now, "tcp connect", errno, {});
+      return;
+    }
+    wait(boost::asio::socket_base::wait_write);
+  }
+
+  void on_connected(std::uint64_t now) {
+    ++shard().connections.opened;
+    shard().connect_latency.record(now - connection_started_ns_);
+    if (tls_enabled()) {
+      tls_ =
+          plan().tls->connect(socket_.native_handle(), spec().tls.resume ? ticket_.get() : nullptr);
+      state_ = conn_state::handshaking;
+      handshake_started_ns_ = now;
+      handshake(now);
+      return;
+    }
+    state_ = conn_state::established;
+    fill(now);
+    arm_read();
+  }
+
+  void handshake(std::uint64_t now) {
+    switch (tls_->handshake()) {
+      case tls_io::done:
+        shard().handshake_latency.record(now - handshake_started_ns_);
+        if (tls_->resumed()) {
+          ++shard().handshakes_resumed;
+        } else {
+          ++shard().handshakes_full;
+        }
+        state_ = conn_state::established;
+        fill(now);
+        arm_read();
+        return;
+      case tls_io::want_read:
+        wait(boost::asio::socket_base::wait_read);
+        return;
+      case tls_io::want_write:
+        wait(boost::asio::socket_base::wait_write);
+        return;
+      case tls_io::closed:
+        fail_connection(now, "tls handshake", 0, "the server closed the connection");
+        return;
+      case tls_io::error:
+        fail_connection(now, "tls handshake", 0, tls_->error_message(), tls_->failure());
+        return;
+    }
+  }
+
+  // A connect or handshake that did not complete.
+  void fail_connection(std::uint64_t /*now*/, const char* what, int error,
+                       const std::string& message, tls_failure failure = tls_failure::other) {
+    connection_stats& c = shard().connections;
+    ++c.failed;
+    if (error != 0) {
+      record_socket_error(c, what, error);
+    } else {
+      ++c.failures[fmt::format("tls_{}", tls_failure_name(failure))];
+      if (c.first_failure.empty()) c.first_failure = fmt::format("{}: {}", what, message);
+    }
+    // In-flight queries exist only with TCP fast open; they die with the attempt.
+    fail_in_flight(false);
+    drop_socket();
+    // Retry on the next tick rather than at once, so a refusing server is not hammered.
+    state_ = conn_state::idle;
+  }
+
+  void wait(boost::asio::socket_base::wait_type type) {
+    const bool reading = type == boost::asio::socket_base::wait_read;
+    bool& flag = reading ? waiting_read_ : waiting_write_;
+    if (flag) return;
+    flag = true;
+    const std::uint64_t generation = generation_;
+    socket_.async_wait(type, [this, generation, reading](const boost::system::error_code& ec) {
+      if (generation != generation_) return;
+      (reading ? waiting_read_ : waiting_write_) = false;
+      if (ec) return;
+      on_ready();
+    });
+  }
+
+  void arm_read() { wait(boost::asio::socket_base::wait_read); }
+
+  void on_ready() {
+    const std::uint64_t now = monotonic_ns();
+    switch (state_) {
+      case conn_state::idle:
+        return;
+      case conn_state::connecting: {
+        int error = 0;
+        socklen_t length = sizeof error;
+        getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length);
+        if (error != 0) {
+          fail_connection(now, "tcp connect", error, {});
+        } else {
+          on_connected(now);
+        }
+        return;
+      }
+      case conn_state::handshaking:
+        handshake(now);
+        return;
+      case conn_state::established:
+        break;
+    }
+    if (!flush()) return;
+    if (!read_available(now)) return;
+    if (connection_done()) {
+      close(true);
+      if (may_send(now)) connect(now);
+      return;
+    }
+    fill(now);
+    if (state_ == conn_state::established) arm_read();
+  }
+
+  // Reads and processes everything available. False when the connection is gone.
+  bool read_available(std::uint64_t now) {
+    for (;;) {
+      auto space = reader_.prepare();
+      std::size_t n = 0;
+      if (tls_) {
+        switch (tls_->read(space.data(), space.size(), n)) {
+          case tls_io::done:
+            break;
+          case tls_io::want_read:
+            return true;
+          case tls_io::want_write:
+            wait(boost::asio::socket_base::wait_write);
+            return true;
+          case tls_io::closed:
+            server_closed(false);
+            return false;
+          case tls_io::error:
+            server_closed(true);
+            return false;
+        }
+      } else {
+        const ssize_t r = ::recv(socket_.native_handle(), space.data(), space.size(), 0);
+        if (r < 0) {
+          if (errno == EINTR) continue;
+          if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+          server_closed(true);
+          return false;
+        }
+        if (r == 0) {
+          server_closed(false);
+          return false;
+        }
+        n = static_cast<std::size_t>(r);
+      }
+      reader_.commit(n);
+      if (!take_messages(monotonic_ns())) return false;
+      if (n < space.size() && !(tls_ && tls_->pending() > 0)) return true;
+      (void)now;
+    }
+  }
+
+  bool take_messages(std::uint64_t now) {
+    std::span<const std::uint8_t> message;
+    for (;;) {
+      const auto r = reader_.next(message);
+      if (r == frame_reader::result::need_more) return true;
+      if (r == frame_reader::result::zero_length) {
+        ++shard().connections.failures["zero_length_frame"];
+        server_closed(true);
+        return false;
+      }
+      const completion c = on_message(message, now);
+      if (!c.matched) continue;
+      if (any_answered_ && c.sequence < highest_sequence_answered_) {
+        ++shard().out_of_order;
+      } else {
+        highest_sequence_answered_ = c.sequence;
+        any_answered_ = true;
+      }
+      if (c.first_on_connection) shard().first_query_latency.record(now - connection_started_ns_);
+    }
+  }
+
+  // The server ended the connection: EOF (or close_notify), or a reset/error.
+  void server_closed(bool reset) {
+    if (reset) {
+      ++shard().connections.reset_by_server;
+    } else {
+      ++shard().connections.closed_by_server;
+    }
+    fail_in_flight(false);
+    drop_socket();
+    state_ = conn_state::idle;
+    const std::uint64_t now = monotonic_ns();
+    if (may_send(now)) connect(now);
+  }
+
+  void fill(std::uint64_t now) {
+    if (state_ != conn_state::established || written_ < out_.size()) return;
+    std::uint64_t allowance = send_allowance(now);
+    const std::uint64_t limit = spec().queries_per_connection;
+    if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, sent_on_connection_));
+    if (!spec().gather_writes) allowance = std::min<std::uint64_t>(allowance, 1);
+    while (allowance > 0) {
+      const unsigned batch = static_cast<unsigned>(std::min<std::uint64_t>(allowance, max_gather));
+      if (tls_) {
+        queue_tls(now, batch);
+      } else if (!write_tcp(now, batch)) {
+        return;
+      }
+      allowance -= batch;
+      if (written_ < out_.size()) return;
+      if (!spec().gather_writes) {
+        allowance = std::min<std::uint64_t>(send_allowance(now), 1);
+        if (limit != 0 && sent_on_connection_ >= limit) allowance = 0;
+      }
+    }
+  }
+
+  slot_table::slot& next_query(std::uint64_t now) {
+    slot_table::slot& s = take_slot(now);
+    s.first_on_connection = sent_on_connection_ == 0;
+    ++sent_on_connection_;
+    return s;
+  }
+
+  // Gather-writes `batch` queries; keeps any unsent tail in out_. False if the socket died.
+  bool write_tcp(std::uint64_t now, unsigned batch) {
+    std::array<iovec, max_gather * 3> iov;
+    std::size_t total = 0;
+    for (unsigned i = 0; i < batch; ++i) {
+      slot_table::slot& s = next_query(now);
+      const auto query = (*plan().queries)[s.query_index];
+      auto& prefix = prefixes_[i];
+      prefix[0] = static_cast<std::uint8_t>(query.size() >> 8);
+      prefix[1] = static_cast<std::uint8_t>(query.size());
+      patch_id(&prefix[2], s.id);
+      iov[i * 2] = {prefix.data(), 4};
+      iov[i * 2 + 1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
+      total += query.size() + 2;
+    }
+    ssize_t sent;
+    do {
+      sent = ::writev(socket_.native_handle(), iov.data(), static_cast<int>(batch * 2));
+    } while (sent < 0 && errno == EINTR);
+    if (sent < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        server_closed(true);
+        return false;
+      }
+      sent = 0;
+    }
+    if (fastopen_ && shard().connections.opened > 0) note_fastopen();
+    if (static_cast<std::size_t>(sent) < total) {
+      // Keep the unsent bytes (rare: a full socket buffer) and finish when writable.
+      std::size_t skip = static_cast<std::size_t>(sent);
+      for (unsigned i = 0; i < batch * 2; ++i) {
+        const auto* base = static_cast<const std::uint8_t*>(iov[i].iov_base);
+        if (skip >= iov[i].iov_len) {
+          skip -= iov[i].iov_len;
+          continue;
+        }
+        out_.insert(out_.end(), base + skip, base + iov[i].iov_len);
+        skip = 0;
+      }
+      written_ = 0;
+      wait(boost::asio::socket_base::wait_write);
+    }
+    return true;
+  }
+
+  void note_fastopen() {
+    fastopen_ = false;
+    tcp_info info{};
+    socklen_t length = sizeof info;
+    if (getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
+        (info.tcpi_options & TCPI_OPT_SYN_DATA) != 0) {
+      ++shard().connections.fastopen_data_in_syn;
+    }
+  }
+
+  void queue_tls(std::uint64_t now, unsigned batch) {
+    for (unsigned i = 0; i < batch; ++i) {
+      slot_table::slot& s = next_query(now);
+      const auto query = (*plan().queries)[s.query_index];
+      const std::size_t at = out_.size();
+      out_.resize(at + 2 + query.size());
+      out_[at] = static_cast<std::uint8_t>(query.size() >> 8);
+      out_[at + 1] = static_cast<std::uint8_t>(query.size());
+      std::memcpy(&out_[at + 2], query.data(), query.size());
+      patch_id(&out_[at + 2], s.id);
+    }
+    written_ = 0;
+    flush();
+  }
+
+  // Sends pending output. False when the connection is gone.
+  bool flush() {
+    while (written_ < out_.size()) {
+      const std::uint8_t* data = out_.data() + written_;
+      const std::size_t size = out_.size() - written_;
+      std::size_t n = 0;
+      if (tls_) {
+        switch (tls_->write(data, size, n)) {
+          case tls_io::done:
+            break;
+          case tls_io::want_read:
+            arm_read();
+            return true;
+          case tls_io::want_write:
+            wait(boost::asio::socket_base::wait_write);
+            return true;
+          case tls_io::closed:
+            server_closed(false);
+            return false;
+          case tls_io::error:
+            server_closed(true);
+            return false;
+        }
+      } else {
+        const ssize_t r = ::send(socket_.native_handle(), data, size, MSG_NOSIGNAL);
+        if (r < 0) {
+          if (errno == EINTR) continue;
+          if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            wait(boost::asio::socket_base::wait_write);
+            return true;
+          }
+          server_closed(true);
+          return false;
+        }
+        n = static_cast<std::size_t>(r);
+      }
+      written_ += n;
+    }
+    out_.clear();
+    written_ = 0;
+    return true;
+  }
+
+  // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
+  void close(bool count) {
+    if (count && state_ != conn_state::idle && state_ != conn_state::connecting) {
+      ++shard().connections.closed_by_client;
+    }
+    if (tls_ && state_ == conn_state::established && spec().close == close_mode::fin) {
+      tls_->shutdown();
+    }
+    if (spec().close == close_mode::rst && socket_.is_open()) {
+      const linger abortive{1, 0};
+      setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive);
+    }
+    if (tls_ && spec().tls.resume) {
+      if (auto ticket = tls_->ticket()) ticket_ = std::move(ticket);
+    }
+    drop_socket();
+    state_ = conn_state::idle;
+  }
+
+  void drop_socket() {
+    if (tls_ && spec().tls.resume) {
+      if (auto ticket = tls_->ticket()) ticket_ = std::move(ticket);
+    }
+    tls_.reset();
+    ++generation_;
+    boost::system::error_code ec;
+    socket_.close(ec);
+    waiting_read_ = waiting_write_ = false;
+    fastopen_ = false;
+  }
+
+  boost::asio::ip::tcp::socket socket_;
+  std::unique_ptr<tls_session> tls_;
+  std::unique_ptr<tls_ticket> ticket_;
+  frame_reader reader_;
+  std::vector<std::uint8_t> out_;
+  std::size_t written_ = 0;
+  std::array<std::array<std::uint8_t, 4>, max_gather> prefixes_{};
+  conn_state state_ = conn_state::idle;
+  std::uint64_t generation_ = 0;
+  std::uint64_t connection_started_ns_ = 0;
+  std::uint64_t handshake_started_ns_ = 0;
+  std::uint64_t sent_on_connection_ = 0;
+  std::uint64_t connections_made_ = 0;
+  std::uint64_t highest_sequence_answered_ = 0;
+  bool any_answered_ = false;
+  bool waiting_read_ = false;
+  bool waiting_write_ = false;
+  bool fastopen_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<client_base> make_stream_client(worker& owner, unsigned index,
+                                                std::uint64_t quota) {
+  return std::make_unique<stream_client>(owner, index, quota);
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,255 @@
+// TCP and TLS loads over loopback against the built-in responder: framing, pipelining,
+// queries per connection, server-initiated closes, both TLS backends, resumption, verification.
+#include <dnstransport/load.hpp>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <tuple>
+
+#include <dnstransport/server.hpp>
+#include <dnstransport/tls.hpp>
+
+namespace dnstransport {
+namespace {
+
+// ctest runs tests in parallel processes: each gets its own certificate directory.
+std::string scratch_directory(const char* name) {
+  return (std::filesystem::path(::testing::TempDir()) /
+          (std::string(name) + "-" + std::to_string(getpid())))
+      .string();
+}
+
+std::string per_connection_name(const ::testing::TestParamInfo<std::uint64_t>& param) {
+  return param.param == 0 ? std::string("unlimited") : "n" + std::to_string(param.param);
+}
+
+std::string backend_name(const ::testing::TestParamInfo<tls_backend>& param) {
+  return std::string(tls_backend_name(param.param));
+}
+
+std::uint64_t accounted(const run_result& r) {
+  return r.responses_received + r.lost + r.lost_on_close + r.malformed + r.mismatched + r.abandoned;
+}
+
+server_options stream_server(transport_kind t) {
+  server_options o;
+  if (t == transport_kind::tcp) o.tcp = endpoint{"127.0.0.1", 0};
+  if (t == transport_kind::tls) o.tls = endpoint{"127.0.0.1", 0};
+  return o;
+}
+
+load_spec spec_for(const server& s, transport_kind t) {
+  load_spec spec;
+  spec.transport = t;
+  spec.port = t == transport_kind::tcp ? s.tcp_port() : s.tls_port();
+  spec.timeout_seconds = 2;
+  return spec;
+}
+
+TEST(stream_load_test, tcp_persistent_connections_answer_everything) {
+  server responder(stream_server(transport_kind::tcp));
+  load_spec spec = spec_for(responder, transport_kind::tcp);
+  spec.clients = 4;
+  spec.outstanding = 50;
+  spec.count = 20000;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.queries_sent, 20000u);
+  EXPECT_EQ(r.responses_received, 20000u);
+  EXPECT_EQ(r.connections.opened, 4u);
+  EXPECT_EQ(r.connections.closed_by_client, 4u);
+  EXPECT_EQ(r.connections.failed, 0u);
+  EXPECT_EQ(r.connect_latency.count(), 4u);
+  EXPECT_EQ(r.first_query_latency.count(), 4u);
+  EXPECT_EQ(accounted(r), r.queries_sent);
+}
+
+class queries_per_connection_test : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(queries_per_connection_test, connection_count_is_queries_over_n) {
+  const std::uint64_t n = GetParam();
+  server responder(stream_server(transport_kind::tcp));
+  load_spec spec = spec_for(responder, transport_kind::tcp);
+  spec.clients = 2;
+  spec.outstanding = 4;
+  spec.count = 400;
+  spec.queries_per_connection = n;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 400u);
+  EXPECT_EQ(r.connections.opened, n == 0 ? 2u : 400u / n);
+  EXPECT_EQ(r.connections.closed_by_client, r.connections.opened);
+  EXPECT_EQ(r.connections.closed_by_server, 0u);
+  EXPECT_EQ(r.first_query_latency.count(), r.connections.opened);
+}
+
+INSTANTIATE_TEST_SUITE_P(stream_load_test, queries_per_connection_test,
+                         ::testing::Values(1u, 10u, 0u),
+                         per_connection_name);
+
+TEST(stream_load_test, abortive_close_still_counts_everything) {
+  server responder(stream_server(transport_kind::tcp));
+  load_spec spec = spec_for(responder, transport_kind::tcp);
+  spec.count = 200;
+  spec.outstanding = 1;
+  spec.queries_per_connection = 1;
+  spec.close = close_mode::rst;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 200u);
+  EXPECT_EQ(r.connections.opened, 200u);
+}
+
+TEST(stream_load_test, server_closing_mid_pipeline_is_counted_and_survived) {
+  server_options o = stream_server(transport_kind::tcp);
+  o.close_after_queries = 5;
+  server responder(o);
+  load_spec spec = spec_for(responder, transport_kind::tcp);
+  spec.clients = 2;
+  spec.outstanding = 20;
+  spec.count = 1000;
+  const run_result r = run_load(spec);
+  EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 10u);
+  EXPECT_GT(r.lost_on_close, 0u);
+  EXPECT_GT(r.responses_received, 100u);
+  EXPECT_EQ(accounted(r), r.queries_sent);
+}
+
+TEST(stream_load_test, idle_timeout_closes_are_followed_by_reconnects) {
+  server_options o = stream_server(transport_kind::tcp);
+  o.idle_timeout_seconds = 0.05;
+  server responder(o);
+  load_spec spec = spec_for(responder, transport_kind::tcp);
+  spec.rate = 5;  // one query every 200 ms: the server closes between queries
+  spec.duration_seconds = 1.2;
+  spec.outstanding = 1;
+  const run_result r = run_load(spec);
+  EXPECT_GE(r.connections.closed_by_server, 2u);
+  EXPECT_GE(r.connections.opened, 3u);
+  EXPECT_EQ(accounted(r), r.queries_sent);
+}
+
+TEST(stream_load_test, reversed_answers_are_matched_and_counted_out_of_order) {
+  server_options o = stream_server(transport_kind::tcp);
+  o.reverse_order = true;
+  server responder(o);
+  load_spec spec = spec_for(responder, transport_kind::tcp);
+  spec.outstanding = 50;
+  spec.count = 5000;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 5000u);
+  EXPECT_GT(r.out_of_order, 0u);
+}
+
+TEST(stream_load_test, refused_connections_are_failures_with_errno) {
+  std::uint16_t port = 0;
+  {
+    server probe(stream_server(transport_kind::tcp));
+    port = probe.tcp_port();
+  }
+  load_spec spec;
+  spec.transport = transport_kind::tcp;
+  spec.port = port;
+  spec.duration_seconds = 0.3;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_GT(r.connections.failed, 0u);
+  EXPECT_GT(r.connections.failures.at("ECONNREFUSED"), 0u);
+  EXPECT_NE(r.connections.first_failure.find("refused"), std::string::npos);
+}
+
+using tls_case = std::tuple<tls_backend, tls_backend, tls_version, bool>;
+
+std::string tls_case_name(const ::testing::TestParamInfo<tls_case>& param) {
+  const auto [client, server, version, resume] = param.param;
+  std::string name = std::string(tls_backend_name(client)) + "_to_" +
+                     std::string(tls_backend_name(server)) + "_v" +
+                     std::string(tls_version_name(version)) + (resume ? "_resume" : "");
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+}
+
+class tls_matrix_test : public ::testing::TestWithParam<tls_case> {};
+
+TEST_P(tls_matrix_test, handshakes_answers_and_resumption) {
+  const auto [client_backend, server_backend, version, resume] = GetParam();
+  server_options o = stream_server(transport_kind::tls);
+  o.tls_options.backend = server_backend;
+  o.certificate_directory = scratch_directory("tls-matrix");
+  server responder(o);
+  load_spec spec = spec_for(responder, transport_kind::tls);
+  spec.tls.backend = client_backend;
+  spec.tls.min_version = spec.tls.max_version = version;
+  spec.tls.resume = resume;
+  spec.clients = 2;
+  spec.outstanding = 5;
+  spec.count = 100;
+  spec.queries_per_connection = 10;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 100u) << r.connections.first_failure;
+  EXPECT_EQ(r.connections.opened, 10u);
+  EXPECT_EQ(r.handshakes_full + r.handshakes_resumed, 10u);
+  if (resume) {
+    EXPECT_GT(r.handshakes_resumed, 0u);
+  } else {
+    EXPECT_EQ(r.handshakes_resumed, 0u);
+  }
+  EXPECT_EQ(r.handshake_latency.count(), 10u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    stream_load_test, tls_matrix_test,
+    ::testing::Combine(::testing::Values(tls_backend::openssl, tls_backend::gnutls),
+                       ::testing::Values(tls_backend::openssl, tls_backend::gnutls),
+                       ::testing::Values(tls_version::v1_2, tls_version::v1_3), ::testing::Bool()),
+    tls_case_name);
+
+class tls_verify_test : public ::testing::TestWithParam<tls_backend> {};
+
+TEST_P(tls_verify_test, right_ca_passes_wrong_ca_fails_every_handshake) {
+  const std::filesystem::path dir = scratch_directory("tls-verify");
+  server_options o = stream_server(transport_kind::tls);
+  o.certificate_directory = (dir / "server").string();
+  server responder(o);
+  const auto wrong = generate_self_signed_certificate(dir / "other");
+
+  load_spec spec = spec_for(responder, transport_kind::tls);
+  spec.tls.backend = GetParam();
+  spec.tls.verify = true;
+  spec.tls.server_name = "localhost";
+  spec.tls.ca_file = responder.certificate().certificate_file;
+  spec.count = 20;
+  const run_result good = run_load(spec);
+  EXPECT_EQ(good.responses_received, 20u) << good.connections.first_failure;
+
+  spec.tls.ca_file = wrong.certificate_file;
+  spec.count = 0;
+  spec.duration_seconds = 0.3;
+  const run_result bad = run_load(spec);
+  EXPECT_EQ(bad.responses_received, 0u);
+  EXPECT_GT(bad.connections.failed, 0u);
+  EXPECT_GT(bad.connections.failures.at("tls_certificate"), 0u);
+  EXPECT_FALSE(bad.connections.first_failure.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(stream_load_test, tls_verify_test,
+                         ::testing::Values(tls_backend::openssl, tls_backend::gnutls),
+                         backend_name);
+
+TEST(stream_load_test, tls_client_against_plain_tcp_port_fails_as_not_tls) {
+  server responder(stream_server(transport_kind::tcp));
+  load_spec spec;
+  spec.transport = transport_kind::tls;
+  spec.port = responder.tcp_port();
+  // The responder waits for the rest of a "message" whose length is the ClientHello's
+  // first two bytes, so the handshake times out.
+  spec.duration_seconds = 1;
+  spec.timeout_seconds = 0.3;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_GT(r.connections.failed, 0u);
+}
+
+}  // namespace
+}  // namespace dnstransport

@@ -1,0 +1,17 @@
+# Installs the build tree into a scratch prefix, then configures, builds and runs the
+# consumer project against it. Fails on the first step that fails.
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+
+function(step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "failed (${status}): ${ARGN}")
+  endif()
+endfunction()
+
+step("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+step("${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" -G "${GENERATOR}"
+     "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release)
+step("${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
+step("${WORK_DIR}/build/consumer")

@@ -1,0 +1,354 @@
+#include "cli_common.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/query_source.hpp>
+
+namespace dnstransport::cli {
+
+std::atomic<bool> stop_requested{false};
+
+namespace {
+
+void on_signal(int signal_number) {
+  if (stop_requested.load() && signal_number == SIGINT) _exit(exit_interrupted);
+  stop_requested.store(true);
+}
+
+unsigned parse_unsigned(std::string_view text, const char* flag) {
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) {
+    throw setup_error(fmt::format("{}: \"{}\" is not a number", flag, text));
+  }
+  return value;
+}
+
+tls_version version_or_throw(const std::string& text, const char* flag) {
+  const auto v = parse_tls_version(text);
+  if (!v)
+    throw setup_error(fmt::format("{}: \"{}\" is not a TLS version (1.2 or 1.3)", flag, text));
+  return *v;
+}
+
+}  // namespace
+
+void install_signal_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+std::vector<int> parse_cpu_list(const std::string& text, const char* flag) {
+  std::vector<int> cpus;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) throw setup_error(fmt::format("{}: empty item in \"{}\"", flag, text));
+    const auto dash = item.find('-');
+    if (dash == std::string::npos) {
+      cpus.push_back(static_cast<int>(parse_unsigned(item, flag)));
+      continue;
+    }
+    const unsigned first = parse_unsigned(std::string_view(item).substr(0, dash), flag);
+    const unsigned last = parse_unsigned(std::string_view(item).substr(dash + 1), flag);
+    if (last < first) throw setup_error(fmt::format("{}: range \"{}\" is backwards", flag, item));
+    for (unsigned c = first; c <= last; ++c) cpus.push_back(static_cast<int>(c));
+  }
+  const unsigned available = std::thread::hardware_concurrency();
+  for (int c : cpus) {
+    if (available != 0 && static_cast<unsigned>(c) >= available) {
+      throw setup_error(fmt::format("{}: CPU {} does not exist (this machine has CPUs 0-{})", flag,
+                                    c, available - 1));
+    }
+  }
+  return cpus;
+}
+
+void add_run_options(CLI::App& app, run_options& o, bool with_transport) {
+  app.add_option("--server", o.server,
+                 "Server to load, HOST[:PORT] or [IPv6]:PORT (port 53 by default; 853 for tls). "
+                 "Without it the built-in responder is started on 127.0.0.1 in this process.");
+  if (with_transport) {
+    app.add_option("--transport", o.transport, "udp, tcp or tls (DNS over TLS)")
+        ->capture_default_str();
+    app.add_option("--queries-per-connection", o.queries_per_connection,
+                   "tcp/tls: queries answered on a connection before it is replaced; 1 = a new "
+                   "connection per query, 'unlimited' keeps it")
+        ->capture_default_str();
+  }
+  app.add_option("--queries", o.queries_file,
+                 "Query file: dnsperf text format ('name TYPE' per line) or length-prefixed wire "
+                 "format (.raw/.wire/.bin). Default: a built-in set of ~300 realistic queries");
+  app.add_option("--query-format", o.query_format, "auto, text or wire")->capture_default_str();
+  app.add_option("--clients", o.clients, "Concurrent clients; each has its own socket")
+      ->capture_default_str();
+  app.add_option("--outstanding", o.outstanding, "Queries in flight per client")
+      ->capture_default_str();
+  app.add_option("--duration", o.duration, "Seconds to measure (after --warmup)")
+      ->capture_default_str();
+  app.add_option("--count", o.count, "Stop after sending this many queries instead of a duration");
+  app.add_option("--timeout", o.timeout, "Seconds before an unanswered query counts as lost")
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Seconds of load before measuring starts")
+      ->capture_default_str();
+  app.add_option("--rate", o.rate, "Limit to this many queries per second in total (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "Worker threads; clients are spread over them")
+      ->capture_default_str();
+  app.add_option("--cpus", o.cpus, "Pin worker threads to these CPUs, e.g. 0 or 0,2-3");
+  app.add_option("--close", o.close,
+                 "How tcp/tls connections are closed: fin (graceful) or rst (SO_LINGER 0)")
+      ->capture_default_str();
+  app.add_option("--source", o.sources,
+                 "Source addresses for client sockets (comma-separated). Default for tcp/tls to "
+                 "127.0.0.1: 127.0.0.1-127.0.0.16, to multiply ephemeral ports")
+      ->delimiter(',');
+  app.add_flag("--tcp-fastopen", o.tcp_fastopen,
+               "Send the first query in the SYN (TCP_FASTOPEN_CONNECT) where the kernel allows");
+  app.add_flag("--no-nodelay", o.no_nodelay, "Leave Nagle's algorithm on (TCP_NODELAY off)");
+  app.add_flag("--one-write-per-query", o.one_write_per_query,
+               "tcp/tls: one write per query instead of gathering all ready queries in one write");
+  app.add_flag("--edns", o.edns, "Add an EDNS0 OPT record to queries from text files");
+  app.add_flag("--dnssec-ok", o.dnssec_ok, "Set the DO bit (implies --edns)");
+  app.add_option("--edns-payload", o.edns_payload, "EDNS0 UDP payload size")->capture_default_str();
+  app.add_flag("--no-rd", o.no_rd, "Clear the RD (recursion desired) bit in generated queries");
+  app.add_option("--tls-backend", o.tls_backend, "TLS library for tls: openssl or gnutls")
+      ->capture_default_str();
+  app.add_option("--tls-version", o.tls_version, "Pin the TLS version: 1.2 or 1.3");
+  app.add_option("--tls-min-version", o.tls_min_version, "Lowest TLS version offered");
+  app.add_option("--tls-max-version", o.tls_max_version, "Highest TLS version offered");
+  app.add_flag("--tls-resume", o.tls_resume,
+               "Resume TLS sessions (tickets) when a client reconnects");
+  app.add_option("--sni", o.sni, "TLS server name (SNI, and the name verified)");
+  app.add_option("--alpn", o.alpn, "ALPN protocol offered ('' for none)")->capture_default_str();
+  app.add_option("--ca-file", o.ca_file, "PEM trust anchors for --verify");
+  app.add_flag("--verify", o.verify, "Verify the server certificate (off by default)");
+  app.add_flag("--insecure", o.insecure, "Do not verify the server certificate (the default)");
+  app.add_option("--tls-priority", o.tls_priority,
+                 "Cipher list (OpenSSL) or priority string (GnuTLS), passed as given");
+  app.add_option("--server-threads", o.server_threads, "Built-in responder: threads")
+      ->capture_default_str();
+  app.add_option("--server-cpus", o.server_cpus,
+                 "Built-in responder: pin its threads to these CPUs (default: CPUs not in --cpus)");
+  app.add_option("--server-mode", o.server_mode, "Built-in responder: answer or echo")
+      ->capture_default_str();
+  app.add_option("--server-tls-backend", o.server_tls_backend,
+                 "Built-in responder: TLS library (default: same as --tls-backend)");
+  app.add_flag("--quiet", o.quiet, "No progress line and no table, only the exit status/JSON");
+  app.add_flag("--progress", o.progress, "Print progress even when stderr is not a terminal");
+}
+
+load_spec make_load_spec(const run_options& o) {
+  load_spec spec;
+  const auto transport = parse_transport(o.transport);
+  if (!transport) {
+    throw setup_error(fmt::format("--transport: \"{}\" is not one of udp, tcp, tls", o.transport));
+  }
+  spec.transport = *transport;
+  if (!o.server.empty()) {
+    const endpoint where =
+        parse_endpoint(o.server, spec.transport == transport_kind::tls ? 853 : 53, "--server");
+    spec.server = where.address;
+    spec.port = where.port;
+    if (spec.port == 0) throw setup_error("--server: port 0 is not a port a server listens on");
+  }
+  spec.clients = o.clients;
+  spec.outstanding = o.outstanding;
+  spec.duration_seconds = o.duration;
+  spec.count = o.count;
+  spec.timeout_seconds = o.timeout;
+  spec.warmup_seconds = o.warmup;
+  spec.rate = o.rate;
+  spec.threads = o.threads;
+  if (!o.cpus.empty()) spec.cpus = parse_cpu_list(o.cpus, "--cpus");
+
+  if (o.queries_per_connection == "unlimited" || o.queries_per_connection == "0") {
+    spec.queries_per_connection = 0;
+  } else {
+    std::uint64_t n = 0;
+    const auto& s = o.queries_per_connection;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec != std::errc{} || end != s.data() + s.size() || n == 0) {
+      throw setup_error(fmt::format(
+          "--queries-per-connection: \"{}\" is not a positive number or 'unlimited'", s));
+    }
+    if (spec.transport == transport_kind::udp) {
+      throw setup_error("--queries-per-connection applies to --transport tcp and tls only");
+    }
+    spec.queries_per_connection = n;
+  }
+  if (o.close == "fin") {
+    spec.close = close_mode::fin;
+  } else if (o.close == "rst") {
+    spec.close = close_mode::rst;
+  } else {
+    throw setup_error(fmt::format("--close: \"{}\" is not fin or rst", o.close));
+  }
+  spec.sources = o.sources;
+  spec.tcp_fastopen = o.tcp_fastopen;
+  spec.tcp_nodelay = !o.no_nodelay;
+  spec.gather_writes = !o.one_write_per_query;
+
+  query_options query;
+  query.recursion_desired = !o.no_rd;
+  query.edns.enabled = o.edns || o.dnssec_ok;
+  query.edns.dnssec_ok = o.dnssec_ok;
+  if (o.edns_payload < 512 || o.edns_payload > 65535) {
+    throw setup_error("--edns-payload must be between 512 and 65535");
+  }
+  query.edns.udp_payload_size = static_cast<std::uint16_t>(o.edns_payload);
+  query_file_format format = query_file_format::automatic;
+  if (o.query_format == "text") {
+    format = query_file_format::text;
+  } else if (o.query_format == "wire") {
+    format = query_file_format::wire;
+  } else if (o.query_format != "auto") {
+    throw setup_error(
+        fmt::format("--query-format: \"{}\" is not auto, text or wire", o.query_format));
+  }
+  spec.queries = std::make_shared<const query_set>(
+      o.queries_file.empty() ? default_queries(query)
+                             : load_query_file(o.queries_file, format, query));
+
+  const auto backend = parse_tls_backend(o.tls_backend);
+  if (!backend) {
+    throw setup_error(fmt::format("--tls-backend: \"{}\" is not openssl or gnutls", o.tls_backend));
+  }
+  spec.tls.backend = *backend;
+  if (!o.tls_version.empty()) {
+    spec.tls.min_version = spec.tls.max_version = version_or_throw(o.tls_version, "--tls-version");
+  }
+  if (!o.tls_min_version.empty()) {
+    spec.tls.min_version = version_or_throw(o.tls_min_version, "--tls-min-version");
+  }
+  if (!o.tls_max_version.empty()) {
+    spec.tls.max_version = version_or_throw(o.tls_max_version, "--tls-max-version");
+  }
+  if (spec.tls.min_version && spec.tls.max_version &&
+      *spec.tls.min_version > *spec.tls.max_version) {
+    throw setup_error("--tls-min-version is above --tls-max-version");
+  }
+  spec.tls.resume = o.tls_resume;
+  spec.tls.server_name = o.sni;
+  spec.tls.alpn.clear();
+  if (!o.alpn.empty()) spec.tls.alpn.push_back(o.alpn);
+  if (o.verify && o.insecure) throw setup_error("--verify and --insecure contradict each other");
+  spec.tls.verify = o.verify;
+  spec.tls.ca_file = o.ca_file;
+  if (!o.ca_file.empty() && !o.verify) {
+    throw setup_error("--ca-file is only used with --verify");
+  }
+  spec.tls.priority = o.tls_priority;
+  validate(spec);
+  return spec;
+}
+
+std::unique_ptr<server> start_builtin_server(const run_options& o, load_spec& spec,
+                                             std::vector<transport_kind> transports) {
+  server_options s;
+  s.threads = o.server_threads;
+  const auto mode = parse_answer_mode(o.server_mode);
+  if (!mode)
+    throw setup_error(fmt::format("--server-mode: \"{}\" is not answer or echo", o.server_mode));
+  s.mode = *mode;
+  if (!o.server_cpus.empty()) {
+    s.cpus = parse_cpu_list(o.server_cpus, "--server-cpus");
+  } else if (!spec.cpus.empty()) {
+    // Keep the responder off the client's CPUs when there is a CPU left for it.
+    const unsigned n = std::thread::hardware_concurrency();
+    for (unsigned c = 0; c < n; ++c) {
+      if (std::find(spec.cpus.begin(), spec.cpus.end(), static_cast<int>(c)) == spec.cpus.end()) {
+        s.cpus.push_back(static_cast<int>(c));
+      }
+    }
+  }
+  const std::string backend_name =
+      o.server_tls_backend.empty() ? o.tls_backend : o.server_tls_backend;
+  const auto backend = parse_tls_backend(backend_name);
+  if (!backend) {
+    throw setup_error(
+        fmt::format("--server-tls-backend: \"{}\" is not openssl or gnutls", backend_name));
+  }
+  s.tls_options.backend = *backend;
+  for (auto t : transports) {
+    const endpoint loopback{"127.0.0.1", 0};
+    if (t == transport_kind::udp) s.udp = loopback;
+    if (t == transport_kind::tcp) s.tcp = loopback;
+    if (t == transport_kind::tls) s.tls = loopback;
+  }
+  auto responder = std::make_unique<server>(s);
+  spec.server = "127.0.0.1";
+  switch (spec.transport) {
+    case transport_kind::udp:
+      spec.port = responder->udp_port();
+      break;
+    case transport_kind::tcp:
+      spec.port = responder->tcp_port();
+      break;
+    case transport_kind::tls:
+      spec.port = responder->tls_port();
+      break;
+  }
+  return responder;
+}
+
+bool stderr_is_terminal() {
+  return isatty(STDERR_FILENO) == 1;
+}
+
+void progress_printer::operator()(const load_progress& p, const std::string& prefix) {
+  if (!enabled_) return;
+  const std::string time =
+      p.planned_seconds > 0 ? fmt::format("{:5.1f}/{:.0f} s", p.elapsed_seconds, p.planned_seconds)
+                            : fmt::format("{:5.1f} s", p.elapsed_seconds);
+  fmt::print(stderr, "\r{}[{}] sent {}  answered {}  lost {}  {:.0f} queries/s   ", prefix, time,
+             p.queries_sent, p.responses_received, p.lost, p.recent_qps);
+  std::fflush(stderr);
+  printed_ = true;
+}
+
+void progress_printer::finish() {
+  if (printed_) fmt::print(stderr, "\r\033[K");
+  printed_ = false;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path temporary = path.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw setup_error(
+          fmt::format("cannot write \"{}\": {}", path.string(), std::strerror(errno)));
+    out << text;
+    out.close();
+    if (!out) throw setup_error(fmt::format("cannot write \"{}\"", path.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) throw setup_error(fmt::format("cannot write \"{}\": {}", path.string(), ec.message()));
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw setup_error(fmt::format("cannot read \"{}\": {}", path.string(), std::strerror(errno)));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace dnstransport::cli

@@ -1,0 +1,121 @@
+#pragma once
+// Pieces shared by the subcommands: exit codes, signal handling, option groups that map to
+// load_spec and server_options, progress printing and file output.
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <dnstransport/load.hpp>
+#include <dnstransport/server.hpp>
+
+namespace dnstransport::cli {
+
+/// Exit codes, documented in --help.
+enum exit_code : int {
+  exit_ok = 0,            // measured what was asked
+  exit_no_answers = 1,    // ran but measured nothing usable (no answers, every handshake failed)
+  exit_usage = 2,         // bad flags or input: nothing was sent
+  exit_interrupted = 130  // stopped by SIGINT/SIGTERM; what was measured was still written
+};
+
+inline constexpr const char* exit_codes_help =
+    "Exit status: 0 the run measured what was asked; 1 it ran but got no answers (or every "
+    "connection/handshake failed); 2 bad usage or input, nothing was sent; 130 interrupted by "
+    "SIGINT/SIGTERM (results measured so far are still written).";
+
+/// Set by SIGINT/SIGTERM; a second SIGINT exits at once with 130.
+extern std::atomic<bool> stop_requested;
+void install_signal_handlers();
+
+/// "0,2-3" -> {0, 2, 3}. Throws setup_error naming the flag.
+std::vector<int> parse_cpu_list(const std::string& text, const char* flag);
+
+/// Everything `run` (and later `sweep`) accepts besides the transport axes.
+struct run_options {
+  std::string server;  // empty: built-in responder
+  std::string transport = "udp";
+  std::string queries_file;
+  std::string query_format = "auto";
+  unsigned clients = 8;
+  unsigned outstanding = 100;
+  double duration = 10;
+  std::uint64_t count = 0;
+  double timeout = 2;
+  double warmup = 0;
+  double rate = 0;
+  unsigned threads = 1;
+  std::string cpus;
+  std::string queries_per_connection = "unlimited";
+  std::string close = "fin";
+  std::vector<std::string> sources;
+  bool tcp_fastopen = false;
+  bool no_nodelay = false;
+  bool one_write_per_query = false;
+  // EDNS and header bits of generated queries.
+  bool edns = false;
+  bool dnssec_ok = false;
+  unsigned edns_payload = 1232;
+  bool no_rd = false;
+  // TLS.
+  std::string tls_backend = "openssl";
+  std::string tls_version;
+  std::string tls_min_version;
+  std::string tls_max_version;
+  bool tls_resume = false;
+  std::string sni;
+  std::string alpn = "dot";
+  std::string ca_file;
+  bool verify = false;
+  bool insecure = false;
+  std::string tls_priority;
+  // Built-in responder used when --server is absent.
+  unsigned server_threads = 1;
+  std::string server_cpus;
+  std::string server_mode = "answer";
+  std::string server_tls_backend;
+  // Output.
+  std::string json_file;
+  bool quiet = false;
+  bool progress = false;
+};
+
+void add_run_options(CLI::App& app, run_options& options, bool with_transport);
+
+/// Builds the spec (without server address when the built-in responder is used).
+/// Throws setup_error naming the flag for a bad value.
+load_spec make_load_spec(const run_options& options);
+
+/// A built-in responder for a spec that has no --server; it listens on loopback on a free
+/// port for the spec's transport and the spec is pointed at it.
+std::unique_ptr<server> start_builtin_server(const run_options& options, load_spec& spec,
+                                             std::vector<transport_kind> transports);
+
+/// Prints a one-line progress display on stderr when it is a terminal (or when forced).
+class progress_printer {
+ public:
+  explicit progress_printer(bool enabled) : enabled_(enabled) {}
+  void operator()(const load_progress& p, const std::string& prefix = "");
+  void finish();
+
+ private:
+  bool enabled_;
+  bool printed_ = false;
+};
+
+/// True when stderr is a terminal.
+bool stderr_is_terminal();
+
+/// Writes `text` to `path` through a temporary file and a rename, so a reader never sees a
+/// half-written file. Throws setup_error naming the path.
+void write_file(const std::filesystem::path& path, const std::string& text);
+
+/// Reads a whole file; throws setup_error naming the path.
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace dnstransport::cli

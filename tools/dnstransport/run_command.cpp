@@ -1,0 +1,63 @@
+#include <fmt/format.h>
+
+#include <dnstransport/report.hpp>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+namespace dnstransport::cli {
+
+action add_run_command(CLI::App& app) {
+  auto* run = app.add_subcommand("run", "Run one load against a server and print what it measured");
+  run->footer(
+      std::string(
+          "Examples:\n"
+          "  dnstransport run                                  # built-in responder, UDP\n"
+          "  dnstransport run --server 192.0.2.53 --transport tls --queries-per-connection 10\n"
+          "  dnstransport run --server [::1]:5300 --clients 16 --outstanding 200 --json "
+          "out.json\n\n") +
+      exit_codes_help);
+  auto options = std::make_shared<run_options>();
+  add_run_options(*run, *options, true);
+  run->add_option("--json", options->json_file, "Write the full result (histograms included) here");
+  return [run, options]() -> int {
+    if (!run->parsed()) return -1;
+    const run_options& o = *options;
+    load_spec spec = make_load_spec(o);
+    std::unique_ptr<server> responder;
+    if (o.server.empty()) {
+      responder = start_builtin_server(o, spec, {spec.transport});
+      if (!o.quiet) {
+        fmt::print(stderr,
+                   "no --server given: using the built-in responder on 127.0.0.1:{} ({}, {} "
+                   "thread{}, in this process)\n",
+                   spec.port, transport_name(spec.transport), o.server_threads,
+                   o.server_threads == 1 ? "" : "s");
+      }
+    }
+    if (spec.transport == transport_kind::tls && !spec.tls.verify && !o.quiet) {
+      fmt::print(stderr,
+                 "note: TLS certificate verification is off; use --verify --ca-file FILE "
+                 "[--sni NAME] to check the server's certificate\n");
+    }
+    progress_printer progress(!o.quiet && (o.progress || stderr_is_terminal()));
+    spec.on_progress = [&progress](const load_progress& p) { progress(p); };
+    spec.stop = &stop_requested;
+    const run_result result = run_load(spec);
+    progress.finish();
+    if (!o.json_file.empty()) write_file(o.json_file, to_json(result));
+    if (!o.quiet) {
+      fmt::print("{}", format_table(result));
+      if (!o.json_file.empty()) fmt::print("  result written to {}\n", o.json_file);
+    }
+    if (result.interrupted) return exit_interrupted;
+    if (result.responses_received == 0) {
+      std::string why = result.connections.first_failure;
+      fmt::print(stderr, "error: no answers were received{}{}\n", why.empty() ? "" : ": ", why);
+      return exit_no_answers;
+    }
+    return exit_ok;
+  };
+}
+
+}  // namespace dnstransport::cli

@@ -1,0 +1,112 @@
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+namespace dnstransport::cli {
+
+namespace {
+
+struct serve_options {
+  std::string listen = "127.0.0.1:5300";
+  std::string tcp;
+  std::string tls;
+  unsigned threads = 1;
+  std::string cpus;
+  std::string mode = "answer";
+  std::string tls_backend = "openssl";
+  std::string certificate;
+  std::string key;
+  std::string certificate_directory;
+  std::uint64_t close_after = 0;
+  double idle_timeout = 0;
+  bool reverse_order = false;
+};
+
+}  // namespace
+
+action add_serve_command(CLI::App& app) {
+  auto* serve = app.add_subcommand(
+      "serve", "Run the built-in DNS responder until interrupted (UDP, and TCP/TLS if asked)");
+  auto o = std::make_shared<serve_options>();
+  serve->add_option("--listen", o->listen, "UDP address and port ('off' for no UDP)")
+      ->capture_default_str();
+  serve->add_option("--tcp", o->tcp, "DNS-over-TCP address and port, e.g. 127.0.0.1:5300");
+  serve->add_option("--tls", o->tls, "DNS-over-TLS address and port, e.g. 127.0.0.1:8853");
+  serve->add_option("--threads", o->threads, "Threads, each with its own SO_REUSEPORT sockets")
+      ->capture_default_str();
+  serve->add_option("--cpus", o->cpus, "Pin threads to these CPUs, e.g. 1 or 2-3");
+  serve
+      ->add_option("--mode", o->mode,
+                   "answer: synthetic A/AAAA answer for any name; echo: the query back with QR set")
+      ->capture_default_str();
+  serve->add_option("--tls-backend", o->tls_backend, "TLS library: openssl or gnutls")
+      ->capture_default_str();
+  serve->add_option("--cert", o->certificate, "PEM certificate chain (generated when absent)");
+  serve->add_option("--key", o->key, "PEM private key (generated when absent)");
+  serve->add_option("--cert-dir", o->certificate_directory,
+                    "Where a generated certificate is written (default: a temporary directory)");
+  serve->add_option("--close-after", o->close_after,
+                    "Close a TCP/TLS connection after this many answers (0: never)");
+  serve->add_option("--idle-timeout", o->idle_timeout,
+                    "Close a TCP/TLS connection idle this many seconds (0: never)");
+  serve->add_flag("--reverse-order", o->reverse_order,
+                  "Answer the queries of each read in reverse order (tests pipelining clients)");
+  serve->footer(
+      "Example: dnstransport serve --listen 127.0.0.1:5300 --tcp 127.0.0.1:5300 "
+      "--tls 127.0.0.1:8853 --threads 2 --cpus 1\n"
+      "Exit status: 0 after SIGINT/SIGTERM; 2 for bad flags or an address that cannot be bound.");
+  return [serve, o]() -> int {
+    if (!serve->parsed()) return -1;
+    server_options s;
+    if (o->listen != "off") s.udp = parse_endpoint(o->listen, 53, "--listen");
+    if (!o->tcp.empty()) s.tcp = parse_endpoint(o->tcp, 53, "--tcp");
+    if (!o->tls.empty()) s.tls = parse_endpoint(o->tls, 853, "--tls");
+    s.threads = o->threads;
+    if (!o->cpus.empty()) s.cpus = parse_cpu_list(o->cpus, "--cpus");
+    const auto mode = parse_answer_mode(o->mode);
+    if (!mode) throw setup_error(fmt::format("--mode: \"{}\" is not answer or echo", o->mode));
+    s.mode = *mode;
+    const auto backend = parse_tls_backend(o->tls_backend);
+    if (!backend) {
+      throw setup_error(
+          fmt::format("--tls-backend: \"{}\" is not openssl or gnutls", o->tls_backend));
+    }
+    s.tls_options.backend = *backend;
+    s.tls_options.certificate_file = o->certificate;
+    s.tls_options.key_file = o->key;
+    s.certificate_directory = o->certificate_directory;
+    s.close_after_queries = o->close_after;
+    s.idle_timeout_seconds = o->idle_timeout;
+    s.reverse_order = o->reverse_order;
+
+    server responder(s);
+    if (s.udp) fmt::print("udp  {}\n", to_string({s.udp->address, responder.udp_port()}));
+    if (s.tcp) fmt::print("tcp  {}\n", to_string({s.tcp->address, responder.tcp_port()}));
+    if (s.tls) {
+      fmt::print("tls  {} ({}), certificate {}, key {}\n",
+                 to_string({s.tls->address, responder.tls_port()}), o->tls_backend,
+                 responder.certificate().certificate_file.string(),
+                 responder.certificate().key_file.string());
+    }
+    fmt::print("mode {}, {} thread{}; stop with Ctrl-C\n", o->mode, s.threads,
+               s.threads == 1 ? "" : "s");
+    std::fflush(stdout);
+    while (!stop_requested.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    responder.stop();
+    const auto st = responder.stats();
+    fmt::print(
+        "answered: {} udp, {} tcp, {} tls; {} connections accepted; {} TLS handshakes "
+        "failed, {} resumed; {} malformed queries dropped\n",
+        st.udp_queries, st.tcp_queries, st.tls_queries, st.connections_accepted,
+        st.tls_handshakes_failed, st.tls_resumed, st.malformed_queries);
+    return exit_ok;
+  };
+}
+
+}  // namespace dnstransport::cli
