@@ -23,10 +23,9 @@ constexpr std::size_t datagram_max = 65536;
 
 template <typename Endpoint>
 std::string describe(const Endpoint& where) {
-  return fmt::format("{}:{}",
-                     where.address().is_v6() ? "[" + where.address().to_string() + "]"
-                                             : where.address().to_string(),
-                     where.port());
+  const auto address = where.address().to_string();
+  return where.address().is_v6() ? fmt::format("[{}]:{}", address, where.port())
+                                 : fmt::format("{}:{}", address, where.port());
 }
 
 }  // namespace
