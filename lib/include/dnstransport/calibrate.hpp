@@ -1,0 +1,62 @@
+#pragma once
+/// \file
+/// The generator's own ceiling: short loads against the built-in responder that tell how
+/// many queries per second one client CPU can drive over each transport, so a user knows
+/// which server rates this machine can measure honestly.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <dnstransport/load.hpp>
+
+namespace dnstransport {
+
+/// One transport (and TLS backend) to calibrate, at a number of queries per connection.
+struct calibration_case {
+  transport_kind transport = transport_kind::udp;
+  tls_backend backend = tls_backend::openssl;  ///< used when transport is tls
+  std::uint64_t queries_per_connection = 0;    ///< 0: persistent connections
+};
+
+/// The calibration cases run by default: UDP; TCP and TLS (both backends) persistent and at
+/// one query per connection.
+std::vector<calibration_case> default_calibration_cases();
+
+/// Settings shared by every calibration load.
+struct calibration_options {
+  std::vector<calibration_case> cases = default_calibration_cases();
+  double duration_seconds = 2;
+  unsigned clients = 8;
+  unsigned outstanding = 100;
+  std::vector<int> client_cpus;  ///< pin the generator here; empty: no pinning
+  std::vector<int> server_cpus;  ///< pin the in-process responder here; empty: no pinning
+  unsigned server_threads = 1;
+  const std::atomic<bool>* stop = nullptr;
+  /// Called before each case with its index and the number of cases.
+  std::function<void(std::size_t, std::size_t)> on_case;
+};
+
+/// What one calibration load showed.
+struct calibration_result {
+  calibration_case which;
+  run_result run;
+  /// Answers per second of client CPU: the most one fully busy worker thread could drive.
+  double qps_per_client_cpu = 0;
+  /// True when the busiest worker thread was the limit (>= 90 % CPU): the measured qps is
+  /// then itself the per-thread ceiling; otherwise the responder was.
+  bool client_bound = false;
+};
+
+/// Runs every case against a built-in responder started in this process on 127.0.0.1.
+/// Throws setup_error for unusable options (e.g. a TLS backend not compiled in).
+std::vector<calibration_result> calibrate(const calibration_options& options);
+
+/// The worker-thread CPU share at or above which a load is called client-bound.
+inline constexpr double client_bound_threshold = 0.9;
+
+/// A table of the results: transport, queries/s, client CPU per million answers, queries/s
+/// per client CPU (the ceiling per worker thread), and whether the client was the limit.
+std::string format_calibration(const std::vector<calibration_result>& results);
+
+}  // namespace dnstransport
