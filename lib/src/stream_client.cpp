@@ -155,6 +155,9 @@ class stream_client final : public client_base {
   void handshake(std::uint64_t now) {
     switch (tls_->handshake()) {
       case tls_io::done:
+        // The last handshake step does the expensive crypto: read the clock after it, so
+        // neither the handshake nor the first query's send time is back-dated.
+        now = monotonic_ns();
         shard().handshake_latency.record(now - handshake_started_ns_);
         if (tls_->resumed()) {
           ++shard().handshakes_resumed;
@@ -237,18 +240,19 @@ class stream_client final : public client_base {
         break;
     }
     if (!flush()) return;
-    if (!read_available(now)) return;
+    if (!read_available()) return;
     if (connection_done()) {
       close(true);
-      if (may_send(now)) connect(now);
+      if (may_send(now)) connect(monotonic_ns());
       return;
     }
-    fill(now);
+    fill(monotonic_ns());
     if (state_ == conn_state::established) arm_read();
   }
 
-  // Reads and processes everything available. False when the connection is gone.
-  bool read_available(std::uint64_t now) {
+  // Reads and processes everything available (answers are timed as each read returns).
+  // False when the connection is gone.
+  bool read_available() {
     for (;;) {
       auto space = reader_.prepare();
       std::size_t n = 0;
@@ -285,7 +289,6 @@ class stream_client final : public client_base {
       reader_.commit(n);
       if (!take_messages(monotonic_ns())) return false;
       if (n < space.size() && !(tls_ && tls_->pending() > 0)) return true;
-      (void)now;
     }
   }
 
