@@ -383,7 +383,6 @@ class stream_client final : public client_base {
       }
       sent = 0;
     }
-    if (fastopen_ && shard().connections.opened > 0) note_fastopen();
     if (static_cast<std::size_t>(sent) < total) {
       // Keep the unsent bytes (rare: a full socket buffer) and finish when writable.
       std::size_t skip = static_cast<std::size_t>(sent);
@@ -402,8 +401,9 @@ class stream_client final : public client_base {
     return true;
   }
 
+  // Whether the kernel's SYN carried data that the server accepted; known once the SYN-ACK
+  // came back, so it is asked when the connection ends.
   void note_fastopen() {
-    fastopen_ = false;
     tcp_info info{};
     socklen_t length = sizeof info;
     if (getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
@@ -494,6 +494,7 @@ class stream_client final : public client_base {
       if (auto ticket = tls_->ticket()) ticket_ = std::move(ticket);
     }
     tls_.reset();
+    if (fastopen_ && socket_.is_open() && sent_on_connection_ > 0) note_fastopen();
     ++generation_;
     boost::system::error_code ec;
     socket_.close(ec);
