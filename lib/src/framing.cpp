@@ -8,6 +8,8 @@ namespace dnstransport::detail {
 namespace {
 
 constexpr std::size_t prefix_size = 2;
+// Room for a prefix and a little more, so prepare() always offers some space.
+constexpr std::size_t minimum_capacity = 16;
 
 std::size_t length_at(const std::uint8_t* prefix) noexcept {
   return std::size_t{prefix[0]} << 8 | prefix[1];
@@ -15,16 +17,14 @@ std::size_t length_at(const std::uint8_t* prefix) noexcept {
 
 }  // namespace
 
-// A smaller buffer could fill up with an unfinished message, leaving prepare() nothing to
-// offer, so the capacity never goes below the largest legal frame.
-frame_reader::frame_reader(std::size_t capacity) : buffer_(std::max(capacity, default_capacity)) {}
+frame_reader::frame_reader(std::size_t capacity) : buffer_(std::max(capacity, minimum_capacity)) {}
 
-std::span<std::uint8_t> frame_reader::prepare() noexcept {
+std::span<std::uint8_t> frame_reader::prepare() {
   if (begin_ == end_) {
     begin_ = end_ = 0;
   } else {
-    // Until its prefix is complete the message in progress may be as large as any legal one.
-    std::size_t frame_size = default_capacity;
+    // The message in progress needs at least its prefix; once the prefix is in, all of it.
+    std::size_t frame_size = prefix_size;
     if (buffered() >= prefix_size) {
       frame_size = prefix_size + length_at(buffer_.data() + begin_);
     }
@@ -33,6 +33,7 @@ std::span<std::uint8_t> frame_reader::prepare() noexcept {
       end_ -= begin_;
       begin_ = 0;
     }
+    if (frame_size > buffer_.size()) buffer_.resize(frame_size);
   }
   return {buffer_.data() + end_, buffer_.size() - end_};
 }

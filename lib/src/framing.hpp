@@ -11,14 +11,19 @@ namespace dnstransport::detail {
 
 class frame_reader {
  public:
-  /// Largest message plus its 2-octet prefix: every legal message fits.
-  static constexpr std::size_t default_capacity = 65535 + 2;
+  /// Largest message plus its 2-octet prefix.
+  static constexpr std::size_t max_frame_size = 65535 + 2;
+  /// Starting size: DNS answers are small, and a reader per connection must stay cheap when
+  /// tens of thousands of connections are open. The buffer grows to fit a larger message
+  /// once that message's length prefix has arrived (never per query).
+  static constexpr std::size_t default_capacity = 4096;
 
   explicit frame_reader(std::size_t capacity = default_capacity);
 
   /// Free space at the end of the buffer for the next read; never empty while no error was
-  /// reported (consumed bytes are compacted away first).
-  std::span<std::uint8_t> prepare() noexcept;
+  /// reported (consumed bytes are compacted away first, and the buffer grows to hold the
+  /// message in progress).
+  std::span<std::uint8_t> prepare();
 
   /// Marks `n` bytes of the span returned by prepare() as filled.
   void commit(std::size_t n) noexcept;

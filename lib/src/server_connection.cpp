@@ -20,7 +20,7 @@ constexpr std::size_t max_pending_output = 1 << 20;
 
 stream_connection::stream_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
                                      bool tls)
-    : owner_(owner), socket_(std::move(socket)), scratch_(65535 + answer_overhead) {
+    : owner_(owner), socket_(std::move(socket)) {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
@@ -155,7 +155,8 @@ void stream_connection::answer_buffered() {
       closing_ = true;
       break;
     }
-    const std::size_t size = build_answer(message, options.mode, scratch_);
+    const auto scratch = owner_.answer_scratch();
+    const std::size_t size = build_answer(message, options.mode, scratch);
     if (size == 0) {
       owner_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
       continue;
@@ -164,7 +165,7 @@ void stream_connection::answer_buffered() {
     out_.resize(at + 2 + size);
     out_[at] = static_cast<std::uint8_t>(size >> 8);
     out_[at + 1] = static_cast<std::uint8_t>(size);
-    std::memcpy(&out_[at + 2], scratch_.data(), size);
+    std::memcpy(&out_[at + 2], scratch.data(), size);
     if (options.reverse_order) order.emplace_back(at, 2 + size);
     ++answered_;
     ++answered_now;

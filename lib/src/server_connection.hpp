@@ -37,7 +37,6 @@ class stream_connection : public std::enable_shared_from_this<stream_connection>
   std::unique_ptr<tls_session> tls_;
   frame_reader reader_;
   std::vector<std::uint8_t> out_;
-  std::vector<std::uint8_t> scratch_;
   std::size_t written_ = 0;  // bytes of out_ already sent
   std::uint64_t answered_ = 0;
   std::uint64_t last_activity_ns_ = 0;

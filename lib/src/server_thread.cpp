@@ -33,7 +33,7 @@ std::string describe(const Endpoint& where) {
 }  // namespace
 
 server_thread::server_thread(const server_options& options, tls_server_context* tls)
-    : options_(options), tls_(tls), sweep_timer_(io_) {}
+    : options_(options), tls_(tls), sweep_timer_(io_), answer_scratch_(65535 + answer_overhead) {}
 
 server_thread::~server_thread() {
   stop();

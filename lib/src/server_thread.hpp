@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +53,9 @@ class server_thread {
   tls_server_context* tls() const noexcept { return tls_; }
   boost::asio::io_context& io() noexcept { return io_; }
   void forget(stream_connection* connection);
+  // Where a connection builds one answer before framing it; shared by the thread's
+  // connections, which run one at a time.
+  std::span<std::uint8_t> answer_scratch() noexcept { return answer_scratch_; }
 
  private:
   void wait_udp();
@@ -69,6 +73,7 @@ class server_thread {
   std::unordered_map<stream_connection*, std::shared_ptr<stream_connection>> connections_;
   std::vector<std::uint8_t> in_;
   std::vector<std::uint8_t> out_;
+  std::vector<std::uint8_t> answer_scratch_;
   std::thread thread_;
 };
 

@@ -209,9 +209,19 @@ TEST(framing_test, reset_forgets_partial_message) {
   EXPECT_EQ(bytes(message.begin(), message.end()), make_message(9, 12));
 }
 
-TEST(framing_test, small_capacity_still_fits_largest_message) {
-  frame_reader reader(16);
-  EXPECT_GE(reader.prepare().size(), frame_reader::default_capacity);
+TEST(framing_test, small_buffer_grows_to_fit_the_largest_message) {
+  const bytes stream = frame({make_message(1, 65535), make_message(2, 12)});
+  const auto out = feed(
+      stream, [](std::size_t) { return std::size_t{1000}; }, 16);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], make_message(1, 65535));
+  EXPECT_EQ(out[1], make_message(2, 12));
+}
+
+TEST(framing_test, buffer_starts_small) {
+  frame_reader reader;
+  EXPECT_EQ(reader.prepare().size(), frame_reader::default_capacity);
+  EXPECT_LT(frame_reader::default_capacity, frame_reader::max_frame_size);
 }
 
 }  // namespace
