@@ -127,6 +127,16 @@ class worker {
   static constexpr std::size_t scratch_count = 32;
   static constexpr std::size_t scratch_size = 65536;
 
+  // Connects and TLS handshakes in progress on this thread are capped; a client that finds
+  // no room stays idle and retries on the next tick.
+  static constexpr unsigned max_connection_setups = 256;
+  bool begin_connection_setup() noexcept {
+    if (connection_setups_ >= max_connection_setups) return false;
+    ++connection_setups_;
+    return true;
+  }
+  void end_connection_setup() noexcept { --connection_setups_; }
+
   // Latest time a counted answer arrived, for the measured window.
   std::uint64_t last_answer_ns = 0;
   double thread_cpu_seconds = 0;
@@ -144,6 +154,7 @@ class worker {
   run_result shard_;
   std::vector<std::uint8_t> scratch_;
   std::atomic<bool> stop_requested_{false};
+  unsigned connection_setups_ = 0;
   std::atomic<std::uint64_t> pub_sent_{0};
   std::atomic<std::uint64_t> pub_received_{0};
   std::atomic<std::uint64_t> pub_lost_{0};

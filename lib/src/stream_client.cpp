@@ -79,6 +79,10 @@ class stream_client final : public client_base {
   }
 
   void connect(std::uint64_t now) {
+    // Too many set-ups in flight on this thread: wait for the next tick. Thousands of
+    // simultaneous handshakes would only time out against any single server.
+    if (!owner_.begin_connection_setup()) return;
+    in_setup_ = true;
     ++generation_;
     state_ = conn_state::connecting;
     connection_started_ns_ = now;
@@ -147,6 +151,7 @@ class stream_client final : public client_base {
       handshake(now);
       return;
     }
+    end_setup();
     state_ = conn_state::established;
     fill(now);
     arm_read();
@@ -164,6 +169,7 @@ class stream_client final : public client_base {
         } else {
           ++shard().handshakes_full;
         }
+        end_setup();
         state_ = conn_state::established;
         fill(now);
         arm_read();
@@ -489,7 +495,13 @@ class stream_client final : public client_base {
     state_ = conn_state::idle;
   }
 
+  void end_setup() noexcept {
+    if (in_setup_) owner_.end_connection_setup();
+    in_setup_ = false;
+  }
+
   void drop_socket() {
+    end_setup();
     if (tls_ && spec().tls.resume) {
       if (auto ticket = tls_->ticket()) ticket_ = std::move(ticket);
     }
@@ -520,6 +532,7 @@ class stream_client final : public client_base {
   bool waiting_read_ = false;
   bool waiting_write_ = false;
   bool fastopen_ = false;
+  bool in_setup_ = false;  // counted in the worker's set-ups in flight
 };
 
 }  // namespace
