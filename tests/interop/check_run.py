@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Checks one dnstransport --json result against what the interop suite expects.
+
+Prints one tab-separated line: answered/sent, the rcode check, resumed handshakes, and
+either "ok" or the list of problems; exits 1 when there is a problem.
+"""
+import argparse
+import json
+import sys
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("result")
+    parser.add_argument("--rcode", required=True, help="every answer must have this rcode")
+    parser.add_argument("--resume", choices=["expect", "any"], default="any",
+                        help="expect: at least one TLS handshake must be resumed")
+    parser.add_argument("--new-connection-per-query", action="store_true",
+                        help="qpc 1: at least one connection per answered query")
+    args = parser.parse_args()
+
+    with open(args.result, encoding="utf-8") as f:
+        r = json.load(f)
+
+    sent = r["queries_sent"]
+    answered = r["responses_received"]
+    problems = []
+    if sent == 0:
+        problems.append("no query sent")
+    if answered != sent:
+        problems.append(f"{sent - answered} of {sent} unanswered")
+    for key in ("lost", "lost_on_close", "malformed", "mismatched", "abandoned", "duplicates",
+                "unexpected", "late"):
+        if r.get(key, 0):
+            problems.append(f"{key}={r[key]}")
+
+    rcodes = r.get("rcodes", {})
+    others = {k: v for k, v in rcodes.items() if k != args.rcode and v}
+    rcode_ok = not others and rcodes.get(args.rcode, 0) == answered
+    rcode_cell = f"{args.rcode} {rcodes.get(args.rcode, 0)}/{answered}"
+    if others:
+        rcode_cell += " (" + ", ".join(f"{k} {v}" for k, v in sorted(others.items())) + ")"
+        problems.append("unexpected rcodes " + ", ".join(f"{k}={v}" for k, v in others.items()))
+    elif not rcode_ok:
+        problems.append(f"{args.rcode} on {rcodes.get(args.rcode, 0)} of {answered} answers")
+
+    conns = r.get("connections", {})
+    if conns.get("failed", 0):
+        problems.append(f"{conns['failed']} connections failed ({conns.get('first_failure', '')})")
+    if conns.get("reset_by_server", 0):
+        problems.append(f"{conns['reset_by_server']} connections reset by the server")
+    if args.new_connection_per_query and conns.get("opened", 0) < answered:
+        problems.append(f"qpc 1 but {conns.get('opened', 0)} connections for {answered} answers")
+
+    hs = r.get("handshakes", {})
+    resumed = hs.get("resumed", 0)
+    resumed_cell = "-"
+    if r.get("transport") == "tls":
+        resumed_cell = f"{resumed}/{resumed + hs.get('full', 0)}"
+    if args.resume == "expect" and resumed == 0:
+        problems.append(f"no resumed handshake (full={hs.get('full', 0)})")
+
+    status = "ok" if not problems else "FAIL: " + "; ".join(problems)
+    print(f"{answered}/{sent}\t{rcode_cell}\t{resumed_cell}\t{status}")
+    return 0 if not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
