@@ -128,6 +128,19 @@ std::string string_at(const json::object& object, std::string_view key) {
   return std::string(v.get_string());
 }
 
+const json::array& array_at(const json::object& object, std::string_view key) {
+  const auto& v = at(object, key);
+  if (!v.is_array()) throw std::invalid_argument(fmt::format("key \"{}\" is not an array", key));
+  return v.get_array();
+}
+
+bool bool_at(const json::object& object, std::string_view key) {
+  const auto& v = at(object, key);
+  if (!v.is_bool())
+    throw std::invalid_argument(fmt::format("key \"{}\" is not true or false", key));
+  return v.get_bool();
+}
+
 std::string pretty(const json::value& value) {
   std::string out;
   pretty_into(out, value, 0);

@@ -21,6 +21,8 @@ double number_at(const boost::json::object& object, std::string_view key);
 std::uint64_t count_at(const boost::json::object& object, std::string_view key);
 const boost::json::object& object_at(const boost::json::object& object, std::string_view key);
 std::string string_at(const boost::json::object& object, std::string_view key);
+const boost::json::array& array_at(const boost::json::object& object, std::string_view key);
+bool bool_at(const boost::json::object& object, std::string_view key);
 
 // A measured double cut to 12 significant digits: Boost.JSON 1.81 does not parse 17-digit
 // numbers back to the same double, and 12 digits are far beyond any measurement's precision.

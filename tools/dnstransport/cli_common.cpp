@@ -78,24 +78,24 @@ std::vector<int> parse_cpu_list(const std::string& text, const char* flag) {
   return cpus;
 }
 
-void add_run_options(CLI::App& app, run_options& o, bool with_transport) {
+void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_option("--server", o.server,
                  "Server to load, HOST[:PORT] or [IPv6]:PORT (port 53 by default; 853 for tls). "
                  "Without it the built-in responder is started on 127.0.0.1 in this process.");
-  if (with_transport) {
+  if (with_axes) {
     app.add_option("--transport", o.transport, "udp, tcp or tls (DNS over TLS)")
         ->capture_default_str();
     app.add_option("--queries-per-connection", o.queries_per_connection,
                    "tcp/tls: queries answered on a connection before it is replaced; 1 = a new "
                    "connection per query, 'unlimited' keeps it")
         ->capture_default_str();
+    app.add_option("--clients", o.clients, "Concurrent clients; each has its own socket")
+        ->capture_default_str();
   }
   app.add_option("--queries", o.queries_file,
                  "Query file: dnsperf text format ('name TYPE' per line) or length-prefixed wire "
                  "format (.raw/.wire/.bin). Default: a built-in set of ~300 realistic queries");
   app.add_option("--query-format", o.query_format, "auto, text or wire")->capture_default_str();
-  app.add_option("--clients", o.clients, "Concurrent clients; each has its own socket")
-      ->capture_default_str();
   app.add_option("--outstanding", o.outstanding, "Queries in flight per client")
       ->capture_default_str();
   app.add_option("--duration", o.duration, "Seconds to measure (after --warmup)")
@@ -292,18 +292,40 @@ std::unique_ptr<server> start_builtin_server(const run_options& o, load_spec& sp
   }
   auto responder = std::make_unique<server>(s);
   spec.server = "127.0.0.1";
-  switch (spec.transport) {
-    case transport_kind::udp:
-      spec.port = responder->udp_port();
-      break;
-    case transport_kind::tcp:
-      spec.port = responder->tcp_port();
-      break;
-    case transport_kind::tls:
-      spec.port = responder->tls_port();
-      break;
-  }
+  spec.port = listener_port(*responder, spec.transport);
   return responder;
+}
+
+std::uint16_t listener_port(const server& responder, transport_kind transport) {
+  switch (transport) {
+    case transport_kind::udp:
+      return responder.udp_port();
+    case transport_kind::tcp:
+      return responder.tcp_port();
+    case transport_kind::tls:
+      return responder.tls_port();
+  }
+  return 0;
+}
+
+std::string command_line(int argc, char** argv) {
+  std::string line;
+  for (int i = 0; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (i == 0) arg = arg.substr(arg.rfind('/') + 1);
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789-_=.,:/@+%") == std::string_view::npos;
+    if (!line.empty()) line += ' ';
+    if (plain) {
+      line += arg;
+      continue;
+    }
+    line += '\'';
+    for (const char c : arg) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
 }
 
 bool stderr_is_terminal() {

@@ -36,7 +36,8 @@ void install_signal_handlers();
 /// "0,2-3" -> {0, 2, 3}. Throws setup_error naming the flag.
 std::vector<int> parse_cpu_list(const std::string& text, const char* flag);
 
-/// Everything `run` (and later `sweep`) accepts besides the transport axes.
+/// Everything `run` and `sweep` accept; `sweep` takes lists for the transport, clients and
+/// queries-per-connection axes instead.
 struct run_options {
   std::string server;  // empty: built-in responder
   std::string transport = "udp";
@@ -85,16 +86,24 @@ struct run_options {
   bool progress = false;
 };
 
-void add_run_options(CLI::App& app, run_options& options, bool with_transport);
+/// Adds every `run` flag to `app`; `with_axes` adds --transport, --clients and
+/// --queries-per-connection too (a sweep takes lists for those instead).
+void add_run_options(CLI::App& app, run_options& options, bool with_axes);
 
 /// Builds the spec (without server address when the built-in responder is used).
 /// Throws setup_error naming the flag for a bad value.
 load_spec make_load_spec(const run_options& options);
 
 /// A built-in responder for a spec that has no --server; it listens on loopback on a free
-/// port for the spec's transport and the spec is pointed at it.
+/// port for each of `transports` and the spec is pointed at the one for its transport.
 std::unique_ptr<server> start_builtin_server(const run_options& options, load_spec& spec,
                                              std::vector<transport_kind> transports);
+
+/// The port of the responder's listener for `transport` (0 when it has none).
+std::uint16_t listener_port(const server& responder, transport_kind transport);
+
+/// The command line as a shell would take it back (program name without its directory).
+std::string command_line(int argc, char** argv);
 
 /// Prints a one-line progress display on stderr when it is a terminal (or when forced).
 class progress_printer {

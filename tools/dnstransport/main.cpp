@@ -22,7 +22,12 @@ int main(int argc, char** argv) {
   app.footer(std::string("Run 'dnstransport SUBCOMMAND --help' for its flags.\n") +
              exit_codes_help);
   app.set_version_flag("--version", std::string(library_version()));
-  std::vector<action> actions{add_run_command(app), add_serve_command(app)};
+  std::vector<action> actions{add_run_command(app),
+                              add_serve_command(app),
+                              add_sweep_command(app, command_line(argc, argv)),
+                              add_report_command(app),
+                              add_calibrate_command(app),
+                              add_queries_command(app)};
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,178 @@
+// Sweeps against the built-in responder on 127.0.0.1: the library end to end (points, derived
+// results, progress, stop), and the CLI's sweep and report writing JSON, CSV, plots and
+// index.html.
+#include <dnstransport/sweep.hpp>
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <dnstransport/report.hpp>
+#include <dnstransport/server.hpp>
+
+namespace dnstransport {
+namespace {
+
+std::filesystem::path scratch_directory(const char* name) {
+  auto path = std::filesystem::path(::testing::TempDir()) /
+              (std::string(name) + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+std::string contents(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+struct responder_fixture : ::testing::Test {
+  responder_fixture()
+      : responder([] {
+          server_options o;
+          o.udp = endpoint{"127.0.0.1", 0};
+          o.tcp = endpoint{"127.0.0.1", 0};
+          o.tls = endpoint{"127.0.0.1", 0};
+          o.certificate_directory = scratch_directory("sweep-certificate").string();
+          return o;
+        }()) {}
+
+  // udp, tcp, tls x 1, 2 clients x 1, unlimited queries per connection, short runs.
+  sweep_plan tiny_plan() const {
+    sweep_plan plan;
+    plan.ports = {responder.udp_port(), responder.tcp_port(), responder.tls_port()};
+    plan.clients = {1, 2};
+    plan.queries_per_connection = {1, 0};
+    plan.repeats = 1;
+    plan.duration_seconds = 0.3;
+    plan.pause_seconds = 0;
+    plan.base.outstanding = 20;
+    return plan;
+  }
+
+  server responder;
+};
+
+using sweep_integration_test = responder_fixture;
+
+TEST_F(sweep_integration_test, measures_every_point_and_derives_the_answers) {
+  std::size_t progress_calls = 0;
+  std::size_t points_done = 0;
+  sweep_callbacks callbacks;
+  callbacks.on_progress = [&](const sweep_progress& p) {
+    ++progress_calls;
+    EXPECT_EQ(p.point_count, 10u);
+    EXPECT_GE(p.eta_seconds, 0);
+  };
+  callbacks.on_point_done = [&](const sweep_result& partial) {
+    ++points_done;
+    EXPECT_EQ(partial.points.size(), points_done);
+  };
+  const sweep_result r = run_sweep(tiny_plan(), callbacks);
+  EXPECT_FALSE(r.interrupted);
+  ASSERT_EQ(r.points.size(), 10u);
+  EXPECT_EQ(points_done, 10u);
+  EXPECT_GE(progress_calls, 10u);
+  for (const auto& p : r.points) {
+    ASSERT_EQ(p.repeats.size(), 1u) << describe(p.point);
+    EXPECT_GT(p.summary.responses_received, 0u) << describe(p.point);
+    EXPECT_EQ(p.repeats[0].port, tiny_plan().ports.of(p.point.transport.transport));
+  }
+  EXPECT_EQ(r.percent_of_udp.size(), 8u);
+  ASSERT_EQ(r.amortization.size(), 4u);
+  for (const auto& f : r.amortization) {
+    EXPECT_GT(f.model.t_inf, 0);
+    EXPECT_GE(f.model.h, 0);
+  }
+  EXPECT_EQ(r.query_count, default_queries().size());
+  EXPECT_FALSE(r.machine.kernel.empty());
+}
+
+TEST_F(sweep_integration_test, stop_keeps_what_was_measured) {
+  std::atomic<bool> stop{false};
+  sweep_plan plan = tiny_plan();
+  plan.base.stop = &stop;
+  sweep_callbacks callbacks;
+  callbacks.on_point_done = [&](const sweep_result& partial) {
+    if (partial.points.size() == 2) stop = true;
+  };
+  const sweep_result r = run_sweep(plan, callbacks);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.planned_points, 10u);
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings.front().find("interrupted: 2 of 10 points"), std::string::npos);
+}
+
+#ifdef DNSTRANSPORT_CLI_PATH
+
+// Runs the CLI with `arguments`, output into `log`; returns the exit status.
+int run_cli(const std::string& arguments, const std::filesystem::path& log) {
+  const std::string command =
+      std::string(DNSTRANSPORT_CLI_PATH) + " " + arguments + " >" + log.string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(sweep_cli_test, sweep_and_report_write_json_csv_plots_and_index) {
+  const auto directory = scratch_directory("sweep-cli");
+  const auto json = directory / "sweep.json";
+  ASSERT_EQ(run_cli("sweep --transports udp,tcp,tls --clients 1,2 --queries-per-connection "
+                    "1,unlimited --repeats 1 --duration 0.3 --pause 0 --outstanding 20 --json " +
+                        json.string(),
+                    directory / "sweep.log"),
+            0)
+      << contents(directory / "sweep.log");
+  const sweep_result r = sweep_result_from_json(contents(json), json.string());
+  EXPECT_EQ(r.points.size(), 10u);
+  EXPECT_NE(r.plan.command_line.find("sweep --transports udp,tcp,tls"), std::string::npos);
+  std::istringstream csv(contents(directory / "sweep.csv"));
+  std::string line;
+  std::size_t lines = 0;
+  while (std::getline(csv, line)) ++lines;
+  EXPECT_EQ(lines, 11u);
+  EXPECT_NE(contents(directory / "sweep.log").find("TCP/TLS throughput as % of UDP"),
+            std::string::npos);
+
+  const auto report = directory / "report";
+  ASSERT_EQ(
+      run_cli("report " + json.string() + " --out " + report.string(), directory / "report.log"), 0)
+      << contents(directory / "report.log");
+  const std::string index = contents(report / "index.html");
+  EXPECT_NE(index.find("<table>"), std::string::npos);
+  EXPECT_FALSE(contents(report / "points.csv").empty());
+  if (!std::filesystem::exists("/usr/bin/gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  for (const std::string plot :
+       {"qps_vs_clients", "percent_of_udp", "amortization_tcp", "amortization_tls-openssl",
+        "latency_1_clients", "latency_2_clients", "connection_setup"}) {
+    for (const std::string extension : {".png", ".svg"}) {
+      EXPECT_GT(std::filesystem::file_size(report / (plot + extension)), 1000u)
+          << plot << extension;
+    }
+    EXPECT_NE(index.find("src=\"" + plot + ".png\""), std::string::npos) << plot;
+    EXPECT_NE(index.find("href=\"" + plot + ".svg\""), std::string::npos) << plot;
+  }
+}
+
+TEST(sweep_cli_test, contradictions_and_foreign_files_exit_with_usage_status) {
+  const auto directory = scratch_directory("sweep-cli-errors");
+  EXPECT_EQ(run_cli("sweep --transports udp --queries-per-connection 10", directory / "a.log"), 2);
+  EXPECT_NE(contents(directory / "a.log").find("UDP has no connections"), std::string::npos);
+  std::ofstream(directory / "run.json") << "{\"schema\": \"dnstransport.run/1\"}";
+  EXPECT_EQ(run_cli("report " + (directory / "run.json").string(), directory / "b.log"), 2);
+  EXPECT_NE(contents(directory / "b.log").find("single run"), std::string::npos);
+}
+
+#endif
+
+}  // namespace
+}  // namespace dnstransport

@@ -1,0 +1,357 @@
+// The sweep planner, point summaries, percent of UDP, warnings, the JSON document (round trip
+// and refusal of foreign files), CSV, tables and a report written without gnuplot.
+#include <dnstransport/sweep.hpp>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/report.hpp>
+
+namespace dnstransport {
+namespace {
+
+const sweep_transport udp{transport_kind::udp, std::nullopt};
+const sweep_transport tcp{transport_kind::tcp, std::nullopt};
+const sweep_transport tls_openssl{transport_kind::tls, tls_backend::openssl};
+const sweep_transport tls_gnutls{transport_kind::tls, tls_backend::gnutls};
+
+template <typename F>
+std::string setup_error_of(F f) {
+  try {
+    f();
+  } catch (const setup_error& e) {
+    return e.what();
+  }
+  return "no setup_error";
+}
+
+run_result run(const sweep_point& p, double qps, double cpu_share = 0.5) {
+  run_result r;
+  r.server = "127.0.0.1";
+  r.port = 5300;
+  r.transport = p.transport.transport;
+  if (p.transport.backend) r.tls_backend = std::string(tls_backend_name(*p.transport.backend));
+  r.clients = p.clients;
+  r.outstanding = 100;
+  r.threads = 1;
+  r.queries_per_connection = p.queries_per_connection;
+  r.query_origin = "built-in default set";
+  r.query_count_in_set = 300;
+  r.elapsed_seconds = 1;
+  r.qps = qps;
+  r.queries_sent = static_cast<std::uint64_t>(qps) + 5;
+  r.responses_received = static_cast<std::uint64_t>(qps);
+  r.lost = 5;
+  r.rcodes[0] = r.responses_received;
+  r.client_cpu_seconds = cpu_share;
+  r.max_thread_cpu_share = cpu_share;
+  for (std::uint64_t i = 1; i <= 200; ++i) r.latency.record(i * 1000);
+  if (p.transport.transport != transport_kind::udp) {
+    r.connections.opened = 10;
+    r.connections.closed_by_client = 10;
+    r.connect_latency.record(50000);
+    r.first_query_latency.record(90000);
+    if (p.transport.transport == transport_kind::tls) {
+      r.handshake_latency.record(800000);
+      r.handshakes_full = 10;
+    }
+  }
+  return r;
+}
+
+sweep_point_result measured(const sweep_point& p, std::vector<double> qps, double cpu_share = 0.5) {
+  sweep_point_result result;
+  result.point = p;
+  for (const double q : qps) result.repeats.push_back(run(p, q, cpu_share));
+  result.summary = summarize(result.repeats);
+  return result;
+}
+
+// A small, complete sweep: udp/tcp/tls x 1, 4 clients x 1, 10, unlimited.
+sweep_result synthetic_sweep() {
+  sweep_result r;
+  r.plan.transports = {udp, tcp, tls_openssl};
+  r.plan.clients = {1, 4};
+  r.plan.queries_per_connection = {1, 10, 0};
+  r.plan.repeats = 3;
+  r.plan.ports = {5300, 5300, 8853};
+  r.plan.target_description = "test responder";
+  r.plan.command_line = "dnstransport sweep --clients 1,4";
+  r.query_origin = "built-in default set";
+  r.query_count = 300;
+  r.tool_version = "0.1.0";
+  r.machine = {2, "Test CPU", "Linux 6.1.0 x86_64"};
+  r.started_at = "2025-01-01T12:00:00Z";
+  r.elapsed_seconds = 61.25;
+  const auto points = expand(r.plan);
+  r.planned_points = points.size();
+  for (const auto& p : points) {
+    const double t_inf = p.transport.transport == transport_kind::udp   ? 100000.0 * p.clients
+                         : p.transport.transport == transport_kind::tcp ? 70000.0 * p.clients
+                                                                        : 50000.0 * p.clients;
+    const double h = p.transport.transport == transport_kind::tls ? 20 : 2;
+    const double n = static_cast<double>(p.queries_per_connection);
+    const double qps = p.queries_per_connection == 0 ? t_inf : t_inf * n / (n + h);
+    r.points.push_back(
+        measured(p, {qps * 0.97, qps, qps * 1.03 + 0.123456789}, p.clients == 4 ? 0.95 : 0.5));
+  }
+  derive_results(r);
+  return r;
+}
+
+TEST(sweep_test, parses_transport_lists) {
+  const auto t = parse_sweep_transports("udp,tcp,tls,tls-gnutls", tls_backend::openssl);
+  EXPECT_EQ(t, (std::vector<sweep_transport>{udp, tcp, tls_openssl, tls_gnutls}));
+  EXPECT_EQ(parse_sweep_transports("tls", tls_backend::gnutls).front(), tls_gnutls);
+  EXPECT_EQ(sweep_transport_name(tls_gnutls), "tls-gnutls");
+  EXPECT_EQ(sweep_transport_name(tcp), "tcp");
+  EXPECT_NE(setup_error_of([] {
+              parse_sweep_transports("tls,tls-openssl", tls_backend::openssl);
+            }).find("appears twice"),
+            std::string::npos);
+  EXPECT_NE(setup_error_of([] {
+              parse_sweep_transports("quic", tls_backend::openssl);
+            }).find("--transports"),
+            std::string::npos);
+  EXPECT_NE(setup_error_of([] { parse_sweep_transports("udp-openssl", tls_backend::openssl); }),
+            "no setup_error");
+  EXPECT_NE(setup_error_of([] { parse_sweep_transports("tls-wolfssl", tls_backend::openssl); }),
+            "no setup_error");
+  EXPECT_NE(setup_error_of([] { parse_sweep_transports("udp,", tls_backend::openssl); }),
+            "no setup_error");
+}
+
+TEST(sweep_test, parses_client_and_per_connection_lists) {
+  EXPECT_EQ(parse_client_counts("1,2,4,8,16"), (std::vector<unsigned>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(parse_queries_per_connection_list("1,10,unlimited"),
+            (std::vector<std::uint64_t>{1, 10, 0}));
+  EXPECT_EQ(queries_per_connection_name(0), "unlimited");
+  for (const char* bad : {"", "0", "1,,2", "x", "1,1", "-1", "2.5"}) {
+    EXPECT_NE(setup_error_of([&] { parse_client_counts(bad); }).find("--clients"),
+              std::string::npos)
+        << bad;
+  }
+  EXPECT_NE(setup_error_of([] { parse_queries_per_connection_list("10,unlimited,0"); }),
+            "no setup_error");
+  EXPECT_NE(setup_error_of([] {
+              parse_queries_per_connection_list("ten");
+            }).find("--queries-per-connection"),
+            std::string::npos);
+}
+
+TEST(sweep_test, expands_transports_then_clients_then_queries_per_connection) {
+  const sweep_plan plan;
+  const auto points = expand(plan);
+  // udp once per client count; tcp and tls once per client count and per-connection value.
+  ASSERT_EQ(points.size(), 3u + 2 * 3 * 4);
+  EXPECT_EQ(points[0], (sweep_point{udp, 1, 0}));
+  EXPECT_EQ(points[2], (sweep_point{udp, 16, 0}));
+  EXPECT_EQ(points[3], (sweep_point{tcp, 1, 1}));
+  EXPECT_EQ(points[6], (sweep_point{tcp, 1, 0}));
+  EXPECT_EQ(points[7], (sweep_point{tcp, 4, 1}));
+  EXPECT_EQ(points.back(), (sweep_point{tls_openssl, 16, 0}));
+  EXPECT_EQ(describe(points[3]), "tcp, 1 client, 1 query/connection");
+  EXPECT_EQ(describe(points.back()), "tls-openssl, 16 clients, persistent connections");
+}
+
+TEST(sweep_test, rejects_contradictions) {
+  sweep_plan plan;
+  plan.transports = {udp};
+  plan.queries_per_connection = {1, 0};
+  EXPECT_NE(setup_error_of([&] { expand(plan); }).find("UDP has no connections"),
+            std::string::npos);
+  plan.queries_per_connection = {0};
+  EXPECT_EQ(expand(plan).size(), plan.clients.size());
+
+  const auto error_with = [](auto change) {
+    sweep_plan p;
+    change(p);
+    return setup_error_of([&] { expand(p); });
+  };
+  EXPECT_NE(error_with([](sweep_plan& p) { p.clients.clear(); }), "no setup_error");
+  EXPECT_NE(error_with([](sweep_plan& p) { p.transports.clear(); }), "no setup_error");
+  EXPECT_NE(error_with([](sweep_plan& p) { p.queries_per_connection.clear(); }), "no setup_error");
+  EXPECT_NE(error_with([](sweep_plan& p) { p.clients = {4, 4}; }), "no setup_error");
+  EXPECT_NE(error_with([](sweep_plan& p) { p.clients = {0}; }), "no setup_error");
+  EXPECT_NE(error_with([](sweep_plan& p) { p.repeats = 0; }).find("--repeats"), std::string::npos);
+  EXPECT_NE(error_with([](sweep_plan& p) { p.duration_seconds = 0; }).find("--duration"),
+            std::string::npos);
+  EXPECT_NE(error_with([](sweep_plan& p) { p.pause_seconds = -1; }).find("--pause"),
+            std::string::npos);
+  EXPECT_NE(error_with([](sweep_plan& p) {
+              p.transports = {{transport_kind::tcp, tls_backend::openssl}};
+            }),
+            "no setup_error");
+}
+
+TEST(sweep_test, point_spec_carries_the_point_and_the_base_options) {
+  sweep_plan plan;
+  plan.base.outstanding = 7;
+  plan.base.tls.resume = true;
+  plan.ports = {5301, 5302, 8853};
+  plan.duration_seconds = 1.5;
+  const auto spec = point_spec(plan, {tls_gnutls, 4, 10});
+  EXPECT_EQ(spec.transport, transport_kind::tls);
+  EXPECT_EQ(spec.port, 8853);
+  EXPECT_EQ(spec.tls.backend, tls_backend::gnutls);
+  EXPECT_TRUE(spec.tls.resume);
+  EXPECT_EQ(spec.clients, 4u);
+  EXPECT_EQ(spec.queries_per_connection, 10u);
+  EXPECT_EQ(spec.outstanding, 7u);
+  EXPECT_EQ(spec.duration_seconds, 1.5);
+  EXPECT_EQ(point_spec(plan, {tcp, 1, 0}).port, 5302);
+  EXPECT_EQ(point_spec(plan, {udp, 1, 0}).port, 5301);
+}
+
+TEST(sweep_test, presets_set_the_classic_studies) {
+  sweep_plan plan;
+  plan.base.tls.backend = tls_backend::gnutls;
+  apply_preset(plan, "load");
+  EXPECT_EQ(plan.clients, (std::vector<unsigned>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(plan.queries_per_connection, std::vector<std::uint64_t>{0});
+  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{udp, tcp, tls_gnutls}));
+  apply_preset(plan, "amortization");
+  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{tcp, tls_gnutls}));
+  EXPECT_EQ(plan.queries_per_connection.size(), 15u);
+  EXPECT_EQ(plan.queries_per_connection.back(), 0u);
+  EXPECT_EQ(expand(plan).size(), 30u);
+  EXPECT_NE(setup_error_of([&] { apply_preset(plan, "fast"); }).find("--preset"),
+            std::string::npos);
+}
+
+TEST(sweep_test, summarizes_repeats) {
+  const auto p = measured({tcp, 2, 0}, {90, 110, 100}, 0.95);
+  const auto& q = p.summary.qps;
+  EXPECT_DOUBLE_EQ(q.mean, 100);
+  EXPECT_DOUBLE_EQ(q.median, 100);
+  EXPECT_DOUBLE_EQ(q.min, 90);
+  EXPECT_DOUBLE_EQ(q.max, 110);
+  EXPECT_DOUBLE_EQ(q.stddev, 10);
+  EXPECT_DOUBLE_EQ(q.spread, 0.2);
+  EXPECT_EQ(p.summary.latency.count(), 600u);
+  EXPECT_EQ(p.summary.connect_latency.count(), 3u);
+  EXPECT_EQ(p.summary.connections_opened, 30u);
+  EXPECT_EQ(p.summary.lost, 15u);
+  EXPECT_TRUE(p.summary.client_bound);
+  EXPECT_FALSE(measured({tcp, 2, 0}, {100}, 0.89).summary.client_bound);
+  EXPECT_DOUBLE_EQ(measured({tcp, 2, 0}, {100, 120}).summary.qps.median, 110);
+}
+
+TEST(sweep_test, percent_of_udp_carries_the_spread) {
+  std::vector<sweep_point_result> points{measured({udp, 2, 0}, {90000, 100000, 110000}),
+                                         measured({tcp, 2, 0}, {45000, 50000, 55000}),
+                                         measured({tcp, 4, 0}, {50000})};
+  const auto percent = compute_percent_of_udp(points);
+  ASSERT_EQ(percent.size(), 1u);  // no UDP with 4 clients
+  EXPECT_EQ(percent[0].transport, tcp);
+  EXPECT_DOUBLE_EQ(percent[0].percent, 50);
+  EXPECT_NEAR(percent[0].percent_min, 100 * 45000.0 / 110000, 1e-9);
+  EXPECT_NEAR(percent[0].percent_max, 100 * 55000.0 / 90000, 1e-9);
+  EXPECT_FALSE(percent[0].client_bound);
+}
+
+TEST(sweep_test, warns_about_spread_and_client_bound_points) {
+  sweep_result r;
+  r.points = {measured({udp, 1, 0}, {80000, 100000, 120000}), measured({tcp, 1, 0}, {50000}, 0.97)};
+  r.planned_points = 2;
+  derive_results(r);
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_NE(r.warnings[0].find("udp, 1 client: the repeats differ by 40 %"), std::string::npos);
+  EXPECT_NE(r.warnings[1].find("1 of 2 points were client-bound"), std::string::npos);
+}
+
+TEST(sweep_test, json_round_trip_renders_identical_tables) {
+  const sweep_result original = synthetic_sweep();
+  const std::string json = to_json(original);
+  const sweep_result read = sweep_result_from_json(json, "sweep.json");
+  EXPECT_EQ(format_tables(read), format_tables(original));
+  EXPECT_EQ(to_csv(read), to_csv(original));
+  EXPECT_EQ(read.plan.transports, original.plan.transports);
+  EXPECT_EQ(read.plan.ports.tls, 8853);
+  EXPECT_EQ(read.points.size(), original.points.size());
+  EXPECT_EQ(read.points[4].repeats.size(), 3u);
+}
+
+TEST(sweep_test, json_has_the_names_scripts_rely_on) {
+  const std::string json = to_json(synthetic_sweep());
+  for (const char* key :
+       {"\"schema\": \"dnstransport.sweep/1\"", "\"points\"", "\"percent_of_udp\"",
+        "\"amortization\"", "\"t_inf\"", "\"h\"", "\"n50\"", "\"n90\"", "\"n99\"", "\"residual\"",
+        "\"client_bound\"", "\"summary\"", "\"repeats\"", "\"machine\"", "\"kernel\"",
+        "\"tool_version\"", "\"target\""}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key;
+  }
+}
+
+TEST(sweep_test, foreign_and_old_files_get_a_clear_error) {
+  const auto error_for = [](const std::string& text) {
+    return setup_error_of([&] { sweep_result_from_json(text, "old.json"); });
+  };
+  EXPECT_NE(error_for("{not json").find("old.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_for("[1, 2]").find("not a dnstransport sweep result"), std::string::npos);
+  EXPECT_NE(error_for(R"({"name": "x"})").find("not a dnstransport sweep result"),
+            std::string::npos);
+  EXPECT_NE(error_for(to_json(run({tcp, 1, 0}, 1000))).find("single run"), std::string::npos);
+  std::string older = to_json(synthetic_sweep());
+  older.replace(older.find("dnstransport.sweep/1"), 20, "dnstransport.sweep/0");
+  EXPECT_NE(error_for(older).find("another version of the sweep format"), std::string::npos);
+  EXPECT_NE(error_for(R"({"schema": "other.tool/3"})").find("not a dnstransport sweep"),
+            std::string::npos);
+  std::string broken = to_json(synthetic_sweep());
+  broken.replace(broken.find("\"machine\""), 9, "\"hardware\"");
+  EXPECT_NE(error_for(broken).find("old.json: missing key \"machine\""), std::string::npos);
+}
+
+TEST(sweep_test, csv_has_one_row_per_point) {
+  const sweep_result r = synthetic_sweep();
+  std::istringstream csv(to_csv(r));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line.rfind("transport,tls_backend,clients,queries_per_connection,repeats,qps_mean", 0),
+            0u);
+  std::size_t rows = 0;
+  while (std::getline(csv, line)) ++rows;
+  EXPECT_EQ(rows, r.points.size());
+}
+
+TEST(sweep_test, tables_show_points_percent_of_udp_and_fits) {
+  const std::string tables = format_tables(synthetic_sweep());
+  for (const char* text :
+       {"Points (queries/s", "TCP/TLS throughput as % of UDP", "Handshake amortization",
+        "measured against the models", "client-bound", "yes (95 %)", "70.0 %", "Warnings"}) {
+    EXPECT_NE(tables.find(text), std::string::npos) << text;
+  }
+}
+
+TEST(sweep_test, report_without_gnuplot_still_writes_tables_csv_and_scripts) {
+  const auto directory =
+      std::filesystem::path(::testing::TempDir()) / ("sweep-report-" + std::to_string(getpid()));
+  std::filesystem::remove_all(directory);
+  const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  setenv("PATH", "/nonexistent", 1);
+  const auto written = write_report(synthetic_sweep(), directory, "sweep.json");
+  setenv("PATH", path.c_str(), 1);
+  EXPECT_NE(written.plot_problem.find("apt-get install gnuplot-nox"), std::string::npos);
+  for (const char* file :
+       {"index.html", "tables.txt", "points.csv", "percent_of_udp.csv", "amortization.csv",
+        "qps_vs_clients.gp", "percent_of_udp.gp", "amortization_tcp.gp",
+        "amortization_tls-openssl.gp", "latency_1_clients.gp", "connection_setup.gp"}) {
+    EXPECT_TRUE(std::filesystem::exists(directory / file)) << file;
+  }
+  EXPECT_FALSE(std::filesystem::exists(directory / "qps_vs_clients.png"));
+  std::ifstream index(directory / "index.html");
+  const std::string html{std::istreambuf_iterator<char>(index), {}};
+  EXPECT_NE(html.find("gnuplot-nox"), std::string::npos);
+  EXPECT_NE(html.find("<table>"), std::string::npos);
+  std::filesystem::remove_all(directory);
+}
+
+}  // namespace
+}  // namespace dnstransport

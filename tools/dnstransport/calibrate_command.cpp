@@ -1,0 +1,121 @@
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <dnstransport/calibrate.hpp>
+#include <dnstransport/error.hpp>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+namespace dnstransport::cli {
+
+namespace {
+
+struct calibrate_options_cli {
+  double duration = 2;
+  unsigned clients = 8;
+  unsigned outstanding = 100;
+  std::string cpus;
+  std::string server_cpus;
+  std::vector<std::string> transports;
+};
+
+calibration_case parse_case(const std::string& text) {
+  // udp | tcp | tcp:N | tls-openssl | tls-gnutls:N ... (N = queries per connection)
+  const auto colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  calibration_case c;
+  if (colon != std::string::npos) {
+    const std::string n = text.substr(colon + 1);
+    if (n != "unlimited") {
+      try {
+        c.queries_per_connection = std::stoull(n);
+      } catch (const std::exception&) {
+        throw setup_error(fmt::format("--transports: bad queries per connection in \"{}\"", text));
+      }
+    }
+  }
+  if (name == "udp" || name == "tcp") {
+    c.transport = *parse_transport(name);
+  } else if (name == "tls" || name.rfind("tls-", 0) == 0) {
+    c.transport = transport_kind::tls;
+    if (name != "tls") {
+      const auto backend = parse_tls_backend(name.substr(4));
+      if (!backend)
+        throw setup_error(fmt::format("--transports: unknown TLS backend in \"{}\"", text));
+      c.backend = *backend;
+    }
+  } else {
+    throw setup_error(
+        fmt::format("--transports: \"{}\" is not udp, tcp, tls, tls-openssl or "
+                    "tls-gnutls",
+                    text));
+  }
+  if (c.transport == transport_kind::udp && c.queries_per_connection != 0) {
+    throw setup_error("--transports: udp has no queries per connection");
+  }
+  return c;
+}
+
+}  // namespace
+
+action add_calibrate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "calibrate",
+      "Measure this machine's own ceiling: how many queries/s one client CPU can drive per "
+      "transport, against the built-in responder");
+  auto o = std::make_shared<calibrate_options_cli>();
+  cmd->add_option("--duration", o->duration, "Seconds per case")->capture_default_str();
+  cmd->add_option("--clients", o->clients, "Clients per case")->capture_default_str();
+  cmd->add_option("--outstanding", o->outstanding, "Queries in flight per client")
+      ->capture_default_str();
+  cmd->add_option("--cpus", o->cpus, "Pin the generator to these CPUs (e.g. 0)");
+  cmd->add_option("--server-cpus", o->server_cpus,
+                  "Pin the built-in responder to these CPUs (default: the others)");
+  cmd->add_option("--transports", o->transports,
+                  "Cases, e.g. udp,tcp,tcp:1,tls-openssl,tls-gnutls:1 (N after ':' = queries "
+                  "per connection). Default: udp, tcp and tls (every backend), persistent and 1")
+      ->delimiter(',');
+  cmd->footer(std::string("Example: dnstransport calibrate --cpus 0 --server-cpus 1\n") +
+              exit_codes_help);
+  return [cmd, o]() -> int {
+    if (!cmd->parsed()) return -1;
+    calibration_options options;
+    options.duration_seconds = o->duration;
+    options.clients = o->clients;
+    options.outstanding = o->outstanding;
+    if (!o->cpus.empty()) options.client_cpus = parse_cpu_list(o->cpus, "--cpus");
+    if (!o->server_cpus.empty()) {
+      options.server_cpus = parse_cpu_list(o->server_cpus, "--server-cpus");
+    } else if (!options.client_cpus.empty()) {
+      const unsigned n = std::thread::hardware_concurrency();
+      for (unsigned c = 0; c < n; ++c) {
+        if (std::find(options.client_cpus.begin(), options.client_cpus.end(),
+                      static_cast<int>(c)) == options.client_cpus.end()) {
+          options.server_cpus.push_back(static_cast<int>(c));
+        }
+      }
+    }
+    if (!o->transports.empty()) {
+      options.cases.clear();
+      for (const auto& t : o->transports) options.cases.push_back(parse_case(t));
+    }
+    options.stop = &stop_requested;
+    const bool show = stderr_is_terminal();
+    options.on_case = [&](std::size_t i, std::size_t n) {
+      if (show) fmt::print(stderr, "\rcalibrating: case {}/{} ...", i + 1, n);
+    };
+    const auto results = calibrate(options);
+    if (show) fmt::print(stderr, "\r\033[K");
+    fmt::print("{}", format_calibration(results));
+    if (stop_requested.load()) return exit_interrupted;
+    for (const auto& r : results) {
+      if (r.run.responses_received == 0) return exit_no_answers;
+    }
+    return exit_ok;
+  };
+}
+
+}  // namespace dnstransport::cli

@@ -1,0 +1,258 @@
+// `dnstransport sweep`: a grid of loads with progress and an ETA, saved as JSON and CSV.
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/report.hpp>
+#include <dnstransport/sweep.hpp>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+namespace dnstransport::cli {
+
+namespace {
+
+// The sweep's own flags; every `run` flag except the axes comes from run_options.
+struct sweep_flags {
+  std::string preset;
+  std::string transports = "udp,tcp,tls";
+  std::string clients = "1,4,16";
+  std::string queries_per_connection = "1,10,100,unlimited";
+  unsigned repeats = sweep_plan{}.repeats;
+  double pause = sweep_plan{}.pause_seconds;
+  std::string csv_file;
+  std::string out_dir;
+  std::uint16_t tls_port = 0;
+};
+
+std::string clock_text(double seconds) {
+  const auto total = static_cast<long>(seconds + 0.5);
+  if (total >= 3600)
+    return fmt::format("{}:{:02}:{:02}", total / 3600, total / 60 % 60, total % 60);
+  return fmt::format("{}:{:02}", total / 60, total % 60);
+}
+
+// Progress on stderr: a live line on a terminal, and one line per point in any case.
+class sweep_display {
+ public:
+  sweep_display(bool live, bool quiet) : live_(live && !quiet), quiet_(quiet) {}
+
+  void on_progress(const sweep_progress& p) {
+    eta_ = p.eta_seconds;
+    if (!live_) return;
+    const std::string rate =
+        p.run ? fmt::format(", {:.0f} queries/s", p.run->recent_qps) : std::string();
+    fmt::print(stderr, "\r\033[K[{}/{}] {}, run {}/{}{}  ETA {}", p.point_index + 1, p.point_count,
+               describe(p.point), p.repeat + 1, p.repeats, rate, clock_text(p.eta_seconds));
+    std::fflush(stderr);
+  }
+
+  void on_point_done(const sweep_result& r) {
+    if (quiet_ || r.points.empty()) return;
+    const auto& p = r.points.back();
+    const auto& q = p.summary.qps;
+    fmt::print(stderr, "{}[{}/{}] {}: {:.0f} queries/s (runs {:.0f} to {:.0f}){}  ETA {}\n",
+               live_ ? "\r\033[K" : "", r.points.size(), r.planned_points, describe(p.point),
+               q.mean, q.min, q.max, p.summary.client_bound ? ", client-bound" : "",
+               clock_text(eta_));
+  }
+
+  void finish() {
+    if (live_) fmt::print(stderr, "\r\033[K");
+  }
+
+ private:
+  bool live_;
+  bool quiet_;
+  double eta_ = 0;
+};
+
+std::string local_time_stamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm parts{};
+  localtime_r(&now, &parts);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &parts);
+  return text;
+}
+
+void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
+  sweep.add_option("--preset", f.preset,
+                   "A classic study: load (udp/tcp/tls x clients 1-16, persistent connections, "
+                   "3 x 5 s) or amortization (tcp/tls x 1-20000 and unlimited queries per "
+                   "connection, 8 clients, 3 x 3 s). Flags given as well override its values");
+  sweep
+      .add_option("--transports", f.transports,
+                  "Transports to sweep: udp, tcp, tls, tls-openssl, tls-gnutls (tls uses "
+                  "--tls-backend)")
+      ->capture_default_str();
+  sweep.add_option("--clients", f.clients, "Client counts to sweep, e.g. 1,2,4,8,16")
+      ->capture_default_str();
+  sweep
+      .add_option("--queries-per-connection", f.queries_per_connection,
+                  "tcp/tls: queries per connection to sweep, 'unlimited' for persistent "
+                  "connections (UDP runs once per client count)")
+      ->capture_default_str();
+  sweep.add_option("--repeats", f.repeats, "Runs per point")->capture_default_str();
+  sweep.add_option("--pause", f.pause, "Seconds of pause between runs")->capture_default_str();
+  sweep.add_option("--json", o.json_file,
+                   "Write the sweep here (default: dnstransport-sweep-DATE-TIME.json in --out)");
+  sweep.add_option("--csv", f.csv_file,
+                   "Write one CSV row per point here (default: the JSON name with .csv)");
+  sweep.add_option("--out", f.out_dir,
+                   "Directory for the default-named JSON and CSV (default: the current one)");
+  sweep.add_option("--tls-port", f.tls_port,
+                   "With --server: port of its DNS-over-TLS listener (default 853, or the --server "
+                   "port when every transport is tls)");
+}
+
+sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_flags& f,
+                     std::string command) {
+  sweep_plan plan;
+  plan.base = make_load_spec(o);
+  plan.base.stop = &stop_requested;
+  plan.command_line = std::move(command);
+  const bool preset = !f.preset.empty();
+  if (preset) apply_preset(plan, f.preset);
+  // A preset's values stand unless the flag is given; without a preset the flags' defaults
+  // are the plan.
+  auto use = [&](const char* flag) { return !preset || sweep.count(flag) > 0; };
+  if (use("--transports")) {
+    plan.transports = parse_sweep_transports(f.transports, plan.base.tls.backend);
+  }
+  if (use("--clients")) plan.clients = parse_client_counts(f.clients);
+  if (use("--queries-per-connection")) {
+    plan.queries_per_connection = parse_queries_per_connection_list(f.queries_per_connection);
+  }
+  const bool streams =
+      std::any_of(plan.transports.begin(), plan.transports.end(),
+                  [](const sweep_transport& t) { return t.transport != transport_kind::udp; });
+  if (!streams && sweep.count("--queries-per-connection") == 0) plan.queries_per_connection = {0};
+  if (use("--repeats")) plan.repeats = f.repeats;
+  if (use("--duration")) plan.duration_seconds = o.duration;
+  if (use("--pause")) plan.pause_seconds = f.pause;
+  return plan;
+}
+
+// Points the plan at --server, or at a built-in responder listening for every transport.
+std::unique_ptr<server> set_target(sweep_plan& plan, const run_options& o, const sweep_flags& f) {
+  if (o.server.empty()) {
+    if (f.tls_port != 0) throw setup_error("--tls-port applies to a --server only");
+    std::vector<transport_kind> kinds;
+    for (const auto& t : plan.transports) {
+      if (std::find(kinds.begin(), kinds.end(), t.transport) == kinds.end()) {
+        kinds.push_back(t.transport);
+      }
+    }
+    auto responder = start_builtin_server(o, plan.base, kinds);
+    plan.ports = {listener_port(*responder, transport_kind::udp),
+                  listener_port(*responder, transport_kind::tcp),
+                  listener_port(*responder, transport_kind::tls)};
+    plan.target_description =
+        fmt::format("built-in responder in this process, {} thread{}, {} mode", o.server_threads,
+                    o.server_threads == 1 ? "" : "s", o.server_mode);
+    return responder;
+  }
+  const endpoint where = parse_endpoint(o.server, 0, "--server");
+  const bool only_tls =
+      std::all_of(plan.transports.begin(), plan.transports.end(),
+                  [](const sweep_transport& t) { return t.transport == transport_kind::tls; });
+  const std::uint16_t given = where.port;
+  plan.ports.udp = plan.ports.tcp = given != 0 ? given : 53;
+  plan.ports.tls = f.tls_port != 0 ? f.tls_port : (only_tls && given != 0 ? given : 853);
+  return nullptr;
+}
+
+// Where the JSON and CSV go; checked before anything is sent.
+std::pair<std::filesystem::path, std::filesystem::path> output_paths(const run_options& o,
+                                                                     const sweep_flags& f) {
+  const std::filesystem::path directory = f.out_dir.empty() ? "." : f.out_dir;
+  if (!f.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(directory, ec);
+    if (ec)
+      throw setup_error(fmt::format("--out: cannot create \"{}\": {}", f.out_dir, ec.message()));
+  }
+  std::filesystem::path json =
+      o.json_file.empty()
+          ? directory / fmt::format("dnstransport-sweep-{}.json", local_time_stamp())
+          : std::filesystem::path(o.json_file);
+  std::filesystem::path csv = f.csv_file;
+  if (csv.empty()) csv = std::filesystem::path(json).replace_extension(".csv");
+  for (const auto& path : {json, csv}) {
+    const auto parent = path.parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent)) {
+      throw setup_error(fmt::format("cannot write \"{}\": directory \"{}\" does not exist",
+                                    path.string(), parent.string()));
+    }
+  }
+  return {json, csv};
+}
+
+}  // namespace
+
+action add_sweep_command(CLI::App& app, std::string command) {
+  auto* sweep = app.add_subcommand(
+      "sweep",
+      "Run loads over a grid of transports, client counts and queries per connection, each "
+      "repeated; report TCP/TLS as % of UDP and the handshake amortization; save JSON and CSV");
+  auto o = std::make_shared<run_options>();
+  auto f = std::make_shared<sweep_flags>();
+  o->duration = sweep_plan{}.duration_seconds;
+  register_flags(*sweep, *o, *f);
+  add_run_options(*sweep, *o, false);
+  sweep->footer(
+      std::string(
+          "The default grid (udp,tcp,tls x 1,4,16 clients x 1,10,100,unlimited queries per "
+          "connection, 3 runs of 0.5 s) takes about a minute against the built-in responder.\n"
+          "Examples:\n"
+          "  dnstransport sweep --out results\n"
+          "  dnstransport sweep --preset amortization --server 192.0.2.53 --json amort.json\n"
+          "  dnstransport sweep --transports udp,tls-openssl,tls-gnutls --clients 1,8 "
+          "--queries-per-connection unlimited\n"
+          "Then: dnstransport report FILE.json --out DIR (plots and index.html)\n\n") +
+      exit_codes_help);
+  return [sweep, o, f, command]() -> int {
+    if (!sweep->parsed()) return -1;
+    sweep_plan plan = make_plan(*sweep, *o, *f, command);
+    const auto points = expand(plan);
+    const auto [json_path, csv_path] = output_paths(*o, *f);
+    const auto responder = set_target(plan, *o, *f);
+    if (!o->quiet) {
+      const std::string each = plan.base.count != 0 ? fmt::format("{} queries", plan.base.count)
+                                                    : fmt::format("{:g} s", plan.duration_seconds);
+      fmt::print(stderr, "sweep: {} points x {} run{} of {} against {}{}; results go to {}\n",
+                 points.size(), plan.repeats, plan.repeats == 1 ? "" : "s", each, plan.base.server,
+                 responder ? " (built-in responder)" : "", json_path.string());
+    }
+    sweep_display display(o->progress || stderr_is_terminal(), o->quiet);
+    sweep_callbacks callbacks;
+    callbacks.on_progress = [&display](const sweep_progress& p) { display.on_progress(p); };
+    callbacks.on_point_done = [&](const sweep_result& partial) {
+      display.on_point_done(partial);
+      write_file(json_path, to_json(partial));
+    };
+    const sweep_result result = run_sweep(plan, callbacks);
+    display.finish();
+    write_file(json_path, to_json(result));
+    write_file(csv_path, to_csv(result));
+    if (!o->quiet) {
+      fmt::print(
+          "{}\nresults written to {} and {}\nplots and a web page: dnstransport report {} "
+          "--out DIR\n",
+          format_tables(result), json_path.string(), csv_path.string(), json_path.string());
+    }
+    if (result.interrupted) return exit_interrupted;
+    const bool silent_point =
+        result.points.empty() ||
+        std::any_of(result.points.begin(), result.points.end(),
+                    [](const sweep_point_result& p) { return p.summary.responses_received == 0; });
+    return silent_point ? exit_no_answers : exit_ok;
+  };
+}
+
+}  // namespace dnstransport::cli
