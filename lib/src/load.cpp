@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -70,6 +73,26 @@ void ensure_descriptors(unsigned clients) {
   }
 }
 
+// Every client holds one socket, so one local port per source address, at a time (TCP
+// connections to one server share ports across source addresses with
+// IP_BIND_ADDRESS_NO_PORT; UDP sockets each take a port of their address). More clients than
+// that cannot all get a socket: say so now, not as EADDRNOTAVAIL halfway through the run.
+void ensure_ports(unsigned clients, std::size_t source_count) {
+  std::ifstream range_file("/proc/sys/net/ipv4/ip_local_port_range");
+  std::uint64_t low = 0;
+  std::uint64_t high = 0;
+  if (!(range_file >> low >> high) || high < low) return;
+  const std::uint64_t ports = high - low + 1;
+  const std::uint64_t sources = std::max<std::size_t>(source_count, 1);
+  if (clients <= ports * sources) return;
+  throw setup_error(fmt::format(
+      "--clients {}: every client holds a local port, but the ephemeral port range "
+      "(net.ipv4.ip_local_port_range = {} {}) gives {} ports x {} source address{} = {}; widen "
+      "it (e.g. sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\") or give more --source "
+      "addresses",
+      clients, low, high, ports, sources, sources == 1 ? "" : "es", ports * sources));
+}
+
 boost::asio::ip::address resolve(const std::string& host) {
   boost::system::error_code ec;
   auto address = boost::asio::ip::make_address(host, ec);
@@ -79,7 +102,7 @@ boost::asio::ip::address resolve(const std::string& host) {
   auto results = resolver.resolve(host, "", ec);
   if (ec || results.empty()) {
     throw setup_error(
-        fmt::format("cannot resolve server \"{}\": {}", host, ec ? ec.message() : "no address"));
+        fmt::format("--server: cannot resolve \"{}\": {}", host, ec ? ec.message() : "no address"));
   }
   return results.begin()->endpoint().address();
 }
@@ -152,6 +175,11 @@ void validate(const load_spec& spec) {
         fmt::format("--outstanding must be between 1 and 65536 (got {})", spec.outstanding));
   }
   if (spec.threads == 0) throw setup_error("--threads must be at least 1");
+  // A count this large is what a negative number becomes once read as unsigned.
+  if (spec.count > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    throw setup_error(fmt::format("--count must be a positive number of queries (got {})",
+                                  static_cast<std::int64_t>(spec.count)));
+  }
   if (spec.count == 0 && !(spec.duration_seconds > 0)) {
     throw setup_error("--duration must be greater than 0 seconds (or give --count)");
   }
@@ -184,9 +212,10 @@ void validate(const load_spec& spec) {
 
 run_result run_load(const load_spec& spec) {
   validate(spec);
-  ensure_descriptors(spec.clients);
-
   const auto server_address = resolve(spec.server);
+  const auto sources = source_addresses(spec, server_address);
+  ensure_ports(spec.clients, sources.size());
+  ensure_descriptors(spec.clients);
   std::shared_ptr<const query_set> queries = spec.queries;
   if (!queries) queries = std::make_shared<const query_set>(default_queries());
 
@@ -218,7 +247,7 @@ run_result run_load(const load_spec& spec) {
   plan.queries = queries.get();
   plan.server_address = server_address;
   plan.server_port = spec.port;
-  plan.sources = source_addresses(spec, server_address);
+  plan.sources = sources;
   plan.tls = tls.get();
   plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
   plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : 0;

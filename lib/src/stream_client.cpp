@@ -1,7 +1,7 @@
 // Stream client: DNS over TCP (RFC 7766) and over TLS (RFC 7858) share one state machine.
 // A client keeps up to `outstanding` queries in flight on its connection, matches answers by
 // id in any order, and replaces the connection after `queries_per_connection` queries.
-// Plain TCP writes all ready queries with one writev of [length][id][rest] iovecs, so no
+// Plain TCP writes all ready queries with one sendmsg of [length][id][rest] iovecs, so no
 // query is copied; TLS copies them into one buffer that the engine encrypts and sends.
 
 #include <netinet/in.h>
@@ -28,7 +28,10 @@ namespace dnstransport::detail {
 
 namespace {
 
-constexpr unsigned max_gather = 256;  // queries per writev (3 iovecs each, IOV_MAX is 1024)
+constexpr unsigned max_gather = 256;  // queries per sendmsg (3 iovecs each, IOV_MAX is 1024)
+
+// Running to a query count, connects/handshakes failed in a row before a client gives up.
+constexpr unsigned max_failed_in_a_row = 3;
 
 enum class conn_state { idle, connecting, handshaking, established };
 
@@ -41,6 +44,11 @@ class stream_client final : public client_base {
 
   void tick(std::uint64_t now) override {
     if (state_ == conn_state::connecting || state_ == conn_state::handshaking) {
+      // Nothing left to send: a set-up still going would end neither opened nor failed.
+      if (!may_send(now) && slots_.empty()) {
+        close(true);
+        return;
+      }
       if (now - connection_started_ns_ >= plan().timeout_ns) {
         fail_connection(now, state_ == conn_state::connecting ? "tcp connect" : "tls handshake",
                         ETIMEDOUT, {});
@@ -55,13 +63,15 @@ class stream_client final : public client_base {
       }
       if (connection_done()) {
         close(true);
-        if (may_send(now)) connect(now);
+        if (send_allowance(now) > 0) connect(now);
         return;
       }
       fill(now);
       return;
     }
-    if (may_send(now)) connect(now);
+    // Connect only when a query may go out at once: a paced client would otherwise hold an
+    // idle connection (that servers close) and count the wait as set-up time.
+    if (send_allowance(now) > 0) connect(now);
   }
 
   void abandon() override {
@@ -152,6 +162,7 @@ class stream_client final : public client_base {
       return;
     }
     end_setup();
+    failed_in_a_row_ = 0;
     state_ = conn_state::established;
     fill(now);
     arm_read();
@@ -170,6 +181,7 @@ class stream_client final : public client_base {
           ++shard().handshakes_full;
         }
         end_setup();
+        failed_in_a_row_ = 0;
         state_ = conn_state::established;
         fill(now);
         arm_read();
@@ -181,7 +193,8 @@ class stream_client final : public client_base {
         wait(boost::asio::socket_base::wait_write);
         return;
       case tls_io::closed:
-        fail_connection(now, "tls handshake", 0, "the server closed the connection");
+        fail_connection(now, "tls handshake", 0, "the server closed the connection",
+                        tls_failure::none);
         return;
       case tls_io::error:
         fail_connection(now, "tls handshake", 0, tls_->error_message(), tls_->failure());
@@ -189,7 +202,8 @@ class stream_client final : public client_base {
     }
   }
 
-  // A connect or handshake that did not complete.
+  // A connect or handshake that did not complete. Counted by errno name, or as
+  // "tls_<failure>"; tls_failure::none is a server that closed during the handshake.
   void fail_connection(std::uint64_t /*now*/, const char* what, int error,
                        const std::string& message, tls_failure failure = tls_failure::other) {
     connection_stats& c = shard().connections;
@@ -197,9 +211,13 @@ class stream_client final : public client_base {
     if (error != 0) {
       record_socket_error(c, what, error);
     } else {
-      ++c.failures[fmt::format("tls_{}", tls_failure_name(failure))];
+      const char* kind = failure == tls_failure::none ? "closed" : tls_failure_name(failure);
+      ++c.failures[fmt::format("tls_{}", kind)];
       if (c.first_failure.empty()) c.first_failure = fmt::format("{}: {}", what, message);
     }
+    // Running to a query count, a server that fails every connection would keep the run
+    // going forever: after a few failures in a row this client gives up.
+    if (++failed_in_a_row_ >= max_failed_in_a_row && plan().send_end_ns == UINT64_MAX) quota_ = 0;
     // In-flight queries exist only with TCP fast open; they die with the attempt.
     fail_in_flight(false);
     drop_socket();
@@ -249,7 +267,7 @@ class stream_client final : public client_base {
     if (!read_available()) return;
     if (connection_done()) {
       close(true);
-      if (may_send(now)) connect(monotonic_ns());
+      if (send_allowance(now) > 0) connect(monotonic_ns());
       return;
     }
     fill(monotonic_ns());
@@ -331,7 +349,7 @@ class stream_client final : public client_base {
     drop_socket();
     state_ = conn_state::idle;
     const std::uint64_t now = monotonic_ns();
-    if (may_send(now)) connect(now);
+    if (send_allowance(now) > 0) connect(now);
   }
 
   void fill(std::uint64_t now) {
@@ -378,9 +396,14 @@ class stream_client final : public client_base {
       iov[i * 2 + 1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
       total += query.size() + 2;
     }
+    // sendmsg rather than writev: only it takes MSG_NOSIGNAL, and a server that closed the
+    // connection must not kill the process with SIGPIPE.
+    msghdr message{};
+    message.msg_iov = iov.data();
+    message.msg_iovlen = batch * 2;
     ssize_t sent;
     do {
-      sent = ::writev(socket_.native_handle(), iov.data(), static_cast<int>(batch * 2));
+      sent = ::sendmsg(socket_.native_handle(), &message, MSG_NOSIGNAL);
     } while (sent < 0 && errno == EINTR);
     if (sent < 0) {
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -533,6 +556,8 @@ class stream_client final : public client_base {
   bool waiting_write_ = false;
   bool fastopen_ = false;
   bool in_setup_ = false;  // counted in the worker's set-ups in flight
+
+  unsigned failed_in_a_row_ = 0;  // connects/handshakes failed since the last success
 };
 
 }  // namespace

@@ -1,0 +1,71 @@
+// Response parsing and classification: check_response against a fixed query (with and
+// without EDNS) and against a query cut from the input itself, and skip_name at the start
+// of the input and every early offset.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <dnstransport/message.hpp>
+
+#include "fuzz_check.hpp"
+
+using namespace dnstransport;
+
+namespace {
+
+void check(std::span<const std::uint8_t> response, std::span<const std::uint8_t> query,
+           std::uint16_t id) {
+  const response_summary s = check_response(response, query, id);
+  FUZZ_CHECK(static_cast<unsigned>(s.verdict) <=
+             static_cast<unsigned>(response_verdict::malformed));
+  FUZZ_CHECK(!verdict_name(s.verdict).empty());
+  if (response.size() < dns_header_size) FUZZ_CHECK(s.verdict == response_verdict::too_short);
+  if (response.size() >= 2) FUZZ_CHECK(s.id == read_id(response.data()));
+  if (s.verdict == response_verdict::ok) FUZZ_CHECK(s.id == id && s.rcode < 16);
+}
+
+// A message sent back to itself with QR set answers its own question: it can be malformed,
+// but never a mismatch.
+void check_echo(std::span<const std::uint8_t> query) {
+  if (query.size() < dns_header_size) return;
+  std::vector<std::uint8_t> echo(query.begin(), query.end());
+  echo[2] |= 0x80;
+  const std::uint16_t id = read_id(echo.data());
+  const response_verdict v = check_response(echo, query, id).verdict;
+  FUZZ_CHECK(v == response_verdict::ok || v == response_verdict::malformed);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const std::vector<std::uint8_t> plain = encode_query("www.example.com", rr_type::a);
+  static const std::vector<std::uint8_t> with_edns = [] {
+    query_options options;
+    options.edns.enabled = true;
+    options.edns.options.push_back({10, {1, 2, 3, 4, 5, 6, 7, 8}});
+    return encode_query("Mixed.Case.Example", rr_type::aaaa, options);
+  }();
+  const std::span<const std::uint8_t> input(data, size);
+  const std::uint16_t id = size >= 2 ? read_id(data) : 0;
+
+  check(input, plain, id);
+  check(input, with_edns, static_cast<std::uint16_t>(id ^ 1));
+  check_echo(input);
+
+  // The first octet says where the query ends and the response starts.
+  if (size > 1) {
+    const std::size_t query_size = std::min<std::size_t>(data[0], size - 1);
+    const auto query = input.subspan(1, query_size);
+    const auto response = input.subspan(1 + query_size);
+    check(response, query, response.size() >= 2 ? read_id(response.data()) : 0);
+    check(query, response, id);
+  }
+
+  for (std::size_t offset = 0; offset < std::min<std::size_t>(size + 1, 300); ++offset) {
+    if (const auto end = skip_name(input, offset)) FUZZ_CHECK(*end > offset && *end <= size);
+  }
+  return 0;
+}

@@ -1,0 +1,265 @@
+// The dnstransport program as a user meets it: bad flags and files are refused before any
+// traffic with exit status 2 and a message naming the flag or file; limits the run would
+// hit are named up front; SIGINT/SIGTERM stop a run at once and still write its results.
+// Every child runs under a time limit and is killed past it.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <dnstransport/report.hpp>
+
+#include "child_process.hpp"
+
+#ifdef DNSTRANSPORT_CLI_PATH
+
+namespace dnstransport::hostile {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string cli = DNSTRANSPORT_CLI_PATH;
+
+// Files for one test, in a directory of this process (ctest runs tests in parallel).
+class scratch {
+ public:
+  scratch()
+      : directory_(std::filesystem::path(::testing::TempDir()) /
+                   ("dnstransport-cli-test-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(directory_);
+  }
+  ~scratch() {
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+  std::string file(const std::string& name, const std::string& contents) const {
+    const auto path = directory_ / name;
+    std::ofstream(path, std::ios::binary) << contents;
+    return path.string();
+  }
+  std::string path(const std::string& name) const { return (directory_ / name).string(); }
+
+ private:
+  std::filesystem::path directory_;
+};
+
+struct usage_case {
+  const char* name;
+  std::vector<std::string> arguments;
+  std::string mentions;  // the flag or file the message must name
+};
+
+void expect_usage_error(const std::vector<std::string>& arguments, const std::string& mentions) {
+  const process_result r = run_process(cli, arguments, 20s);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << "stderr: " << r.err;
+  // Refused before measuring: no result table.
+  EXPECT_EQ(r.out.find("queries sent"), std::string::npos) << r.out;
+}
+
+TEST(cli_test, help_exits_zero) {
+  const process_result top = run_process(cli, {"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_NE(top.out.find("run"), std::string::npos);
+  const process_result run = run_process(cli, {"run", "--help"});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_NE(run.out.find("--transport"), std::string::npos);
+}
+
+class cli_usage_test : public ::testing::TestWithParam<usage_case> {};
+
+TEST_P(cli_usage_test, refused_with_status_2_naming_the_flag) {
+  // A short run, so that a check that is missing shows as a failure, not a long wait.
+  std::vector<std::string> arguments = GetParam().arguments;
+  arguments.insert(arguments.begin() + 1, {"--quiet", "--timeout", "0.2"});
+  if (std::find(arguments.begin(), arguments.end(), "--duration") == arguments.end()) {
+    arguments.insert(arguments.begin() + 1, {"--duration", "0.3"});
+  }
+  expect_usage_error(arguments, GetParam().mentions);
+}
+
+const usage_case usage_cases[] = {
+    {"unknown_transport", {"run", "--transport", "quic"}, "--transport"},
+    {"unknown_backend", {"run", "--transport", "tls", "--tls-backend", "wolfssl"}, "--tls-backend"},
+    {"zero_clients", {"run", "--clients", "0"}, "--clients"},
+    {"negative_clients", {"run", "--clients", "-1"}, "--clients"},
+    {"zero_outstanding", {"run", "--outstanding", "0"}, "--outstanding"},
+    {"zero_duration", {"run", "--duration", "0"}, "--duration"},
+    {"negative_duration", {"run", "--duration", "-1"}, "--duration"},
+    {"negative_count", {"run", "--count", "-5"}, "--count"},
+    {"zero_threads", {"run", "--threads", "0"}, "--threads"},
+    {"negative_rate", {"run", "--rate", "-1"}, "--rate"},
+    {"negative_warmup", {"run", "--warmup", "-1"}, "--warmup"},
+    {"queries_per_connection_with_udp",
+     {"run", "--transport", "udp", "--queries-per-connection", "10"},
+     "--queries-per-connection"},
+    {"negative_queries_per_connection",
+     {"run", "--transport", "tcp", "--queries-per-connection", "-1"},
+     "--queries-per-connection"},
+    {"server_with_bad_port", {"run", "--server", "127.0.0.1:notaport"}, "--server"},
+    {"server_with_port_out_of_range", {"run", "--server", "127.0.0.1:70000"}, "--server"},
+    {"server_with_unclosed_bracket", {"run", "--server", "[::1"}, "--server"},
+    // An empty label: refused by the resolver library without sending a query anywhere.
+    {"unresolvable_server", {"run", "--server", "no..such.host"}, "--server"},
+    {"tls_version_no_backend_supports",
+     {"run", "--transport", "tls", "--tls-version", "1.1"},
+     "--tls-version"},
+    {"tls_version_gnutls",
+     {"run", "--transport", "tls", "--tls-backend", "gnutls", "--tls-min-version", "1.0"},
+     "--tls-min-version"},
+    {"tls_versions_backwards",
+     {"run", "--transport", "tls", "--tls-min-version", "1.3", "--tls-max-version", "1.2"},
+     "--tls-min-version"},
+};
+
+INSTANTIATE_TEST_SUITE_P(cli_test, cli_usage_test, ::testing::ValuesIn(usage_cases),
+                         [](const ::testing::TestParamInfo<usage_case>& param) {
+                           return std::string(param.param.name);
+                         });
+
+TEST(cli_test, query_file_problems_name_the_file) {
+  const scratch files;
+  const std::string missing = files.path("missing.txt");
+  expect_usage_error({"run", "--queries", missing}, missing);
+  // A directory opens but cannot be read (root reads any file, so permissions cannot
+  // make one unreadable here).
+  const std::string directory = files.path("");
+  expect_usage_error({"run", "--queries", directory}, directory);
+  const std::string empty = files.file("empty.txt", "");
+  expect_usage_error({"run", "--queries", empty}, empty);
+  const std::string comments = files.file("comments.txt", "; nothing but comments\n\n");
+  expect_usage_error({"run", "--queries", comments}, comments);
+  const std::string bad_line =
+      files.file("bad.txt", "www.example.com A\nexample.org AAAA\nexample.net NOSUCHTYPE\n");
+  expect_usage_error({"run", "--queries", bad_line}, bad_line + ":3:");
+  const std::string bad_wire = files.file("bad.raw", std::string("\x00\x30short", 7));
+  expect_usage_error({"run", "--queries", bad_wire}, bad_wire);
+}
+
+TEST(cli_test, ca_file_that_does_not_parse_names_the_file) {
+  const scratch files;
+  const std::string ca = files.file("ca.pem", "-----BEGIN CERTIFICATE-----\nnot base64\n");
+  for (const char* backend : {"openssl", "gnutls"}) {
+    SCOPED_TRACE(backend);
+    // Nothing listens on port 9: the file is read before any connection.
+    expect_usage_error({"run", "--server", "127.0.0.1:9", "--transport", "tls", "--tls-backend",
+                        backend, "--verify", "--ca-file", ca, "--duration", "0.2"},
+                       ca);
+  }
+}
+
+TEST(cli_test, too_many_clients_for_the_descriptor_limit_is_said_up_front) {
+  child_process child(
+      cli, {"run", "--server", "127.0.0.1:9", "--clients", "1000", "--duration", "0.2", "--quiet"},
+      256);
+  const process_result r = child.wait(20s);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("1000"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("256"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ulimit -n"), std::string::npos) << r.err;
+}
+
+TEST(cli_test, more_clients_than_ephemeral_ports_is_said_up_front) {
+  std::ifstream range_file("/proc/sys/net/ipv4/ip_local_port_range");
+  unsigned low = 0;
+  unsigned high = 0;
+  if (!(range_file >> low >> high) || high < low) GTEST_SKIP() << "no ip_local_port_range";
+  const unsigned ports = high - low + 1;
+  const std::string clients = std::to_string(ports + 10);
+  const process_result r =
+      run_process(cli, {"run", "--server", "127.0.0.1:9", "--transport", "tcp", "--source",
+                        "127.0.0.1", "--clients", clients, "--duration", "0.2", "--quiet"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(clients), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(ports)), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ip_local_port_range"), std::string::npos) << r.err;
+}
+
+// Starts a 30 s run with progress on stderr and waits until it has measured something.
+class interrupted_run {
+ public:
+  interrupted_run(const scratch& files, const std::string& transport)
+      : json_(files.path("result-" + transport + ".json")),
+        child_(cli, {"run", "--transport", transport, "--duration", "30", "--rate", "2000",
+                     "--progress", "--json", json_}) {
+    started_ = child_.wait_for_stderr("answered", 20s);
+    EXPECT_TRUE(started_) << "no progress line within 20 s";
+  }
+
+  // Sends the signals and returns how the process ended and how long it took after that.
+  process_result stop(std::initializer_list<int> signals, double& seconds_after_signal) {
+    const auto signalled = std::chrono::steady_clock::now();
+    for (const int s : signals) child_.send_signal(s);
+    process_result r = child_.wait(10s);
+    seconds_after_signal =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+    std::cout << "[ cli      ] exit " << r.exit_code << " " << seconds_after_signal
+              << " s after the signal\n";
+    return r;
+  }
+
+  run_result written() const {
+    std::ifstream in(json_);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return run_result_from_json(text, json_);
+  }
+
+ private:
+  std::string json_;
+  child_process child_;
+  bool started_ = false;
+};
+
+TEST(cli_test, sigint_stops_within_a_second_and_writes_the_results) {
+  const scratch files;
+  interrupted_run run(files, "udp");
+  double seconds = 0;
+  const process_result r = run.stop({SIGINT}, seconds);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_LT(seconds, 1.0);
+  const run_result written = run.written();
+  EXPECT_TRUE(written.interrupted);
+  EXPECT_GT(written.queries_sent, 0u);
+  EXPECT_GT(written.responses_received, 0u);
+  EXPECT_NE(r.out.find("interrupted"), std::string::npos) << r.out;
+}
+
+TEST(cli_test, sigterm_stops_a_tcp_run_within_a_second_and_writes_the_results) {
+  const scratch files;
+  interrupted_run run(files, "tcp");
+  double seconds = 0;
+  const process_result r = run.stop({SIGTERM}, seconds);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_LT(seconds, 1.0);
+  const run_result written = run.written();
+  EXPECT_TRUE(written.interrupted);
+  EXPECT_GT(written.queries_sent, 0u);
+  EXPECT_GT(written.connections.closed_by_client, 0u);
+}
+
+TEST(cli_test, second_sigint_exits_at_once) {
+  const scratch files;
+  interrupted_run run(files, "udp");
+  double seconds = 0;
+  const process_result r = run.stop({SIGINT, SIGINT}, seconds);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_LT(seconds, 1.0);
+}
+
+}  // namespace
+}  // namespace dnstransport::hostile
+
+#endif  // DNSTRANSPORT_CLI_PATH

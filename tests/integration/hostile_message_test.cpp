@@ -1,0 +1,144 @@
+// Servers that answer queries wrongly, over UDP, TCP and TLS (each TLS library as client,
+// the other as server): every misbehaviour must land in its own counter, every query sent
+// in exactly one bucket, and the run must end on time.
+#include <dnstransport/load.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hostile_checks.hpp"
+#include "hostile_server.hpp"
+#include "misbehaviour.hpp"
+
+namespace dnstransport::hostile {
+namespace {
+
+class hostile_message_test : public ::testing::TestWithParam<transport_variant> {
+ protected:
+  bool datagrams() const { return GetParam().transport == transport_kind::udp; }
+
+  // Two clients, ten queries in flight each, 0.3 s of load, 0.2 s timeout.
+  bounded_run run_against(const message_script& script, load_spec spec = {}) {
+    const transport_variant& v = GetParam();
+    hostile_options options;
+    options.transport = v.transport;
+    options.tls.backend = v.server;
+    hostile_server server(options, script);
+    spec.transport = v.transport;
+    spec.port = server.port();
+    spec.tls.backend = v.client;
+    if (spec.count == 0) spec.duration_seconds = 0.3;
+    spec.timeout_seconds = 0.2;
+    spec.clients = 2;
+    if (spec.outstanding == load_spec{}.outstanding) spec.outstanding = 10;
+    bounded_run run = run_checked(spec);
+    const run_result& r = run.result;
+    EXPECT_GT(r.queries_sent, 0u);
+    // Whatever the answers, the connections themselves were fine.
+    EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
+    EXPECT_EQ(r.connections.reset_by_server, 0u);
+    return run;
+  }
+};
+
+TEST_P(hostile_message_test, correct_answers_are_all_counted_answered) {
+  load_spec spec;
+  spec.count = 400;
+  const run_result r = run_against(answer_all(), spec).result;
+  EXPECT_EQ(r.queries_sent, 400u);
+  EXPECT_EQ(r.responses_received, 400u);
+}
+
+TEST_P(hostile_message_test, wrong_id_is_unexpected_and_the_query_lost) {
+  const run_result r = run_against(wrong_id()).result;
+  EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_EQ(r.lost, r.queries_sent);
+  EXPECT_GT(r.unexpected, 0u);
+}
+
+TEST_P(hostile_message_test, qr_not_set_is_mismatched) {
+  const run_result r = run_against(qr_not_set()).result;
+  EXPECT_EQ(r.mismatched, r.queries_sent);
+}
+
+TEST_P(hostile_message_test, wrong_question_is_mismatched) {
+  const run_result r = run_against(wrong_question()).result;
+  EXPECT_EQ(r.mismatched, r.queries_sent);
+}
+
+TEST_P(hostile_message_test, truncated_answers_are_answers_counted_truncated) {
+  const run_result r = run_against(truncated_answers()).result;
+  EXPECT_EQ(r.responses_received, r.queries_sent);
+  EXPECT_EQ(r.truncated, r.queries_sent);
+}
+
+TEST_P(hostile_message_test, garbage_is_unexpected_and_short_answers_malformed) {
+  const run_result r = run_against(garbage_and_short(datagrams())).result;
+  EXPECT_EQ(r.malformed, r.queries_sent);
+  EXPECT_EQ(r.responses_received, 0u);
+  // An empty datagram (UDP only), one octet, and junk with a foreign id, per query.
+  EXPECT_EQ(r.unexpected, r.queries_sent * (datagrams() ? 3 : 2));
+}
+
+TEST_P(hostile_message_test, duplicate_answers_are_counted_once_and_as_duplicates) {
+  const run_result r = run_against(duplicate_answers()).result;
+  EXPECT_EQ(r.responses_received, r.queries_sent);
+  // The last duplicates may arrive after the run ended.
+  EXPECT_GE(r.duplicates + r.unexpected, r.queries_sent * 9 / 10);
+  EXPECT_LE(r.duplicates + r.unexpected, r.queries_sent);
+  EXPECT_GT(r.duplicates, 0u);
+}
+
+TEST_P(hostile_message_test, answers_after_the_timeout_are_lost_then_late) {
+  const run_result r = run_against(answer_all(std::chrono::milliseconds(300))).result;
+  EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_EQ(r.lost, r.queries_sent);
+  EXPECT_GT(r.late, 0u);
+}
+
+TEST_P(hostile_message_test, compression_loop_is_malformed) {
+  const run_result r = run_against(compression_loop()).result;
+  EXPECT_EQ(r.malformed, r.queries_sent);
+}
+
+TEST_P(hostile_message_test, pointer_past_the_end_is_malformed) {
+  const run_result r = run_against(pointer_past_end()).result;
+  EXPECT_EQ(r.malformed, r.queries_sent);
+}
+
+TEST_P(hostile_message_test, oversized_answers_are_answers) {
+  // UDP: far over 512 and the EDNS size, still one datagram; streams: the largest message.
+  load_spec spec;
+  spec.count = 100;
+  spec.outstanding = 4;
+  const run_result r = run_against(oversized_answers(datagrams() ? 4096 : 65535), spec).result;
+  EXPECT_EQ(r.responses_received, 100u);
+}
+
+TEST_P(hostile_message_test, junk_carrying_the_right_id_is_malformed) {
+  load_spec spec;
+  spec.outstanding = 4;
+  const run_result r = run_against(junk_frames(datagrams() ? 4096 : 65535), spec).result;
+  EXPECT_EQ(r.malformed, r.queries_sent);
+}
+
+TEST_P(hostile_message_test, answering_only_some_queries_loses_the_rest) {
+  const run_result r = run_against(answer_every_other()).result;
+  EXPECT_GT(r.responses_received, 0u);
+  EXPECT_GT(r.lost, 0u);
+  EXPECT_EQ(r.responses_received + r.lost, r.queries_sent);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    hostile, hostile_message_test,
+    ::testing::Values(transport_variant{"udp", transport_kind::udp},
+                      transport_variant{"tcp", transport_kind::tcp},
+                      transport_variant{"tls_openssl_to_gnutls", transport_kind::tls,
+                                        tls_backend::openssl, tls_backend::gnutls},
+                      transport_variant{"tls_gnutls_to_openssl", transport_kind::tls,
+                                        tls_backend::gnutls, tls_backend::openssl}),
+    variant_name);
+
+}  // namespace
+}  // namespace dnstransport::hostile

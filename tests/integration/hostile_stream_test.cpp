@@ -1,0 +1,229 @@
+// Servers that mistreat TCP and TLS connections (resets, early closes, lying length prefixes,
+// stalls, slow writes) and two legitimate but unusual ones (reverse order, one at a time),
+// over TCP and over TLS with each library as client.
+#include <dnstransport/load.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hostile_checks.hpp"
+#include "hostile_server.hpp"
+#include "misbehaviour.hpp"
+#include "stream_scripts.hpp"
+
+namespace dnstransport::hostile {
+namespace {
+
+class hostile_stream_test : public ::testing::TestWithParam<transport_variant> {
+ protected:
+  bool tls() const { return GetParam().transport == transport_kind::tls; }
+
+  // Two clients, ten queries in flight each, 0.3 s of load (unless a count is given), 0.2 s
+  // timeout. `raw` hands the script the connection before any TLS handshake.
+  bounded_run run_against(const connection_script& script, load_spec spec = {}, bool raw = false) {
+    const transport_variant& v = GetParam();
+    hostile_options options;
+    options.transport = v.transport;
+    options.tls.backend = v.server;
+    options.tls_handshake = !raw;
+    hostile_server server(options, script);
+    spec.transport = v.transport;
+    spec.port = server.port();
+    spec.tls.backend = v.client;
+    if (spec.count == 0 && spec.duration_seconds == load_spec{}.duration_seconds) {
+      spec.duration_seconds = 0.3;
+    }
+    spec.timeout_seconds = 0.2;
+    if (spec.clients == load_spec{}.clients) spec.clients = 2;
+    if (spec.outstanding == load_spec{}.outstanding) spec.outstanding = 10;
+    return run_checked(spec);
+  }
+};
+
+TEST_P(hostile_stream_test, reset_on_accept) {
+  const run_result r = run_against(reset_on_accept(), {}, true).result;
+  EXPECT_EQ(r.responses_received, 0u);
+  if (tls()) {
+    // The handshake never completes: failed connections, by cause.
+    EXPECT_GT(r.connections.failed, 0u);
+    EXPECT_GT(r.connections.failures.at("tls_reset"), 0u) << summary(r);
+  } else {
+    EXPECT_GT(r.connections.reset_by_server, 0u);
+    EXPECT_EQ(r.lost_on_close, r.queries_sent);
+  }
+}
+
+TEST_P(hostile_stream_test, close_at_once) {
+  // For TLS: right after the handshake.
+  const run_result r = run_against(close_at_once()).result;
+  EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 0u);
+  EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
+  if (tls()) {
+    EXPECT_GT(r.handshakes_full, 0u);
+  }
+}
+
+TEST_P(hostile_stream_test, close_after_the_first_answer_loses_the_pipeline) {
+  const run_result r = run_against(close_after_first_answer()).result;
+  EXPECT_GT(r.responses_received, 0u);
+  EXPECT_LE(r.responses_received, r.connections.opened);
+  EXPECT_GT(r.lost_on_close, 0u);
+  EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 0u);
+}
+
+TEST_P(hostile_stream_test, never_reading_server_times_every_query_out) {
+  const run_result r = run_against(never_read()).result;
+  EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_EQ(r.lost, r.queries_sent);
+  EXPECT_EQ(r.connections.opened, 2u);
+  EXPECT_EQ(r.connections.failed, 0u);
+}
+
+TEST_P(hostile_stream_test, length_prefix_longer_than_the_data_times_out) {
+  const run_result r = run_against(length_longer_than_data()).result;
+  EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_EQ(r.lost, r.queries_sent);
+  EXPECT_EQ(r.malformed, 0u);
+}
+
+TEST_P(hostile_stream_test, zero_length_prefix_drops_the_connection) {
+  const run_result r = run_against(zero_length_prefix()).result;
+  EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_GT(r.connections.failures.at("zero_length_frame"), 0u);
+  EXPECT_EQ(r.connections.reset_by_server, r.connections.failures.at("zero_length_frame"));
+  EXPECT_EQ(r.lost_on_close, r.queries_sent);
+}
+
+TEST_P(hostile_stream_test, one_byte_at_a_time_is_slow_but_answered) {
+  load_spec spec;
+  spec.count = 40;
+  spec.clients = 1;
+  spec.outstanding = 2;
+  const run_result r = run_against(one_byte_at_a_time(std::chrono::microseconds(100)), spec).result;
+  EXPECT_EQ(r.responses_received, 40u);
+}
+
+TEST_P(hostile_stream_test, reverse_order_is_legitimate_and_counted_out_of_order) {
+  load_spec spec;
+  spec.count = 400;
+  const run_result r = run_against(reverse_order(10), spec).result;
+  EXPECT_EQ(r.responses_received, 400u);
+  EXPECT_GT(r.out_of_order, 0u);
+  EXPECT_EQ(r.connections.closed_by_server + r.connections.reset_by_server, 0u);
+}
+
+TEST_P(hostile_stream_test, one_at_a_time_is_legitimate_and_in_order) {
+  load_spec spec;
+  spec.count = 200;
+  const run_result r = run_against(one_at_a_time(std::chrono::microseconds(200)), spec).result;
+  EXPECT_EQ(r.responses_received, 200u);
+  EXPECT_EQ(r.out_of_order, 0u);
+}
+
+TEST_P(hostile_stream_test, idle_close_is_closed_by_server_then_reconnected) {
+  load_spec spec;
+  spec.clients = 1;
+  spec.outstanding = 1;
+  spec.rate = 10;  // a query every 100 ms: the server closes in between
+  spec.duration_seconds = 0.5;
+  const run_result r = run_against(idle_close(std::chrono::milliseconds(30)), spec).result;
+  EXPECT_GT(r.responses_received, 0u);
+  EXPECT_GE(r.connections.closed_by_server, 2u);
+  EXPECT_GE(r.connections.opened, 3u);
+  // Reconnects only when there is a query to send, not after every close.
+  EXPECT_LE(r.connections.opened, r.queries_sent + 1);
+}
+
+TEST_P(hostile_stream_test, paced_client_connects_when_it_has_a_query_to_send) {
+  load_spec spec;
+  spec.clients = 1;
+  spec.outstanding = 1;
+  spec.rate = 20;  // a query every 50 ms, one per connection
+  spec.queries_per_connection = 1;
+  spec.duration_seconds = 0.5;
+  const run_result r = run_against(close_after(1'000'000), spec).result;
+  EXPECT_EQ(r.responses_received, r.queries_sent);
+  EXPECT_EQ(r.connections.opened, r.queries_sent);
+  // Set-up plus one answer over loopback, not the 50 ms a connection would wait for its
+  // query if it were opened as soon as the last one closed.
+  EXPECT_LT(r.first_query_latency.percentile(50), 20'000'000u);
+}
+
+TEST_P(hostile_stream_test, count_mode_ends_when_every_set_up_fails) {
+  load_spec spec;
+  spec.count = 1000;
+  const run_result r = run_against(reset_on_accept(), spec, true).result;
+  EXPECT_EQ(r.responses_received, 0u);
+  if (tls()) {
+    // No handshake completes: nothing is ever sent, and the clients give up.
+    EXPECT_EQ(r.queries_sent, 0u);
+    EXPECT_GT(r.connections.failed, 0u);
+  } else {
+    // TCP connections open, so queries go out and die with them (until a client sees its
+    // connects themselves reset three times in a row).
+    EXPECT_GT(r.connections.reset_by_server, 0u);
+    EXPECT_EQ(r.lost_on_close, r.queries_sent);
+  }
+}
+
+TEST_P(hostile_stream_test, close_after_k_answers_mid_pipeline) {
+  const run_result r = run_against(close_after(3)).result;
+  EXPECT_GT(r.responses_received, 0u);
+  EXPECT_LE(r.responses_received, 3 * r.connections.opened);
+  EXPECT_GT(r.lost_on_close, 0u);
+  EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 0u);
+}
+
+TEST_P(hostile_stream_test, half_close_after_k_answers_ends_the_connection) {
+  const run_result r = run_against(half_close_after(3)).result;
+  EXPECT_GT(r.responses_received, 0u);
+  EXPECT_LE(r.responses_received, 3 * r.connections.opened);
+  EXPECT_GT(r.connections.closed_by_server, 0u);
+  EXPECT_GT(r.lost_on_close, 0u);
+}
+
+TEST_P(hostile_stream_test, flood_of_unsolicited_messages_does_not_stall_the_run) {
+  const run_result r = run_against(flood(1000)).result;
+  EXPECT_GT(r.unexpected + r.malformed + r.mismatched, 0u);
+}
+
+TEST_P(hostile_stream_test, queries_per_connection_survive_a_closing_server) {
+  load_spec spec;
+  spec.queries_per_connection = 5;
+  const run_result r = run_against(close_after(3), spec).result;
+  EXPECT_GT(r.responses_received, 0u);
+  EXPECT_GT(r.lost_on_close, 0u);
+}
+
+TEST(hostile_stream_test, count_mode_ends_when_connections_are_refused) {
+  std::uint16_t port = 0;
+  {
+    hostile_options options;
+    options.transport = transport_kind::tcp;
+    const hostile_server closed_soon(options, close_at_once());
+    port = closed_soon.port();
+  }
+  load_spec spec;
+  spec.transport = transport_kind::tcp;
+  spec.port = port;
+  spec.count = 1000;
+  spec.clients = 2;
+  spec.timeout_seconds = 0.2;
+  const run_result r = run_checked(spec).result;
+  EXPECT_EQ(r.queries_sent, 0u);
+  EXPECT_GT(r.connections.failures.at("ECONNREFUSED"), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    hostile, hostile_stream_test,
+    ::testing::Values(transport_variant{"tcp", transport_kind::tcp},
+                      transport_variant{"tls_openssl_to_gnutls", transport_kind::tls,
+                                        tls_backend::openssl, tls_backend::gnutls},
+                      transport_variant{"tls_gnutls_to_openssl", transport_kind::tls,
+                                        tls_backend::gnutls, tls_backend::openssl}),
+    variant_name);
+
+}  // namespace
+}  // namespace dnstransport::hostile

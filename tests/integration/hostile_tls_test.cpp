@@ -1,0 +1,193 @@
+// DNS-over-TLS servers that fail the client at the TLS layer: no TLS at all, a handshake
+// that never ends, versions in common or not, certificates for another name or expired
+// (verified and not), an alert in the middle of the stream. Each TLS library goes through
+// every case as the client, against the other library as the server.
+#include <dnstransport/load.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+
+#include "hostile_checks.hpp"
+#include "hostile_server.hpp"
+#include "misbehaviour.hpp"
+#include "stream_scripts.hpp"
+#include "test_certificates.hpp"
+
+namespace dnstransport::hostile {
+namespace {
+
+tls_backend other(tls_backend backend) {
+  return backend == tls_backend::openssl ? tls_backend::gnutls : tls_backend::openssl;
+}
+
+class hostile_tls_test : public ::testing::TestWithParam<tls_backend> {
+ protected:
+  hostile_options server_options(transport_kind transport = transport_kind::tls) const {
+    hostile_options options;
+    options.transport = transport;
+    options.tls.backend = other(GetParam());
+    return options;
+  }
+
+  // Two clients, five queries in flight each, 0.3 s of load, 0.2 s timeout (a count mode
+  // spec keeps its count).
+  load_spec client_spec(const hostile_server& server, load_spec spec = {}) const {
+    spec.transport = transport_kind::tls;
+    spec.port = server.port();
+    spec.tls.backend = GetParam();
+    if (spec.count == 0) spec.duration_seconds = 0.3;
+    spec.timeout_seconds = 0.2;
+    spec.clients = 2;
+    spec.outstanding = 5;
+    return spec;
+  }
+
+  static std::uint64_t failures(const run_result& r, const std::string& cause) {
+    const auto it = r.connections.failures.find(cause);
+    return it == r.connections.failures.end() ? 0 : it->second;
+  }
+};
+
+TEST_P(hostile_tls_test, plain_dns_on_the_tls_port_is_not_tls) {
+  hostile_server server(server_options(transport_kind::tcp), plain_dns_reply());
+  const run_result r = run_checked(client_spec(server)).result;
+  EXPECT_EQ(r.queries_sent, 0u);
+  EXPECT_GT(r.connections.failed, 0u);
+  EXPECT_EQ(failures(r, "tls_not_tls"), r.connections.failed) << summary(r);
+}
+
+TEST_P(hostile_tls_test, handshake_that_never_finishes_times_out) {
+  hostile_options options = server_options();
+  options.tls_handshake = false;
+  hostile_server server(options, stall_handshake());
+  const run_result r = run_checked(client_spec(server)).result;
+  EXPECT_EQ(r.queries_sent, 0u);
+  EXPECT_GT(r.connections.failed, 0u);
+  EXPECT_EQ(failures(r, "ETIMEDOUT"), r.connections.failed) << summary(r);
+  EXPECT_NE(r.connections.first_failure.find("tls handshake"), std::string::npos)
+      << r.connections.first_failure;
+}
+
+TEST_P(hostile_tls_test, close_before_the_handshake_is_a_failed_connection) {
+  hostile_options options = server_options();
+  options.tls_handshake = false;
+  hostile_server server(options, close_at_once());
+  const run_result r = run_checked(client_spec(server)).result;
+  EXPECT_EQ(r.queries_sent, 0u);
+  EXPECT_GT(r.connections.failed, 0u);
+  EXPECT_EQ(failures(r, "tls_closed"), r.connections.failed) << summary(r);
+}
+
+TEST_P(hostile_tls_test, count_mode_ends_when_every_handshake_fails) {
+  hostile_options options = server_options();
+  options.tls.min_version = options.tls.max_version = tls_version::v1_2;
+  hostile_server server(options, answer_all());
+  load_spec spec;
+  spec.count = 1000;
+  spec.tls.min_version = spec.tls.max_version = tls_version::v1_3;
+  const run_result r = run_checked(client_spec(server, spec)).result;
+  EXPECT_EQ(r.queries_sent, 0u);
+  EXPECT_GT(failures(r, "tls_protocol_version"), 0u);
+}
+
+TEST_P(hostile_tls_test, close_right_after_the_handshake) {
+  hostile_server server(server_options(), close_at_once());
+  const run_result r = run_checked(client_spec(server)).result;
+  EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_GT(r.handshakes_full, 0u);
+  EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 0u);
+}
+
+TEST_P(hostile_tls_test, alert_mid_stream_resets_the_connection) {
+  hostile_server server(server_options(), alert_after(2));
+  const run_result r = run_checked(client_spec(server)).result;
+  EXPECT_GT(r.responses_received, 0u);
+  EXPECT_LE(r.responses_received, 2 * r.connections.opened);
+  EXPECT_GT(r.connections.reset_by_server, 0u);
+  EXPECT_GT(r.lost_on_close, 0u);
+}
+
+// Server pinned to one version; client offering the default range, or one version.
+TEST_P(hostile_tls_test, version_only_servers_against_each_client_setting) {
+  for (const tls_version server_version : {tls_version::v1_2, tls_version::v1_3}) {
+    for (const std::optional<tls_version> client_version :
+         {std::optional<tls_version>{}, std::optional{tls_version::v1_2},
+          std::optional{tls_version::v1_3}}) {
+      SCOPED_TRACE(fmt::format("server {} only, client {}", tls_version_name(server_version),
+                               client_version ? tls_version_name(*client_version) : "default"));
+      hostile_options options = server_options();
+      options.tls.min_version = options.tls.max_version = server_version;
+      hostile_server server(options, answer_all());
+      load_spec spec;
+      spec.tls.min_version = spec.tls.max_version = client_version;
+      const bool common = !client_version || *client_version == server_version;
+      if (common) spec.count = 20;
+      const run_result r = run_checked(client_spec(server, spec)).result;
+      if (common) {
+        EXPECT_EQ(r.responses_received, 20u);
+        EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
+      } else {
+        EXPECT_EQ(r.queries_sent, 0u);
+        EXPECT_GT(r.connections.failed, 0u);
+        EXPECT_EQ(failures(r, "tls_protocol_version"), r.connections.failed) << summary(r);
+      }
+    }
+  }
+}
+
+TEST_P(hostile_tls_test, certificate_for_another_name) {
+  hostile_options options = server_options();
+  const certificate_files other_name = test_certificate("other.example");
+  options.tls.certificate_file = other_name.certificate_file;
+  options.tls.key_file = other_name.key_file;
+  hostile_server server(options, answer_all());
+  load_spec spec;
+  spec.tls.server_name = "dns.example";
+  spec.count = 20;
+  const run_result unverified = run_checked(client_spec(server, spec)).result;
+  EXPECT_EQ(unverified.responses_received, 20u) << unverified.connections.first_failure;
+
+  spec.tls.verify = true;
+  spec.tls.ca_file = other_name.certificate_file;
+  spec.count = 0;
+  const run_result verified = run_checked(client_spec(server, spec)).result;
+  EXPECT_EQ(verified.queries_sent, 0u);
+  EXPECT_GT(verified.connections.failed, 0u);
+  EXPECT_EQ(failures(verified, "tls_certificate"), verified.connections.failed)
+      << summary(verified);
+}
+
+TEST_P(hostile_tls_test, expired_certificate) {
+  hostile_options options = server_options();
+  const certificate_files expired = expired_certificate();
+  options.tls.certificate_file = expired.certificate_file;
+  options.tls.key_file = expired.key_file;
+  hostile_server server(options, answer_all());
+  load_spec spec;
+  spec.tls.server_name = "localhost";
+  spec.count = 20;
+  const run_result unverified = run_checked(client_spec(server, spec)).result;
+  EXPECT_EQ(unverified.responses_received, 20u) << unverified.connections.first_failure;
+
+  spec.tls.verify = true;
+  spec.tls.ca_file = expired.certificate_file;
+  spec.count = 0;
+  const run_result verified = run_checked(client_spec(server, spec)).result;
+  EXPECT_EQ(verified.queries_sent, 0u);
+  EXPECT_GT(verified.connections.failed, 0u);
+  EXPECT_EQ(failures(verified, "tls_certificate"), verified.connections.failed)
+      << summary(verified);
+  EXPECT_NE(verified.connections.first_failure.find("expired"), std::string::npos)
+      << verified.connections.first_failure;
+}
+
+INSTANTIATE_TEST_SUITE_P(hostile, hostile_tls_test,
+                         ::testing::Values(tls_backend::openssl, tls_backend::gnutls),
+                         backend_name);
+
+}  // namespace
+}  // namespace dnstransport::hostile

@@ -1,0 +1,88 @@
+#pragma once
+/// \file
+/// Test support (GoogleTest): a load run against a hostile responder with its wall time
+/// measured, the checks every hostile case makes (bounded time, every query accounted for
+/// exactly once), and a one-line summary of what dnstransport reported.
+
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <string>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <dnstransport/load.hpp>
+
+namespace dnstransport::hostile {
+
+/// A transport and, for TLS, the library on each side: what a hostile case runs over.
+struct transport_variant {
+  const char* name;
+  transport_kind transport;
+  tls_backend client = tls_backend::openssl;
+  tls_backend server = tls_backend::openssl;
+};
+
+/// Test name suffix of a variant.
+inline std::string variant_name(const ::testing::TestParamInfo<transport_variant>& param) {
+  return param.param.name;
+}
+
+/// Test name suffix of a TLS library.
+inline std::string backend_name(const ::testing::TestParamInfo<tls_backend>& param) {
+  return std::string(tls_backend_name(param.param));
+}
+
+/// A finished load and how long run_load took.
+struct bounded_run {
+  run_result result;
+  double seconds = 0;
+};
+
+/// Sum of the buckets every sent query ends in.
+inline std::uint64_t accounted(const run_result& r) {
+  return r.responses_received + r.lost + r.lost_on_close + r.malformed + r.mismatched + r.abandoned;
+}
+
+/// What a run reported, in one line: the counters a hostile case is about.
+inline std::string summary(const run_result& r) {
+  std::string text = fmt::format(
+      "sent {} answered {} lost {} lost_on_close {} malformed {} mismatched {} late {} "
+      "duplicates {} unexpected {} truncated {} out_of_order {}",
+      r.queries_sent, r.responses_received, r.lost, r.lost_on_close, r.malformed, r.mismatched,
+      r.late, r.duplicates, r.unexpected, r.truncated, r.out_of_order);
+  if (r.transport != transport_kind::udp) {
+    const auto& c = r.connections;
+    text += fmt::format(
+        " | opened {} closed_by_client {} closed_by_server {} reset_by_server {} failed {}",
+        c.opened, c.closed_by_client, c.closed_by_server, c.reset_by_server, c.failed);
+  }
+  for (const auto& [cause, n] : r.connections.failures) text += fmt::format(" {}={}", cause, n);
+  return text;
+}
+
+/// The longest a run may take: warm-up, duration (or `count_seconds` in count mode), one
+/// timeout for the last queries, and slack for a loaded (or sanitized) machine.
+inline double allowed_seconds(const load_spec& spec, double count_seconds = 3) {
+  constexpr double slack = 0.5;
+  return spec.warmup_seconds + (spec.count != 0 ? count_seconds : spec.duration_seconds) +
+         spec.timeout_seconds + slack;
+}
+
+/// Runs `spec` and checks what must hold whatever the server did: run_load returns in
+/// time and every query sent is accounted for exactly once. Logs the summary.
+inline bounded_run run_checked(const load_spec& spec) {
+  bounded_run run;
+  const auto started = std::chrono::steady_clock::now();
+  run.result = run_load(spec);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LE(run.seconds, allowed_seconds(spec)) << summary(run.result);
+  EXPECT_EQ(accounted(run.result), run.result.queries_sent) << summary(run.result);
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::cout << fmt::format("[ hostile  ] {}.{} ({:.2f} s): {}\n", test->test_suite_name(),
+                           test->name(), run.seconds, summary(run.result));
+  return run;
+}
+
+}  // namespace dnstransport::hostile

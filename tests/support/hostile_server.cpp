@@ -1,0 +1,258 @@
+#include "hostile_server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <list>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "test_certificates.hpp"
+#include "tls/tls_engine.hpp"
+
+namespace dnstransport::hostile {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// Replies waiting for their time, in the order they are due (ties: in the order given).
+template <typename Target>
+class reply_schedule {
+ public:
+  void add(clock::time_point due, Target target, reply r) {
+    pending_.emplace(std::make_pair(due, order_++),
+                     std::make_pair(std::move(target), std::move(r)));
+  }
+  bool empty() const noexcept { return pending_.empty(); }
+  // How long until the first reply is due; `idle` when none is waiting.
+  milliseconds wait(milliseconds idle) const {
+    if (pending_.empty()) return idle;
+    const auto left = pending_.begin()->first.first - clock::now();
+    return std::max(milliseconds::zero(), std::chrono::ceil<milliseconds>(left));
+  }
+  // Calls `send(target, reply)` for every reply due by now; stops when it returns false.
+  template <typename Send>
+  bool send_due(Send&& send) {
+    const auto now = clock::now();
+    while (!pending_.empty() && pending_.begin()->first.first <= now) {
+      auto node = pending_.extract(pending_.begin());
+      if (!send(node.mapped().first, node.mapped().second)) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::map<std::pair<clock::time_point, std::uint64_t>, std::pair<Target, reply>> pending_;
+  std::uint64_t order_ = 0;
+};
+
+struct no_target {};
+
+void throw_errno(const char* what) {
+  throw std::runtime_error(std::string(what) + ": " + std::strerror(errno));
+}
+
+int open_listener(transport_kind transport, std::uint16_t& port) {
+  const bool udp = transport == transport_kind::udp;
+  const int fd =
+      ::socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw_errno("hostile responder socket");
+  // Bursts of a whole pipeline must not be dropped by a small default buffer.
+  const int size = 4 << 20;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+      (!udp && ::listen(fd, 1024) != 0) ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    ::close(fd);
+    throw_errno("hostile responder bind");
+  }
+  port = ntohs(address.sin_port);
+  return fd;
+}
+
+bool wait_readable(int fd, milliseconds wait) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, static_cast<int>(std::min(wait, milliseconds(10)).count())) > 0;
+}
+
+}  // namespace
+
+struct hostile_server::impl {
+  hostile_options options;
+  message_script messages;
+  connection_script connection;
+  certificate_files certificate;
+  std::unique_ptr<detail::tls_server_context> tls;
+  int fd = -1;
+  std::uint16_t port = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> connections{0};
+  std::atomic<std::uint64_t> queries{0};
+  std::thread main;
+  struct connection_thread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::list<connection_thread> threads;  // touched by the accepting thread only
+
+  void start() {
+    if (options.transport == transport_kind::tls) {
+      if (options.tls.certificate_file.empty()) {
+        certificate = test_certificate();
+        options.tls.certificate_file = certificate.certificate_file;
+        options.tls.key_file = certificate.key_file;
+      } else {
+        certificate = {options.tls.certificate_file, options.tls.key_file};
+      }
+      tls = detail::make_tls_server_context(options.tls);
+    }
+    fd = open_listener(options.transport, port);
+    if (options.transport == transport_kind::udp) {
+      main = std::thread([this] { run_udp(); });
+    } else {
+      main = std::thread([this] { run_accept(); });
+    }
+  }
+
+  void run_udp() {
+    reply_schedule<std::pair<sockaddr_storage, socklen_t>> schedule;
+    bytes buffer(65536);
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (wait_readable(fd, schedule.wait(milliseconds(10)))) {
+        for (;;) {
+          sockaddr_storage from{};
+          socklen_t length = sizeof from;
+          const ssize_t n = ::recvfrom(fd, buffer.data(), buffer.size(), MSG_DONTWAIT,
+                                       reinterpret_cast<sockaddr*>(&from), &length);
+          if (n < 0) break;
+          const auto now = clock::now();
+          const std::span<const std::uint8_t> query(buffer.data(), static_cast<std::size_t>(n));
+          for (reply& r : messages(query, queries.fetch_add(1, std::memory_order_relaxed))) {
+            schedule.add(now + r.delay, {from, length}, std::move(r));
+          }
+        }
+      }
+      schedule.send_due([this](const std::pair<sockaddr_storage, socklen_t>& to, const reply& r) {
+        ::sendto(fd, r.data.data(), r.data.size(), 0, reinterpret_cast<const sockaddr*>(&to.first),
+                 to.second);
+        return true;
+      });
+    }
+  }
+
+  void run_accept() {
+    while (!stop.load(std::memory_order_relaxed)) {
+      reap(false);
+      if (!wait_readable(fd, milliseconds(10))) continue;
+      for (;;) {
+        const int client = ::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (client < 0) break;
+        connections.fetch_add(1, std::memory_order_relaxed);
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        threads.push_back({std::thread([this, client, done] {
+                             serve_connection(client);
+                             done->store(true);
+                           }),
+                           done});
+      }
+    }
+    reap(true);
+  }
+
+  void serve_connection(int client) {
+    const bool handshake = tls && options.tls_handshake;
+    stream_peer peer(client, stop, queries, handshake ? tls.get() : nullptr);
+    if (handshake && !peer.handshake()) return;
+    if (connection) {
+      connection(peer);
+    } else {
+      serve_messages(peer, messages);
+    }
+  }
+
+  // Joins finished connection threads (all of them at the end), so a client that
+  // reconnects thousands of times does not pile up threads.
+  void reap(bool all) {
+    for (auto it = threads.begin(); it != threads.end();) {
+      if (all || it->done->load()) {
+        it->thread.join();
+        it = threads.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  ~impl() {
+    stop.store(true);
+    if (main.joinable()) main.join();
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+hostile_server::hostile_server(hostile_options options, message_script script)
+    : impl_(std::make_unique<impl>()) {
+  impl_->options = std::move(options);
+  impl_->messages = std::move(script);
+  impl_->start();
+}
+
+hostile_server::hostile_server(hostile_options options, connection_script script)
+    : impl_(std::make_unique<impl>()) {
+  if (options.transport == transport_kind::udp) {
+    throw std::invalid_argument("a connection script needs TCP or TLS");
+  }
+  impl_->options = std::move(options);
+  impl_->connection = std::move(script);
+  impl_->start();
+}
+
+hostile_server::~hostile_server() = default;
+
+std::uint16_t hostile_server::port() const noexcept {
+  return impl_->port;
+}
+
+std::uint64_t hostile_server::connections() const noexcept {
+  return impl_->connections.load();
+}
+
+std::uint64_t hostile_server::queries() const noexcept {
+  return impl_->queries.load();
+}
+
+const certificate_files& hostile_server::certificate() const noexcept {
+  return impl_->certificate;
+}
+
+void serve_messages(stream_peer& peer, const message_script& script) {
+  reply_schedule<no_target> schedule;
+  while (!peer.gone()) {
+    if (auto query = peer.read_message(schedule.wait(forever))) {
+      const auto now = clock::now();
+      for (reply& r : script(*query, peer.query_number())) {
+        schedule.add(now + r.delay, {}, std::move(r));
+      }
+    }
+    const bool sent = schedule.send_due([&peer](no_target, const reply& r) {
+      return r.unframed ? peer.write(r.data) : peer.write_message(r.data);
+    });
+    if (!sent) return;
+  }
+}
+
+}  // namespace dnstransport::hostile

@@ -1,0 +1,77 @@
+#pragma once
+/// \file
+/// Test support: a DNS responder that misbehaves on purpose, over UDP, TCP or DNS over TLS
+/// (either TLS library), listening on 127.0.0.1 on a free port. What it does is a script:
+/// a message script says what to send back for each query (and when), a connection script
+/// drives a whole TCP/TLS connection. Each connection runs on its own thread; everything
+/// stops and is joined in the destructor.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <dnstransport/load.hpp>
+#include <dnstransport/tls.hpp>
+
+#include "stream_peer.hpp"
+
+namespace dnstransport::hostile {
+
+/// One message sent back for a query.
+struct reply {
+  bytes data;             ///< a DNS message (streams add the length prefix)
+  microseconds delay{0};  ///< sent this long after the query arrived
+  bool unframed = false;  ///< streams: sent as it is, without a length prefix
+};
+
+/// What to send back for the `number`-th query the responder received (0-based, over all
+/// connections): nothing, one answer, several, broken ones, late ones.
+using message_script =
+    std::function<std::vector<reply>(std::span<const std::uint8_t> query, std::uint64_t number)>;
+
+/// Drives one accepted TCP/TLS connection from accept to close.
+using connection_script = std::function<void(stream_peer& peer)>;
+
+/// Where and how the responder listens.
+struct hostile_options {
+  transport_kind transport = transport_kind::udp;
+  /// TLS: library, versions, certificate (a self-signed one for "localhost" when empty).
+  tls_server_options tls;
+  /// TLS: complete the handshake before the connection script runs; off, the script gets
+  /// the raw TCP connection (to stall or garble the handshake itself).
+  bool tls_handshake = true;
+};
+
+/// The running responder.
+class hostile_server {
+ public:
+  /// Answers per query as `script` says, over any transport.
+  hostile_server(hostile_options options, message_script script);
+  /// Runs `script` on every TCP/TLS connection.
+  hostile_server(hostile_options options, connection_script script);
+  ~hostile_server();
+  hostile_server(const hostile_server&) = delete;
+  hostile_server& operator=(const hostile_server&) = delete;
+
+  std::uint16_t port() const noexcept;
+  /// Connections accepted so far (TCP/TLS).
+  std::uint64_t connections() const noexcept;
+  /// Queries received so far, over all connections.
+  std::uint64_t queries() const noexcept;
+  /// The certificate the TLS listener presents.
+  const certificate_files& certificate() const noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// Serves `script` on one connection: reads queries, sends the replies when they are due,
+/// until the client goes away. Returns when the connection is gone.
+void serve_messages(stream_peer& peer, const message_script& script);
+
+}  // namespace dnstransport::hostile
