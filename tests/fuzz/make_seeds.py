@@ -54,6 +54,9 @@ write("check_response", {
     "compression_loop": response(q, LOOP, 1),
     "truncated": response(q, flags=0x8380),
     "split_query_response": bytes([len(q)]) + q + ok,
+    # Found by fuzzing (a flaw in the harness's own check): a name pointing into the header.
+    "name_into_header": struct.pack(">HHHHHH", 0x1234, 0x6C9B, 1, 0, 0, 0) + b"\3www\xc0\x01"
+    + struct.pack(">HH", 1, 1),
 })
 write("frame_reader", {
     "one_byte_chunks": b"\x00\x01" + frames(q, ok, q_opt),

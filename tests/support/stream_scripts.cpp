@@ -153,6 +153,13 @@ connection_script stall_handshake() {
   };
 }
 
+connection_script close_after_client_hello() {
+  return [](stream_peer& peer) {
+    if (peer.read_some(4096).empty()) return;
+    peer.close();
+  };
+}
+
 connection_script alert_after(std::uint64_t k) {
   return [k](stream_peer& peer) {
     if (!answer_some(peer, k)) return;

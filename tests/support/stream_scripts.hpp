@@ -43,6 +43,8 @@ connection_script flood(std::size_t size);
 connection_script plain_dns_reply();
 /// Reads the ClientHello and never answers it.
 connection_script stall_handshake();
+/// Reads the ClientHello and closes (FIN) without answering it.
+connection_script close_after_client_hello();
 /// TLS: answers `k` queries, then injects a fatal alert record in clear text and waits
 /// for the client to give up.
 connection_script alert_after(std::uint64_t k);
