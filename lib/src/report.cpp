@@ -69,7 +69,7 @@ std::string percentiles(const latency_histogram& h) {
 std::string format_table(const run_result& r) {
   std::string out;
   auto line = [&out](std::string_view label, const std::string& value) {
-    out += fmt::format("  {:<22}{}\n", label, value);
+    out += fmt::format("  {:<24}{}\n", label, value);
   };
   std::string transport(transport_name(r.transport));
   if (!r.tls_backend.empty()) transport += " (" + r.tls_backend + ")";
