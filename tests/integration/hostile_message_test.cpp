@@ -93,9 +93,8 @@ TEST_P(hostile_message_test, duplicate_answers_are_counted_once_and_as_duplicate
 }
 
 TEST_P(hostile_message_test, answers_after_the_timeout_are_lost_then_late) {
-  // Long enough that queries sent after the first ones expired see their late answers.
-  // A second of sending, so that on a loaded machine (slow TLS handshakes) late answers
-  // still arrive while the run lasts.
+  // A second of sending: queries sent after the first ones expired are still in flight when
+  // the late answers come, even on a loaded machine (slow TLS handshakes).
   load_spec spec;
   spec.duration_seconds = 1;
   const run_result r = run_against(answer_all(std::chrono::milliseconds(450)), spec).result;
