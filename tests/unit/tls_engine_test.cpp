@@ -470,6 +470,60 @@ TEST(tls_engine_test, ticket_resumes_the_session) {
   }
 }
 
+// dnsdist, and unbound with tls-session-ticket-keys, issue no new ticket on a resumed
+// handshake: the client must offer the ticket it has again, with either backend.
+TEST(tls_engine_test, a_ticket_the_server_does_not_renew_resumes_again) {
+  for (const tls_backend client_backend : available_tls_backends()) {
+    for (const tls_version version : versions) {
+      SCOPED_TRACE(std::string(tls_backend_name(client_backend)) + " client, TLS " +
+                   std::string(tls_version_name(version)));
+      tls_client_options client = client_options(client_backend);
+      client.resume = true;
+      client.min_version = client.max_version = version;
+      const auto client_context = make_tls_client_context(client);
+      tls_server_options server = server_options(tls_backend::openssl);
+      server.renew_tickets = false;
+      const auto server_context = make_tls_server_context(server);
+
+      std::unique_ptr<tls_ticket> ticket;
+      {
+        connection first(*client_context, *server_context);
+        ASSERT_EQ(first.handshake().client, tls_io::done);
+        exchange(*first.client, *first.server, first.sockets);
+        ticket = first.client->ticket();
+        ASSERT_NE(ticket, nullptr);
+      }
+      for (int i = 0; i < 3; ++i) {
+        SCOPED_TRACE("resumption " + std::to_string(i + 1));
+        connection again(*client_context, *server_context, ticket.get());
+        const handshake_outcome outcome = again.handshake();
+        ASSERT_EQ(outcome.client, tls_io::done) << again.client->error_message();
+        exchange(*again.client, *again.server, again.sockets);
+        EXPECT_TRUE(again.client->resumed());
+        EXPECT_TRUE(again.server->resumed());
+        // Half the connections end with close_notify, half without, as runs do.
+        if (i % 2 == 0) again.client->shutdown();
+        if (auto renewed = again.client->ticket()) ticket = std::move(renewed);
+      }
+    }
+  }
+}
+
+TEST(tls_engine_test, the_gnutls_server_refuses_to_keep_tickets) {
+#if defined(DNSTRANSPORT_HAVE_GNUTLS)
+  tls_server_options server = server_options(tls_backend::gnutls);
+  server.renew_tickets = false;
+  try {
+    make_tls_server_context(server);
+    ADD_FAILURE() << "no error";
+  } catch (const setup_error& e) {
+    EXPECT_NE(std::string(e.what()).find("openssl"), std::string::npos) << e.what();
+  }
+#else
+  GTEST_SKIP() << "this build has no GnuTLS";
+#endif
+}
+
 TEST(tls_engine_test, no_resumption_when_either_side_turns_it_off) {
   for (const combination& c : combinations()) {
     for (const tls_version version : versions) {

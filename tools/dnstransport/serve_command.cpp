@@ -26,6 +26,7 @@ struct serve_options {
   std::uint64_t close_after = 0;
   double idle_timeout = 0;
   bool reverse_order = false;
+  bool no_ticket_renewal = false;
 };
 
 }  // namespace
@@ -57,6 +58,9 @@ action add_serve_command(CLI::App& app) {
                     "Close a TCP/TLS connection idle this many seconds (0: never)");
   serve->add_flag("--reverse-order", o->reverse_order,
                   "Answer the queries of each read in reverse order (tests pipelining clients)");
+  serve->add_flag("--no-ticket-renewal", o->no_ticket_renewal,
+                  "TLS: send no new session ticket after a resumed handshake, so clients "
+                  "resume from the ticket they have (like dnsdist; openssl backend only)");
   serve->footer(
       "Example: dnstransport serve --listen 127.0.0.1:5300 --tcp 127.0.0.1:5300 "
       "--tls 127.0.0.1:8853 --threads 2 --cpus 1\n"
@@ -80,6 +84,7 @@ action add_serve_command(CLI::App& app) {
     s.tls_options.backend = *backend;
     s.tls_options.certificate_file = o->certificate;
     s.tls_options.key_file = o->key;
+    s.tls_options.renew_tickets = !o->no_ticket_renewal;
     s.certificate_directory = o->certificate_directory;
     s.close_after_queries = o->close_after;
     s.idle_timeout_seconds = o->idle_timeout;

@@ -56,6 +56,9 @@ struct tls_server_options {
   std::optional<tls_version> max_version;
   std::string priority;
   bool session_tickets = true;  ///< issue tickets so clients can resume
+  /// Send a new ticket after a resumed handshake too. false: the client keeps resuming from
+  /// the ticket it has, as with dnsdist or unbound's tls-session-ticket-keys (OpenSSL only).
+  bool renew_tickets = true;
 };
 
 /// Paths of a certificate and its key written to disk.

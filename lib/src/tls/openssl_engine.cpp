@@ -352,7 +352,13 @@ class openssl_client_context final : public tls_client_context {
     if (!sni_.empty()) SSL_set_tlsext_host_name(ssl.get(), sni_.c_str());
     if (resume_) {
       if (const auto* ticket = dynamic_cast<const openssl_ticket*>(resume_from)) {
-        SSL_set_session(ssl.get(), ticket->get());
+        // A copy each time: a TLS 1.3 session OpenSSL has resumed from is not offered again,
+        // and a server that renews no ticket on resumption (dnsdist, unbound with
+        // tls-session-ticket-keys) would otherwise see every other handshake in full. Both
+        // backends thus follow one policy: offer the newest ticket the server gave, as often
+        // as needed, until a newer one arrives.
+        const ssl_session_ptr copy(SSL_SESSION_dup(ticket->get()));
+        if (copy) SSL_set_session(ssl.get(), copy.get());
       }
     }
     return std::make_unique<openssl_session>(std::move(ssl));
@@ -363,6 +369,22 @@ class openssl_client_context final : public tls_client_context {
   bool resume_;
   std::string sni_;
 };
+
+// A ticket that decrypts is used without issuing a new one, so the client resumes from the
+// same ticket again; any other ticket leads to a full handshake, as OpenSSL would do.
+SSL_TICKET_RETURN keep_ticket(SSL*, SSL_SESSION*, const unsigned char*, size_t,
+                              SSL_TICKET_STATUS status, void*) {
+  switch (status) {
+    case SSL_TICKET_SUCCESS:
+    case SSL_TICKET_SUCCESS_RENEW:
+      return SSL_TICKET_RETURN_USE;
+    case SSL_TICKET_EMPTY:
+    case SSL_TICKET_NO_DECRYPT:
+      return SSL_TICKET_RETURN_IGNORE_RENEW;
+    default:
+      return SSL_TICKET_RETURN_ABORT;
+  }
+}
 
 // Picks "dot" when the client offers it; any other offer is answered without ALPN rather
 // than with a fatal alert, so clients with other or no ALPN settings still get through.
@@ -410,6 +432,8 @@ class openssl_server_context final : public tls_server_context {
     if (!options.session_tickets) {
       SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
       SSL_CTX_set_num_tickets(ctx, 0);
+    } else if (!options.renew_tickets) {
+      SSL_CTX_set_session_ticket_cb(ctx, nullptr, &keep_ticket, nullptr);
     }
     SSL_CTX_set_alpn_select_cb(ctx, &select_alpn, nullptr);
   }
