@@ -28,7 +28,8 @@ client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
       // same name at the same moment.
       next_query_(static_cast<std::uint32_t>((static_cast<std::uint64_t>(index) * 7919u) %
                                              owner.plan().queries->size())),
-      quota_(quota) {}
+      quota_(quota),
+      pace_phase_(static_cast<double>(index) / owner.plan().spec->clients) {}
 
 bool client_base::may_send(std::uint64_t now) const noexcept {
   return quota_ > 0 && now < plan().send_end_ns;
@@ -38,8 +39,12 @@ std::uint32_t client_base::send_allowance(std::uint64_t now) const noexcept {
   if (!may_send(now)) return 0;
   std::uint64_t allowance = std::min<std::uint64_t>(slots_.free_count(), quota_);
   if (plan().rate_per_client > 0) {
+    // Query k of this client is due at (k + phase) / rate: the phases spread the clients
+    // evenly over one interval, so a paced load is smooth instead of one burst from every
+    // client at the same instant.
     const double elapsed = static_cast<double>(now - plan().start_ns) / 1e9;
-    const auto permitted = static_cast<std::uint64_t>(elapsed * plan().rate_per_client) + 1;
+    const double due = elapsed * plan().rate_per_client - pace_phase_;
+    const std::uint64_t permitted = due < 0 ? 0 : static_cast<std::uint64_t>(due) + 1;
     allowance = std::min(allowance, permitted > sent_ ? permitted - sent_ : 0);
   }
   return static_cast<std::uint32_t>(allowance);

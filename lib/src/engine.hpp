@@ -92,6 +92,7 @@ class client_base {
   std::uint32_t next_query_;
   std::uint64_t quota_;  // queries left to send in count mode (UINT64_MAX: unlimited)
   std::uint64_t sent_ = 0;
+  double pace_phase_;  // in [0, 1): where in each pacing interval this client's queries fall
 };
 
 // One thread's share of the run.

@@ -95,6 +95,24 @@ TEST(udp_load_test, warmup_is_left_out_of_the_figures) {
   EXPECT_NEAR(r.elapsed_seconds, 0.5, 0.1);
 }
 
+// 100 clients at 1 query/s each: their queries are spread over the second, so half a
+// second carries about half of them, not one burst of 100 at the start.
+TEST(udp_load_test, paced_clients_are_spread_over_the_interval) {
+  server_options options;
+  options.udp = endpoint{"127.0.0.1", 0};
+  server responder(options);
+
+  load_spec spec;
+  spec.port = responder.udp_port();
+  spec.clients = 100;
+  spec.outstanding = 1;
+  spec.rate = 100;
+  spec.duration_seconds = 0.5;
+  const run_result r = run_load(spec);
+  EXPECT_NEAR(static_cast<double>(r.queries_sent), 50, 8);
+  EXPECT_EQ(r.responses_received, r.queries_sent);
+}
+
 TEST(udp_load_test, stop_flag_ends_the_run_early_with_results) {
   server_options options;
   options.udp = endpoint{"127.0.0.1", 0};
