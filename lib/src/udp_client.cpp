@@ -110,7 +110,8 @@ class udp_client final : public client_base {
     const int fd = socket_.native_handle();
     std::uint32_t allowance = send_allowance(now);
     while (allowance > 0) {
-      const unsigned batch = allowance < batch_size ? allowance : batch_size;
+      const unsigned batch =
+          !plan().spec->gather_writes ? 1u : (allowance < batch_size ? allowance : batch_size);
       std::array<mmsghdr, batch_size> msgs{};
       std::array<std::array<iovec, 2>, batch_size> iov{};
       std::array<slot_table::slot*, batch_size> taken{};

@@ -113,6 +113,23 @@ TEST(udp_load_test, paced_clients_are_spread_over_the_interval) {
   EXPECT_EQ(r.responses_received, r.queries_sent);
 }
 
+TEST(udp_load_test, one_datagram_per_call_still_answers_everything) {
+  server_options options;
+  options.udp = endpoint{"127.0.0.1", 0};
+  server responder(options);
+
+  load_spec spec;
+  spec.port = responder.udp_port();
+  spec.clients = 2;
+  spec.outstanding = 50;
+  spec.count = 2000;
+  spec.gather_writes = false;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.queries_sent, 2000u);
+  EXPECT_EQ(r.responses_received, 2000u);
+  EXPECT_EQ(responder.stats().udp_queries, 2000u);
+}
+
 TEST(udp_load_test, stop_flag_ends_the_run_early_with_results) {
   server_options options;
   options.udp = endpoint{"127.0.0.1", 0};

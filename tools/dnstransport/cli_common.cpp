@@ -121,7 +121,8 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                "Send the first query in the SYN (TCP_FASTOPEN_CONNECT) where the kernel allows");
   app.add_flag("--no-nodelay", o.no_nodelay, "Leave Nagle's algorithm on (TCP_NODELAY off)");
   app.add_flag("--one-write-per-query", o.one_write_per_query,
-               "tcp/tls: one write per query instead of gathering all ready queries in one write");
+               "One system call per query instead of sending all ready queries at once "
+               "(tcp/tls: one gather write; udp: one sendmmsg of many datagrams)");
   app.add_flag("--edns", o.edns, "Add an EDNS0 OPT record to queries from text files");
   app.add_flag("--dnssec-ok", o.dnssec_ok, "Set the DO bit (implies --edns)");
   app.add_option("--edns-payload", o.edns_payload, "EDNS0 UDP payload size")->capture_default_str();

@@ -75,7 +75,9 @@ struct load_spec {
   /// except towards loopback with TCP/TLS, where 127.0.0.1-127.0.0.16 are used to widen the
   /// ephemeral port space.
   std::vector<std::string> sources;
-  bool gather_writes = true;  ///< write all ready queries of a connection at once
+  /// Send all queries that are ready in one system call: one gather write per TCP/TLS
+  /// connection, one sendmmsg of many datagrams for UDP. false: one call per query.
+  bool gather_writes = true;
   tls_client_options tls;
 
   /// Called from the thread that called run_load, about every progress_interval seconds.
