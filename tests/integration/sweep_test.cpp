@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include <dnstransport/report.hpp>
 #include <dnstransport/server.hpp>
 
@@ -118,7 +120,7 @@ TEST_F(sweep_integration_test, stop_keeps_what_was_measured) {
 // Runs the CLI with `arguments`, output into `log`; returns the exit status.
 int run_cli(const std::string& arguments, const std::filesystem::path& log) {
   const std::string command =
-      std::string(DNSTRANSPORT_CLI_PATH) + " " + arguments + " >" + log.string() + " 2>&1";
+      fmt::format("{} {} >{} 2>&1", DNSTRANSPORT_CLI_PATH, arguments, log.string());
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
