@@ -14,10 +14,15 @@ std::uint64_t accounted(const run_result& r) {
   return r.responses_received + r.lost + r.lost_on_close + r.malformed + r.mismatched + r.abandoned;
 }
 
-TEST(udp_load_test, every_query_answered_at_a_modest_rate) {
+// The built-in responder on an ephemeral UDP port of 127.0.0.1 only.
+server_options udp_only() {
   server_options options;
   options.udp = endpoint{"127.0.0.1", 0};
-  server responder(options);
+  return options;
+}
+
+TEST(udp_load_test, every_query_answered_at_a_modest_rate) {
+  server responder(udp_only());
 
   load_spec spec;
   spec.port = responder.udp_port();
@@ -79,9 +84,7 @@ TEST(udp_load_test, nothing_listening_is_loss_not_a_crash) {
 }
 
 TEST(udp_load_test, warmup_is_left_out_of_the_figures) {
-  server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
-  server responder(options);
+  server responder(udp_only());
 
   load_spec spec;
   spec.port = responder.udp_port();
@@ -98,9 +101,7 @@ TEST(udp_load_test, warmup_is_left_out_of_the_figures) {
 // 100 clients at 1 query/s each: their queries are spread over the second, so half a
 // second carries about half of them, not one burst of 100 at the start.
 TEST(udp_load_test, paced_clients_are_spread_over_the_interval) {
-  server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
-  server responder(options);
+  server responder(udp_only());
 
   load_spec spec;
   spec.port = responder.udp_port();
@@ -114,9 +115,7 @@ TEST(udp_load_test, paced_clients_are_spread_over_the_interval) {
 }
 
 TEST(udp_load_test, one_datagram_per_call_still_answers_everything) {
-  server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
-  server responder(options);
+  server responder(udp_only());
 
   load_spec spec;
   spec.port = responder.udp_port();
@@ -131,9 +130,7 @@ TEST(udp_load_test, one_datagram_per_call_still_answers_everything) {
 }
 
 TEST(udp_load_test, stop_flag_ends_the_run_early_with_results) {
-  server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
-  server responder(options);
+  server responder(udp_only());
 
   std::atomic<bool> stop{false};
   load_spec spec;
@@ -155,9 +152,7 @@ TEST(udp_load_test, stop_flag_ends_the_run_early_with_results) {
 }
 
 TEST(udp_load_test, json_round_trip_keeps_every_figure) {
-  server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
-  server responder(options);
+  server responder(udp_only());
   load_spec spec;
   spec.port = responder.udp_port();
   spec.count = 2000;
