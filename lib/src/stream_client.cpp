@@ -511,10 +511,7 @@ class stream_client final : public client_base {
       const linger abortive{1, 0};
       setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive);
     }
-    if (tls_ && spec().tls.resume) {
-      if (auto ticket = tls_->ticket()) ticket_ = std::move(ticket);
-    }
-    drop_socket();
+    drop_socket();  // keeps the connection's newest ticket
     state_ = conn_state::idle;
   }
 
