@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -50,6 +51,30 @@ class hostile_tls_test : public ::testing::TestWithParam<tls_backend> {
   static std::uint64_t failures(const run_result& r, const std::string& cause) {
     const auto it = r.connections.failures.find(cause);
     return it == r.connections.failures.end() ? 0 : it->second;
+  }
+
+  // A server with a bad certificate (for `name`, trusted through `ca`): answered in full
+  // without verification, every handshake refused as a certificate failure with it.
+  // Returns the verified run for further checks.
+  run_result served_unverified_refused_verified(const hostile_server& server,
+                                                const std::string& name,
+                                                const std::filesystem::path& ca) const {
+    load_spec spec;
+    spec.tls.server_name = name;
+    spec.count = 20;
+    const run_result unverified = run_checked(client_spec(server, spec)).result;
+    EXPECT_EQ(unverified.queries_sent, 20u) << unverified.connections.first_failure;
+    expect_all_in(unverified.responses_received, unverified);
+
+    spec.tls.verify = true;
+    spec.tls.ca_file = ca;
+    spec.count = 0;
+    run_result verified = run_checked(client_spec(server, spec)).result;
+    EXPECT_EQ(verified.queries_sent, 0u);
+    EXPECT_GT(verified.connections.failed, 0u);
+    EXPECT_EQ(failures(verified, "tls_certificate"), verified.connections.failed)
+        << summary(verified);
+    return verified;
   }
 };
 
@@ -151,21 +176,7 @@ TEST_P(hostile_tls_test, certificate_for_another_name) {
   options.tls.certificate_file = other_name.certificate_file;
   options.tls.key_file = other_name.key_file;
   hostile_server server(options, answer_all());
-  load_spec spec;
-  spec.tls.server_name = "dns.example";
-  spec.count = 20;
-  const run_result unverified = run_checked(client_spec(server, spec)).result;
-  EXPECT_EQ(unverified.queries_sent, 20u) << unverified.connections.first_failure;
-  expect_all_in(unverified.responses_received, unverified);
-
-  spec.tls.verify = true;
-  spec.tls.ca_file = other_name.certificate_file;
-  spec.count = 0;
-  const run_result verified = run_checked(client_spec(server, spec)).result;
-  EXPECT_EQ(verified.queries_sent, 0u);
-  EXPECT_GT(verified.connections.failed, 0u);
-  EXPECT_EQ(failures(verified, "tls_certificate"), verified.connections.failed)
-      << summary(verified);
+  served_unverified_refused_verified(server, "dns.example", other_name.certificate_file);
 }
 
 TEST_P(hostile_tls_test, expired_certificate) {
@@ -174,21 +185,8 @@ TEST_P(hostile_tls_test, expired_certificate) {
   options.tls.certificate_file = expired.certificate_file;
   options.tls.key_file = expired.key_file;
   hostile_server server(options, answer_all());
-  load_spec spec;
-  spec.tls.server_name = "localhost";
-  spec.count = 20;
-  const run_result unverified = run_checked(client_spec(server, spec)).result;
-  EXPECT_EQ(unverified.queries_sent, 20u) << unverified.connections.first_failure;
-  expect_all_in(unverified.responses_received, unverified);
-
-  spec.tls.verify = true;
-  spec.tls.ca_file = expired.certificate_file;
-  spec.count = 0;
-  const run_result verified = run_checked(client_spec(server, spec)).result;
-  EXPECT_EQ(verified.queries_sent, 0u);
-  EXPECT_GT(verified.connections.failed, 0u);
-  EXPECT_EQ(failures(verified, "tls_certificate"), verified.connections.failed)
-      << summary(verified);
+  const run_result verified =
+      served_unverified_refused_verified(server, "localhost", expired.certificate_file);
   EXPECT_NE(verified.connections.first_failure.find("expired"), std::string::npos)
       << verified.connections.first_failure;
 }
