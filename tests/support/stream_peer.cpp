@@ -66,21 +66,26 @@ bool stream_peer::handshake() {
   if (tls_context_ == nullptr) return true;
   tls_ = tls_context_->accept(fd_);
   for (;;) {
-    switch (tls_->handshake()) {
-      case detail::tls_io::done:
-        return true;
-      case detail::tls_io::want_read:
-        if (!wait_for(POLLIN, std::nullopt)) return false;
-        break;
-      case detail::tls_io::want_write:
-        if (!wait_for(POLLOUT, std::nullopt)) return false;
-        break;
-      case detail::tls_io::closed:
-      case detail::tls_io::error:
-        gone_ = true;
-        return false;
-    }
+    const detail::tls_io io = tls_->handshake();
+    if (io == detail::tls_io::done) return true;
+    if (!await_tls(io, std::nullopt)) return false;
   }
+}
+
+bool stream_peer::await_tls(detail::tls_io io, std::optional<time_point> deadline) {
+  switch (io) {
+    case detail::tls_io::want_read:
+      return wait_for(POLLIN, deadline);
+    case detail::tls_io::want_write:
+      return wait_for(POLLOUT, deadline);
+    case detail::tls_io::done:
+      return true;
+    case detail::tls_io::closed:
+    case detail::tls_io::error:
+      break;
+  }
+  gone_ = true;
+  return false;
 }
 
 std::size_t stream_peer::read_into(std::span<std::uint8_t> space,
@@ -89,20 +94,10 @@ std::size_t stream_peer::read_into(std::span<std::uint8_t> space,
     if (gone()) return 0;
     if (tls_) {
       std::size_t n = 0;
-      switch (tls_->read(space.data(), space.size(), n)) {
-        case detail::tls_io::done:
-          return n;
-        case detail::tls_io::want_read:
-          if (!wait_for(POLLIN, deadline)) return 0;
-          continue;
-        case detail::tls_io::want_write:
-          if (!wait_for(POLLOUT, deadline)) return 0;
-          continue;
-        case detail::tls_io::closed:
-        case detail::tls_io::error:
-          gone_ = true;
-          return 0;
-      }
+      const detail::tls_io io = tls_->read(space.data(), space.size(), n);
+      if (io == detail::tls_io::done) return n;
+      if (!await_tls(io, deadline)) return 0;
+      continue;
     }
     const ssize_t n = ::recv(fd_, space.data(), space.size(), 0);
     if (n > 0) return static_cast<std::size_t>(n);
@@ -151,20 +146,11 @@ bool stream_peer::write(std::span<const std::uint8_t> data) {
   while (!data.empty()) {
     if (gone()) return false;
     std::size_t n = 0;
-    switch (tls_->write(data.data(), data.size(), n)) {
-      case detail::tls_io::done:
-        data = data.subspan(n);
-        break;
-      case detail::tls_io::want_read:
-        if (!wait_for(POLLIN, std::nullopt)) return false;
-        break;
-      case detail::tls_io::want_write:
-        if (!wait_for(POLLOUT, std::nullopt)) return false;
-        break;
-      case detail::tls_io::closed:
-      case detail::tls_io::error:
-        gone_ = true;
-        return false;
+    const detail::tls_io io = tls_->write(data.data(), data.size(), n);
+    if (io == detail::tls_io::done) {
+      data = data.subspan(n);
+    } else if (!await_tls(io, std::nullopt)) {
+      return false;
     }
   }
   return true;

@@ -80,6 +80,9 @@ class stream_peer {
   // Waits for `events` on the socket until `deadline` (or forever when unset), in slices
   // short enough to notice the responder stopping. False when the time ran out.
   bool wait_for(short events, std::optional<time_point> deadline);
+  // After a TLS call that wants to read or write: waits for that. False when the wait timed
+  // out or the call reported the connection closed or broken (which marks it gone).
+  bool await_tls(detail::tls_io io, std::optional<time_point> deadline);
   // Reads one chunk into the frame reader; false on timeout or when the connection ended.
   bool fill(std::optional<time_point> deadline);
   // One read into `space`; 0 on timeout or end.
