@@ -109,12 +109,14 @@ class udp_client final : public client_base {
   void fill(std::uint64_t now) {
     const int fd = socket_.native_handle();
     std::uint32_t allowance = send_allowance(now);
+    if (allowance == 0) return;
+    // Zeroed once per fill: each round sets only the iovecs, sendmmsg only the lengths.
+    std::array<mmsghdr, batch_size> msgs{};
+    std::array<std::array<iovec, 2>, batch_size> iov{};
+    std::array<slot_table::slot*, batch_size> taken{};
+    const unsigned most = plan().spec->gather_writes ? batch_size : 1u;
     while (allowance > 0) {
-      const unsigned batch =
-          !plan().spec->gather_writes ? 1u : (allowance < batch_size ? allowance : batch_size);
-      std::array<mmsghdr, batch_size> msgs{};
-      std::array<std::array<iovec, 2>, batch_size> iov{};
-      std::array<slot_table::slot*, batch_size> taken{};
+      const unsigned batch = allowance < most ? allowance : most;
       for (unsigned i = 0; i < batch; ++i) {
         slot_table::slot& s = take_slot(now);
         taken[i] = &s;
