@@ -128,8 +128,9 @@ class udp_client final : public client_base {
         msgs[i].msg_hdr.msg_iovlen = 2;
       }
       int sent = sendmmsg(fd, msgs.data(), batch, 0);
+      int error = 0;  // of a failed call; a partial send leaves errno unset
       if (sent < 0) {
-        const int error = errno;
+        error = errno;
         sent = 0;
         if (error != EAGAIN && error != EWOULDBLOCK && error != EINTR) {
           record_socket_error(shard().connections, "udp send", error);
@@ -137,8 +138,9 @@ class udp_client final : public client_base {
       }
       for (unsigned i = batch; i-- > static_cast<unsigned>(sent);) return_slot(*taken[i]);
       if (sent < static_cast<int>(batch)) {
-        // Socket buffer full or an error: retry when writable (errors retry on the tick).
-        if (sent >= 0 && errno != ECONNREFUSED) wait_writable();
+        // Socket buffer full or an error: retry when writable; a refused port (an ICMP
+        // error, the socket stays writable) retries on the tick.
+        if (error != ECONNREFUSED) wait_writable();
         return;
       }
       allowance -= batch;
