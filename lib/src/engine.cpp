@@ -29,15 +29,29 @@ client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
       next_query_(static_cast<std::uint32_t>((static_cast<std::uint64_t>(index) * 7919u) %
                                              owner.plan().queries->size())),
       quota_(quota),
-      pace_phase_(static_cast<double>(index) / owner.plan().spec->clients) {}
+      pace_phase_(static_cast<double>(index) / owner.plan().spec->clients),
+      question_of_(owner.plan().question_of.data()),
+      query_count_(static_cast<std::uint32_t>(owner.plan().question_of.size())),
+      questions_(owner.plan().spec->outstanding, owner.plan().distinct_questions),
+      question_room_(std::min(owner.plan().spec->outstanding, owner.plan().distinct_questions)) {}
 
 bool client_base::may_send(std::uint64_t now) const noexcept {
+  if (feeder_ != nullptr) {
+    return !retries_.empty() || feeder_->may_send(now) || !feeder_->slots_.empty();
+  }
   return quota_ > 0 && now < plan().send_end_ns;
 }
 
 std::uint32_t client_base::send_allowance(std::uint64_t now) const noexcept {
   if (!may_send(now)) return 0;
-  std::uint64_t allowance = std::min<std::uint64_t>(slots_.free_count(), quota_);
+  const std::uint32_t room = std::min(slots_.free_count(), question_room_ - slots_.in_flight());
+  if (feeder_ != nullptr) {
+    // In order; a retry whose question is still in flight waits for it.
+    if (retries_.empty() || questions_.contains(question_of_[retries_.front().query_index]))
+      return 0;
+    return std::min<std::uint32_t>(room, 1);
+  }
+  std::uint64_t allowance = std::min<std::uint64_t>(room, quota_);
   if (plan().rate_per_client > 0) {
     // Query k of this client is due at (k + phase) / rate: the phases spread the clients
     // evenly over one interval, so a paced load is smooth instead of one burst from every
@@ -51,9 +65,22 @@ std::uint32_t client_base::send_allowance(std::uint64_t now) const noexcept {
 }
 
 slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
-  const std::uint32_t query = next_query_;
-  if (++next_query_ == plan().queries->size()) next_query_ = 0;
-  const bool counted = now >= plan().measure_start_ns;
+  if (feeder_ != nullptr) {
+    const retry r = retries_.front();
+    retries_.pop_front();
+    slot_table::slot& s = slots_.acquire(now, r.query_index, r.counted);
+    s.sent_ns = r.sent_ns;
+    questions_.insert(question_of_[r.query_index]);
+    return s;
+  }
+  // The next query of the cycle whose question is not in flight (send_allowance left room
+  // for one, so the search ends).
+  std::uint32_t query = next_query_;
+  while (!questions_.insert(question_of_[query])) {
+    if (++query == query_count_) query = 0;
+  }
+  next_query_ = query + 1 == query_count_ ? 0 : query + 1;
+  const bool counted = measuring(now);
   slot_table::slot& s = slots_.acquire(now, query, counted);
   ++sent_;
   if (quota_ != UINT64_MAX) --quota_;
@@ -62,26 +89,33 @@ slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
 }
 
 void client_base::return_slot(slot_table::slot& s) noexcept {
-  --sent_;
-  if (quota_ != UINT64_MAX) ++quota_;
-  if (s.counted) --shard().queries_sent;
-  if (next_query_ == 0) next_query_ = static_cast<std::uint32_t>(plan().queries->size());
-  --next_query_;
-  slots_.release(s, slot_table::past::nothing);
+  if (feeder_ != nullptr) {
+    retries_.push_front({s.query_index, s.sent_ns, s.counted});
+  } else {
+    --sent_;
+    if (quota_ != UINT64_MAX) ++quota_;
+    if (s.counted) --shard().queries_sent;
+    next_query_ = s.query_index;
+  }
+  release(s, slot_table::past::nothing);
+}
+
+void client_base::release(slot_table::slot& s, slot_table::past outcome) noexcept {
+  questions_.erase(question_of_[s.query_index]);
+  slots_.release(s, outcome);
 }
 
 client_base::completion client_base::on_message(std::span<const std::uint8_t> message,
-                                                std::uint64_t now) noexcept {
+                                                std::uint64_t now, bool datagram) noexcept {
   run_result& r = shard();
-  const bool measuring = now >= plan().measure_start_ns;
   if (message.size() < 2) {
-    if (measuring) ++r.unexpected;
+    if (measuring(now)) ++r.unexpected;
     return {};
   }
   const std::uint16_t id = read_id(message.data());
   slot_table::slot* s = slots_.find(id);
   if (s == nullptr) {
-    if (measuring) {
+    if (measuring(now)) {
       switch (slots_.history(id)) {
         case slot_table::past::answered:
           ++r.duplicates;
@@ -96,39 +130,60 @@ client_base::completion client_base::on_message(std::span<const std::uint8_t> me
     }
     return {};
   }
-  const completion done{true, s->sequence, s->first_on_connection};
-  if (s->counted) {
+  completion done{true, false, s->sequence, s->first_on_connection};
+  if (datagram && message.size() > plan().udp_answer_limits[s->query_index]) {
+    // A protocol violation, whatever the message holds: no stub would take it.
+    if (s->counted) ++r.oversized;
+  } else {
     const response_summary summary = check_response(message, (*plan().queries)[s->query_index], id);
-    switch (summary.verdict) {
-      case response_verdict::ok:
-        ++r.responses_received;
-        ++r.rcodes[summary.rcode & 0x0f];
-        if (summary.truncated) ++r.truncated;
-        r.latency.record(now - s->sent_ns);
-        owner_.last_answer_ns = std::max(owner_.last_answer_ns, now);
-        break;
-      case response_verdict::too_short:
-      case response_verdict::malformed:
-        ++r.malformed;
-        break;
-      case response_verdict::not_response:
-      case response_verdict::wrong_id:
-      case response_verdict::wrong_opcode:
-      case response_verdict::wrong_question:
-        ++r.mismatched;
-        break;
+    const bool ok = summary.verdict == response_verdict::ok;
+    if (ok && summary.truncated && retry_truncated(*s)) {
+      if (s->counted) ++r.tc_retried;
+    } else if (s->counted) {
+      switch (summary.verdict) {
+        case response_verdict::ok:
+          if (summary.truncated) {
+            ++r.truncated;  // no answer was delivered
+            break;
+          }
+          ++r.responses_received;
+          done.answered = true;
+          ++r.rcodes[summary.rcode & 0x0f];
+          if (feeder_ != nullptr) ++r.tc_retry_answered;
+          r.latency.record(now - s->sent_ns);
+          owner_.last_answer_ns = std::max(owner_.last_answer_ns, now);
+          break;
+        case response_verdict::too_short:
+        case response_verdict::malformed:
+          ++r.malformed;
+          break;
+        case response_verdict::not_response:
+        case response_verdict::wrong_id:
+        case response_verdict::wrong_opcode:
+        case response_verdict::wrong_question:
+          ++r.mismatched;
+          break;
+      }
     }
   }
-  slots_.release(*s, slot_table::past::answered);
+  release(*s, slot_table::past::answered);
   return done;
+}
+
+void client_base::expire_waiting_retries(std::uint64_t now) noexcept {
+  while (!retries_.empty() && retries_.front().sent_ns + plan().timeout_ns <= now) {
+    if (retries_.front().counted) ++shard().lost;
+    retries_.pop_front();
+  }
 }
 
 void client_base::expire(std::uint64_t now) noexcept {
   const std::uint64_t timeout = plan().timeout_ns;
+  expire_waiting_retries(now);
   while (slot_table::slot* s = slots_.oldest()) {
     if (s->sent_ns + timeout > now) break;
     if (s->counted) ++shard().lost;
-    slots_.release(*s, slot_table::past::expired);
+    release(*s, slot_table::past::expired);
   }
 }
 
@@ -141,7 +196,7 @@ void client_base::fail_in_flight(bool abandoned) noexcept {
         ++shard().lost_on_close;
       }
     }
-    slots_.release(*s, slot_table::past::expired);
+    release(*s, slot_table::past::expired);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <vector>
@@ -17,6 +18,7 @@
 
 #include <dnstransport/load.hpp>
 
+#include "in_flight_questions.hpp"
 #include "slot_table.hpp"
 
 namespace dnstransport::detail {
@@ -31,6 +33,11 @@ struct run_plan {
   std::uint16_t server_port = 0;
   std::vector<boost::asio::ip::address> sources;  // source addresses to spread clients over
   tls_client_context* tls = nullptr;
+  // Per query of the set: its question's number (queries asking the same question, names
+  // compared case-insensitively, share one), and for UDP the largest answer it allows.
+  std::vector<std::uint32_t> question_of;
+  std::uint32_t distinct_questions = 0;
+  std::vector<std::uint16_t> udp_answer_limits;
 
   std::uint64_t start_ns = 0;
   std::uint64_t measure_start_ns = 0;  // end of the warm-up
@@ -57,7 +64,21 @@ class client_base {
   virtual void abandon() = 0;
 
   // Nothing in flight and nothing more to send.
-  bool finished(std::uint64_t now) const noexcept { return slots_.empty() && !may_send(now); }
+  virtual bool finished(std::uint64_t now) const noexcept {
+    return slots_.empty() && !may_send(now);
+  }
+
+  // A query whose UDP answer was truncated, handed to a client that retries it over TCP.
+  // Its latency still runs from the original send; the retry is not a new query sent.
+  struct retry {
+    std::uint32_t query_index = 0;
+    std::uint64_t sent_ns = 0;
+    bool counted = false;
+  };
+  // Makes this client send only queries handed to it with take_retry (the TC retry client);
+  // it keeps its connection while `feeder` may still send or has queries in flight.
+  void serve_retries(const client_base& feeder) noexcept { feeder_ = &feeder; }
+  void take_retry(const retry& r) { retries_.push_back(r); }
 
  protected:
   // How many queries may be sent right now (free slots, quota, rate, phase).
@@ -72,19 +93,34 @@ class client_base {
   // Classifies one received message and completes its query when it matches one.
   struct completion {
     bool matched = false;
+    bool answered = false;  // counted in responses_received
     std::uint64_t sequence = 0;
     bool first_on_connection = false;
   };
-  completion on_message(std::span<const std::uint8_t> message, std::uint64_t now) noexcept;
+  // `datagram`: arrived over UDP, where an answer may not exceed what the query allowed.
+  completion on_message(std::span<const std::uint8_t> message, std::uint64_t now,
+                        bool datagram = false) noexcept;
+
+  // A truncated answer's query: true when the client retries it elsewhere (UDP with
+  // --tc-retry tcp), and the query then ends there instead of in `truncated`.
+  virtual bool retry_truncated(const slot_table::slot& /*s*/) { return false; }
+
+  // After the warm-up: what happens now is counted.
+  bool measuring(std::uint64_t now) const noexcept;
 
   // Counts every query sent before `now - timeout` as lost.
   void expire(std::uint64_t now) noexcept;
+  // Counts TC retries that waited for a connection longer than the timeout as lost.
+  void expire_waiting_retries(std::uint64_t now) noexcept;
 
   // Counts every query in flight as lost on close (stream closed or reset), or abandoned.
   void fail_in_flight(bool abandoned) noexcept;
 
   const run_plan& plan() const noexcept;
   run_result& shard() noexcept;
+
+  // Ends a query: frees its slot and its question.
+  void release(slot_table::slot& s, slot_table::past outcome) noexcept;
 
   worker& owner_;
   unsigned index_;
@@ -93,6 +129,13 @@ class client_base {
   std::uint64_t quota_;  // queries left to send in count mode (UINT64_MAX: unlimited)
   std::uint64_t sent_ = 0;
   double pace_phase_;  // in [0, 1): where in each pacing interval this client's queries fall
+  const std::uint32_t* question_of_;  // plan().question_of, at hand
+  std::uint32_t query_count_;
+  in_flight_questions questions_;
+  std::uint32_t question_room_;          // queries that may be in flight: outstanding, or fewer
+                                         // when the set has fewer distinct questions
+  const client_base* feeder_ = nullptr;  // set: this client serves the feeder's TC retries
+  std::deque<retry> retries_;            // waiting to be sent (retry client only)
 };
 
 // One thread's share of the run.
@@ -167,9 +210,15 @@ inline const run_plan& client_base::plan() const noexcept {
 inline run_result& client_base::shard() noexcept {
   return owner_.shard();
 }
+inline bool client_base::measuring(std::uint64_t now) const noexcept {
+  return now >= owner_.plan().measure_start_ns;
+}
 
 // Factories per transport.
 std::unique_ptr<client_base> make_udp_client(worker& owner, unsigned index, std::uint64_t quota);
 std::unique_ptr<client_base> make_stream_client(worker& owner, unsigned index, std::uint64_t quota);
+// A plain TCP client that sends only the truncated queries `feeder` (UDP) hands it.
+std::unique_ptr<client_base> make_tc_retry_client(worker& owner, unsigned index,
+                                                  const client_base& feeder);
 
 }  // namespace dnstransport::detail

@@ -67,10 +67,16 @@ void pretty_into(std::string& out, const json::value& value, int depth) {
   }
 }
 
+// A count added after the first release: files written before it lack the key.
+std::uint64_t count_or_zero(const json::object& object, std::string_view key) {
+  return object.contains(key) ? count_at(object, key) : 0;
+}
+
 json::object connection_stats_to_json(const connection_stats& c) {
   json::object failures;
   for (const auto& [cause, n] : c.failures) failures[cause] = n;
   return {{"opened", c.opened},
+          {"answered", c.answered},
           {"closed_by_client", c.closed_by_client},
           {"closed_by_server", c.closed_by_server},
           {"reset_by_server", c.reset_by_server},
@@ -83,6 +89,7 @@ json::object connection_stats_to_json(const connection_stats& c) {
 connection_stats connection_stats_from_json(const json::object& o) {
   connection_stats c;
   c.opened = count_at(o, "opened");
+  c.answered = count_or_zero(o, "answered");
   c.closed_by_client = count_at(o, "closed_by_client");
   c.closed_by_server = count_at(o, "closed_by_server");
   c.reset_by_server = count_at(o, "reset_by_server");
@@ -153,16 +160,11 @@ json::object histogram_to_json(const latency_histogram& h) {
   h.for_each_bucket([&](std::uint64_t lowest, std::uint64_t, std::uint64_t count) {
     buckets.push_back(json::array{lowest, count});
   });
-  return {{"count", h.count()},
-          {"min", h.min()},
-          {"mean", stable(h.mean())},
-          {"p50", h.percentile(50)},
-          {"p90", h.percentile(90)},
-          {"p99", h.percentile(99)},
-          {"p999", h.percentile(99.9)},
-          {"max", h.max()},
-          {"sum", stable(h.sum())},
-          {"histogram", std::move(buckets)}};
+  return {{"count", h.count()},         {"min", h.min()},
+          {"mean", stable(h.mean())},   {"p50", h.percentile(50)},
+          {"p90", h.percentile(90)},    {"p99", h.percentile(99)},
+          {"p999", h.percentile(99.9)}, {"max", h.max()},
+          {"sum", stable(h.sum())},     {"histogram", std::move(buckets)}};
 }
 
 latency_histogram histogram_from_json(const json::value& value) {
@@ -216,6 +218,9 @@ json::object run_result_to_json(const run_result& r) {
       {"mismatched", r.mismatched},
       {"abandoned", r.abandoned},
       {"truncated", r.truncated},
+      {"oversized", r.oversized},
+      {"tc_retried", r.tc_retried},
+      {"tc_retry_answered", r.tc_retry_answered},
       {"rcodes", std::move(rcodes)},
       {"out_of_order", r.out_of_order},
       {"late", r.late},
@@ -271,6 +276,9 @@ run_result run_result_from_json_value(const json::value& value) {
   r.mismatched = count_at(o, "mismatched");
   r.abandoned = count_at(o, "abandoned");
   r.truncated = count_at(o, "truncated");
+  r.oversized = count_or_zero(o, "oversized");
+  r.tc_retried = count_or_zero(o, "tc_retried");
+  r.tc_retry_answered = count_or_zero(o, "tc_retry_answered");
   for (unsigned i = 0; i < r.rcodes.size(); ++i) {
     if (const auto* n = object_at(o, "rcodes").if_contains(rcode_name(i))) {
       r.rcodes[i] = json::value_to<std::uint64_t>(*n);
@@ -291,6 +299,10 @@ run_result run_result_from_json_value(const json::value& value) {
   r.connect_latency = histogram_from_json(at(o, "connect_latency_ns"));
   r.handshake_latency = histogram_from_json(at(o, "handshake_latency_ns"));
   r.connections = connection_stats_from_json(object_at(o, "connections"));
+  // Files from before connections.answered: every answer rode on a counted connection.
+  if (!object_at(o, "connections").contains("answered")) {
+    r.connections.answered = r.responses_received;
+  }
   const auto& handshakes = object_at(o, "handshakes");
   r.handshakes_full = count_at(handshakes, "full");
   r.handshakes_resumed = count_at(handshakes, "resumed");

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <boost/asio/ip/tcp.hpp>
@@ -42,7 +43,7 @@ std::optional<transport_kind> parse_transport(std::string_view name) noexcept {
 
 double run_result::queries_per_connection_achieved() const noexcept {
   if (connections.opened == 0) return 0;
-  return static_cast<double>(responses_received) / static_cast<double>(connections.opened);
+  return static_cast<double>(connections.answered) / static_cast<double>(connections.opened);
 }
 
 namespace {
@@ -130,6 +131,35 @@ std::vector<boost::asio::ip::address> source_addresses(const load_spec& spec,
   return sources;
 }
 
+// Numbers the questions of the query set: queries asking the same name (ASCII
+// case-insensitively), type and class share a number. A query with no question to check
+// gets a number of its own, since no answer could fail to echo it anyway.
+std::uint32_t number_questions(const query_set& queries, std::vector<std::uint32_t>& question_of) {
+  std::unordered_map<std::string, std::uint32_t> numbers;
+  std::uint32_t next = 0;
+  question_of.resize(queries.size());
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    const auto query = queries[i];
+    std::optional<std::size_t> name_end;
+    if (query.size() >= dns_header_size && ((query[4] << 8) | query[5]) >= 1) {
+      name_end = skip_name(query, dns_header_size);
+    }
+    if (!name_end || query.size() - *name_end < 4) {
+      question_of[i] = next++;
+      continue;
+    }
+    std::string key(query.begin() + dns_header_size,
+                    query.begin() + static_cast<std::ptrdiff_t>(*name_end + 4));
+    for (std::size_t k = 0; k + 4 < key.size(); ++k) {
+      if (key[k] >= 'A' && key[k] <= 'Z') key[k] = static_cast<char>(key[k] - 'A' + 'a');
+    }
+    const auto [it, added] = numbers.try_emplace(std::move(key), next);
+    if (added) ++next;
+    question_of[i] = it->second;
+  }
+  return next;
+}
+
 void merge_histograms(latency_histogram& into, const latency_histogram& from) {
   into.merge(from);
 }
@@ -143,6 +173,9 @@ void merge_shard(run_result& into, const run_result& from) {
   into.mismatched += from.mismatched;
   into.abandoned += from.abandoned;
   into.truncated += from.truncated;
+  into.oversized += from.oversized;
+  into.tc_retried += from.tc_retried;
+  into.tc_retry_answered += from.tc_retry_answered;
   for (std::size_t i = 0; i < into.rcodes.size(); ++i) into.rcodes[i] += from.rcodes[i];
   into.out_of_order += from.out_of_order;
   into.late += from.late;
@@ -155,6 +188,7 @@ void merge_shard(run_result& into, const run_result& from) {
   auto& c = into.connections;
   const auto& f = from.connections;
   c.opened += f.opened;
+  c.answered += f.answered;
   c.closed_by_client += f.closed_by_client;
   c.closed_by_server += f.closed_by_server;
   c.reset_by_server += f.reset_by_server;
@@ -191,6 +225,10 @@ void validate(const load_spec& spec) {
     throw setup_error(
         "--queries-per-connection applies to --transport tcp and tls only (UDP has no "
         "connections)");
+  }
+  if (spec.tc_retry_tcp && spec.transport != transport_kind::udp) {
+    throw setup_error(
+        "--tc-retry tcp applies to --transport udp only (truncation is a UDP matter)");
   }
   const unsigned cpus = detail::usable_cpu_count();
   for (int cpu : spec.cpus) {
@@ -251,6 +289,21 @@ run_result run_load(const load_spec& spec) {
   plan.tls = tls.get();
   plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
   plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : 0;
+  plan.distinct_questions = number_questions(*queries, plan.question_of);
+  if (plan.distinct_questions < spec.outstanding) {
+    result.warnings.push_back(fmt::format(
+        "at most {} queries in flight per client, not --outstanding {}: the query list has {} "
+        "distinct question{}, and a client never has two queries with the same question in "
+        "flight (so that an answer carrying another query's id cannot pass the question check)",
+        plan.distinct_questions, spec.outstanding, plan.distinct_questions,
+        plan.distinct_questions == 1 ? "" : "s"));
+  }
+  if (spec.transport == transport_kind::udp) {
+    plan.udp_answer_limits.reserve(queries->size());
+    for (std::size_t i = 0; i < queries->size(); ++i) {
+      plan.udp_answer_limits.push_back(udp_answer_limit((*queries)[i]));
+    }
+  }
 
   std::vector<std::unique_ptr<detail::worker>> workers;
   for (unsigned w = 0; w < threads; ++w) {

@@ -418,4 +418,30 @@ response_summary check_response(std::span<const std::uint8_t> response,
   return summary;
 }
 
+std::uint16_t udp_answer_limit(std::span<const std::uint8_t> query) noexcept {
+  constexpr std::uint16_t classic_limit = 512;
+  if (query.size() < dns_header_size) return classic_limit;
+  std::size_t pos = dns_header_size;
+  for (unsigned i = read_u16(query, 4); i > 0; --i) {
+    const auto name_end = skip_name(query, pos);
+    if (!name_end || query.size() - *name_end < 4) return classic_limit;
+    pos = *name_end + 4;
+  }
+  const unsigned before_additional = static_cast<unsigned>(read_u16(query, 6)) + read_u16(query, 8);
+  const unsigned records = before_additional + read_u16(query, 10);
+  for (unsigned i = 0; i < records; ++i) {
+    const auto name_end = skip_name(query, pos);
+    if (!name_end || query.size() - *name_end < 10) return classic_limit;
+    const std::uint16_t type = read_u16(query, *name_end);
+    if (i >= before_additional && type == rr_type::opt) {
+      // The OPT record's CLASS is the requestor's payload size; below 512 means 512.
+      return std::max(classic_limit, read_u16(query, *name_end + 2));
+    }
+    const std::size_t rdata_length = read_u16(query, *name_end + 8);
+    if (query.size() - *name_end - 10 < rdata_length) return classic_limit;
+    pos = *name_end + 10 + rdata_length;
+  }
+  return classic_limit;
+}
+
 }  // namespace dnstransport

@@ -89,6 +89,20 @@ std::string format_table(const run_result& r) {
   if (r.transport != transport_kind::udp) {
     line("lost on close", with_commas(r.lost_on_close) + share(r.lost_on_close, r.queries_sent));
   }
+  if (r.truncated || r.tc_retried) {
+    line("truncated (TC=1)",
+         with_commas(r.truncated + r.tc_retried) +
+             share(r.truncated + r.tc_retried, r.queries_sent) +
+             (r.tc_retried ? "" : ", not answers (--tc-retry tcp retries them)"));
+  }
+  if (r.tc_retried) {
+    line("retried over TCP", fmt::format("{}, {} answered", with_commas(r.tc_retried),
+                                         with_commas(r.tc_retry_answered)));
+  }
+  if (r.oversized) {
+    line("oversized (UDP)", with_commas(r.oversized) + share(r.oversized, r.queries_sent) +
+                                ", larger than the query allowed: not answers");
+  }
   if (r.malformed) line("malformed answers", with_commas(r.malformed));
   if (r.mismatched) line("mismatched answers", with_commas(r.mismatched));
   if (r.abandoned) line("abandoned at stop", with_commas(r.abandoned));
@@ -103,7 +117,6 @@ std::string format_table(const run_result& r) {
     rcodes += fmt::format("{} {}", rcode_name(i), with_commas(r.rcodes[i]));
   }
   if (!rcodes.empty()) line("response codes", rcodes);
-  if (r.truncated) line("truncated (TC)", with_commas(r.truncated));
   line("throughput",
        fmt::format("{} queries/s", with_commas(static_cast<std::uint64_t>(r.qps + 0.5))));
   line("latency", percentiles(r.latency));

@@ -43,6 +43,7 @@ class stream_client final : public client_base {
   void start() override { connect(monotonic_ns()); }
 
   void tick(std::uint64_t now) override {
+    if (state_ != conn_state::established) expire_waiting_retries(now);
     if (state_ == conn_state::connecting || state_ == conn_state::handshaking) {
       // Nothing left to send: a set-up still going would end neither opened nor failed.
       if (!may_send(now) && slots_.empty()) {
@@ -96,6 +97,8 @@ class stream_client final : public client_base {
     ++generation_;
     state_ = conn_state::connecting;
     connection_started_ns_ = now;
+    // A connection whose set-up began in the warm-up is left out of every connection figure.
+    counted_ = measuring(now);
     sent_on_connection_ = 0;
     highest_sequence_answered_ = 0;
     any_answered_ = false;
@@ -151,8 +154,10 @@ class stream_client final : public client_base {
   }
 
   void on_connected(std::uint64_t now) {
-    ++shard().connections.opened;
-    shard().connect_latency.record(now - connection_started_ns_);
+    if (counted_) {
+      ++shard().connections.opened;
+      shard().connect_latency.record(now - connection_started_ns_);
+    }
     if (tls_enabled()) {
       tls_ =
           plan().tls->connect(socket_.native_handle(), spec().tls.resume ? ticket_.get() : nullptr);
@@ -174,11 +179,13 @@ class stream_client final : public client_base {
         // The last handshake step does the expensive crypto: read the clock after it, so
         // neither the handshake nor the first query's send time is back-dated.
         now = monotonic_ns();
-        shard().handshake_latency.record(now - handshake_started_ns_);
-        if (tls_->resumed()) {
-          ++shard().handshakes_resumed;
-        } else {
-          ++shard().handshakes_full;
+        if (counted_) {
+          shard().handshake_latency.record(now - handshake_started_ns_);
+          if (tls_->resumed()) {
+            ++shard().handshakes_resumed;
+          } else {
+            ++shard().handshakes_full;
+          }
         }
         end_setup();
         failed_in_a_row_ = 0;
@@ -207,13 +214,15 @@ class stream_client final : public client_base {
   void fail_connection(std::uint64_t /*now*/, const char* what, int error,
                        const std::string& message, tls_failure failure = tls_failure::other) {
     connection_stats& c = shard().connections;
-    ++c.failed;
-    if (error != 0) {
-      record_socket_error(c, what, error);
-    } else {
-      const char* kind = failure == tls_failure::none ? "closed" : tls_failure_name(failure);
-      ++c.failures[fmt::format("tls_{}", kind)];
-      if (c.first_failure.empty()) c.first_failure = fmt::format("{}: {}", what, message);
+    if (counted_) {
+      ++c.failed;
+      if (error != 0) {
+        record_socket_error(c, what, error);
+      } else {
+        const char* kind = failure == tls_failure::none ? "closed" : tls_failure_name(failure);
+        ++c.failures[fmt::format("tls_{}", kind)];
+        if (c.first_failure.empty()) c.first_failure = fmt::format("{}: {}", what, message);
+      }
     }
     // Running to a query count, a server that fails every connection would keep the run
     // going forever: after a few failures in a row this client gives up.
@@ -322,29 +331,30 @@ class stream_client final : public client_base {
       const auto r = reader_.next(message);
       if (r == frame_reader::result::need_more) return true;
       if (r == frame_reader::result::zero_length) {
-        ++shard().connections.failures["zero_length_frame"];
+        if (counted_) ++shard().connections.failures["zero_length_frame"];
         server_closed(true);
         return false;
       }
       const completion c = on_message(message, now);
       if (!c.matched) continue;
       if (any_answered_ && c.sequence < highest_sequence_answered_) {
-        ++shard().out_of_order;
+        if (counted_) ++shard().out_of_order;
       } else {
         highest_sequence_answered_ = c.sequence;
         any_answered_ = true;
       }
-      if (c.first_on_connection) shard().first_query_latency.record(now - connection_started_ns_);
+      if (!counted_) continue;
+      if (c.answered) ++shard().connections.answered;
+      if (c.first_on_connection && c.answered) {
+        shard().first_query_latency.record(now - connection_started_ns_);
+      }
     }
   }
 
   // The server ended the connection: EOF (or close_notify), or a reset/error.
   void server_closed(bool reset) {
-    if (reset) {
-      ++shard().connections.reset_by_server;
-    } else {
-      ++shard().connections.closed_by_server;
-    }
+    auto& c = shard().connections;
+    if (counted_) ++(reset ? c.reset_by_server : c.closed_by_server);
     fail_in_flight(false);
     drop_socket();
     state_ = conn_state::idle;
@@ -436,7 +446,7 @@ class stream_client final : public client_base {
     tcp_info info{};
     socklen_t length = sizeof info;
     if (getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
-        (info.tcpi_options & TCPI_OPT_SYN_DATA) != 0) {
+        (info.tcpi_options & TCPI_OPT_SYN_DATA) != 0 && counted_) {
       ++shard().connections.fastopen_data_in_syn;
     }
   }
@@ -501,7 +511,7 @@ class stream_client final : public client_base {
 
   // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
   void close(bool count) {
-    if (count && state_ != conn_state::idle && state_ != conn_state::connecting) {
+    if (count && counted_ && state_ != conn_state::idle && state_ != conn_state::connecting) {
       ++shard().connections.closed_by_client;
     }
     if (tls_ && state_ == conn_state::established && spec().close == close_mode::fin) {
@@ -553,6 +563,7 @@ class stream_client final : public client_base {
   bool waiting_write_ = false;
   bool fastopen_ = false;
   bool in_setup_ = false;  // counted in the worker's set-ups in flight
+  bool counted_ = false;   // set-up began after the warm-up: the connection is counted
 
   unsigned failed_in_a_row_ = 0;  // connects/handshakes failed since the last success
 };
@@ -562,6 +573,13 @@ class stream_client final : public client_base {
 std::unique_ptr<client_base> make_stream_client(worker& owner, unsigned index,
                                                 std::uint64_t quota) {
   return std::make_unique<stream_client>(owner, index, quota);
+}
+
+std::unique_ptr<client_base> make_tc_retry_client(worker& owner, unsigned index,
+                                                  const client_base& feeder) {
+  auto client = std::make_unique<stream_client>(owner, index, UINT64_MAX);
+  client->serve_retries(feeder);
+  return client;
 }
 
 }  // namespace dnstransport::detail

@@ -23,7 +23,13 @@ constexpr unsigned batch_size = 32;
 class udp_client final : public client_base {
  public:
   udp_client(worker& owner, unsigned index, std::uint64_t quota)
-      : client_base(owner, index, quota), socket_(owner.io()) {}
+      : client_base(owner, index, quota), socket_(owner.io()) {
+    if (owner.plan().spec->tc_retry_tcp) tc_retry_ = make_tc_retry_client(owner, index, *this);
+  }
+
+  bool finished(std::uint64_t now) const noexcept override {
+    return client_base::finished(now) && (!tc_retry_ || tc_retry_->finished(now));
+  }
 
   void start() override {
     const run_plan& p = plan();
@@ -46,12 +52,14 @@ class udp_client final : public client_base {
   }
 
   void tick(std::uint64_t now) override {
+    if (tc_retry_) tc_retry_->tick(now);
     if (failed_) return;
     expire(now);
     if (!waiting_write_) fill(now);
   }
 
   void abandon() override {
+    if (tc_retry_) tc_retry_->abandon();
     fail_in_flight(true);
     boost::system::error_code ec;
     socket_.close(ec);
@@ -87,17 +95,18 @@ class udp_client final : public client_base {
     for (;;) {
       const int n = recvmmsg(fd, msgs.data(), batch_size, MSG_DONTWAIT, nullptr);
       if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        const int error = errno;  // before anything else can change it
+        if (error == EINTR) continue;
+        if (error == EAGAIN || error == EWOULDBLOCK) break;
         // A pending ICMP error (ECONNREFUSED: nothing listens) is reported once; keep going.
-        record_socket_error(shard().connections, "udp receive", errno);
-        if (errno == ECONNREFUSED) continue;
+        record_socket_error(shard().connections, "udp receive", error);
+        if (error == ECONNREFUSED) continue;
         break;
       }
       const std::uint64_t now = monotonic_ns();
       for (int i = 0; i < n; ++i) {
         const auto* data = static_cast<const std::uint8_t*>(iov[i].iov_base);
-        on_message({data, msgs[i].msg_len}, now);
+        on_message({data, msgs[i].msg_len}, now, true);
       }
       if (n < static_cast<int>(batch_size)) break;
     }
@@ -147,7 +156,16 @@ class udp_client final : public client_base {
     }
   }
 
+  // Hands a truncated answer's query to the TCP client, as a stub resolver would.
+  bool retry_truncated(const slot_table::slot& s) override {
+    if (!tc_retry_) return false;
+    tc_retry_->take_retry({s.query_index, s.sent_ns, s.counted});
+    tc_retry_->tick(monotonic_ns());
+    return true;
+  }
+
   boost::asio::ip::udp::socket socket_;
+  std::unique_ptr<client_base> tc_retry_;  // with --tc-retry tcp
   std::array<std::array<std::uint8_t, 2>, batch_size> id_bytes_{};
   bool waiting_write_ = false;
   bool failed_ = false;

@@ -42,16 +42,19 @@ struct bounded_run {
 
 /// Sum of the buckets every sent query ends in.
 inline std::uint64_t accounted(const run_result& r) {
-  return r.responses_received + r.lost + r.lost_on_close + r.malformed + r.mismatched + r.abandoned;
+  return r.responses_received + r.truncated + r.oversized + r.lost + r.lost_on_close + r.malformed +
+         r.mismatched + r.abandoned;
 }
 
 /// What a run reported, in one line: the counters a hostile case is about.
 inline std::string summary(const run_result& r) {
   std::string text = fmt::format(
       "sent {} answered {} lost {} lost_on_close {} malformed {} mismatched {} late {} "
-      "duplicates {} unexpected {} truncated {} out_of_order {}",
+      "duplicates {} unexpected {} truncated {} oversized {} tc_retried {} tc_retry_answered {} "
+      "out_of_order {}",
       r.queries_sent, r.responses_received, r.lost, r.lost_on_close, r.malformed, r.mismatched,
-      r.late, r.duplicates, r.unexpected, r.truncated, r.out_of_order);
+      r.late, r.duplicates, r.unexpected, r.truncated, r.oversized, r.tc_retried,
+      r.tc_retry_answered, r.out_of_order);
   if (r.transport != transport_kind::udp) {
     const auto& c = r.connections;
     text += fmt::format(

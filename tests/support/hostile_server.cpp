@@ -73,6 +73,7 @@ int open_listener(transport_kind transport, std::uint16_t& port) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
   socklen_t length = sizeof address;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
       (!udp && ::listen(fd, 1024) != 0) ||
@@ -120,6 +121,7 @@ struct hostile_server::impl {
       }
       tls = detail::make_tls_server_context(options.tls);
     }
+    port = options.port;
     fd = open_listener(options.transport, port);
     if (options.transport == transport_kind::udp) {
       main = std::thread([this] { run_udp(); });

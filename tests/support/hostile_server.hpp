@@ -39,6 +39,8 @@ using connection_script = std::function<void(stream_peer& peer)>;
 /// Where and how the responder listens.
 struct hostile_options {
   transport_kind transport = transport_kind::udp;
+  /// Port on 127.0.0.1; 0 picks a free one. A UDP and a TCP responder may share a port.
+  std::uint16_t port = 0;
   /// TLS: library, versions, certificate (a self-signed one for "localhost" when empty).
   tls_server_options tls;
   /// TLS: complete the handshake before the connection script runs; off, the script gets

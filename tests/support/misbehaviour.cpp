@@ -91,6 +91,14 @@ message_script wrong_id() {
   };
 }
 
+message_script id_offset(std::uint16_t offset) {
+  return [offset](std::span<const std::uint8_t> query, std::uint64_t) {
+    bytes answer = answer_to(query);
+    patch_id(answer.data(), static_cast<std::uint16_t>(id_of(query) + offset));
+    return one(std::move(answer));
+  };
+}
+
 message_script qr_not_set() {
   return [](std::span<const std::uint8_t> query, std::uint64_t) {
     return one(bytes(query.begin(), query.end()));
@@ -109,6 +117,15 @@ message_script wrong_question() {
 
 message_script truncated_answers() {
   return [](std::span<const std::uint8_t> query, std::uint64_t) {
+    bytes answer(query.begin(), query.end());
+    answer[2] |= qr_bit | tc_bit;
+    return one(std::move(answer));
+  };
+}
+
+message_script truncated_every_other() {
+  return [](std::span<const std::uint8_t> query, std::uint64_t number) {
+    if (number % 2 == 0) return one(answer_to(query));
     bytes answer(query.begin(), query.end());
     answer[2] |= qr_bit | tc_bit;
     return one(std::move(answer));

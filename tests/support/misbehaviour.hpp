@@ -20,12 +20,17 @@ message_script answer_all(microseconds delay = microseconds::zero());
 message_script answer_every_other();
 /// Answers with an id no query in flight has.
 message_script wrong_id();
+/// Answers correctly but with the query's id plus `offset` (mod 2^16): a neighbour's id.
+message_script id_offset(std::uint16_t offset);
 /// Sends the query back without setting QR.
 message_script qr_not_set();
 /// Answers a question with another name in it.
 message_script wrong_question();
 /// Answers with TC set and no records, as a server whose answer did not fit.
 message_script truncated_answers();
+/// Every other query (the odd-numbered ones) answered with TC set and no records, the
+/// others answered correctly.
+message_script truncated_every_other();
 /// Per query: stray junk and too-short packets first (an empty datagram too when
 /// `datagrams`), then the answer cut inside its header.
 message_script garbage_and_short(bool datagrams);

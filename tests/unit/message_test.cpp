@@ -569,5 +569,31 @@ TEST(message_test, check_response_several_questions_compares_the_first) {
   EXPECT_EQ(check_response(swapped, query, 1).verdict, response_verdict::wrong_question);
 }
 
+TEST(message_test, udp_answer_limit_is_512_or_the_edns_payload_size) {
+  EXPECT_EQ(udp_answer_limit(encode_query("www.example.com", rr_type::a)), 512u);
+  query_options edns;
+  edns.edns.enabled = true;
+  edns.edns.udp_payload_size = 1232;
+  EXPECT_EQ(udp_answer_limit(encode_query("www.example.com", rr_type::a, edns)), 1232u);
+  edns.edns.udp_payload_size = 4096;
+  edns.edns.options.push_back({10, bytes(8, 0x11)});  // a cookie before the size is read
+  EXPECT_EQ(udp_answer_limit(encode_query("www.example.com", rr_type::a, edns)), 4096u);
+  // RFC 6891 6.2.5: a size below 512 is treated as 512.
+  edns.edns.udp_payload_size = 100;
+  EXPECT_EQ(udp_answer_limit(encode_query("www.example.com", rr_type::a, edns)), 512u);
+  // An OPT record outside the additional section is not the requestor's.
+  const bytes opt_as_answer = header(0, 0x0100, 1, 1, 0, 0) + question("example.com") + bytes{0} +
+                              u16(rr_type::opt) + u16(4096) + u16(0) + u16(0) + u16(0);
+  EXPECT_EQ(udp_answer_limit(opt_as_answer), 512u);
+  const bytes opt_additional = header(0, 0x0100, 1, 0, 0, 1) + question("example.com") + bytes{0} +
+                               u16(rr_type::opt) + u16(2048) + u16(0) + u16(0) + u16(0);
+  EXPECT_EQ(udp_answer_limit(opt_additional), 2048u);
+  // Broken or short queries allow 512; nothing is read past the end.
+  EXPECT_EQ(udp_answer_limit(bytes{1, 2, 3}), 512u);
+  bytes cut = opt_additional;
+  cut.resize(cut.size() - 7);
+  EXPECT_EQ(udp_answer_limit(cut), 512u);
+}
+
 }  // namespace
 }  // namespace dnstransport

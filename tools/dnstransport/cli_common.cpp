@@ -123,6 +123,11 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_flag("--one-write-per-query", o.one_write_per_query,
                "One system call per query instead of sending all ready queries at once "
                "(tcp/tls: one gather write; udp: one sendmmsg of many datagrams)");
+  app.add_option("--tc-retry", o.tc_retry,
+                 "udp: what to do with a truncated (TC=1) answer: none (count it as truncated, "
+                 "not answered) or tcp (retry the query over TCP to the same port, as a stub "
+                 "resolver would; the retry's outcome is the query's)")
+      ->capture_default_str();
   app.add_flag("--edns", o.edns, "Add an EDNS0 OPT record to queries from text files");
   app.add_flag("--dnssec-ok", o.dnssec_ok, "Set the DO bit (implies --edns)");
   app.add_option("--edns-payload", o.edns_payload, "EDNS0 UDP payload size")->capture_default_str();
@@ -203,6 +208,11 @@ load_spec make_load_spec(const run_options& o) {
   spec.tcp_fastopen = o.tcp_fastopen;
   spec.tcp_nodelay = !o.no_nodelay;
   spec.gather_writes = !o.one_write_per_query;
+  if (o.tc_retry == "tcp") {
+    spec.tc_retry_tcp = true;
+  } else if (o.tc_retry != "none") {
+    throw setup_error(fmt::format("--tc-retry: \"{}\" is not none or tcp", o.tc_retry));
+  }
 
   query_options query;
   query.recursion_desired = !o.no_rd;

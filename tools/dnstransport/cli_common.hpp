@@ -58,6 +58,7 @@ struct run_options {
   bool tcp_fastopen = false;
   bool no_nodelay = false;
   bool one_write_per_query = false;
+  std::string tc_retry = "none";
   // EDNS and header bits of generated queries.
   bool edns = false;
   bool dnssec_ok = false;

@@ -78,6 +78,10 @@ struct load_spec {
   /// Send all queries that are ready in one system call: one gather write per TCP/TLS
   /// connection, one sendmmsg of many datagrams for UDP. false: one call per query.
   bool gather_writes = true;
+  /// UDP: retry a truncated (TC=1) answer's query over TCP to the same server and port, as
+  /// a stub resolver would (`--tc-retry tcp`); the retry's outcome is the query's outcome.
+  /// false: a truncated answer is counted in `truncated` and is not an answer.
+  bool tc_retry_tcp = false;
   tls_client_options tls;
 
   /// Called from the thread that called run_load, about every progress_interval seconds.
@@ -90,9 +94,11 @@ struct load_spec {
   const std::atomic<bool>* stop = nullptr;
 };
 
-/// Connection life cycle counters (TCP and TLS).
+/// Connection life cycle counters (TCP and TLS), for connections whose set-up began after the
+/// warm-up (their later events included, whenever they happen).
 struct connection_stats {
   std::uint64_t opened = 0;                ///< connections established (TCP handshake done)
+  std::uint64_t answered = 0;              ///< answers these connections carried
   std::uint64_t closed_by_client = 0;      ///< we closed after queries_per_connection or at the end
   std::uint64_t closed_by_server = 0;      ///< EOF from the server (FIN or TLS close_notify)
   std::uint64_t reset_by_server = 0;       ///< connection reset or other socket error while open
@@ -105,7 +111,8 @@ struct connection_stats {
 };
 
 /// Everything measured in one load. Every query sent after the warm-up ends in exactly one
-/// of: responses_received, lost, lost_on_close, malformed, mismatched, abandoned.
+/// of: responses_received, truncated, oversized, lost, lost_on_close, malformed, mismatched,
+/// abandoned. Connection figures count only connections opened after the warm-up.
 struct run_result {
   // What was run.
   std::string server;
@@ -121,13 +128,18 @@ struct run_result {
 
   // Per query.
   std::uint64_t queries_sent = 0;
-  std::uint64_t responses_received = 0;    ///< well-formed answers to the query sent
-  std::uint64_t lost = 0;                  ///< no answer within the timeout
-  std::uint64_t lost_on_close = 0;         ///< in flight when the connection closed or reset
-  std::uint64_t malformed = 0;             ///< answer with the right id that does not parse
-  std::uint64_t mismatched = 0;            ///< right id, wrong question/opcode, or QR clear
-  std::uint64_t abandoned = 0;             ///< still in flight when the run was interrupted
-  std::uint64_t truncated = 0;             ///< answers with TC set (counted in responses too)
+  std::uint64_t responses_received = 0;  ///< complete, well-formed answers to the query sent
+  std::uint64_t lost = 0;                ///< no answer within the timeout
+  std::uint64_t lost_on_close = 0;       ///< in flight when the connection closed or reset
+  std::uint64_t malformed = 0;           ///< answer with the right id that does not parse
+  std::uint64_t mismatched = 0;          ///< right id, wrong question/opcode, or QR clear
+  std::uint64_t abandoned = 0;           ///< still in flight when the run was interrupted
+  std::uint64_t truncated = 0;           ///< TC set: no complete answer (not retried over TCP)
+  std::uint64_t oversized = 0;           ///< UDP answer larger than the query allowed (512 or EDNS)
+  /// TC answers whose query was retried over TCP (tc_retry_tcp); each retry then ends in
+  /// one of the buckets above, not in `truncated`.
+  std::uint64_t tc_retried = 0;
+  std::uint64_t tc_retry_answered = 0;     ///< of those, answered over TCP (in responses_received)
   std::array<std::uint64_t, 16> rcodes{};  ///< answers by RCODE
   std::uint64_t out_of_order = 0;          ///< stream answers that overtook an earlier query
 
@@ -155,7 +167,7 @@ struct run_result {
 
   std::vector<std::string> warnings;  ///< things the user should know about this run
 
-  /// Queries answered per connection opened (0 for UDP).
+  /// Answers per connection, over the connections opened after the warm-up (0 for UDP).
   double queries_per_connection_achieved() const noexcept;
 };
 

@@ -128,6 +128,11 @@ response_summary check_response(std::span<const std::uint8_t> response,
                                 std::span<const std::uint8_t> query,
                                 std::uint16_t expected_id) noexcept;
 
+/// The largest UDP answer `query` allows (RFC 1035 §4.2.1, RFC 6891 §6.2.3): 512 octets,
+/// or the payload size its OPT record advertises when that is larger. A query too broken to
+/// find its OPT record in allows 512. Never throws, never reads outside the span.
+std::uint16_t udp_answer_limit(std::span<const std::uint8_t> query) noexcept;
+
 /// Walks one wire-format name starting at `offset` in `message`, following compression
 /// pointers (RFC 1035 §4.1.4) with loop and bounds checks. Returns the offset just past the
 /// name's bytes at its original place (pointers are not followed for this), or nothing for

@@ -1,0 +1,81 @@
+// The warm-up is left out of every figure: queries, and for TCP/TLS the connections whose
+// set-up began before the measured window (opened, handshakes, set-up latencies, answers
+// per connection). One query per connection makes each connection's share exact.
+#include <dnstransport/load.hpp>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include <dnstransport/server.hpp>
+
+namespace dnstransport {
+namespace {
+
+class warmup_test : public ::testing::TestWithParam<transport_kind> {};
+
+TEST_P(warmup_test, connections_of_the_warmup_are_left_out) {
+  const transport_kind transport = GetParam();
+  server_options o;
+  if (transport == transport_kind::tcp) o.tcp = endpoint{"127.0.0.1", 0};
+  if (transport == transport_kind::tls) o.tls = endpoint{"127.0.0.1", 0};
+  o.certificate_directory =
+      (std::filesystem::path(::testing::TempDir()) / ("warmup-" + std::to_string(getpid())))
+          .string();
+  server responder(o);
+
+  load_spec spec;
+  spec.transport = transport;
+  spec.port = transport == transport_kind::tcp ? responder.tcp_port() : responder.tls_port();
+  spec.clients = 4;
+  spec.outstanding = 1;
+  spec.queries_per_connection = 1;
+  spec.warmup_seconds = 0.4;
+  spec.duration_seconds = 0.4;
+  spec.timeout_seconds = 5;
+  spec.tls.resume = true;
+  const run_result r = run_load(spec);
+  const auto& c = r.connections;
+  const std::string what = fmt::format(
+      "sent {} answered {} opened {} carried {} full {} resumed {} connect histogram {} first "
+      "query histogram {}",
+      r.queries_sent, r.responses_received, c.opened, c.answered, r.handshakes_full,
+      r.handshakes_resumed, r.connect_latency.count(), r.first_query_latency.count());
+
+  ASSERT_GT(c.opened, 10u) << what;
+  EXPECT_EQ(r.responses_received, r.queries_sent) << what;
+  // One query per connection: every counted connection carried its one answer, but for the
+  // last of each client (opened as the window closed, closed unused) ...
+  EXPECT_LE(c.answered, c.opened) << what;
+  EXPECT_LE(c.opened, c.answered + spec.clients) << what;
+  // ... and the answers of the window include at most one per client whose connection
+  // opened in the warm-up.
+  EXPECT_LE(c.answered, r.responses_received) << what;
+  EXPECT_LE(r.responses_received, c.answered + spec.clients) << what;
+  EXPECT_EQ(r.connect_latency.count(), c.opened) << what;
+  EXPECT_EQ(r.first_query_latency.count(), c.answered) << what;
+  EXPECT_GE(r.queries_per_connection_achieved(), 0.5) << what;
+  EXPECT_LE(r.queries_per_connection_achieved(), 1.0) << what;
+  if (transport == transport_kind::tls) {
+    const std::uint64_t handshakes = r.handshakes_full + r.handshakes_resumed;
+    EXPECT_LE(handshakes, c.opened) << what;
+    EXPECT_LE(c.opened, handshakes + spec.clients) << what;
+    EXPECT_EQ(r.handshake_latency.count(), handshakes) << what;
+    // Every client resumed from a ticket it got in the warm-up.
+    EXPECT_EQ(r.handshakes_full, 0u) << what;
+  } else {
+    EXPECT_EQ(r.handshakes_full + r.handshakes_resumed, 0u) << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(stream, warmup_test,
+                         ::testing::Values(transport_kind::tcp, transport_kind::tls),
+                         [](const ::testing::TestParamInfo<transport_kind>& param) {
+                           return std::string(transport_name(param.param));
+                         });
+
+}  // namespace
+}  // namespace dnstransport
