@@ -23,7 +23,7 @@
 
 namespace dnstransport::detail {
 
-class tls_client_context;
+class stream_connector;
 
 // Everything the workers share, read-only once the run starts.
 struct run_plan {
@@ -32,7 +32,7 @@ struct run_plan {
   boost::asio::ip::address server_address;
   std::uint16_t server_port = 0;
   std::vector<boost::asio::ip::address> sources;  // source addresses to spread clients over
-  tls_client_context* tls = nullptr;
+  stream_connector* connector = nullptr;          // opens TCP/TLS connections (UDP: TC retries)
   // Per query of the set: its question's number (queries asking the same question, names
   // compared case-insensitively, share one), and for UDP the largest answer it allows.
   std::vector<std::uint32_t> question_of;

@@ -1,6 +1,7 @@
 #pragma once
-// Internal: reassembly of length-prefixed DNS messages (RFC 1035 §4.2.2, RFC 7766 §8) from a
-// byte stream read in arbitrary chunks. Used by the stream client and the responder.
+// Internal: length-prefixed DNS messages (RFC 1035 §4.2.2, RFC 7766 §8) on a byte stream:
+// the 2-octet prefix written, and messages reassembled from chunks read in any sizes. Used by
+// message_channel (stream/), under the stream client and the responder.
 
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +9,15 @@
 #include <vector>
 
 namespace dnstransport::detail {
+
+/// Octets of the length prefix before each message.
+inline constexpr std::size_t frame_prefix_size = 2;
+
+/// Writes the length prefix of a `size`-octet message (at most 65535) at `at`.
+inline void put_frame_prefix(std::uint8_t* at, std::size_t size) noexcept {
+  at[0] = static_cast<std::uint8_t>(size >> 8);
+  at[1] = static_cast<std::uint8_t>(size);
+}
 
 class frame_reader {
  public:

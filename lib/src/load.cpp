@@ -18,6 +18,7 @@
 #include "clock.hpp"
 #include "engine.hpp"
 #include "socket_util.hpp"
+#include "stream/byte_stream.hpp"
 #include "tls/tls_engine.hpp"
 
 namespace dnstransport {
@@ -278,7 +279,13 @@ run_result run_load(const load_spec& spec) {
   result.threads = threads;
 
   std::unique_ptr<detail::tls_client_context> tls;
-  if (spec.transport == transport_kind::tls) tls = detail::make_tls_client_context(spec.tls);
+  std::unique_ptr<detail::stream_connector> connector;
+  if (spec.transport == transport_kind::tls) {
+    tls = detail::make_tls_client_context(spec.tls);
+    connector = detail::make_tls_connector(*tls);
+  } else {
+    connector = detail::make_tcp_connector();
+  }
 
   detail::run_plan plan;
   plan.spec = &spec;
@@ -286,7 +293,7 @@ run_result run_load(const load_spec& spec) {
   plan.server_address = server_address;
   plan.server_port = spec.port;
   plan.sources = sources;
-  plan.tls = tls.get();
+  plan.connector = connector.get();
   plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
   plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : 0;
   plan.distinct_questions = number_questions(*queries, plan.question_of);

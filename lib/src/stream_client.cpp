@@ -1,8 +1,8 @@
-// Stream client: DNS over TCP (RFC 7766) and over TLS (RFC 7858) share one state machine.
-// A client keeps up to `outstanding` queries in flight on its connection, matches answers by
-// id in any order, and replaces the connection after `queries_per_connection` queries.
-// Plain TCP writes all ready queries with one sendmsg of [length][id][rest] iovecs, so no
-// query is copied; TLS copies them into one buffer that the engine encrypts and sends.
+// Stream client: DNS over a byte stream (plain TCP, RFC 7766, or TLS, RFC 7858: whichever
+// the run's stream_connector opens). A client keeps up to `outstanding` queries in flight on
+// its connection, matches answers by id in any order, and replaces the connection after
+// `queries_per_connection` queries. All ready queries go out as one gathered write of
+// [length+id][rest] pieces: plain TCP sends them without a copy, TLS joins them once.
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,15 +20,15 @@
 
 #include "clock.hpp"
 #include "engine.hpp"
-#include "framing.hpp"
 #include "socket_util.hpp"
+#include "stream/message_channel.hpp"
 #include "tls/tls_engine.hpp"
 
 namespace dnstransport::detail {
 
 namespace {
 
-constexpr unsigned max_gather = 256;  // queries per sendmsg (3 iovecs each, IOV_MAX is 1024)
+constexpr unsigned max_gather = 256;  // queries per write (2 pieces each, IOV_MAX is 1024)
 
 // Running to a query count, connects/handshakes failed in a row before a client gives up.
 constexpr unsigned max_failed_in_a_row = 3;
@@ -51,8 +51,9 @@ class stream_client final : public client_base {
         return;
       }
       if (now - connection_started_ns_ >= plan().timeout_ns) {
-        fail_connection(now, state_ == conn_state::connecting ? "tcp connect" : "tls handshake",
-                        ETIMEDOUT, {});
+        fail_connection(
+            state_ == conn_state::connecting ? std::string("tcp connect") : handshake_name(),
+            ETIMEDOUT);
       }
       return;
     }
@@ -82,7 +83,9 @@ class stream_client final : public client_base {
 
  private:
   const load_spec& spec() const noexcept { return *plan().spec; }
-  bool tls_enabled() const noexcept { return plan().tls != nullptr; }
+  std::string handshake_name() {
+    return fmt::format("{} handshake", channel_.is_open() ? channel_.stream().name() : "stream");
+  }
 
   bool connection_done() const noexcept {
     const std::uint64_t limit = spec().queries_per_connection;
@@ -102,9 +105,6 @@ class stream_client final : public client_base {
     sent_on_connection_ = 0;
     highest_sequence_answered_ = 0;
     any_answered_ = false;
-    reader_.reset();
-    out_.clear();
-    written_ = 0;
     waiting_read_ = waiting_write_ = false;
 
     const run_plan& p = plan();
@@ -112,7 +112,7 @@ class stream_client final : public client_base {
     boost::system::error_code ec;
     socket_.open(server.protocol(), ec);
     if (ec) {
-      fail_connection(now, "tcp socket", ec.value(), {});
+      fail_connection("tcp socket", ec.value());
       return;
     }
     const int fd = socket_.native_handle();
@@ -130,7 +130,7 @@ class stream_client final : public client_base {
       setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
       socket_.bind({source, 0}, ec);
       if (ec) {
-        fail_connection(now, "tcp bind", ec.value(), {});
+        fail_connection("tcp bind", ec.value());
         return;
       }
     }
@@ -147,7 +147,7 @@ class stream_client final : public client_base {
       return;
     }
     if (errno != EINPROGRESS) {
-      fail_connection(now, "tcp connect", errno, {});
+      fail_connection("tcp connect", errno);
       return;
     }
     wait(boost::asio::socket_base::wait_write);
@@ -158,33 +158,25 @@ class stream_client final : public client_base {
       ++shard().connections.opened;
       shard().connect_latency.record(now - connection_started_ns_);
     }
-    if (tls_enabled()) {
-      tls_ =
-          plan().tls->connect(socket_.native_handle(), spec().tls.resume ? ticket_.get() : nullptr);
-      state_ = conn_state::handshaking;
-      handshake_started_ns_ = now;
-      handshake(now);
-      return;
-    }
-    end_setup();
-    failed_in_a_row_ = 0;
-    state_ = conn_state::established;
-    fill(now);
-    arm_read();
+    channel_.open(plan().connector->open(socket_.native_handle(),
+                                         spec().tls.resume ? ticket_.get() : nullptr));
+    state_ = conn_state::handshaking;
+    handshake_started_ns_ = now;
+    handshake(now);
   }
 
+  // The stream's own set-up above TCP (TLS); a stream without one is ready at once.
   void handshake(std::uint64_t now) {
-    switch (tls_->handshake()) {
-      case tls_io::done:
-        // The last handshake step does the expensive crypto: read the clock after it, so
-        // neither the handshake nor the first query's send time is back-dated.
-        now = monotonic_ns();
-        if (counted_) {
-          shard().handshake_latency.record(now - handshake_started_ns_);
-          if (tls_->resumed()) {
-            ++shard().handshakes_resumed;
-          } else {
-            ++shard().handshakes_full;
+    byte_stream& stream = channel_.stream();
+    switch (stream.handshake()) {
+      case stream_io::done:
+        if (stream.has_handshake()) {
+          // The last handshake step does the expensive crypto: read the clock after it, so
+          // neither the handshake nor the first query's send time is back-dated.
+          now = monotonic_ns();
+          if (counted_) {
+            shard().handshake_latency.record(now - handshake_started_ns_);
+            ++(stream.resumed() ? shard().handshakes_resumed : shard().handshakes_full);
           }
         }
         end_setup();
@@ -193,37 +185,41 @@ class stream_client final : public client_base {
         fill(now);
         arm_read();
         return;
-      case tls_io::want_read:
+      case stream_io::want_read:
         wait(boost::asio::socket_base::wait_read);
         return;
-      case tls_io::want_write:
+      case stream_io::want_write:
         wait(boost::asio::socket_base::wait_write);
         return;
-      case tls_io::closed:
-        fail_connection(now, "tls handshake", 0, "the server closed the connection",
-                        tls_failure::none);
-        return;
-      case tls_io::error:
-        fail_connection(now, "tls handshake", 0, tls_->error_message(), tls_->failure());
+      case stream_io::closed:
+      case stream_io::failed:
+        fail_connection(handshake_name(), stream.failure_cause(), stream.error_message());
         return;
     }
   }
 
-  // A connect or handshake that did not complete. Counted by errno name, or as
-  // "tls_<failure>"; tls_failure::none is a server that closed during the handshake.
-  void fail_connection(std::uint64_t /*now*/, const char* what, int error,
-                       const std::string& message, tls_failure failure = tls_failure::other) {
+  // A connect (or socket set-up) that failed with `error`, counted by its errno name.
+  void fail_connection(const std::string& what, int error) {
+    if (counted_) {
+      ++shard().connections.failed;
+      record_socket_error(shard().connections, what.c_str(), error);
+    }
+    connection_failed();
+  }
+
+  // A handshake that failed, counted by the stream's cause ("tls_certificate").
+  void fail_connection(const std::string& what, const std::string& cause,
+                       const std::string& message) {
     connection_stats& c = shard().connections;
     if (counted_) {
       ++c.failed;
-      if (error != 0) {
-        record_socket_error(c, what, error);
-      } else {
-        const char* kind = failure == tls_failure::none ? "closed" : tls_failure_name(failure);
-        ++c.failures[fmt::format("tls_{}", kind)];
-        if (c.first_failure.empty()) c.first_failure = fmt::format("{}: {}", what, message);
-      }
+      ++c.failures[cause];
+      if (c.first_failure.empty()) c.first_failure = fmt::format("{}: {}", what, message);
     }
+    connection_failed();
+  }
+
+  void connection_failed() {
     // Running to a query count, a server that fails every connection would keep the run
     // going forever: after a few failures in a row this client gives up.
     if (++failed_in_a_row_ >= max_failed_in_a_row && plan().send_end_ns == UINT64_MAX) quota_ = 0;
@@ -260,7 +256,7 @@ class stream_client final : public client_base {
         socklen_t length = sizeof error;
         getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length);
         if (error != 0) {
-          fail_connection(now, "tcp connect", error, {});
+          fail_connection("tcp connect", error);
         } else {
           on_connected(now);
         }
@@ -286,49 +282,32 @@ class stream_client final : public client_base {
   // Reads and processes everything available (answers are timed as each read returns).
   // False when the connection is gone.
   bool read_available() {
-    for (;;) {
-      auto space = reader_.prepare();
-      std::size_t n = 0;
-      if (tls_) {
-        switch (tls_->read(space.data(), space.size(), n)) {
-          case tls_io::done:
-            break;
-          case tls_io::want_read:
-            return true;
-          case tls_io::want_write:
-            wait(boost::asio::socket_base::wait_write);
-            return true;
-          case tls_io::closed:
-            server_closed(false);
-            return false;
-          case tls_io::error:
-            server_closed(true);
-            return false;
-        }
-      } else {
-        const ssize_t r = ::recv(socket_.native_handle(), space.data(), space.size(), 0);
-        if (r < 0) {
-          if (errno == EINTR) continue;
-          if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
-          server_closed(true);
-          return false;
-        }
-        if (r == 0) {
-          server_closed(false);
-          return false;
-        }
-        n = static_cast<std::size_t>(r);
-      }
-      reader_.commit(n);
-      if (!take_messages(monotonic_ns())) return false;
-      if (n < space.size() && !(tls_ && tls_->pending() > 0)) return true;
+    bool gone = false;
+    switch (channel_.read([&] {
+      gone = !take_messages(monotonic_ns());
+      return !gone;
+    })) {
+      case message_channel::read_end::drained:
+        return true;
+      case message_channel::read_end::want_write:
+        wait(boost::asio::socket_base::wait_write);
+        return true;
+      case message_channel::read_end::closed:
+        server_closed(false);
+        return false;
+      case message_channel::read_end::failed:
+        server_closed(true);
+        return false;
+      case message_channel::read_end::stopped:
+        return !gone;
     }
+    return true;
   }
 
   bool take_messages(std::uint64_t now) {
     std::span<const std::uint8_t> message;
     for (;;) {
-      const auto r = reader_.next(message);
+      const auto r = channel_.next(message);
       if (r == frame_reader::result::need_more) return true;
       if (r == frame_reader::result::zero_length) {
         if (counted_) ++shard().connections.failures["zero_length_frame"];
@@ -363,20 +342,16 @@ class stream_client final : public client_base {
   }
 
   void fill(std::uint64_t now) {
-    if (state_ != conn_state::established || written_ < out_.size()) return;
+    if (state_ != conn_state::established || channel_.output_pending()) return;
     std::uint64_t allowance = send_allowance(now);
     const std::uint64_t limit = spec().queries_per_connection;
     if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, sent_on_connection_));
     if (!spec().gather_writes) allowance = std::min<std::uint64_t>(allowance, 1);
     while (allowance > 0) {
       const unsigned batch = static_cast<unsigned>(std::min<std::uint64_t>(allowance, max_gather));
-      if (tls_) {
-        queue_tls(now, batch);
-      } else if (!write_tcp(now, batch)) {
-        return;
-      }
+      if (!write_queries(now, batch)) return;
       allowance -= batch;
-      if (written_ < out_.size()) return;
+      if (channel_.output_pending()) return;
       if (!spec().gather_writes) {
         allowance = std::min<std::uint64_t>(send_allowance(now), 1);
         if (limit != 0 && sent_on_connection_ >= limit) allowance = 0;
@@ -391,51 +366,39 @@ class stream_client final : public client_base {
     return s;
   }
 
-  // Gather-writes `batch` queries; keeps any unsent tail in out_. False if the socket died.
-  bool write_tcp(std::uint64_t now, unsigned batch) {
-    std::array<iovec, max_gather * 3> iov;
-    std::size_t total = 0;
+  // Writes `batch` queries in one gathered write; the channel keeps what the stream did not
+  // take. False if the connection died.
+  bool write_queries(std::uint64_t now, unsigned batch) {
+    std::array<iovec, max_gather * 2> pieces;
     for (unsigned i = 0; i < batch; ++i) {
       slot_table::slot& s = next_query(now);
       const auto query = (*plan().queries)[s.query_index];
-      auto& prefix = prefixes_[i];
-      prefix[0] = static_cast<std::uint8_t>(query.size() >> 8);
-      prefix[1] = static_cast<std::uint8_t>(query.size());
-      patch_id(&prefix[2], s.id);
-      iov[i * 2] = {prefix.data(), 4};
-      iov[i * 2 + 1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
-      total += query.size() + 2;
+      auto& head = heads_[i];  // length prefix and id, then the rest of the encoded query
+      put_frame_prefix(head.data(), query.size());
+      patch_id(&head[frame_prefix_size], s.id);
+      pieces[i * 2] = {head.data(), head.size()};
+      pieces[i * 2 + 1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
     }
-    // sendmsg rather than writev: only it takes MSG_NOSIGNAL, and a server that closed the
-    // connection must not kill the process with SIGPIPE.
-    msghdr message{};
-    message.msg_iov = iov.data();
-    message.msg_iovlen = batch * 2;
-    ssize_t sent;
-    do {
-      sent = ::sendmsg(socket_.native_handle(), &message, MSG_NOSIGNAL);
-    } while (sent < 0 && errno == EINTR);
-    if (sent < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+    return after_write(channel_.send({pieces.data(), batch * 2u}));
+  }
+
+  // Waits for what a write left to do. False if the connection died.
+  bool after_write(stream_io r) {
+    switch (r) {
+      case stream_io::done:
+        return true;
+      case stream_io::want_read:
+        arm_read();
+        return true;
+      case stream_io::want_write:
+        wait(boost::asio::socket_base::wait_write);
+        return true;
+      case stream_io::closed:
+        server_closed(false);
+        return false;
+      case stream_io::failed:
         server_closed(true);
         return false;
-      }
-      sent = 0;
-    }
-    if (static_cast<std::size_t>(sent) < total) {
-      // Keep the unsent bytes (rare: a full socket buffer) and finish when writable.
-      std::size_t skip = static_cast<std::size_t>(sent);
-      for (unsigned i = 0; i < batch * 2; ++i) {
-        const auto* base = static_cast<const std::uint8_t*>(iov[i].iov_base);
-        if (skip >= iov[i].iov_len) {
-          skip -= iov[i].iov_len;
-          continue;
-        }
-        out_.insert(out_.end(), base + skip, base + iov[i].iov_len);
-        skip = 0;
-      }
-      written_ = 0;
-      wait(boost::asio::socket_base::wait_write);
     }
     return true;
   }
@@ -451,71 +414,16 @@ class stream_client final : public client_base {
     }
   }
 
-  void queue_tls(std::uint64_t now, unsigned batch) {
-    for (unsigned i = 0; i < batch; ++i) {
-      slot_table::slot& s = next_query(now);
-      const auto query = (*plan().queries)[s.query_index];
-      const std::size_t at = out_.size();
-      out_.resize(at + 2 + query.size());
-      out_[at] = static_cast<std::uint8_t>(query.size() >> 8);
-      out_[at + 1] = static_cast<std::uint8_t>(query.size());
-      std::memcpy(&out_[at + 2], query.data(), query.size());
-      patch_id(&out_[at + 2], s.id);
-    }
-    written_ = 0;
-    flush();
-  }
-
   // Sends pending output. False when the connection is gone.
-  bool flush() {
-    while (written_ < out_.size()) {
-      const std::uint8_t* data = out_.data() + written_;
-      const std::size_t size = out_.size() - written_;
-      std::size_t n = 0;
-      if (tls_) {
-        switch (tls_->write(data, size, n)) {
-          case tls_io::done:
-            break;
-          case tls_io::want_read:
-            arm_read();
-            return true;
-          case tls_io::want_write:
-            wait(boost::asio::socket_base::wait_write);
-            return true;
-          case tls_io::closed:
-            server_closed(false);
-            return false;
-          case tls_io::error:
-            server_closed(true);
-            return false;
-        }
-      } else {
-        const ssize_t r = ::send(socket_.native_handle(), data, size, MSG_NOSIGNAL);
-        if (r < 0) {
-          if (errno == EINTR) continue;
-          if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            wait(boost::asio::socket_base::wait_write);
-            return true;
-          }
-          server_closed(true);
-          return false;
-        }
-        n = static_cast<std::size_t>(r);
-      }
-      written_ += n;
-    }
-    out_.clear();
-    written_ = 0;
-    return true;
-  }
+  bool flush() { return after_write(channel_.flush()); }
 
   // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
   void close(bool count) {
     if (count && counted_ && state_ != conn_state::idle && state_ != conn_state::connecting) {
       ++shard().connections.closed_by_client;
     }
-    if (tls_ && state_ == conn_state::established && spec().close == close_mode::fin) {
-      tls_->shutdown();
+    if (state_ == conn_state::established && spec().close == close_mode::fin) {
+      channel_.stream().shutdown();
     }
     if (spec().close == close_mode::rst && socket_.is_open()) {
       const linger abortive{1, 0};
@@ -532,10 +440,10 @@ class stream_client final : public client_base {
 
   void drop_socket() {
     end_setup();
-    if (tls_ && spec().tls.resume) {
-      if (auto ticket = tls_->ticket()) ticket_ = std::move(ticket);
+    if (channel_.is_open() && spec().tls.resume) {
+      if (auto ticket = channel_.stream().ticket()) ticket_ = std::move(ticket);
     }
-    tls_.reset();
+    channel_.close();
     if (fastopen_ && socket_.is_open() && sent_on_connection_ > 0) note_fastopen();
     ++generation_;
     boost::system::error_code ec;
@@ -545,12 +453,9 @@ class stream_client final : public client_base {
   }
 
   boost::asio::ip::tcp::socket socket_;
-  std::unique_ptr<tls_session> tls_;
+  message_channel channel_;
   std::unique_ptr<tls_ticket> ticket_;
-  frame_reader reader_;
-  std::vector<std::uint8_t> out_;
-  std::size_t written_ = 0;
-  std::array<std::array<std::uint8_t, 4>, max_gather> prefixes_{};
+  std::array<std::array<std::uint8_t, frame_prefix_size + 2>, max_gather> heads_{};
   conn_state state_ = conn_state::idle;
   std::uint64_t generation_ = 0;
   std::uint64_t connection_started_ns_ = 0;
