@@ -1,10 +1,5 @@
 #include "server_connection.hpp"
 
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "clock.hpp"
@@ -12,30 +7,21 @@
 
 namespace dnstransport::detail {
 
-namespace {
-// Stop reading while this much is waiting to be written: back-pressure on a client that
-// sends faster than it reads.
-constexpr std::size_t max_pending_output = 1 << 20;
-}  // namespace
-
-stream_connection::stream_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
-                                     bool tls)
-    : owner_(owner), socket_(std::move(socket)) {
+server_connection::server_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
+                                     stream_acceptor& streams, std::atomic<std::uint64_t>& queries)
+    : owner_(owner), socket_(std::move(socket)), queries_(queries) {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
-  if (tls) {
-    tls_ = owner_.tls()->accept(socket_.native_handle());
-    handshaking_ = true;
-  }
+  channel_.open(streams.open(socket_.native_handle()));
   last_activity_ns_ = monotonic_ns();
 }
 
-void stream_connection::start() {
+void server_connection::start() {
   step();
 }
 
-void stream_connection::wait(boost::asio::socket_base::wait_type type) {
+void server_connection::wait(boost::asio::socket_base::wait_type type) {
   if (waiting_ || closed_) return;
   waiting_ = true;
   socket_.async_wait(type, [self = shared_from_this()](const boost::system::error_code& ec) {
@@ -45,102 +31,75 @@ void stream_connection::wait(boost::asio::socket_base::wait_type type) {
   });
 }
 
-void stream_connection::step() {
+void server_connection::step() {
   if (closed_) return;
   if (handshaking_) {
     do_handshake();
     if (handshaking_ || closed_) return;
   }
-  // Write what is pending first; while it does not drain, wait for the socket to take it.
-  if (written_ < out_.size()) {
-    if (!flush()) return;
-    if (written_ < out_.size()) {
-      if (out_.size() - written_ >= max_pending_output || tls_) {
-        // TLS must retry the same write before anything else; plain TCP keeps reading
-        // until the backlog is large.
-        return;
-      }
-    }
-  }
+  // Answers not yet written go first: no more is read until the stream took them, which
+  // holds back a client that sends faster than it reads.
+  if (!flush() || channel_.output_pending()) return;
   if (closing_) {
-    if (written_ >= out_.size()) finish_close();
-    return;
-  }
-  if (!read_some()) return;
-  answer_buffered();
-  if (!flush()) return;
-  if (closing_ && written_ >= out_.size()) {
     finish_close();
     return;
   }
-  if (!waiting_)
-    wait(written_ < out_.size() && tls_ ? boost::asio::socket_base::wait_write
-                                        : boost::asio::socket_base::wait_read);
+  if (!read_queries()) return;
+  if (!flush()) return;
+  if (closing_ && !channel_.output_pending()) {
+    finish_close();
+    return;
+  }
+  if (!channel_.output_pending()) wait(boost::asio::socket_base::wait_read);
 }
 
-void stream_connection::do_handshake() {
-  switch (tls_->handshake()) {
-    case tls_io::done:
+void server_connection::do_handshake() {
+  byte_stream& stream = channel_.stream();
+  switch (stream.handshake()) {
+    case stream_io::done:
       handshaking_ = false;
-      if (tls_->resumed()) owner_.counters.tls_resumed.fetch_add(1, std::memory_order_relaxed);
+      if (stream.resumed()) owner_.counters.tls_resumed.fetch_add(1, std::memory_order_relaxed);
       return;
-    case tls_io::want_read:
+    case stream_io::want_read:
       wait(boost::asio::socket_base::wait_read);
       return;
-    case tls_io::want_write:
+    case stream_io::want_write:
       wait(boost::asio::socket_base::wait_write);
       return;
-    case tls_io::closed:
-    case tls_io::error:
+    case stream_io::closed:
+    case stream_io::failed:
       owner_.counters.tls_handshakes_failed.fetch_add(1, std::memory_order_relaxed);
       close();
       return;
   }
 }
 
-bool stream_connection::read_some() {
-  for (;;) {
-    auto space = reader_.prepare();
-    std::size_t n = 0;
-    if (tls_) {
-      switch (tls_->read(space.data(), space.size(), n)) {
-        case tls_io::done:
-          break;
-        case tls_io::want_read:
-          return true;
-        case tls_io::want_write:
-          wait(boost::asio::socket_base::wait_write);
-          return true;
-        case tls_io::closed:
-        case tls_io::error:
-          closing_ = true;
-          return true;
-      }
-    } else {
-      const ssize_t r = ::recv(socket_.native_handle(), space.data(), space.size(), 0);
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
-        close();
-        return false;
-      }
-      if (r == 0) {
-        closing_ = true;
-        return true;
-      }
-      n = static_cast<std::size_t>(r);
-    }
-    reader_.commit(n);
+bool server_connection::read_queries() {
+  switch (channel_.read([this] {
     last_activity_ns_ = monotonic_ns();
-    if (n < space.size() && !(tls_ && tls_->pending() > 0)) return true;
+    return answer_buffered();
+  })) {
+    case message_channel::read_end::drained:
+    case message_channel::read_end::stopped:
+      return true;
+    case message_channel::read_end::want_write:
+      wait(boost::asio::socket_base::wait_write);
+      return true;
+    case message_channel::read_end::closed:
+      closing_ = true;
+      return true;
+    case message_channel::read_end::failed:
+      // A TLS session that failed may still have answers to flush; a reset socket not.
+      closing_ = true;
+      return true;
   }
+  return true;
 }
 
-void stream_connection::answer_buffered() {
+// Answers the complete queries read so far; false to stop reading (closing).
+bool server_connection::answer_buffered() {
   const server_options& options = owner_.options();
-  auto& counter = tls_ ? owner_.counters.tls_queries : owner_.counters.tcp_queries;
-  const std::size_t batch_start = out_.size();
-  std::vector<std::pair<std::size_t, std::size_t>> order;  // only used for reverse order
+  const std::size_t batch_start = channel_.output_mark();
   std::span<const std::uint8_t> message;
   std::uint64_t answered_now = 0;
   for (;;) {
@@ -148,7 +107,7 @@ void stream_connection::answer_buffered() {
       closing_ = true;
       break;
     }
-    const auto r = reader_.next(message);
+    const auto r = channel_.next(message);
     if (r == frame_reader::result::need_more) break;
     if (r == frame_reader::result::zero_length) {
       owner_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
@@ -161,69 +120,34 @@ void stream_connection::answer_buffered() {
       owner_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    const std::size_t at = out_.size();
-    out_.resize(at + 2 + size);
-    out_[at] = static_cast<std::uint8_t>(size >> 8);
-    out_[at + 1] = static_cast<std::uint8_t>(size);
-    std::memcpy(&out_[at + 2], scratch.data(), size);
-    if (options.reverse_order) order.emplace_back(at, 2 + size);
+    std::memcpy(channel_.append(size).data(), scratch.data(), size);
     ++answered_;
     ++answered_now;
   }
-  counter.fetch_add(answered_now, std::memory_order_relaxed);
-  if (options.reverse_order && order.size() > 1) {
-    std::vector<std::uint8_t> reversed;
-    reversed.reserve(out_.size() - batch_start);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      reversed.insert(reversed.end(), out_.begin() + static_cast<std::ptrdiff_t>(it->first),
-                      out_.begin() + static_cast<std::ptrdiff_t>(it->first + it->second));
-    }
-    std::copy(reversed.begin(), reversed.end(),
-              out_.begin() + static_cast<std::ptrdiff_t>(batch_start));
-  }
+  queries_.fetch_add(answered_now, std::memory_order_relaxed);
+  if (options.reverse_order) channel_.reverse_since(batch_start);
+  return !closing_;
 }
 
-bool stream_connection::flush() {
-  while (written_ < out_.size()) {
-    const std::uint8_t* data = out_.data() + written_;
-    const std::size_t size = out_.size() - written_;
-    std::size_t n = 0;
-    if (tls_) {
-      switch (tls_->write(data, size, n)) {
-        case tls_io::done:
-          break;
-        case tls_io::want_read:
-          wait(boost::asio::socket_base::wait_read);
-          return true;
-        case tls_io::want_write:
-          wait(boost::asio::socket_base::wait_write);
-          return true;
-        case tls_io::closed:
-        case tls_io::error:
-          close();
-          return false;
-      }
-    } else {
-      const ssize_t r = ::send(socket_.native_handle(), data, size, MSG_NOSIGNAL);
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-          wait(boost::asio::socket_base::wait_write);
-          return true;
-        }
-        close();
-        return false;
-      }
-      n = static_cast<std::size_t>(r);
-    }
-    written_ += n;
+bool server_connection::flush() {
+  switch (channel_.flush()) {
+    case stream_io::done:
+      return true;
+    case stream_io::want_read:
+      wait(boost::asio::socket_base::wait_read);
+      return true;
+    case stream_io::want_write:
+      wait(boost::asio::socket_base::wait_write);
+      return true;
+    case stream_io::closed:
+    case stream_io::failed:
+      close();
+      return false;
   }
-  out_.clear();
-  written_ = 0;
   return true;
 }
 
-void stream_connection::check_idle(std::uint64_t now) {
+void server_connection::check_idle(std::uint64_t now) {
   const double timeout = owner_.options().idle_timeout_seconds;
   if (timeout <= 0 || closed_) return;
   if (now - last_activity_ns_ >= seconds_to_ns(timeout)) {
@@ -232,14 +156,15 @@ void stream_connection::check_idle(std::uint64_t now) {
   }
 }
 
-void stream_connection::finish_close() {
-  if (tls_ && !handshaking_) tls_->shutdown();
+void server_connection::finish_close() {
+  if (!handshaking_) channel_.stream().shutdown();
   close();
 }
 
-void stream_connection::close() {
+void server_connection::close() {
   if (closed_) return;
   closed_ = true;
+  channel_.close();
   boost::system::error_code ec;
   socket_.close(ec);
   owner_.forget(this);

@@ -1,22 +1,24 @@
 #pragma once
-// Internal: one TCP or TLS connection accepted by the built-in responder. Reads whatever is
-// available, answers every complete message, writes all answers of a read in one go.
+// Internal: one TCP or TLS connection accepted by the built-in responder, on the same
+// byte_stream and message_channel as the stream client. Reads whatever is available,
+// answers every complete message, writes all answers of a read in one go.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 
-#include "framing.hpp"
 #include "server_thread.hpp"
-#include "tls/tls_engine.hpp"
+#include "stream/message_channel.hpp"
 
 namespace dnstransport::detail {
 
-class stream_connection : public std::enable_shared_from_this<stream_connection> {
+class server_connection : public std::enable_shared_from_this<server_connection> {
  public:
-  stream_connection(server_thread& owner, boost::asio::ip::tcp::socket socket, bool tls);
+  // `queries` counts the answers of this listener (TCP or TLS).
+  server_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
+                    stream_acceptor& streams, std::atomic<std::uint64_t>& queries);
 
   void start();
   // Closes the connection if it has been idle longer than the configured timeout.
@@ -27,20 +29,18 @@ class stream_connection : public std::enable_shared_from_this<stream_connection>
   void wait(boost::asio::socket_base::wait_type type);
   void step();
   void do_handshake();
-  bool read_some();  // false when the connection closed
-  void answer_buffered();
+  bool read_queries();  // false when the connection closed
+  bool answer_buffered();
   bool flush();  // false when the connection closed
   void finish_close();
 
   server_thread& owner_;
   boost::asio::ip::tcp::socket socket_;
-  std::unique_ptr<tls_session> tls_;
-  frame_reader reader_;
-  std::vector<std::uint8_t> out_;
-  std::size_t written_ = 0;  // bytes of out_ already sent
+  message_channel channel_;
+  std::atomic<std::uint64_t>& queries_;
   std::uint64_t answered_ = 0;
   std::uint64_t last_activity_ns_ = 0;
-  bool handshaking_ = false;
+  bool handshaking_ = true;
   bool closing_ = false;  // stop reading, flush, then close
   bool closed_ = false;
   bool waiting_ = false;

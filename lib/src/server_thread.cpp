@@ -15,6 +15,7 @@
 #include "responder.hpp"
 #include "server_connection.hpp"
 #include "socket_util.hpp"
+#include "stream/byte_stream.hpp"
 
 namespace dnstransport::detail {
 
@@ -33,7 +34,11 @@ std::string describe(const Endpoint& where) {
 }  // namespace
 
 server_thread::server_thread(const server_options& options, tls_server_context* tls)
-    : options_(options), tls_(tls), sweep_timer_(io_), answer_scratch_(65535 + answer_overhead) {}
+    : options_(options),
+      tcp_streams_(make_tcp_acceptor()),
+      tls_streams_(tls != nullptr ? make_tls_acceptor(*tls) : nullptr),
+      sweep_timer_(io_),
+      answer_scratch_(65535 + answer_overhead) {}
 
 server_thread::~server_thread() {
   stop();
@@ -94,8 +99,8 @@ std::uint16_t server_thread::open_tls(const boost::asio::ip::tcp::endpoint& wher
 
 void server_thread::start(std::optional<int> cpu) {
   if (udp_) wait_udp();
-  if (tcp_) accept(*tcp_, false);
-  if (tls_acceptor_) accept(*tls_acceptor_, true);
+  if (tcp_) accept(*tcp_, *tcp_streams_, counters.tcp_queries);
+  if (tls_acceptor_) accept(*tls_acceptor_, *tls_streams_, counters.tls_queries);
   if (options_.idle_timeout_seconds > 0) schedule_sweep();
   thread_ = std::thread([this, cpu] {
     if (cpu) pin_current_thread(*cpu);
@@ -110,7 +115,7 @@ void server_thread::stop() {
   connections_.clear();
 }
 
-void server_thread::forget(stream_connection* connection) {
+void server_thread::forget(server_connection* connection) {
   connections_.erase(connection);
 }
 
@@ -175,17 +180,19 @@ void server_thread::on_udp_readable() {
   wait_udp();
 }
 
-void server_thread::accept(boost::asio::ip::tcp::acceptor& acceptor, bool tls) {
-  acceptor.async_accept([this, &acceptor, tls](const boost::system::error_code& ec,
-                                               boost::asio::ip::tcp::socket socket) {
+void server_thread::accept(boost::asio::ip::tcp::acceptor& acceptor, stream_acceptor& streams,
+                           std::atomic<std::uint64_t>& queries) {
+  acceptor.async_accept([this, &acceptor, &streams, &queries](const boost::system::error_code& ec,
+                                                              boost::asio::ip::tcp::socket socket) {
     if (ec == boost::asio::error::operation_aborted) return;
     if (!ec) {
       counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
-      auto connection = std::make_shared<stream_connection>(*this, std::move(socket), tls);
+      auto connection =
+          std::make_shared<server_connection>(*this, std::move(socket), streams, queries);
       connections_.emplace(connection.get(), connection);
       connection->start();
     }
-    accept(acceptor, tls);
+    accept(acceptor, streams, queries);
   });
 }
 
@@ -194,7 +201,7 @@ void server_thread::schedule_sweep() {
   sweep_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
     const std::uint64_t now = monotonic_ns();
-    std::vector<std::shared_ptr<stream_connection>> open;
+    std::vector<std::shared_ptr<server_connection>> open;
     open.reserve(connections_.size());
     for (auto& [key, connection] : connections_) open.push_back(connection);
     for (auto& connection : open) connection->check_idle(now);

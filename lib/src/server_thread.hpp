@@ -22,7 +22,8 @@
 namespace dnstransport::detail {
 
 class tls_server_context;
-class stream_connection;
+class server_connection;
+class stream_acceptor;
 
 struct server_counters {
   std::atomic<std::uint64_t> udp_queries{0};
@@ -50,9 +51,8 @@ class server_thread {
 
   server_counters counters;
   const server_options& options() const noexcept { return options_; }
-  tls_server_context* tls() const noexcept { return tls_; }
   boost::asio::io_context& io() noexcept { return io_; }
-  void forget(stream_connection* connection);
+  void forget(server_connection* connection);
   // Where a connection builds one answer before framing it; shared by the thread's
   // connections, which run one at a time.
   std::span<std::uint8_t> answer_scratch() noexcept { return answer_scratch_; }
@@ -60,17 +60,19 @@ class server_thread {
  private:
   void wait_udp();
   void on_udp_readable();
-  void accept(boost::asio::ip::tcp::acceptor& acceptor, bool tls);
+  void accept(boost::asio::ip::tcp::acceptor& acceptor, stream_acceptor& streams,
+              std::atomic<std::uint64_t>& queries);
   void schedule_sweep();
 
   const server_options& options_;
-  tls_server_context* tls_;
+  std::unique_ptr<stream_acceptor> tcp_streams_;
+  std::unique_ptr<stream_acceptor> tls_streams_;  // when the responder has TLS
   boost::asio::io_context io_{1};
   std::optional<boost::asio::ip::udp::socket> udp_;
   std::optional<boost::asio::ip::tcp::acceptor> tcp_;
   std::optional<boost::asio::ip::tcp::acceptor> tls_acceptor_;
   boost::asio::steady_timer sweep_timer_;
-  std::unordered_map<stream_connection*, std::shared_ptr<stream_connection>> connections_;
+  std::unordered_map<server_connection*, std::shared_ptr<server_connection>> connections_;
   std::vector<std::uint8_t> in_;
   std::vector<std::uint8_t> out_;
   std::vector<std::uint8_t> answer_scratch_;

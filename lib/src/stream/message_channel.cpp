@@ -1,5 +1,8 @@
 #include "stream/message_channel.hpp"
 
+#include <algorithm>
+#include <utility>
+
 namespace dnstransport::detail {
 
 void message_channel::open(std::unique_ptr<byte_stream> stream) {
@@ -18,6 +21,23 @@ std::span<std::uint8_t> message_channel::append(std::size_t size) {
   out_.resize(at + frame_prefix_size + size);
   put_frame_prefix(&out_[at], size);
   return {out_.data() + at + frame_prefix_size, size};
+}
+
+void message_channel::reverse_since(std::size_t mark) {
+  std::vector<std::pair<std::size_t, std::size_t>> frames;  // offset, size with prefix
+  for (std::size_t at = mark; at + frame_prefix_size <= out_.size();) {
+    const std::size_t size = frame_prefix_size + ((std::size_t{out_[at]} << 8) | out_[at + 1]);
+    frames.emplace_back(at, size);
+    at += size;
+  }
+  if (frames.size() < 2) return;
+  std::vector<std::uint8_t> reversed;
+  reversed.reserve(out_.size() - mark);
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+    const auto first = out_.begin() + static_cast<std::ptrdiff_t>(it->first);
+    reversed.insert(reversed.end(), first, first + static_cast<std::ptrdiff_t>(it->second));
+  }
+  std::copy(reversed.begin(), reversed.end(), out_.begin() + static_cast<std::ptrdiff_t>(mark));
 }
 
 stream_io message_channel::send(std::span<const iovec> pieces) {

@@ -74,6 +74,12 @@ class message_channel {
   /// the message goes. Sent by flush().
   std::span<std::uint8_t> append(std::size_t size);
 
+  /// Where the output ends now; with reverse_since, to reorder the frames appended after.
+  std::size_t output_mark() const noexcept { return out_.size(); }
+  /// Puts the frames appended since `mark` (nothing flushed in between) in reverse order:
+  /// a test server that answers out of order.
+  void reverse_since(std::size_t mark);
+
   /// Sends `pieces` (complete frames) after any pending output; what the stream does not
   /// take now is kept for flush(). done: everything was sent.
   stream_io send(std::span<const iovec> pieces);
