@@ -1,6 +1,6 @@
 // Handshake amortization: fitting T(N) = T_inf * N / (N + h) to throughput measured at
 // several queries-per-connection values.
-#include <dnstransport/sweep.hpp>
+#include <dnstransport/sweep_result.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -9,10 +9,6 @@
 
 namespace dnstransport {
 
-std::string_view library_version() noexcept {
-  return DNSTRANSPORT_VERSION;
-}
-
 std::string to_json(const run_result& result) {
   return detail::pretty(detail::run_result_to_json(result));
 }

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include <dnstransport/sweep.hpp>
+#include <dnstransport/report.hpp>
 
 namespace dnstransport::detail {
 

@@ -3,7 +3,7 @@
 
 #include <boost/json.hpp>
 
-#include <dnstransport/sweep.hpp>
+#include <dnstransport/report.hpp>
 
 namespace dnstransport::detail {
 

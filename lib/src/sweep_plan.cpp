@@ -1,5 +1,5 @@
 // The sweep plan: axis parsing, presets, and expansion into the ordered list of points.
-#include <dnstransport/sweep.hpp>
+#include <dnstransport/sweep_plan.hpp>
 
 #include <algorithm>
 #include <charconv>

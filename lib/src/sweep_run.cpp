@@ -5,7 +5,7 @@
 #include <ctime>
 #include <thread>
 
-#include <dnstransport/report.hpp>
+#include <dnstransport/version.hpp>
 
 namespace dnstransport {
 

@@ -1,6 +1,6 @@
 // What the repeats of a point add up to, TCP/TLS as a percentage of UDP, the warnings of a
 // sweep, and the machine it ran on.
-#include <dnstransport/sweep.hpp>
+#include <dnstransport/sweep_result.hpp>
 
 #include <sys/utsname.h>
 

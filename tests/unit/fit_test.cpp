@@ -1,6 +1,6 @@
 // Handshake amortization: the fit of T(N) = T_inf * N / (N + h) recovers known answers, and
 // compute_amortization turns sweep points into fits, model samples and departures.
-#include <dnstransport/sweep.hpp>
+#include <dnstransport/sweep_result.hpp>
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include <dnstransport/error.hpp>
-#include <dnstransport/report.hpp>
+#include <dnstransport/version.hpp>
 #include <dnstransport/tls.hpp>
 
 #include "cli_common.hpp"

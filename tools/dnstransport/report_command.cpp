@@ -1,6 +1,7 @@
 // `dnstransport report`: the tables of a saved sweep, and with --out its plots and web page.
 #include <fmt/format.h>
 
+#include <dnstransport/report.hpp>
 #include <dnstransport/sweep.hpp>
 
 #include "cli_common.hpp"

@@ -1,17 +1,19 @@
 #pragma once
 /// \file
-/// Results as data and as text: run_result to and from JSON (the source of truth), and the
-/// human-readable table printed after a run.
+/// Results as data and as text: a run's and a sweep's JSON (the source of truth), CSV, the
+/// tables printed after a run or sweep, and the report directory with plots
+/// (lib/src/report_*.cpp, json_io.cpp, sweep_json*.cpp).
 
+#include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <dnstransport/load.hpp>
+#include <dnstransport/sweep_result.hpp>
+#include <dnstransport/version.hpp>
 
 namespace dnstransport {
-
-/// Version of the library, "major.minor.patch".
-std::string_view library_version() noexcept;
 
 /// Schema tag written into every run JSON document.
 inline constexpr std::string_view run_schema = "dnstransport.run/1";
@@ -31,5 +33,46 @@ std::string format_table(const run_result& result);
 
 /// A duration in ns as a short human string with its unit ("812 ns", "1.42 ms", "2.0 s").
 std::string format_duration(double nanoseconds);
+
+/// Schema tag of the sweep JSON document.
+inline constexpr std::string_view sweep_schema = "dnstransport.sweep/1";
+
+/// The whole sweep as one JSON document: schema, versions, plan (every option), target,
+/// machine, `points` (each with transport, tls_backend, clients, queries_per_connection, every
+/// repeat's full run result, summary, client_bound), `percent_of_udp`, `amortization` (t_inf,
+/// h, n50, n90, n99, residual, ...) and warnings.
+std::string to_json(const sweep_result& result);
+
+/// Reads a document written by to_json(sweep_result). Throws setup_error naming
+/// `source_name` when the text is not JSON, is a single run's result, another schema version
+/// or not a dnstransport document at all.
+sweep_result sweep_result_from_json(std::string_view text, std::string_view source_name);
+
+/// One CSV row per point (header first): transport, clients, queries per connection (0 =
+/// unlimited), queries/s statistics, latency percentiles, percent of UDP, client-bound.
+std::string to_csv(const sweep_result& result);
+
+/// The tables printed after a sweep and by `report`: what was run, the points (queries/s
+/// mean/median/min/max/stddev, p50/p99 latency, client-bound), TCP/TLS as % of UDP, the
+/// amortization fits with measured-versus-model detail, and the warnings.
+std::string format_tables(const sweep_result& result);
+
+/// What write_report wrote.
+struct report_output {
+  std::filesystem::path index;               ///< index.html
+  std::vector<std::filesystem::path> files;  ///< every file written, index included
+  std::vector<std::string> skipped_plots;    ///< plots left out, each with the reason
+  /// Empty when the plots were drawn; otherwise why not (gnuplot missing or failing) and what
+  /// to do about it.
+  std::string plot_problem;
+};
+
+/// Writes into `directory` (created if needed): tables.txt, points.csv, percent_of_udp.csv,
+/// amortization.csv, one gnuplot script per plot, PNG and SVG plots drawn by running
+/// `gnuplot` (when installed), and index.html showing every plot and table. `source_name`
+/// (the JSON file) is named on the page. Throws setup_error when a file cannot be written;
+/// a missing or failing gnuplot is reported in plot_problem, not thrown.
+report_output write_report(const sweep_result& result, const std::filesystem::path& directory,
+                           std::string_view source_name);
 
 }  // namespace dnstransport

@@ -1,0 +1,109 @@
+#pragma once
+/// \file
+/// A sweep's plan: the grid of transports, client counts and queries per connection, each
+/// point repeated, and the load of each point. The list parsers check each flag's values and
+/// name the flag in their errors, so a command line needs no rules of its own.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnstransport/load.hpp>
+#include <dnstransport/tls.hpp>
+
+namespace dnstransport {
+
+/// One entry of a sweep's transport axis: a transport and, for DNS over TLS, the client's TLS
+/// library (so OpenSSL and GnuTLS can be compared in one sweep).
+struct sweep_transport {
+  transport_kind transport = transport_kind::udp;
+  std::optional<tls_backend> backend;  ///< set for tls only
+
+  friend bool operator==(const sweep_transport&, const sweep_transport&) = default;
+};
+
+/// "udp", "tcp", "tls-openssl" or "tls-gnutls": the name used in tables, plots and CSV.
+std::string sweep_transport_name(const sweep_transport& transport);
+
+/// Parses a comma-separated list of udp, tcp, tls, tls-openssl, tls-gnutls; plain "tls" uses
+/// `default_backend`. Throws setup_error (naming --transports) for an unknown, empty or
+/// repeated entry.
+std::vector<sweep_transport> parse_sweep_transports(std::string_view list,
+                                                    tls_backend default_backend);
+
+/// Parses a comma-separated list of client counts ("1,2,4,8,16"). Throws setup_error (naming
+/// --clients) for a value that is not a positive number, or a repeated value.
+std::vector<unsigned> parse_client_counts(std::string_view list);
+
+/// Parses a comma-separated list of queries per connection ("1,10,100,unlimited"); unlimited
+/// (or 0) is stored as 0. Throws setup_error (naming --queries-per-connection).
+std::vector<std::uint64_t> parse_queries_per_connection_list(std::string_view list);
+
+/// "unlimited" for 0, the number otherwise.
+std::string queries_per_connection_name(std::uint64_t queries_per_connection);
+
+/// Where each transport's listener is on the target (a real server usually has UDP and TCP on
+/// 53 and DNS over TLS on 853; the built-in responder has one free port per listener).
+struct sweep_ports {
+  std::uint16_t udp = 53;
+  std::uint16_t tcp = 53;
+  std::uint16_t tls = 853;
+
+  /// The port for `transport`.
+  std::uint16_t of(transport_kind transport) const noexcept;
+};
+
+/// A grid of loads. Each point is one (transport, clients, queries per connection) cell; UDP
+/// has no connections, so it is run once per client count whatever the queries-per-connection
+/// axis holds.
+struct sweep_plan {
+  /// Every run option (server, outstanding, threads, timeout, warm-up, TLS settings, queries,
+  /// stop flag, ...). Its transport, port, clients, queries_per_connection, duration_seconds
+  /// and on_progress are replaced for each point.
+  load_spec base;
+  sweep_ports ports;
+  std::vector<sweep_transport> transports{{transport_kind::udp, std::nullopt},
+                                          {transport_kind::tcp, std::nullopt},
+                                          {transport_kind::tls, tls_backend::openssl}};
+  std::vector<unsigned> clients{1, 4, 16};
+  /// TCP/TLS: queries per connection; 0 = unlimited (one connection for the whole run).
+  std::vector<std::uint64_t> queries_per_connection{1, 10, 100, 0};
+  unsigned repeats = 3;            ///< runs per point
+  double duration_seconds = 0.5;   ///< measured time of each run (base.count, when set, wins)
+  double pause_seconds = 0.2;      ///< idle time between runs, so TIME_WAIT and queues drain
+  std::string target_description;  ///< e.g. "built-in responder (in this process)"
+  std::string command_line;        ///< how the sweep was started, for the record
+};
+
+/// Sets the axes, repeats, duration and pause of a named study:
+/// - "load": udp, tcp, tls x clients 1, 2, 4, 8, 16, persistent connections, 3 x 5 s;
+/// - "amortization": tcp, tls x queries per connection 1, 2, 5, 10, 20, 50, 100, 200, 500,
+///   1000, 2000, 5000, 10000, 20000 and unlimited, 8 clients, 3 x 3 s.
+/// TLS entries use plan.base.tls.backend. Throws setup_error (naming --preset) otherwise.
+void apply_preset(sweep_plan& plan, std::string_view name);
+
+/// One cell of the grid.
+struct sweep_point {
+  sweep_transport transport;
+  unsigned clients = 1;
+  std::uint64_t queries_per_connection = 0;  ///< 0: unlimited (always 0 for udp)
+
+  friend bool operator==(const sweep_point&, const sweep_point&) = default;
+};
+
+/// "tcp, 4 clients, 100 queries/connection": a point as a reader names it.
+std::string describe(const sweep_point& point);
+
+/// The points of a plan in the order they are run: transports, then client counts, then
+/// queries per connection, each in the order given. Throws setup_error for an empty axis, a
+/// repeated value, zero clients or repeats, a duration or pause out of range, and
+/// contradictions such as queries-per-connection values other than unlimited when every
+/// transport is UDP.
+std::vector<sweep_point> expand(const sweep_plan& plan);
+
+/// The load_spec of one point: plan.base with the point's transport, port, clients, queries
+/// per connection and the plan's duration.
+load_spec point_spec(const sweep_plan& plan, const sweep_point& point);
+
+}  // namespace dnstransport

@@ -1,0 +1,142 @@
+#pragma once
+/// \file
+/// What a sweep measured and derived: each point's repeats and summary, TCP/TLS throughput
+/// as a percentage of UDP, the amortization fit per transport, and the machine it ran on.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <dnstransport/fit.hpp>
+#include <dnstransport/load.hpp>
+#include <dnstransport/sweep_plan.hpp>
+
+namespace dnstransport {
+
+/// A point whose busiest worker thread used at least this share of a CPU in any repeat is
+/// flagged client-bound: its figure measures the generator, not the server.
+inline constexpr double client_bound_cpu_share = 0.9;
+
+/// Run-to-run spread is (max - min) / median of the repeats' queries/s; above this a warning
+/// is given (the reference studies saw 10-15 % run-to-run variation).
+inline constexpr double spread_warning_threshold = 0.15;
+
+/// Queries per second over the repeats of a point.
+struct qps_statistics {
+  double mean = 0;
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  double stddev = 0;  ///< sample standard deviation (n - 1); 0 for a single repeat
+  double spread = 0;  ///< (max - min) / median; 0 when the median is 0
+};
+
+/// What the repeats of a point add up to.
+struct point_summary {
+  qps_statistics qps;
+  latency_histogram latency;              ///< all repeats merged
+  latency_histogram first_query_latency;  ///< all repeats merged
+  latency_histogram connect_latency;      ///< all repeats merged
+  latency_histogram handshake_latency;    ///< all repeats merged
+  std::uint64_t queries_sent = 0;         ///< summed over the repeats
+  std::uint64_t responses_received = 0;
+  std::uint64_t lost = 0;  ///< lost + lost_on_close
+  std::uint64_t connections_opened = 0;
+  std::uint64_t connections_failed = 0;
+  double max_thread_cpu_share = 0;  ///< highest over the repeats
+  bool client_bound = false;        ///< max_thread_cpu_share >= client_bound_cpu_share
+};
+
+/// Summarizes the repeats of one point (an empty list gives an all-zero summary).
+point_summary summarize(const std::vector<run_result>& repeats);
+
+/// One point with every repeat kept.
+struct sweep_point_result {
+  sweep_point point;
+  std::vector<run_result> repeats;
+  point_summary summary;
+};
+
+/// A TCP/TLS point's throughput relative to UDP with the same number of clients.
+struct percent_of_udp_entry {
+  sweep_transport transport;
+  unsigned clients = 0;
+  std::uint64_t queries_per_connection = 0;
+  double percent = 0;         ///< 100 x mean qps / UDP mean qps
+  double percent_min = 0;     ///< 100 x min qps / UDP max qps: the spread carried through
+  double percent_max = 0;     ///< 100 x max qps / UDP min qps
+  bool client_bound = false;  ///< this point or its UDP reference was client-bound
+};
+
+/// For every TCP/TLS point that has a UDP point with the same client count (and answers), in
+/// the order of `points`.
+std::vector<percent_of_udp_entry> compute_percent_of_udp(
+    const std::vector<sweep_point_result>& points);
+
+/// A measured point beside the fitted and simple models.
+struct amortization_sample {
+  std::uint64_t queries_per_connection = 0;  ///< 0: unlimited
+  double measured_qps = 0;                   ///< mean over the repeats
+  double measured_min = 0;
+  double measured_max = 0;
+  double model_qps = 0;         ///< the fitted model
+  double simple_model_qps = 0;  ///< t_inf * N / (N + 1): a set-up costs one query
+  double deviation = 0;         ///< (measured - model) / model
+  bool client_bound = false;
+};
+
+/// Where the measured curve departs from the fitted model by more than this share, the
+/// report names the queries-per-connection value.
+inline constexpr double amortization_departure_tolerance = 0.15;
+
+/// The handshake-amortization answer for one transport and client count.
+struct amortization_fit {
+  sweep_transport transport;
+  unsigned clients = 0;
+  amortization_model model;
+  double n50 = 0;  ///< queries per connection for 50 % of t_inf (= h)
+  double n90 = 0;  ///< 90 % (= 9 h)
+  double n99 = 0;  ///< 99 % (= 99 h)
+  /// The simple model t_inf * N / (N + 1) against the same measurements (relative RMS).
+  double simple_residual = 0;
+  std::vector<amortization_sample> samples;  ///< in increasing N, unlimited last
+  /// Queries-per-connection values (0: unlimited) where |deviation| exceeds the tolerance.
+  std::vector<std::uint64_t> departures;
+};
+
+/// One fit per TCP/TLS transport and client count with at least two queries-per-connection
+/// values measured, in the order the points were run.
+std::vector<amortization_fit> compute_amortization(const std::vector<sweep_point_result>& points);
+
+/// The machine a sweep ran on.
+struct machine_info {
+  unsigned cpus = 0;      ///< logical CPUs
+  std::string cpu_model;  ///< from /proc/cpuinfo; empty when unknown
+  std::string kernel;     ///< uname: "Linux 6.1.0-18-amd64 x86_64"
+};
+
+/// This machine.
+machine_info this_machine();
+
+/// Everything a sweep measured and derived.
+struct sweep_result {
+  sweep_plan plan;           ///< as run (base.queries and callbacks are not kept when read back)
+  std::string query_origin;  ///< where the queries came from
+  std::size_t query_count = 0;
+  std::string tool_version;
+  machine_info machine;
+  std::string started_at;  ///< UTC, ISO 8601
+  double elapsed_seconds = 0;
+  bool interrupted = false;  ///< stopped by base.stop before every point was run
+  std::size_t planned_points = 0;
+  std::vector<sweep_point_result> points;  ///< points measured, in the order they were run
+  std::vector<percent_of_udp_entry> percent_of_udp;
+  std::vector<amortization_fit> amortization;
+  std::vector<std::string> warnings;  ///< spread, client-bound points, failures, ...
+};
+
+/// Fills percent_of_udp, amortization and warnings from the points.
+void derive_results(sweep_result& result);
+
+}  // namespace dnstransport

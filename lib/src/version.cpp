@@ -1,0 +1,9 @@
+#include <dnstransport/version.hpp>
+
+namespace dnstransport {
+
+std::string_view library_version() noexcept {
+  return DNSTRANSPORT_VERSION;
+}
+
+}  // namespace dnstransport
