@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -13,9 +14,11 @@
 #include <fmt/format.h>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <dnstransport/cpus.hpp>
 #include <dnstransport/error.hpp>
 
 #include "clock.hpp"
+#include "cpu_pinning.hpp"
 #include "engine.hpp"
 #include "socket_util.hpp"
 #include "stream/byte_stream.hpp"
@@ -40,6 +43,17 @@ std::optional<transport_kind> parse_transport(std::string_view name) noexcept {
   if (name == "tcp") return transport_kind::tcp;
   if (name == "tls" || name == "dot") return transport_kind::tls;
   return std::nullopt;
+}
+
+std::uint64_t parse_queries_per_connection(std::string_view text) {
+  if (text == "unlimited" || text == "0") return 0;
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || n == 0) {
+    throw setup_error(fmt::format(
+        "--queries-per-connection: \"{}\" is not a positive number or 'unlimited'", text));
+  }
+  return n;
 }
 
 double run_result::queries_per_connection_achieved() const noexcept {
@@ -227,19 +241,16 @@ void validate(const load_spec& spec) {
         "--queries-per-connection applies to --transport tcp and tls only (UDP has no "
         "connections)");
   }
+  if (!spec.tls.ca_file.empty() && !spec.tls.verify) {
+    throw setup_error("--ca-file is only used with --verify");
+  }
   if (spec.tc_retry_tcp && spec.transport != transport_kind::udp) {
     throw setup_error(
         "--tc-retry tcp applies to --transport udp only (truncation is a UDP matter)");
   }
-  const unsigned cpus = detail::usable_cpu_count();
-  for (int cpu : spec.cpus) {
-    if (cpu < 0 ||
-        static_cast<unsigned>(cpu) >= std::max(cpus, std::thread::hardware_concurrency())) {
-      throw setup_error(fmt::format("--cpus: CPU {} does not exist on this machine ({} CPUs)", cpu,
-                                    std::thread::hardware_concurrency()));
-    }
-  }
+  check_cpus(spec.cpus, "--cpus");
   if (spec.transport == transport_kind::tls) {
+    detail::check_version_range(spec.tls.min_version, spec.tls.max_version);
     const auto available = available_tls_backends();
     if (std::find(available.begin(), available.end(), spec.tls.backend) == available.end()) {
       throw setup_error(fmt::format("TLS backend {} is not compiled into this build",

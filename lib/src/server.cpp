@@ -25,15 +25,6 @@ std::optional<answer_mode> parse_answer_mode(std::string_view name) noexcept {
 
 namespace {
 
-std::uint16_t parse_port(std::string_view text, std::string_view whole, std::string_view what) {
-  unsigned value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size() || value > 65535 || text.empty()) {
-    throw setup_error(fmt::format("{}: bad port in \"{}\" (expected 0-65535)", what, whole));
-  }
-  return static_cast<std::uint16_t>(value);
-}
-
 void check_address(std::string_view address, std::string_view whole, std::string_view what) {
   boost::system::error_code ec;
   boost::asio::ip::make_address(std::string(address), ec);
@@ -44,38 +35,6 @@ void check_address(std::string_view address, std::string_view whole, std::string
 }
 
 }  // namespace
-
-endpoint parse_endpoint(std::string_view text, std::uint16_t default_port, std::string_view what) {
-  endpoint result;
-  result.port = default_port;
-  if (text.empty()) throw setup_error(fmt::format("{}: empty address", what));
-  if (text.front() == '[') {
-    const auto close = text.find(']');
-    if (close == std::string_view::npos) {
-      throw setup_error(fmt::format("{}: missing ']' in \"{}\"", what, text));
-    }
-    result.address = std::string(text.substr(1, close - 1));
-    const auto rest = text.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') throw setup_error(fmt::format("{}: bad address \"{}\"", what, text));
-      result.port = parse_port(rest.substr(1), text, what);
-    }
-  } else if (std::count(text.begin(), text.end(), ':') == 1) {
-    const auto colon = text.find(':');
-    result.address = std::string(text.substr(0, colon));
-    result.port = parse_port(text.substr(colon + 1), text, what);
-  } else {
-    result.address = std::string(text);  // bare IPv4, IPv6 or host name
-  }
-  return result;
-}
-
-std::string to_string(const endpoint& where) {
-  if (where.address.find(':') != std::string::npos) {
-    return fmt::format("[{}]:{}", where.address, where.port);
-  }
-  return fmt::format("{}:{}", where.address, where.port);
-}
 
 struct server::impl {
   server_options options;
@@ -146,6 +105,18 @@ std::uint16_t server::udp_port() const noexcept {
 std::uint16_t server::tcp_port() const noexcept {
   return impl_->tcp_port;
 }
+std::uint16_t server::port(transport_kind transport) const noexcept {
+  switch (transport) {
+    case transport_kind::udp:
+      return udp_port();
+    case transport_kind::tcp:
+      return tcp_port();
+    case transport_kind::tls:
+      return tls_port();
+  }
+  return 0;
+}
+
 std::uint16_t server::tls_port() const noexcept {
   return impl_->tls_port;
 }

@@ -14,6 +14,7 @@
 #include "clock.hpp"
 #include "responder.hpp"
 #include "server_connection.hpp"
+#include "cpu_pinning.hpp"
 #include "socket_util.hpp"
 #include "stream/byte_stream.hpp"
 

@@ -1,7 +1,5 @@
 #include "socket_util.hpp"
 
-#include <pthread.h>
-#include <sched.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -70,22 +68,6 @@ void enlarge_socket_buffers(int fd) noexcept {
   const int size = 4 << 20;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-}
-
-bool pin_current_thread(int cpu) noexcept {
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
-
-unsigned usable_cpu_count() noexcept {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  const int n = CPU_COUNT(&set);
-  return n > 0 ? static_cast<unsigned>(n) : 1;
 }
 
 }  // namespace dnstransport::detail

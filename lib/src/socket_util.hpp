@@ -17,10 +17,4 @@ void record_socket_error(connection_stats& stats, const char* what, int error);
 // by net.core.rmem_max / wmem_max; a refusal is harmless).
 void enlarge_socket_buffers(int fd) noexcept;
 
-// Pins the calling thread to one CPU; returns false (and changes nothing) when refused.
-bool pin_current_thread(int cpu) noexcept;
-
-// Number of CPUs the process may run on.
-unsigned usable_cpu_count() noexcept;
-
 }  // namespace dnstransport::detail

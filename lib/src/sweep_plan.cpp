@@ -111,8 +111,7 @@ std::vector<unsigned> parse_client_counts(std::string_view list) {
 std::vector<std::uint64_t> parse_queries_per_connection_list(std::string_view list) {
   std::vector<std::uint64_t> values;
   for (const std::string_view item : split_list(list, "--queries-per-connection")) {
-    values.push_back(
-        item == "unlimited" || item == "0" ? 0 : parse_positive(item, "--queries-per-connection"));
+    values.push_back(parse_queries_per_connection(item));
   }
   reject_repeats<std::uint64_t>(values, "--queries-per-connection", queries_per_connection_name);
   return values;

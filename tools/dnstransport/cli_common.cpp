@@ -25,15 +25,6 @@ void on_signal(int signal_number) {
   stop_requested.store(true);
 }
 
-unsigned parse_unsigned(std::string_view text, const char* flag) {
-  unsigned value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) {
-    throw setup_error(fmt::format("{}: \"{}\" is not a number", flag, text));
-  }
-  return value;
-}
-
 tls_version version_or_throw(const std::string& text, const char* flag) {
   const auto v = parse_tls_version(text);
   if (!v)
@@ -50,32 +41,6 @@ void install_signal_handlers() {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   signal(SIGPIPE, SIG_IGN);
-}
-
-std::vector<int> parse_cpu_list(const std::string& text, const char* flag) {
-  std::vector<int> cpus;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) throw setup_error(fmt::format("{}: empty item in \"{}\"", flag, text));
-    const auto dash = item.find('-');
-    if (dash == std::string::npos) {
-      cpus.push_back(static_cast<int>(parse_unsigned(item, flag)));
-      continue;
-    }
-    const unsigned first = parse_unsigned(std::string_view(item).substr(0, dash), flag);
-    const unsigned last = parse_unsigned(std::string_view(item).substr(dash + 1), flag);
-    if (last < first) throw setup_error(fmt::format("{}: range \"{}\" is backwards", flag, item));
-    for (unsigned c = first; c <= last; ++c) cpus.push_back(static_cast<int>(c));
-  }
-  const unsigned available = std::thread::hardware_concurrency();
-  for (int c : cpus) {
-    if (available != 0 && static_cast<unsigned>(c) >= available) {
-      throw setup_error(fmt::format("{}: CPU {} does not exist (this machine has CPUs 0-{})", flag,
-                                    c, available - 1));
-    }
-  }
-  return cpus;
 }
 
 void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
@@ -182,21 +147,7 @@ load_spec make_load_spec(const run_options& o) {
   spec.threads = o.threads;
   if (!o.cpus.empty()) spec.cpus = parse_cpu_list(o.cpus, "--cpus");
 
-  if (o.queries_per_connection == "unlimited" || o.queries_per_connection == "0") {
-    spec.queries_per_connection = 0;
-  } else {
-    std::uint64_t n = 0;
-    const auto& s = o.queries_per_connection;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-    if (ec != std::errc{} || end != s.data() + s.size() || n == 0) {
-      throw setup_error(fmt::format(
-          "--queries-per-connection: \"{}\" is not a positive number or 'unlimited'", s));
-    }
-    if (spec.transport == transport_kind::udp) {
-      throw setup_error("--queries-per-connection applies to --transport tcp and tls only");
-    }
-    spec.queries_per_connection = n;
-  }
+  spec.queries_per_connection = parse_queries_per_connection(o.queries_per_connection);
   if (o.close == "fin") {
     spec.close = close_mode::fin;
   } else if (o.close == "rst") {
@@ -249,10 +200,6 @@ load_spec make_load_spec(const run_options& o) {
   if (!o.tls_max_version.empty()) {
     spec.tls.max_version = version_or_throw(o.tls_max_version, "--tls-max-version");
   }
-  if (spec.tls.min_version && spec.tls.max_version &&
-      *spec.tls.min_version > *spec.tls.max_version) {
-    throw setup_error("--tls-min-version is above --tls-max-version");
-  }
   spec.tls.resume = o.tls_resume;
   spec.tls.server_name = o.sni;
   spec.tls.alpn.clear();
@@ -260,9 +207,6 @@ load_spec make_load_spec(const run_options& o) {
   if (o.verify && o.insecure) throw setup_error("--verify and --insecure contradict each other");
   spec.tls.verify = o.verify;
   spec.tls.ca_file = o.ca_file;
-  if (!o.ca_file.empty() && !o.verify) {
-    throw setup_error("--ca-file is only used with --verify");
-  }
   spec.tls.priority = o.tls_priority;
   validate(spec);
   return spec;
@@ -303,20 +247,8 @@ std::unique_ptr<server> start_builtin_server(const run_options& o, load_spec& sp
   }
   auto responder = std::make_unique<server>(s);
   spec.server = "127.0.0.1";
-  spec.port = listener_port(*responder, spec.transport);
+  spec.port = responder->port(spec.transport);
   return responder;
-}
-
-std::uint16_t listener_port(const server& responder, transport_kind transport) {
-  switch (transport) {
-    case transport_kind::udp:
-      return responder.udp_port();
-    case transport_kind::tcp:
-      return responder.tcp_port();
-    case transport_kind::tls:
-      return responder.tls_port();
-  }
-  return 0;
 }
 
 std::string command_line(int argc, char** argv) {

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <dnstransport/cpus.hpp>
 #include <dnstransport/load.hpp>
 #include <dnstransport/server.hpp>
 
@@ -32,9 +33,6 @@ inline constexpr const char* exit_codes_help =
 /// Set by SIGINT/SIGTERM; a second SIGINT exits at once with 130.
 extern std::atomic<bool> stop_requested;
 void install_signal_handlers();
-
-/// "0,2-3" -> {0, 2, 3}. Throws setup_error naming the flag.
-std::vector<int> parse_cpu_list(const std::string& text, const char* flag);
 
 /// Everything `run` and `sweep` accept; `sweep` takes lists for the transport, clients and
 /// queries-per-connection axes instead.
@@ -99,9 +97,6 @@ load_spec make_load_spec(const run_options& options);
 /// port for each of `transports` and the spec is pointed at the one for its transport.
 std::unique_ptr<server> start_builtin_server(const run_options& options, load_spec& spec,
                                              std::vector<transport_kind> transports);
-
-/// The port of the responder's listener for `transport` (0 when it has none).
-std::uint16_t listener_port(const server& responder, transport_kind transport);
 
 /// The command line as a shell would take it back (program name without its directory).
 std::string command_line(int argc, char** argv);

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include <dnstransport/error.hpp>
-#include <dnstransport/version.hpp>
 #include <dnstransport/tls.hpp>
+#include <dnstransport/version.hpp>
 
 #include "cli_common.hpp"
 #include "commands.hpp"

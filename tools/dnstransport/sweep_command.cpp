@@ -149,9 +149,8 @@ std::unique_ptr<server> set_target(sweep_plan& plan, const run_options& o, const
       }
     }
     auto responder = start_builtin_server(o, plan.base, kinds);
-    plan.ports = {listener_port(*responder, transport_kind::udp),
-                  listener_port(*responder, transport_kind::tcp),
-                  listener_port(*responder, transport_kind::tls)};
+    plan.ports = {responder->port(transport_kind::udp), responder->port(transport_kind::tcp),
+                  responder->port(transport_kind::tls)};
     plan.target_description =
         fmt::format("built-in responder in this process, {} thread{}, {} mode", o.server_threads,
                     o.server_threads == 1 ? "" : "s", o.server_mode);

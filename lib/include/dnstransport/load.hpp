@@ -29,6 +29,10 @@ std::string_view transport_name(transport_kind transport) noexcept;
 /// Transport from its name; nothing for an unknown name.
 std::optional<transport_kind> parse_transport(std::string_view name) noexcept;
 
+/// Queries per connection from its flag value: a positive number, or "unlimited" (or "0")
+/// for 0. Throws setup_error naming --queries-per-connection otherwise.
+std::uint64_t parse_queries_per_connection(std::string_view text);
+
 /// How a client closes a TCP or TLS connection it is done with.
 enum class close_mode {
   fin,  ///< graceful: TLS close_notify, then shutdown and close (FIN)

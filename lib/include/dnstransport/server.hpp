@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <dnstransport/endpoint.hpp>
+#include <dnstransport/load.hpp>
 #include <dnstransport/tls.hpp>
 
 namespace dnstransport {
@@ -25,19 +27,6 @@ enum class answer_mode {
 std::string_view answer_mode_name(answer_mode mode) noexcept;
 /// Mode from its name; nothing for an unknown name.
 std::optional<answer_mode> parse_answer_mode(std::string_view name) noexcept;
-
-/// An address and port to listen on or send to.
-struct endpoint {
-  std::string address;
-  std::uint16_t port = 0;
-};
-
-/// Parses "ADDR:PORT", "[v6]:PORT", "ADDR" (uses default_port) or a bare v6 address.
-/// Throws setup_error naming `what` (e.g. "--listen") for a malformed value.
-endpoint parse_endpoint(std::string_view text, std::uint16_t default_port, std::string_view what);
-
-/// "127.0.0.1:53" or "[::1]:53".
-std::string to_string(const endpoint& where);
 
 /// Responder configuration. Port 0 picks a free port (see server::udp_port and friends).
 struct server_options {
@@ -82,6 +71,8 @@ class server {
   std::uint16_t udp_port() const noexcept;
   std::uint16_t tcp_port() const noexcept;
   std::uint16_t tls_port() const noexcept;
+  /// The port of the listener for `transport`; 0 when it is off.
+  std::uint16_t port(transport_kind transport) const noexcept;
 
   /// Certificate in use by the TLS listener (generated or given); empty without TLS.
   const certificate_files& certificate() const noexcept;

@@ -76,6 +76,17 @@ const char* tls_failure_name(tls_failure failure) noexcept {
   return "unknown";
 }
 
+// Both backends would quietly produce a context that can never complete a handshake.
+void check_version_range(const std::optional<tls_version>& min_version,
+                         const std::optional<tls_version>& max_version) {
+  if (min_version && max_version && *min_version > *max_version) {
+    throw setup_error(fmt::format(
+        "--tls-min-version {} is above --tls-max-version {}: the minimum version is above the "
+        "maximum, so no TLS version is left to use",
+        tls_version_name(*min_version), tls_version_name(*max_version)));
+  }
+}
+
 namespace {
 
 [[noreturn]] void throw_missing_backend(tls_backend backend) {
@@ -87,15 +98,6 @@ namespace {
   if (available.empty()) available = "none";
   throw setup_error(fmt::format("TLS backend {} is not compiled into this build (available: {})",
                                 tls_backend_name(backend), available));
-}
-
-// Both backends would quietly produce a context that can never complete a handshake.
-void check_version_range(const std::optional<tls_version>& min_version,
-                         const std::optional<tls_version>& max_version) {
-  if (min_version && max_version && *min_version > *max_version) {
-    throw setup_error(fmt::format("TLS minimum version {} is above the maximum version {}",
-                                  tls_version_name(*min_version), tls_version_name(*max_version)));
-  }
 }
 
 // ALPN protocol names travel with a one-octet length.

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <dnstransport/tls.hpp>
@@ -93,6 +94,11 @@ class tls_server_context {
   virtual ~tls_server_context() = default;
   virtual std::unique_ptr<tls_session> accept(int fd) = 0;
 };
+
+/// Throws setup_error (naming --tls-min-version and --tls-max-version) when the minimum is
+/// above the maximum: both backends would make a context that never completes a handshake.
+void check_version_range(const std::optional<tls_version>& min_version,
+                         const std::optional<tls_version>& max_version);
 
 /// Builds a context for the backend named in the options. Throws setup_error when the
 /// backend is not compiled in, a file does not load, or an option is not supported.
