@@ -12,9 +12,9 @@
 #include <dnstransport/error.hpp>
 
 #include "clock.hpp"
+#include "cpu_pinning.hpp"
 #include "responder.hpp"
 #include "server_connection.hpp"
-#include "cpu_pinning.hpp"
 #include "socket_util.hpp"
 #include "stream/byte_stream.hpp"
 
