@@ -23,17 +23,17 @@ double thread_cpu_now() noexcept {
 client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
     : owner_(owner),
       index_(index),
-      slots_(owner.plan().spec->outstanding, static_cast<std::uint16_t>(index * 7919u)),
+      slots_(owner.plan().outstanding, static_cast<std::uint16_t>(index * 7919u)),
       // Clients start at different places in the query set so they do not all send the
       // same name at the same moment.
       next_query_(static_cast<std::uint32_t>((static_cast<std::uint64_t>(index) * 7919u) %
                                              owner.plan().queries->size())),
       quota_(quota),
-      pace_phase_(static_cast<double>(index) / owner.plan().spec->clients),
+      pace_phase_(static_cast<double>(index) / owner.plan().clients),
       question_of_(owner.plan().question_of.data()),
       query_count_(static_cast<std::uint32_t>(owner.plan().question_of.size())),
-      questions_(owner.plan().spec->outstanding, owner.plan().distinct_questions),
-      question_room_(std::min(owner.plan().spec->outstanding, owner.plan().distinct_questions)) {}
+      questions_(owner.plan().outstanding, owner.plan().distinct_questions),
+      question_room_(std::min(owner.plan().outstanding, owner.plan().distinct_questions)) {}
 
 bool client_base::may_send(std::uint64_t now) const noexcept {
   if (feeder_ != nullptr) {
@@ -84,7 +84,7 @@ slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
   slot_table::slot& s = slots_.acquire(now, query, counted);
   ++sent_;
   if (quota_ != UINT64_MAX) --quota_;
-  if (counted) ++shard().queries_sent;
+  if (counted) ++counts().queries_sent;
   return s;
 }
 
@@ -94,7 +94,7 @@ void client_base::return_slot(slot_table::slot& s) noexcept {
   } else {
     --sent_;
     if (quota_ != UINT64_MAX) ++quota_;
-    if (s.counted) --shard().queries_sent;
+    if (s.counted) --counts().queries_sent;
     next_query_ = s.query_index;
   }
   release(s, slot_table::past::nothing);
@@ -107,7 +107,7 @@ void client_base::release(slot_table::slot& s, slot_table::past outcome) noexcep
 
 client_base::completion client_base::on_message(std::span<const std::uint8_t> message,
                                                 std::uint64_t now, bool datagram) noexcept {
-  run_result& r = shard();
+  query_counters& r = counts();
   if (message.size() < 2) {
     if (measuring(now)) ++r.unexpected;
     return {};
@@ -172,7 +172,7 @@ client_base::completion client_base::on_message(std::span<const std::uint8_t> me
 
 void client_base::expire_waiting_retries(std::uint64_t now) noexcept {
   while (!retries_.empty() && retries_.front().sent_ns + plan().timeout_ns <= now) {
-    if (retries_.front().counted) ++shard().lost;
+    if (retries_.front().counted) ++counts().lost;
     retries_.pop_front();
   }
 }
@@ -182,7 +182,7 @@ void client_base::expire(std::uint64_t now) noexcept {
   expire_waiting_retries(now);
   while (slot_table::slot* s = slots_.oldest()) {
     if (s->sent_ns + timeout > now) break;
-    if (s->counted) ++shard().lost;
+    if (s->counted) ++counts().lost;
     release(*s, slot_table::past::expired);
   }
 }
@@ -191,9 +191,9 @@ void client_base::fail_in_flight(bool abandoned) noexcept {
   while (slot_table::slot* s = slots_.oldest()) {
     if (s->counted) {
       if (abandoned) {
-        ++shard().abandoned;
+        ++counts().abandoned;
       } else {
-        ++shard().lost_on_close;
+        ++counts().lost_on_close;
       }
     }
     release(*s, slot_table::past::expired);
@@ -205,11 +205,7 @@ worker::worker(const run_plan& plan, unsigned index, std::vector<unsigned> clien
     : plan_(plan), index_(index), tick_timer_(io_), scratch_(scratch_count * scratch_size) {
   clients_.reserve(client_indices.size());
   for (std::size_t i = 0; i < client_indices.size(); ++i) {
-    if (plan.spec->transport == transport_kind::udp) {
-      clients_.push_back(make_udp_client(*this, client_indices[i], quotas[i]));
-    } else {
-      clients_.push_back(make_stream_client(*this, client_indices[i], quotas[i]));
-    }
+    clients_.push_back(plan.transport->make_client(*this, client_indices[i], quotas[i]));
   }
 }
 
@@ -227,9 +223,9 @@ void worker::run() {
   io_.run();
   thread_cpu_seconds = thread_cpu_now() - cpu_start;
   wall_seconds = static_cast<double>(monotonic_ns() - wall_start) / 1e9;
-  pub_sent_.store(shard_.queries_sent, std::memory_order_relaxed);
-  pub_received_.store(shard_.responses_received, std::memory_order_relaxed);
-  pub_lost_.store(shard_.lost + shard_.lost_on_close, std::memory_order_relaxed);
+  pub_sent_.store(shard_.queries.queries_sent, std::memory_order_relaxed);
+  pub_received_.store(shard_.queries.responses_received, std::memory_order_relaxed);
+  pub_lost_.store(shard_.queries.lost + shard_.queries.lost_on_close, std::memory_order_relaxed);
 }
 
 void worker::schedule_tick() {
@@ -254,9 +250,9 @@ void worker::on_tick() {
     c->tick(now);
     all_finished = all_finished && c->finished(now);
   }
-  pub_sent_.store(shard_.queries_sent, std::memory_order_relaxed);
-  pub_received_.store(shard_.responses_received, std::memory_order_relaxed);
-  pub_lost_.store(shard_.lost + shard_.lost_on_close, std::memory_order_relaxed);
+  pub_sent_.store(shard_.queries.queries_sent, std::memory_order_relaxed);
+  pub_received_.store(shard_.queries.responses_received, std::memory_order_relaxed);
+  pub_lost_.store(shard_.queries.lost + shard_.queries.lost_on_close, std::memory_order_relaxed);
   if (all_finished) {
     io_.stop();
     return;

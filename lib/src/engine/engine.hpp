@@ -1,7 +1,9 @@
 #pragma once
 // Internal: the load engine. A run is split into per-thread workers; each worker owns an
-// io_context, its clients and a result shard, and touches nothing shared per query. Clients
-// (UDP, or stream for TCP and TLS) share the per-query accounting in client_base.
+// io_context, its clients and its counters, and touches nothing shared per query. The
+// transport of the run makes the clients (client_transport); every client shares the
+// per-query accounting in client_base. Nothing here knows load_spec or run_result: the load
+// (load/) turns the spec into a run_plan and the workers' counters into the result.
 
 #include <atomic>
 #include <cstdint>
@@ -16,23 +18,37 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <dnstransport/load.hpp>
+#include <dnstransport/query_source.hpp>
 
+#include "engine/counters.hpp"
 #include "engine/in_flight_questions.hpp"
 #include "engine/slot_table.hpp"
 
 namespace dnstransport::detail {
 
-class stream_connector;
+class client_base;
+class worker;
+
+// A transport as the engine sees it: it makes the clients of a run, on the worker threads.
+// One is built per run from the transport's own settings (load/transports.cpp) and shared
+// read-only by the workers.
+class client_transport {
+ public:
+  virtual ~client_transport() = default;
+  virtual std::unique_ptr<client_base> make_client(worker& owner, unsigned index,
+                                                   std::uint64_t quota) const = 0;
+};
 
 // Everything the workers share, read-only once the run starts.
 struct run_plan {
-  const load_spec* spec = nullptr;
+  const client_transport* transport = nullptr;
   const query_set* queries = nullptr;
+  unsigned clients = 1;
+  unsigned outstanding = 1;   // queries in flight per client
+  bool gather_writes = true;  // all ready queries in one system call (false: one per query)
   boost::asio::ip::address server_address;
   std::uint16_t server_port = 0;
   std::vector<boost::asio::ip::address> sources;  // source addresses to spread clients over
-  stream_connector* connector = nullptr;          // opens TCP/TLS connections (UDP: TC retries)
   // Per query of the set: its question's number (queries asking the same question, names
   // compared case-insensitively, share one), and for UDP the largest answer it allows.
   std::vector<std::uint32_t> question_of;
@@ -45,8 +61,6 @@ struct run_plan {
   std::uint64_t timeout_ns = 0;
   double rate_per_client = 0;  // queries per second; 0: no limit
 };
-
-class worker;
 
 // Per-query bookkeeping shared by every transport: slot table, query cursor, send budget,
 // response classification and timeouts.
@@ -117,7 +131,8 @@ class client_base {
   void fail_in_flight(bool abandoned) noexcept;
 
   const run_plan& plan() const noexcept;
-  run_result& shard() noexcept;
+  query_counters& counts() noexcept;
+  connection_counters& connections() noexcept;
 
   // Ends a query: frees its slot and its question.
   void release(slot_table::slot& s, slot_table::past outcome) noexcept;
@@ -162,7 +177,7 @@ class worker {
     return pub_lost_.load(std::memory_order_relaxed);
   }
 
-  run_result& shard() noexcept { return shard_; }
+  counters& shard() noexcept { return shard_; }
   const run_plan& plan() const noexcept { return plan_; }
   boost::asio::io_context& io() noexcept { return io_; }
 
@@ -195,7 +210,7 @@ class worker {
   boost::asio::io_context io_{1};
   boost::asio::steady_timer tick_timer_;
   std::vector<std::unique_ptr<client_base>> clients_;
-  run_result shard_;
+  counters shard_;
   std::vector<std::uint8_t> scratch_;
   std::atomic<bool> stop_requested_{false};
   unsigned connection_setups_ = 0;
@@ -207,18 +222,14 @@ class worker {
 inline const run_plan& client_base::plan() const noexcept {
   return owner_.plan();
 }
-inline run_result& client_base::shard() noexcept {
-  return owner_.shard();
+inline query_counters& client_base::counts() noexcept {
+  return owner_.shard().queries;
+}
+inline connection_counters& client_base::connections() noexcept {
+  return owner_.shard().connections;
 }
 inline bool client_base::measuring(std::uint64_t now) const noexcept {
   return now >= owner_.plan().measure_start_ns;
 }
-
-// Factories per transport.
-std::unique_ptr<client_base> make_udp_client(worker& owner, unsigned index, std::uint64_t quota);
-std::unique_ptr<client_base> make_stream_client(worker& owner, unsigned index, std::uint64_t quota);
-// A plain TCP client that sends only the truncated queries `feeder` (UDP) hands it.
-std::unique_ptr<client_base> make_tc_retry_client(worker& owner, unsigned index,
-                                                  const client_base& feeder);
 
 }  // namespace dnstransport::detail

@@ -18,32 +18,12 @@
 #include <dnstransport/error.hpp>
 
 #include "engine/engine.hpp"
-#include "transport/stream/byte_stream.hpp"
+#include "load/transports.hpp"
 #include "transport/tls/tls_backend.hpp"
 #include "util/clock.hpp"
 #include "util/cpu_pinning.hpp"
-#include "util/socket_util.hpp"
 
 namespace dnstransport {
-
-std::string_view transport_name(transport_kind transport) noexcept {
-  switch (transport) {
-    case transport_kind::udp:
-      return "udp";
-    case transport_kind::tcp:
-      return "tcp";
-    case transport_kind::tls:
-      return "tls";
-  }
-  return "?";
-}
-
-std::optional<transport_kind> parse_transport(std::string_view name) noexcept {
-  if (name == "udp") return transport_kind::udp;
-  if (name == "tcp") return transport_kind::tcp;
-  if (name == "tls" || name == "dot") return transport_kind::tls;
-  return std::nullopt;
-}
 
 std::uint64_t parse_queries_per_connection(std::string_view text) {
   if (text == "unlimited" || text == "0") return 0;
@@ -65,10 +45,6 @@ namespace {
 
 using detail::monotonic_ns;
 using detail::seconds_to_ns;
-
-bool is_stream(transport_kind t) {
-  return t != transport_kind::udp;
-}
 
 // Each client holds one socket; leave room for the responder and files.
 constexpr rlim_t descriptor_reserve = 64;
@@ -138,7 +114,8 @@ std::vector<boost::asio::ip::address> source_addresses(const load_spec& spec,
   }
   // Towards IPv4 loopback, 16 source addresses give 16 times the ephemeral ports, so a run
   // at one query per connection does not stall on TIME_WAIT.
-  if (sources.empty() && is_stream(spec.transport) && server.is_v4() && server.is_loopback()) {
+  if (sources.empty() && traits_of(spec.transport).has_connections && server.is_v4() &&
+      server.is_loopback()) {
     for (unsigned i = 1; i <= 16; ++i) {
       sources.push_back(boost::asio::ip::address_v4(0x7f000000u + i));
     }
@@ -175,44 +152,41 @@ std::uint32_t number_questions(const query_set& queries, std::vector<std::uint32
   return next;
 }
 
-void merge_histograms(latency_histogram& into, const latency_histogram& from) {
-  into.merge(from);
-}
-
-void merge_shard(run_result& into, const run_result& from) {
-  into.queries_sent += from.queries_sent;
-  into.responses_received += from.responses_received;
-  into.lost += from.lost;
-  into.lost_on_close += from.lost_on_close;
-  into.malformed += from.malformed;
-  into.mismatched += from.mismatched;
-  into.abandoned += from.abandoned;
-  into.truncated += from.truncated;
-  into.oversized += from.oversized;
-  into.tc_retried += from.tc_retried;
-  into.tc_retry_answered += from.tc_retry_answered;
-  for (std::size_t i = 0; i < into.rcodes.size(); ++i) into.rcodes[i] += from.rcodes[i];
-  into.out_of_order += from.out_of_order;
-  into.late += from.late;
-  into.unexpected += from.unexpected;
-  into.duplicates += from.duplicates;
-  merge_histograms(into.latency, from.latency);
-  merge_histograms(into.first_query_latency, from.first_query_latency);
-  merge_histograms(into.connect_latency, from.connect_latency);
-  merge_histograms(into.handshake_latency, from.handshake_latency);
-  auto& c = into.connections;
-  const auto& f = from.connections;
-  c.opened += f.opened;
-  c.answered += f.answered;
-  c.closed_by_client += f.closed_by_client;
-  c.closed_by_server += f.closed_by_server;
-  c.reset_by_server += f.reset_by_server;
-  c.failed += f.failed;
-  c.fastopen_data_in_syn += f.fastopen_data_in_syn;
-  for (const auto& [cause, n] : f.failures) c.failures[cause] += n;
-  if (c.first_failure.empty()) c.first_failure = f.first_failure;
-  into.handshakes_full += from.handshakes_full;
-  into.handshakes_resumed += from.handshakes_resumed;
+// The workers' counters, summed, into the public result.
+void fill_result(run_result& r, const detail::counters& total) {
+  const detail::query_counters& q = total.queries;
+  r.queries_sent = q.queries_sent;
+  r.responses_received = q.responses_received;
+  r.lost = q.lost;
+  r.lost_on_close = q.lost_on_close;
+  r.malformed = q.malformed;
+  r.mismatched = q.mismatched;
+  r.abandoned = q.abandoned;
+  r.truncated = q.truncated;
+  r.oversized = q.oversized;
+  r.tc_retried = q.tc_retried;
+  r.tc_retry_answered = q.tc_retry_answered;
+  r.rcodes = q.rcodes;
+  r.out_of_order = q.out_of_order;
+  r.late = q.late;
+  r.unexpected = q.unexpected;
+  r.duplicates = q.duplicates;
+  r.latency = q.latency;
+  const detail::connection_counters& c = total.connections;
+  r.connections.opened = c.opened;
+  r.connections.answered = c.answered;
+  r.connections.closed_by_client = c.closed_by_client;
+  r.connections.closed_by_server = c.closed_by_server;
+  r.connections.reset_by_server = c.reset_by_server;
+  r.connections.failed = c.failed;
+  r.connections.fastopen_data_in_syn = c.fastopen_data_in_syn;
+  r.connections.failures = c.failures;
+  r.connections.first_failure = c.first_failure;
+  r.handshakes_full = c.handshakes_full;
+  r.handshakes_resumed = c.handshakes_resumed;
+  r.first_query_latency = c.first_query_latency;
+  r.connect_latency = c.connect_latency;
+  r.handshake_latency = c.handshake_latency;
 }
 
 }  // namespace
@@ -236,10 +210,11 @@ void validate(const load_spec& spec) {
   if (spec.warmup_seconds < 0) throw setup_error("--warmup cannot be negative");
   if (spec.rate < 0) throw setup_error("--rate cannot be negative");
   if (spec.port == 0) throw setup_error("the server port cannot be 0");
-  if (spec.transport == transport_kind::udp && spec.queries_per_connection != 0) {
+  const transport_traits& traits = traits_of(spec.transport);
+  if (!traits.has_connections && spec.queries_per_connection != 0) {
     throw setup_error(
-        "--queries-per-connection applies to --transport tcp and tls only (UDP has no "
-        "connections)");
+        fmt::format("--queries-per-connection applies to transports with connections ({} has none)",
+                    traits.name));
   }
   if (!spec.tls.ca_file.empty() && !spec.tls.verify) {
     throw setup_error("--ca-file is only used with --verify");
@@ -249,7 +224,7 @@ void validate(const load_spec& spec) {
         "--tc-retry tcp applies to --transport udp only (truncation is a UDP matter)");
   }
   check_cpus(spec.cpus, "--cpus");
-  if (spec.transport == transport_kind::tls) {
+  if (traits.has_tls) {
     detail::check_version_range(spec.tls.min_version, spec.tls.max_version);
     const auto available = available_tls_backends();
     if (std::find(available.begin(), available.end(), spec.tls.backend) == available.end()) {
@@ -273,7 +248,7 @@ run_result run_load(const load_spec& spec) {
   result.server = spec.server;
   result.port = spec.port;
   result.transport = spec.transport;
-  if (spec.transport == transport_kind::tls) {
+  if (traits_of(spec.transport).has_tls) {
     result.tls_backend = std::string(tls_backend_name(spec.tls.backend));
   }
   result.clients = spec.clients;
@@ -289,22 +264,17 @@ run_result run_load(const load_spec& spec) {
   }
   result.threads = threads;
 
-  std::unique_ptr<detail::tls_client_context> tls;
-  std::unique_ptr<detail::stream_connector> connector;
-  if (spec.transport == transport_kind::tls) {
-    tls = detail::make_tls_client_context(spec.tls);
-    connector = detail::make_tls_connector(*tls);
-  } else {
-    connector = detail::make_tcp_connector();
-  }
+  const auto transport = detail::registered_transport(spec.transport).make(spec);
 
   detail::run_plan plan;
-  plan.spec = &spec;
+  plan.transport = transport.get();
   plan.queries = queries.get();
+  plan.clients = spec.clients;
+  plan.outstanding = spec.outstanding;
+  plan.gather_writes = spec.gather_writes;
   plan.server_address = server_address;
   plan.server_port = spec.port;
   plan.sources = sources;
-  plan.connector = connector.get();
   plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
   plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : 0;
   plan.distinct_questions = number_questions(*queries, plan.question_of);
@@ -385,9 +355,10 @@ run_result run_load(const load_spec& spec) {
   for (auto& t : pool) t.join();
   const std::uint64_t end_ns = monotonic_ns();
 
+  detail::counters total;
   std::uint64_t last_answer = 0;
   for (auto& w : workers) {
-    merge_shard(result, w->shard());
+    total.merge(w->shard());
     last_answer = std::max(last_answer, w->last_answer_ns);
     result.client_cpu_seconds += w->thread_cpu_seconds;
     if (w->wall_seconds > 0) {
@@ -395,6 +366,7 @@ run_result run_load(const load_spec& spec) {
           std::max(result.max_thread_cpu_share, w->thread_cpu_seconds / w->wall_seconds);
     }
   }
+  fill_result(result, total);
   result.interrupted = stop_ns != 0;
   // The measured window runs from the end of the warm-up to the end of sending (or the
   // interruption), stretched to the last counted answer so that answers to queries sent in

@@ -70,7 +70,7 @@ std::string format_table(const run_result& r) {
   std::string transport(transport_name(r.transport));
   if (!r.tls_backend.empty()) transport += " (" + r.tls_backend + ")";
   const std::string per_connection =
-      r.transport == transport_kind::udp
+      !traits_of(r.transport).has_connections
           ? ""
           : fmt::format(", {} queries per connection",
                         r.queries_per_connection == 0 ? std::string("unlimited")
@@ -82,7 +82,7 @@ std::string format_table(const run_result& r) {
   line("queries sent", with_commas(r.queries_sent));
   line("answered", with_commas(r.responses_received) + share(r.responses_received, r.queries_sent));
   line("lost (timed out)", with_commas(r.lost) + share(r.lost, r.queries_sent));
-  if (r.transport != transport_kind::udp) {
+  if (traits_of(r.transport).has_connections) {
     line("lost on close", with_commas(r.lost_on_close) + share(r.lost_on_close, r.queries_sent));
   }
   if (r.truncated || r.tc_retried) {
@@ -126,7 +126,7 @@ std::string format_table(const run_result& r) {
         "  note: a worker thread was near 100 % CPU: the figure may measure this client, not "
         "the server (add --threads or CPUs)\n";
   }
-  if (r.transport != transport_kind::udp) {
+  if (traits_of(r.transport).has_connections) {
     const auto& c = r.connections;
     line("connections", fmt::format("{} opened, {} closed by us, {} closed by server, {} reset, "
                                     "{} failed",
@@ -136,7 +136,7 @@ std::string format_table(const run_result& r) {
     line("answers per connection", fmt::format("{:.1f}", r.queries_per_connection_achieved()));
     if (r.out_of_order) line("out of order", with_commas(r.out_of_order));
     line("connect latency", percentiles(r.connect_latency));
-    if (r.transport == transport_kind::tls) {
+    if (traits_of(r.transport).has_tls) {
       line("handshakes", fmt::format("{} full, {} resumed", with_commas(r.handshakes_full),
                                      with_commas(r.handshakes_resumed)));
       line("handshake latency", percentiles(r.handshake_latency));

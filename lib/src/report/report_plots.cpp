@@ -60,7 +60,7 @@ void add_qps_against_clients(const sweep_result& r, plot_set& into) {
     const std::string block = fmt::format("t{}", i);
     data += gnuplot_data(block, rows);
     std::string title = sweep_transport_name(transport);
-    if (transport.transport != transport_kind::udp) {
+    if (traits_of(transport.transport).has_connections) {
       title += " (" + connections_label(per_connection) + ")";
     }
     plot += fmt::format("{}${} using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.3 lc {} title {}",

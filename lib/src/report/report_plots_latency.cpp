@@ -79,7 +79,7 @@ void add_latency_by_clients(const sweep_result& r, plot_set& into) {
           continue;
         }
         std::string title = sweep_transport_name(transport);
-        if (transport.transport != transport_kind::udp) {
+        if (traits_of(transport.transport).has_connections) {
           title += " (" + connections_label(per_connection) + ")";
         }
         if (p.summary.client_bound) title += " (client-bound)";
@@ -109,7 +109,7 @@ void add_latency_by_clients(const sweep_result& r, plot_set& into) {
 void add_connection_setup(const sweep_result& r, plot_set& into) {
   std::vector<curve> curves;
   for (const auto& transport : r.plan.transports) {
-    if (transport.transport == transport_kind::udp) continue;
+    if (!traits_of(transport.transport).has_connections) continue;
     curve connect{
         sweep_transport_name(transport) + ": TCP connect", color_of(r, transport), true, {}};
     curve handshake{
@@ -120,7 +120,7 @@ void add_connection_setup(const sweep_result& r, plot_set& into) {
       handshake.histogram.merge(p.summary.handshake_latency);
     }
     curves.push_back(std::move(connect));
-    if (transport.transport == transport_kind::tls) curves.push_back(std::move(handshake));
+    if (traits_of(transport.transport).has_tls) curves.push_back(std::move(handshake));
   }
   const std::string title = "Connection set-up: TCP connect and TLS handshake latency";
   std::string body = percentile_body(title, curves);

@@ -27,7 +27,7 @@ std::string duration_cell(std::uint64_t nanoseconds, std::uint64_t count) {
 }
 
 std::string per_connection_cell(const sweep_point& p) {
-  return p.transport.transport == transport_kind::udp
+  return !traits_of(p.transport.transport).has_connections
              ? "-"
              : queries_per_connection_name(p.queries_per_connection);
 }

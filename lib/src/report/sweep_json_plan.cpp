@@ -113,7 +113,7 @@ sweep_transport transport_from_json(const json::object& from) {
   const auto kind = parse_transport(string_at(from, "transport"));
   if (!kind) throw std::invalid_argument("unknown \"transport\"");
   sweep_transport t{*kind, std::nullopt};
-  if (t.transport == transport_kind::tls) {
+  if (traits_of(t.transport).has_tls) {
     t.backend = parse_tls_backend(string_at(from, "tls_backend"));
     if (!t.backend) throw std::invalid_argument("unknown \"tls_backend\"");
   }

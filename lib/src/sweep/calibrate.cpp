@@ -73,10 +73,10 @@ std::string format_calibration(const std::vector<calibration_result>& results) {
                                 "queries/s", "CPU s/M answers", "ceiling q/s/thread", "limited by");
   for (const auto& r : results) {
     std::string name(transport_name(r.which.transport));
-    if (r.which.transport == transport_kind::tls) {
+    if (traits_of(r.which.transport).has_tls) {
       name += fmt::format(" ({})", tls_backend_name(r.which.backend));
     }
-    const std::string per_connection = r.which.transport == transport_kind::udp ? "-"
+    const std::string per_connection = !traits_of(r.which.transport).has_connections ? "-"
                                        : r.which.queries_per_connection == 0
                                            ? "unlimited"
                                            : std::to_string(r.which.queries_per_connection);

@@ -87,7 +87,7 @@ std::vector<amortization_fit> compute_amortization(const std::vector<sweep_point
   std::vector<fit_key> keys;
   for (const auto& p : points) {
     const fit_key key{p.point.transport, p.point.clients};
-    if (key.transport.transport != transport_kind::udp &&
+    if (traits_of(key.transport.transport).has_connections &&
         std::find(keys.begin(), keys.end(), key) == keys.end()) {
       keys.push_back(key);
     }

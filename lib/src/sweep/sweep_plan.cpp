@@ -51,8 +51,9 @@ std::uint64_t parse_positive(std::string_view text, std::string_view flag) {
 }
 
 bool has_stream_transport(const sweep_plan& plan) {
-  return std::any_of(plan.transports.begin(), plan.transports.end(),
-                     [](const sweep_transport& t) { return t.transport != transport_kind::udp; });
+  return std::any_of(plan.transports.begin(), plan.transports.end(), [](const sweep_transport& t) {
+    return traits_of(t.transport).has_connections;
+  });
 }
 
 }  // namespace
@@ -75,7 +76,7 @@ std::vector<sweep_transport> parse_sweep_transports(std::string_view list,
           "--transports: \"{}\" is not one of udp, tcp, tls, tls-openssl, tls-gnutls", item));
     }
     t.transport = *kind;
-    if (t.transport == transport_kind::tls) {
+    if (traits_of(t.transport).has_tls) {
       t.backend = default_backend;
       if (dash != std::string_view::npos) {
         t.backend = parse_tls_backend(item.substr(dash + 1));
@@ -159,7 +160,7 @@ void apply_preset(sweep_plan& plan, std::string_view name) {
 std::string describe(const sweep_point& point) {
   std::string text = fmt::format("{}, {} client{}", sweep_transport_name(point.transport),
                                  point.clients, point.clients == 1 ? "" : "s");
-  if (point.transport.transport != transport_kind::udp) {
+  if (traits_of(point.transport.transport).has_connections) {
     text += point.queries_per_connection == 0
                 ? ", persistent connections"
                 : fmt::format(", {} quer{}/connection", point.queries_per_connection,
@@ -183,7 +184,7 @@ std::vector<sweep_point> expand(const sweep_plan& plan) {
     throw setup_error("--clients: 0 is not a number of clients");
   }
   for (const auto& t : plan.transports) {
-    if (t.backend.has_value() != (t.transport == transport_kind::tls)) {
+    if (t.backend.has_value() != traits_of(t.transport).has_tls) {
       throw setup_error(
           fmt::format("--transports: {} cannot have a TLS library", transport_name(t.transport)));
     }
@@ -205,7 +206,7 @@ std::vector<sweep_point> expand(const sweep_plan& plan) {
   std::vector<sweep_point> points;
   for (const auto& transport : plan.transports) {
     for (const unsigned clients : plan.clients) {
-      if (transport.transport == transport_kind::udp) {
+      if (!traits_of(transport.transport).has_connections) {
         points.push_back({transport, clients, 0});
         continue;
       }

@@ -3,7 +3,6 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -53,14 +52,6 @@ std::string errno_name(int error) {
       return "EOPNOTSUPP";
     default:
       return fmt::format("E{}", error);
-  }
-}
-
-void record_socket_error(connection_stats& stats, const char* what, int error) {
-  const std::string name = errno_name(error);
-  ++stats.failures[name];
-  if (stats.first_failure.empty()) {
-    stats.first_failure = fmt::format("{}: {} ({})", what, std::strerror(error), name);
   }
 }
 

@@ -1,17 +1,12 @@
 #pragma once
-// Internal: small socket helpers shared by clients and the responder.
+// Internal: socket helpers shared by clients and the responder.
 
 #include <string>
-
-#include <dnstransport/load.hpp>
 
 namespace dnstransport::detail {
 
 // "ECONNREFUSED" for an errno value (the symbolic name users search for), "E<n>" otherwise.
 std::string errno_name(int error);
-
-// Counts a socket failure by cause and keeps the first full message.
-void record_socket_error(connection_stats& stats, const char* what, int error);
 
 // Asks for large socket buffers so bursts of answers are not dropped by the kernel (capped
 // by net.core.rmem_max / wmem_max; a refusal is harmless).

@@ -89,8 +89,10 @@ std::unique_ptr<byte_stream> make_tcp_stream(int fd);
 std::unique_ptr<stream_connector> make_tcp_connector();
 std::unique_ptr<stream_acceptor> make_tcp_acceptor();
 
-/// TLS over TCP: DNS over TLS (RFC 7858), either library. The context outlives the streams.
+/// TLS over TCP: DNS over TLS (RFC 7858), either library. The context outlives the streams:
+/// the connector owns it, or the caller keeps it.
 std::unique_ptr<stream_connector> make_tls_connector(tls_client_context& context);
+std::unique_ptr<stream_connector> make_tls_connector(std::unique_ptr<tls_client_context> context);
 std::unique_ptr<stream_acceptor> make_tls_acceptor(tls_server_context& context);
 
 /// Total size of `pieces`.

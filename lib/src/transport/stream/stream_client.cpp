@@ -18,11 +18,10 @@
 #include <fmt/format.h>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "engine/engine.hpp"
 #include "transport/stream/message_channel.hpp"
+#include "transport/stream/stream_transport.hpp"
 #include "transport/tls/tls_backend.hpp"
 #include "util/clock.hpp"
-#include "util/socket_util.hpp"
 
 namespace dnstransport::detail {
 
@@ -37,8 +36,9 @@ enum class conn_state { idle, connecting, handshaking, established };
 
 class stream_client final : public client_base {
  public:
-  stream_client(worker& owner, unsigned index, std::uint64_t quota)
-      : client_base(owner, index, quota), socket_(owner.io()) {}
+  stream_client(worker& owner, unsigned index, std::uint64_t quota,
+                const stream_transport& transport)
+      : client_base(owner, index, quota), transport_(transport), socket_(owner.io()) {}
 
   void start() override { connect(monotonic_ns()); }
 
@@ -82,13 +82,13 @@ class stream_client final : public client_base {
   }
 
  private:
-  const load_spec& spec() const noexcept { return *plan().spec; }
+  const stream_settings& settings() const noexcept { return transport_.settings(); }
   std::string handshake_name() {
     return fmt::format("{} handshake", channel_.is_open() ? channel_.stream().name() : "stream");
   }
 
   bool connection_done() const noexcept {
-    const std::uint64_t limit = spec().queries_per_connection;
+    const std::uint64_t limit = settings().queries_per_connection;
     return limit != 0 && sent_on_connection_ >= limit && slots_.empty();
   }
 
@@ -117,14 +117,14 @@ class stream_client final : public client_base {
     }
     const int fd = socket_.native_handle();
     socket_.non_blocking(true, ec);
-    if (spec().tcp_nodelay) {
+    if (settings().tcp_nodelay) {
       const int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
     if (!p.sources.empty()) {
       // Spread successive connections of all clients over the source addresses.
       const auto& source =
-          p.sources[(index_ + connections_made_ * spec().clients) % p.sources.size()];
+          p.sources[(index_ + connections_made_ * plan().clients) % p.sources.size()];
       const int one = 1;
       // Let the kernel pick the port at connect time, so ports are shared per destination.
       setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
@@ -135,7 +135,7 @@ class stream_client final : public client_base {
       }
     }
     ++connections_made_;
-    if (spec().tcp_fastopen) {
+    if (settings().tcp_fastopen) {
       const int one = 1;
       fastopen_ = setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof one) == 0;
     }
@@ -155,11 +155,11 @@ class stream_client final : public client_base {
 
   void on_connected(std::uint64_t now) {
     if (counted_) {
-      ++shard().connections.opened;
-      shard().connect_latency.record(now - connection_started_ns_);
+      ++connections().opened;
+      connections().connect_latency.record(now - connection_started_ns_);
     }
-    channel_.open(plan().connector->open(socket_.native_handle(),
-                                         spec().tls.resume ? ticket_.get() : nullptr));
+    channel_.open(transport_.connector().open(socket_.native_handle(),
+                                              settings().resume ? ticket_.get() : nullptr));
     state_ = conn_state::handshaking;
     handshake_started_ns_ = now;
     handshake(now);
@@ -175,8 +175,8 @@ class stream_client final : public client_base {
           // neither the handshake nor the first query's send time is back-dated.
           now = monotonic_ns();
           if (counted_) {
-            shard().handshake_latency.record(now - handshake_started_ns_);
-            ++(stream.resumed() ? shard().handshakes_resumed : shard().handshakes_full);
+            connections().handshake_latency.record(now - handshake_started_ns_);
+            ++(stream.resumed() ? connections().handshakes_resumed : connections().handshakes_full);
           }
         }
         end_setup();
@@ -201,8 +201,8 @@ class stream_client final : public client_base {
   // A connect (or socket set-up) that failed with `error`, counted by its errno name.
   void fail_connection(const std::string& what, int error) {
     if (counted_) {
-      ++shard().connections.failed;
-      record_socket_error(shard().connections, what.c_str(), error);
+      ++connections().failed;
+      connections().record_socket_error(what.c_str(), error);
     }
     connection_failed();
   }
@@ -210,11 +210,9 @@ class stream_client final : public client_base {
   // A handshake that failed, counted by the stream's cause ("tls_certificate").
   void fail_connection(const std::string& what, const std::string& cause,
                        const std::string& message) {
-    connection_stats& c = shard().connections;
     if (counted_) {
-      ++c.failed;
-      ++c.failures[cause];
-      if (c.first_failure.empty()) c.first_failure = fmt::format("{}: {}", what, message);
+      ++connections().failed;
+      connections().record_failure(cause, fmt::format("{}: {}", what, message));
     }
     connection_failed();
   }
@@ -310,29 +308,29 @@ class stream_client final : public client_base {
       const auto r = channel_.next(message);
       if (r == frame_reader::result::need_more) return true;
       if (r == frame_reader::result::zero_length) {
-        if (counted_) ++shard().connections.failures["zero_length_frame"];
+        if (counted_) ++connections().failures["zero_length_frame"];
         server_closed(true);
         return false;
       }
       const completion c = on_message(message, now);
       if (!c.matched) continue;
       if (any_answered_ && c.sequence < highest_sequence_answered_) {
-        if (counted_) ++shard().out_of_order;
+        if (counted_) ++counts().out_of_order;
       } else {
         highest_sequence_answered_ = c.sequence;
         any_answered_ = true;
       }
       if (!counted_) continue;
-      if (c.answered) ++shard().connections.answered;
+      if (c.answered) ++connections().answered;
       if (c.first_on_connection && c.answered) {
-        shard().first_query_latency.record(now - connection_started_ns_);
+        connections().first_query_latency.record(now - connection_started_ns_);
       }
     }
   }
 
   // The server ended the connection: EOF (or close_notify), or a reset/error.
   void server_closed(bool reset) {
-    auto& c = shard().connections;
+    auto& c = connections();
     if (counted_) ++(reset ? c.reset_by_server : c.closed_by_server);
     fail_in_flight(false);
     drop_socket();
@@ -344,15 +342,15 @@ class stream_client final : public client_base {
   void fill(std::uint64_t now) {
     if (state_ != conn_state::established || channel_.output_pending()) return;
     std::uint64_t allowance = send_allowance(now);
-    const std::uint64_t limit = spec().queries_per_connection;
+    const std::uint64_t limit = settings().queries_per_connection;
     if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, sent_on_connection_));
-    if (!spec().gather_writes) allowance = std::min<std::uint64_t>(allowance, 1);
+    if (!plan().gather_writes) allowance = std::min<std::uint64_t>(allowance, 1);
     while (allowance > 0) {
       const unsigned batch = static_cast<unsigned>(std::min<std::uint64_t>(allowance, max_gather));
       if (!write_queries(now, batch)) return;
       allowance -= batch;
       if (channel_.output_pending()) return;
-      if (!spec().gather_writes) {
+      if (!plan().gather_writes) {
         allowance = std::min<std::uint64_t>(send_allowance(now), 1);
         if (limit != 0 && sent_on_connection_ >= limit) allowance = 0;
       }
@@ -410,7 +408,7 @@ class stream_client final : public client_base {
     socklen_t length = sizeof info;
     if (getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
         (info.tcpi_options & TCPI_OPT_SYN_DATA) != 0 && counted_) {
-      ++shard().connections.fastopen_data_in_syn;
+      ++connections().fastopen_data_in_syn;
     }
   }
 
@@ -420,12 +418,12 @@ class stream_client final : public client_base {
   // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
   void close(bool count) {
     if (count && counted_ && state_ != conn_state::idle && state_ != conn_state::connecting) {
-      ++shard().connections.closed_by_client;
+      ++connections().closed_by_client;
     }
-    if (state_ == conn_state::established && spec().close == close_mode::fin) {
+    if (state_ == conn_state::established && !settings().close_with_rst) {
       channel_.stream().shutdown();
     }
-    if (spec().close == close_mode::rst && socket_.is_open()) {
+    if (settings().close_with_rst && socket_.is_open()) {
       const linger abortive{1, 0};
       setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive);
     }
@@ -440,7 +438,7 @@ class stream_client final : public client_base {
 
   void drop_socket() {
     end_setup();
-    if (channel_.is_open() && spec().tls.resume) {
+    if (channel_.is_open() && settings().resume) {
       if (auto ticket = channel_.stream().ticket()) ticket_ = std::move(ticket);
     }
     channel_.close();
@@ -452,6 +450,7 @@ class stream_client final : public client_base {
     fastopen_ = false;
   }
 
+  const stream_transport& transport_;
   boost::asio::ip::tcp::socket socket_;
   message_channel channel_;
   std::unique_ptr<tls_ticket> ticket_;
@@ -475,14 +474,14 @@ class stream_client final : public client_base {
 
 }  // namespace
 
-std::unique_ptr<client_base> make_stream_client(worker& owner, unsigned index,
-                                                std::uint64_t quota) {
-  return std::make_unique<stream_client>(owner, index, quota);
+std::unique_ptr<client_base> stream_transport::make_client(worker& owner, unsigned index,
+                                                           std::uint64_t quota) const {
+  return std::make_unique<stream_client>(owner, index, quota, *this);
 }
 
-std::unique_ptr<client_base> make_tc_retry_client(worker& owner, unsigned index,
-                                                  const client_base& feeder) {
-  auto client = std::make_unique<stream_client>(owner, index, UINT64_MAX);
+std::unique_ptr<client_base> stream_transport::make_retry_client(worker& owner, unsigned index,
+                                                                 const client_base& feeder) const {
+  auto client = std::make_unique<stream_client>(owner, index, UINT64_MAX, *this);
   client->serve_retries(feeder);
   return client;
 }

@@ -106,11 +106,14 @@ class tls_stream final : public byte_stream {
 class tls_connector final : public stream_connector {
  public:
   explicit tls_connector(tls_client_context& context) : context_(context) {}
+  explicit tls_connector(std::unique_ptr<tls_client_context> owned)
+      : owned_(std::move(owned)), context_(*owned_) {}
   std::unique_ptr<byte_stream> open(int fd, const tls_ticket* resume_from) override {
     return std::make_unique<tls_stream>(context_.connect(fd, resume_from));
   }
 
  private:
+  std::unique_ptr<tls_client_context> owned_;
   tls_client_context& context_;
 };
 
@@ -129,6 +132,10 @@ class tls_acceptor final : public stream_acceptor {
 
 std::unique_ptr<stream_connector> make_tls_connector(tls_client_context& context) {
   return std::make_unique<tls_connector>(context);
+}
+
+std::unique_ptr<stream_connector> make_tls_connector(std::unique_ptr<tls_client_context> context) {
+  return std::make_unique<tls_connector>(std::move(context));
 }
 
 std::unique_ptr<stream_acceptor> make_tls_acceptor(tls_server_context& context) {

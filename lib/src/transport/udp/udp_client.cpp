@@ -10,7 +10,8 @@
 
 #include <boost/asio/ip/udp.hpp>
 
-#include "engine/engine.hpp"
+#include "transport/stream/stream_transport.hpp"
+#include "transport/udp/udp_transport.hpp"
 #include "util/clock.hpp"
 #include "util/socket_util.hpp"
 
@@ -22,9 +23,9 @@ constexpr unsigned batch_size = 32;
 
 class udp_client final : public client_base {
  public:
-  udp_client(worker& owner, unsigned index, std::uint64_t quota)
+  udp_client(worker& owner, unsigned index, std::uint64_t quota, const stream_transport* tc_retry)
       : client_base(owner, index, quota), socket_(owner.io()) {
-    if (owner.plan().spec->tc_retry_tcp) tc_retry_ = make_tc_retry_client(owner, index, *this);
+    if (tc_retry != nullptr) tc_retry_ = tc_retry->make_retry_client(owner, index, *this);
   }
 
   bool finished(std::uint64_t now) const noexcept override {
@@ -42,7 +43,7 @@ class udp_client final : public client_base {
     if (!ec) socket_.connect(server, ec);
     if (!ec) socket_.non_blocking(true, ec);
     if (ec) {
-      record_socket_error(shard().connections, "udp socket", ec.value());
+      connections().record_socket_error("udp socket", ec.value());
       failed_ = true;
       return;
     }
@@ -99,7 +100,7 @@ class udp_client final : public client_base {
         if (error == EINTR) continue;
         if (error == EAGAIN || error == EWOULDBLOCK) break;
         // A pending ICMP error (ECONNREFUSED: nothing listens) is reported once; keep going.
-        record_socket_error(shard().connections, "udp receive", error);
+        connections().record_socket_error("udp receive", error);
         if (error == ECONNREFUSED) continue;
         break;
       }
@@ -123,7 +124,7 @@ class udp_client final : public client_base {
     std::array<mmsghdr, batch_size> msgs{};
     std::array<std::array<iovec, 2>, batch_size> iov{};
     std::array<slot_table::slot*, batch_size> taken{};
-    const unsigned most = plan().spec->gather_writes ? batch_size : 1u;
+    const unsigned most = plan().gather_writes ? batch_size : 1u;
     while (allowance > 0) {
       const unsigned batch = allowance < most ? allowance : most;
       for (unsigned i = 0; i < batch; ++i) {
@@ -142,7 +143,7 @@ class udp_client final : public client_base {
         error = errno;
         sent = 0;
         if (error != EAGAIN && error != EWOULDBLOCK && error != EINTR) {
-          record_socket_error(shard().connections, "udp send", error);
+          connections().record_socket_error("udp send", error);
         }
       }
       for (unsigned i = batch; i-- > static_cast<unsigned>(sent);) return_slot(*taken[i]);
@@ -173,8 +174,20 @@ class udp_client final : public client_base {
 
 }  // namespace
 
-std::unique_ptr<client_base> make_udp_client(worker& owner, unsigned index, std::uint64_t quota) {
-  return std::make_unique<udp_client>(owner, index, quota);
+std::unique_ptr<client_transport> make_udp_transport(std::unique_ptr<stream_transport> tc_retry) {
+  class udp_transport final : public client_transport {
+   public:
+    explicit udp_transport(std::unique_ptr<stream_transport> tc_retry)
+        : tc_retry_(std::move(tc_retry)) {}
+    std::unique_ptr<client_base> make_client(worker& owner, unsigned index,
+                                             std::uint64_t quota) const override {
+      return std::make_unique<udp_client>(owner, index, quota, tc_retry_.get());
+    }
+
+   private:
+    std::unique_ptr<stream_transport> tc_retry_;
+  };
+  return std::make_unique<udp_transport>(std::move(tc_retry));
 }
 
 }  // namespace dnstransport::detail

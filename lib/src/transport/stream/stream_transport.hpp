@@ -1,0 +1,43 @@
+#pragma once
+// Internal: DNS over a byte stream as a transport of the engine: plain TCP (RFC 7766) or TLS
+// (RFC 7858), whichever the connector opens. Its clients keep up to `outstanding` queries in
+// flight per connection and replace the connection after queries_per_connection queries.
+
+#include <cstdint>
+#include <memory>
+
+#include "engine/engine.hpp"
+#include "transport/stream/byte_stream.hpp"
+
+namespace dnstransport::detail {
+
+// What the stream transport needs from the run's settings.
+struct stream_settings {
+  std::uint64_t queries_per_connection = 0;  // then the client reconnects; 0: never
+  bool close_with_rst = false;               // abortive close (SO_LINGER 0) instead of FIN
+  bool tcp_nodelay = true;
+  bool tcp_fastopen = false;  // first query in the SYN where the kernel allows
+  bool resume = false;        // offer the newest session ticket when reconnecting (TLS)
+};
+
+class stream_transport final : public client_transport {
+ public:
+  stream_transport(const stream_settings& settings, std::unique_ptr<stream_connector> connector)
+      : settings_(settings), connector_(std::move(connector)) {}
+
+  std::unique_ptr<client_base> make_client(worker& owner, unsigned index,
+                                           std::uint64_t quota) const override;
+  // A client that sends only the queries `feeder` hands it (UDP's retries of truncated
+  // answers), and keeps its connection while the feeder may still hand it some.
+  std::unique_ptr<client_base> make_retry_client(worker& owner, unsigned index,
+                                                 const client_base& feeder) const;
+
+  const stream_settings& settings() const noexcept { return settings_; }
+  stream_connector& connector() const noexcept { return *connector_; }
+
+ private:
+  stream_settings settings_;
+  std::unique_ptr<stream_connector> connector_;
+};
+
+}  // namespace dnstransport::detail
