@@ -4,22 +4,18 @@
 // `queries_per_connection` queries. All ready queries go out as one gathered write of
 // [length+id][rest] pieces: plain TCP sends them without a copy, TLS joins them once.
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstring>
 
 #include <fmt/format.h>
 #include <boost/asio/ip/tcp.hpp>
 
 #include "transport/stream/message_channel.hpp"
 #include "transport/stream/stream_transport.hpp"
+#include "transport/stream/tcp_dial.hpp"
 #include "transport/tls/tls_backend.hpp"
 #include "util/clock.hpp"
 
@@ -108,49 +104,27 @@ class stream_client final : public client_base {
     waiting_read_ = waiting_write_ = false;
 
     const run_plan& p = plan();
-    const boost::asio::ip::tcp::endpoint server(p.server_address, p.server_port);
-    boost::system::error_code ec;
-    socket_.open(server.protocol(), ec);
-    if (ec) {
-      fail_connection("tcp socket", ec.value());
-      return;
-    }
-    const int fd = socket_.native_handle();
-    socket_.non_blocking(true, ec);
-    if (settings().tcp_nodelay) {
-      const int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
+    tcp_dial_options options;
+    options.nodelay = settings().tcp_nodelay;
+    options.fastopen = settings().tcp_fastopen;
+    // Spread successive connections of all clients over the source addresses.
     if (!p.sources.empty()) {
-      // Spread successive connections of all clients over the source addresses.
-      const auto& source =
-          p.sources[(index_ + connections_made_ * plan().clients) % p.sources.size()];
-      const int one = 1;
-      // Let the kernel pick the port at connect time, so ports are shared per destination.
-      setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-      socket_.bind({source, 0}, ec);
-      if (ec) {
-        fail_connection("tcp bind", ec.value());
-        return;
-      }
+      options.source = &p.sources[(index_ + connections_made_ * p.clients) % p.sources.size()];
     }
     ++connections_made_;
-    if (settings().tcp_fastopen) {
-      const int one = 1;
-      fastopen_ = setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof one) == 0;
+    const tcp_dial dial = dial_tcp(socket_, {p.server_address, p.server_port}, options);
+    fastopen_ = dial.fastopen;
+    switch (dial.result) {
+      case tcp_dial::outcome::connected:
+        on_connected(now);
+        return;
+      case tcp_dial::outcome::in_progress:
+        wait(boost::asio::socket_base::wait_write);
+        return;
+      case tcp_dial::outcome::failed:
+        fail_connection(dial.what, dial.error);
+        return;
     }
-    sockaddr_storage address{};
-    std::memcpy(&address, server.data(), server.size());
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address),
-                  static_cast<socklen_t>(server.size())) == 0) {
-      on_connected(now);
-      return;
-    }
-    if (errno != EINPROGRESS) {
-      fail_connection("tcp connect", errno);
-      return;
-    }
-    wait(boost::asio::socket_base::wait_write);
   }
 
   void on_connected(std::uint64_t now) {
@@ -250,10 +224,7 @@ class stream_client final : public client_base {
       case conn_state::idle:
         return;
       case conn_state::connecting: {
-        int error = 0;
-        socklen_t length = sizeof error;
-        getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length);
-        if (error != 0) {
+        if (const int error = connect_error(socket_.native_handle()); error != 0) {
           fail_connection("tcp connect", error);
         } else {
           on_connected(now);
@@ -401,17 +372,6 @@ class stream_client final : public client_base {
     return true;
   }
 
-  // Whether the kernel's SYN carried data that the server accepted; known once the SYN-ACK
-  // came back, so it is asked when the connection ends.
-  void note_fastopen() {
-    tcp_info info{};
-    socklen_t length = sizeof info;
-    if (getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
-        (info.tcpi_options & TCPI_OPT_SYN_DATA) != 0 && counted_) {
-      ++connections().fastopen_data_in_syn;
-    }
-  }
-
   // Sends pending output. False when the connection is gone.
   bool flush() { return after_write(channel_.flush()); }
 
@@ -423,10 +383,7 @@ class stream_client final : public client_base {
     if (state_ == conn_state::established && !settings().close_with_rst) {
       channel_.stream().shutdown();
     }
-    if (settings().close_with_rst && socket_.is_open()) {
-      const linger abortive{1, 0};
-      setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive);
-    }
+    if (settings().close_with_rst && socket_.is_open()) set_abortive_close(socket_.native_handle());
     drop_socket();  // keeps the connection's newest ticket
     state_ = conn_state::idle;
   }
@@ -442,7 +399,11 @@ class stream_client final : public client_base {
       if (auto ticket = channel_.stream().ticket()) ticket_ = std::move(ticket);
     }
     channel_.close();
-    if (fastopen_ && socket_.is_open() && sent_on_connection_ > 0) note_fastopen();
+    // Whether the SYN carried the first query is known once the SYN-ACK came back.
+    if (fastopen_ && socket_.is_open() && sent_on_connection_ > 0 && counted_ &&
+        syn_data_accepted(socket_.native_handle())) {
+      ++connections().fastopen_data_in_syn;
+    }
     ++generation_;
     boost::system::error_code ec;
     socket_.close(ec);
