@@ -14,8 +14,8 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "transport/stream/message_channel.hpp"
+#include "transport/stream/stream_socket.hpp"
 #include "transport/stream/stream_transport.hpp"
-#include "transport/stream/tcp_dial.hpp"
 #include "transport/tls/tls_backend.hpp"
 #include "util/clock.hpp"
 
@@ -34,7 +34,12 @@ class stream_client final : public client_base {
  public:
   stream_client(worker& owner, unsigned index, std::uint64_t quota,
                 const stream_transport& transport)
-      : client_base(owner, index, quota), transport_(transport), socket_(owner.io()) {}
+      : client_base(owner, index, quota),
+        transport_(transport),
+        socket_(transport.make_socket(owner.io(),
+                                      [this](bool readable, std::uint64_t generation, bool ok) {
+                                        wait_ended(readable, generation, ok);
+                                      })) {}
 
   void start() override { connect(monotonic_ns()); }
 
@@ -112,8 +117,7 @@ class stream_client final : public client_base {
       options.source = &p.sources[(index_ + connections_made_ * p.clients) % p.sources.size()];
     }
     ++connections_made_;
-    const tcp_dial dial = dial_tcp(socket_, {p.server_address, p.server_port}, options);
-    fastopen_ = dial.fastopen;
+    const tcp_dial dial = socket_->connect({p.server_address, p.server_port}, options);
     switch (dial.result) {
       case tcp_dial::outcome::connected:
         on_connected(now);
@@ -132,8 +136,8 @@ class stream_client final : public client_base {
       ++connections().opened;
       connections().connect_latency.record(now - connection_started_ns_);
     }
-    channel_.open(transport_.connector().open(socket_.native_handle(),
-                                              settings().resume ? ticket_.get() : nullptr));
+    channel_.open(
+        socket_->open_stream(transport_.connector(), settings().resume ? ticket_.get() : nullptr));
     state_ = conn_state::handshaking;
     handshake_started_ns_ = now;
     handshake(now);
@@ -207,13 +211,13 @@ class stream_client final : public client_base {
     bool& flag = reading ? waiting_read_ : waiting_write_;
     if (flag) return;
     flag = true;
-    const std::uint64_t generation = generation_;
-    socket_.async_wait(type, [this, generation, reading](const boost::system::error_code& ec) {
-      if (generation != generation_) return;
-      (reading ? waiting_read_ : waiting_write_) = false;
-      if (ec) return;
-      on_ready();
-    });
+    socket_->async_wait(reading, generation_);
+  }
+
+  void wait_ended(bool reading, std::uint64_t generation, bool ok) {
+    if (generation != generation_) return;  // a wait of an earlier connection
+    (reading ? waiting_read_ : waiting_write_) = false;
+    if (ok) on_ready();
   }
 
   void arm_read() { wait(boost::asio::socket_base::wait_read); }
@@ -224,7 +228,7 @@ class stream_client final : public client_base {
       case conn_state::idle:
         return;
       case conn_state::connecting: {
-        if (const int error = connect_error(socket_.native_handle()); error != 0) {
+        if (const int error = socket_->connect_error(); error != 0) {
           fail_connection("tcp connect", error);
         } else {
           on_connected(now);
@@ -383,8 +387,7 @@ class stream_client final : public client_base {
     if (state_ == conn_state::established && !settings().close_with_rst) {
       channel_.stream().shutdown();
     }
-    if (settings().close_with_rst && socket_.is_open()) set_abortive_close(socket_.native_handle());
-    drop_socket();  // keeps the connection's newest ticket
+    drop_socket(settings().close_with_rst);  // keeps the connection's newest ticket
     state_ = conn_state::idle;
   }
 
@@ -393,26 +396,23 @@ class stream_client final : public client_base {
     in_setup_ = false;
   }
 
-  void drop_socket() {
+  void drop_socket(bool abortive = false) {
     end_setup();
     if (channel_.is_open() && settings().resume) {
       if (auto ticket = channel_.stream().ticket()) ticket_ = std::move(ticket);
     }
     channel_.close();
     // Whether the SYN carried the first query is known once the SYN-ACK came back.
-    if (fastopen_ && socket_.is_open() && sent_on_connection_ > 0 && counted_ &&
-        syn_data_accepted(socket_.native_handle())) {
+    if (sent_on_connection_ > 0 && counted_ && socket_->syn_data_accepted()) {
       ++connections().fastopen_data_in_syn;
     }
     ++generation_;
-    boost::system::error_code ec;
-    socket_.close(ec);
+    socket_->close(abortive);
     waiting_read_ = waiting_write_ = false;
-    fastopen_ = false;
   }
 
   const stream_transport& transport_;
-  boost::asio::ip::tcp::socket socket_;
+  std::unique_ptr<stream_socket> socket_;
   message_channel channel_;
   std::unique_ptr<tls_ticket> ticket_;
   std::array<std::array<std::uint8_t, frame_prefix_size + 2>, max_gather> heads_{};
@@ -426,7 +426,6 @@ class stream_client final : public client_base {
   bool any_answered_ = false;
   bool waiting_read_ = false;
   bool waiting_write_ = false;
-  bool fastopen_ = false;
   bool in_setup_ = false;  // counted in the worker's set-ups in flight
   bool counted_ = false;   // set-up began after the warm-up: the connection is counted
 

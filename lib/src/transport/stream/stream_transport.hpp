@@ -8,6 +8,7 @@
 
 #include "engine/engine.hpp"
 #include "transport/stream/byte_stream.hpp"
+#include "transport/stream/stream_socket.hpp"
 
 namespace dnstransport::detail {
 
@@ -22,8 +23,12 @@ struct stream_settings {
 
 class stream_transport final : public client_transport {
  public:
-  stream_transport(const stream_settings& settings, std::unique_ptr<stream_connector> connector)
-      : settings_(settings), connector_(std::move(connector)) {}
+  // `make_socket`: what a client's connections run on; TCP sockets unless a test scripts them.
+  stream_transport(const stream_settings& settings, std::unique_ptr<stream_connector> connector,
+                   stream_socket_factory make_socket = make_tcp_socket)
+      : settings_(settings),
+        connector_(std::move(connector)),
+        make_socket_(std::move(make_socket)) {}
 
   std::unique_ptr<client_base> make_client(worker& owner, unsigned index,
                                            std::uint64_t quota) const override;
@@ -34,10 +39,15 @@ class stream_transport final : public client_transport {
 
   const stream_settings& settings() const noexcept { return settings_; }
   stream_connector& connector() const noexcept { return *connector_; }
+  std::unique_ptr<stream_socket> make_socket(boost::asio::io_context& io,
+                                             stream_socket::ready_callback on_ready) const {
+    return make_socket_(io, std::move(on_ready));
+  }
 
  private:
   stream_settings settings_;
   std::unique_ptr<stream_connector> connector_;
+  stream_socket_factory make_socket_;
 };
 
 }  // namespace dnstransport::detail
