@@ -83,7 +83,8 @@ slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
   const bool counted = measuring(now);
   slot_table::slot& s = slots_.acquire(now, query, counted);
   ++sent_;
-  if (quota_ != UINT64_MAX) --quota_;
+  // The count is of measured queries: the warm-up's do not use it up.
+  if (quota_ != UINT64_MAX && counted) --quota_;
   if (counted) ++shard().queries_sent;
   return s;
 }
@@ -93,7 +94,7 @@ void client_base::return_slot(slot_table::slot& s) noexcept {
     retries_.push_front({s.query_index, s.sent_ns, s.counted});
   } else {
     --sent_;
-    if (quota_ != UINT64_MAX) ++quota_;
+    if (quota_ != UINT64_MAX && s.counted) ++quota_;
     if (s.counted) --shard().queries_sent;
     next_query_ = s.query_index;
   }

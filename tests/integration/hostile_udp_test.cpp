@@ -15,14 +15,15 @@
 namespace dnstransport::hostile {
 namespace {
 
-// 200 queries from 2 clients, the default set (with EDNS at `payload` when given).
+// 200 queries from 2 clients, the default set (with EDNS at `payload` when given), each
+// given all the time it needs.
 load_spec udp_spec(std::uint16_t port, std::uint16_t payload = 0) {
   load_spec spec;
   spec.port = port;
   spec.clients = 2;
   spec.outstanding = 10;
   spec.count = 200;
-  spec.timeout_seconds = 5;
+  spec.timeout_seconds = generous_timeout_seconds;
   if (payload != 0) {
     query_options options;
     options.edns.enabled = true;
