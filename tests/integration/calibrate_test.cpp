@@ -61,11 +61,9 @@ TEST(calibrate_test, every_case_measures_a_ceiling) {
     // One worker thread cannot use more than one CPU.
     EXPECT_GT(r.run.max_thread_cpu_share, 0) << what;
     EXPECT_LE(r.run.max_thread_cpu_share, 1.02) << what;
-    // The ceiling is answers per client CPU second: with one worker thread, the busiest
-    // thread's share of the run's wall time is that same CPU time, so the ceiling times the
-    // share is the measured rate (within the few ms the window and the thread's life
-    // differ).
-    EXPECT_NEAR(r.qps_per_client_cpu * r.run.max_thread_cpu_share, r.run.qps, 0.2 * r.run.qps)
+    // The ceiling is answers per second of client CPU.
+    EXPECT_NEAR(r.qps_per_client_cpu * r.run.client_cpu_seconds,
+                static_cast<double>(r.run.responses_received), 1e-6 * r.qps_per_client_cpu)
         << what;
     EXPECT_EQ(r.client_bound, r.run.max_thread_cpu_share >= client_bound_threshold) << what;
   }
