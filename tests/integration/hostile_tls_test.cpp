@@ -62,6 +62,7 @@ class hostile_tls_test : public ::testing::TestWithParam<tls_backend> {
     load_spec spec;
     spec.tls.server_name = name;
     spec.count = 20;
+    spec.timeout_seconds = generous_timeout_seconds;
     const run_result unverified = run_checked(client_spec(server, spec)).result;
     EXPECT_EQ(unverified.queries_sent, 20u) << unverified.connections.first_failure;
     expect_all_in(unverified.responses_received, unverified);
@@ -69,6 +70,7 @@ class hostile_tls_test : public ::testing::TestWithParam<tls_backend> {
     spec.tls.verify = true;
     spec.tls.ca_file = ca;
     spec.count = 0;
+    spec.timeout_seconds = load_spec{}.timeout_seconds;
     run_result verified = run_checked(client_spec(server, spec)).result;
     EXPECT_EQ(verified.queries_sent, 0u);
     EXPECT_GT(verified.connections.failed, 0u);
@@ -155,7 +157,10 @@ TEST_P(hostile_tls_test, version_only_servers_against_each_client_setting) {
       load_spec spec;
       spec.tls.min_version = spec.tls.max_version = client_version;
       const bool common = !client_version || *client_version == server_version;
-      if (common) spec.count = 20;
+      if (common) {
+        spec.count = 20;
+        spec.timeout_seconds = generous_timeout_seconds;
+      }
       const run_result r = run_checked(client_spec(server, spec)).result;
       if (common) {
         EXPECT_EQ(r.queries_sent, 20u);

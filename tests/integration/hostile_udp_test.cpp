@@ -15,14 +15,15 @@
 namespace dnstransport::hostile {
 namespace {
 
-// 200 queries from 2 clients, the default set (with EDNS at `payload` when given).
+// 200 queries from 2 clients, the default set (with EDNS at `payload` when given), each
+// given all the time it needs.
 load_spec udp_spec(std::uint16_t port, std::uint16_t payload = 0) {
   load_spec spec;
   spec.port = port;
   spec.clients = 2;
   spec.outstanding = 10;
   spec.count = 200;
-  spec.timeout_seconds = 5;
+  spec.timeout_seconds = generous_timeout_seconds;
   if (payload != 0) {
     query_options options;
     options.edns.enabled = true;
@@ -66,18 +67,34 @@ INSTANTIATE_TEST_SUITE_P(hostile, udp_answer_size_test,
                                               param.param.answer_size);
                          });
 
-// A UDP responder and a TCP responder on the same port, as a real server is.
+// A UDP responder and a TCP responder on the same port, as a real server is. The TCP
+// listener takes a free port first (TCP ports linger in TIME_WAIT, UDP ones do not), then
+// the UDP responder binds the same number; when another socket holds that UDP port, the
+// pair is chosen again.
 struct udp_and_tcp {
-  hostile_server udp;
-  hostile_server tcp;
-  udp_and_tcp(message_script over_udp, message_script over_tcp)
-      : udp({}, std::move(over_udp)), tcp(tcp_on(udp.port()), std::move(over_tcp)) {}
+  std::unique_ptr<hostile_server> tcp_server;
+  std::unique_ptr<hostile_server> udp_server;
+  hostile_server& udp;
+  hostile_server& tcp;
 
-  static hostile_options tcp_on(std::uint16_t port) {
-    hostile_options options;
-    options.transport = transport_kind::tcp;
-    options.port = port;
-    return options;
+  udp_and_tcp(const message_script& over_udp, const message_script& over_tcp)
+      : udp(*bind_pair(over_udp, over_tcp)), tcp(*tcp_server) {}
+
+ private:
+  hostile_server* bind_pair(const message_script& over_udp, const message_script& over_tcp) {
+    for (int attempt = 0;; ++attempt) {
+      hostile_options tcp_options;
+      tcp_options.transport = transport_kind::tcp;
+      tcp_server = std::make_unique<hostile_server>(tcp_options, over_tcp);
+      hostile_options udp_options;
+      udp_options.port = tcp_server->port();
+      try {
+        udp_server = std::make_unique<hostile_server>(udp_options, over_udp);
+        return udp_server.get();
+      } catch (const std::runtime_error&) {
+        if (attempt == 20) throw;
+      }
+    }
   }
 };
 

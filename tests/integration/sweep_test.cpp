@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -67,33 +68,75 @@ struct responder_fixture : ::testing::Test {
 using sweep_integration_test = responder_fixture;
 
 TEST_F(sweep_integration_test, measures_every_point_and_derives_the_answers) {
+  // A pause before every run but the first, so that the plan's estimate per run (duration +
+  // pause) and the time runs really take differ: the ETA must follow the latter.
+  sweep_plan plan = tiny_plan();
+  plan.pause_seconds = 0.25;
+  constexpr std::size_t runs = 10;
+  using steady = std::chrono::steady_clock;
+  const auto seconds_since = [](steady::time_point t) {
+    return std::chrono::duration<double>(steady::now() - t).count();
+  };
   std::size_t progress_calls = 0;
   std::size_t points_done = 0;
+  std::vector<double> eta_at_run_start;  // indexed by runs done
+  std::vector<double> done_at;           // test's clock when each run was done
+  steady::time_point start;
   sweep_callbacks callbacks;
   callbacks.on_progress = [&](const sweep_progress& p) {
     ++progress_calls;
-    EXPECT_EQ(p.point_count, 10u);
-    EXPECT_GE(p.eta_seconds, 0);
+    EXPECT_EQ(p.point_count, runs);
+    if (!p.run) eta_at_run_start.push_back(p.eta_seconds);
   };
   callbacks.on_point_done = [&](const sweep_result& partial) {
+    done_at.push_back(seconds_since(start));
     ++points_done;
     EXPECT_EQ(partial.points.size(), points_done);
   };
-  const sweep_result r = run_sweep(tiny_plan(), callbacks);
+  start = steady::now();
+  const sweep_result r = run_sweep(plan, callbacks);
   EXPECT_FALSE(r.interrupted);
-  ASSERT_EQ(r.points.size(), 10u);
-  EXPECT_EQ(points_done, 10u);
-  EXPECT_GE(progress_calls, 10u);
+  ASSERT_EQ(r.points.size(), runs);
+  EXPECT_EQ(points_done, runs);
+  EXPECT_GE(progress_calls, runs);
+  ASSERT_EQ(eta_at_run_start.size(), runs);
+  ASSERT_EQ(done_at.size(), runs);
+  // Before any run: the plan, ten runs of 0.3 s plus a 0.25 s pause.
+  EXPECT_NEAR(eta_at_run_start[0], runs * (0.3 + 0.25), 1e-9);
+  // Then the mean wall time of the runs done so far times the runs left. The runs done took
+  // at most done_at[k - 1] (the test's clock, read after the k-th run ended), which bounds
+  // the estimate from above exactly; and not much less, which bounds it from below. The first
+  // run has no pause, so the plan's 0.55 s per run would break the upper bound.
+  for (std::size_t k = 1; k < runs; ++k) {
+    const double left = static_cast<double>(runs - k);
+    const double most = done_at[k - 1] / static_cast<double>(k) * left;
+    EXPECT_LE(eta_at_run_start[k], most + 1e-6) << "after " << k << " runs";
+    EXPECT_GE(eta_at_run_start[k], 0.8 * most - 0.05) << "after " << k << " runs";
+  }
   for (const auto& p : r.points) {
     ASSERT_EQ(p.repeats.size(), 1u) << describe(p.point);
     EXPECT_GT(p.summary.responses_received, 0u) << describe(p.point);
-    EXPECT_EQ(p.repeats[0].port, tiny_plan().ports.of(p.point.transport.transport));
+    EXPECT_EQ(p.repeats[0].port, plan.ports.of(p.point.transport.transport));
   }
   EXPECT_EQ(r.percent_of_udp.size(), 8u);
+  // tcp, tls x 1, 2 clients, each measured at 1 and unlimited queries per connection: two
+  // samples, through which T(N) = t_inf N / (N + h) passes exactly, so t_inf is the
+  // unlimited figure and h = T(unlimited) / T(1) - 1. A connection per query costs more than
+  // a query on a kept connection (more than twice the time): h > 1.
   ASSERT_EQ(r.amortization.size(), 4u);
   for (const auto& f : r.amortization) {
-    EXPECT_GT(f.model.t_inf, 0);
-    EXPECT_GE(f.model.h, 0);
+    double at_one = 0;
+    double unlimited = 0;
+    for (const auto& p : r.points) {
+      if (!(p.point.transport == f.transport) || p.point.clients != f.clients) continue;
+      (p.point.queries_per_connection == 1 ? at_one : unlimited) = p.summary.qps.mean;
+    }
+    ASSERT_GT(at_one, 0);
+    ASSERT_GT(unlimited, 0);
+    EXPECT_NEAR(f.model.t_inf, unlimited, 1e-9 * unlimited);
+    EXPECT_NEAR(f.model.h, unlimited / at_one - 1, 1e-9 * unlimited / at_one);
+    EXPECT_NEAR(f.model.residual, 0, 1e-9);
+    EXPECT_GT(f.model.h, 1) << "T(1) " << at_one << " T(unlimited) " << unlimited;
   }
   EXPECT_EQ(r.query_count, default_queries().size());
   EXPECT_FALSE(r.machine.kernel.empty());

@@ -83,9 +83,22 @@ std::string child_process::read_captured(const std::string& path) const {
 }
 
 bool child_process::wait_for_stderr(std::string_view text, std::chrono::milliseconds limit) {
+  return wait_for_output(err_path_, text, limit);
+}
+
+bool child_process::wait_for_stdout(std::string_view text, std::chrono::milliseconds limit) {
+  return wait_for_output(out_path_, text, limit);
+}
+
+std::string child_process::stdout_so_far() const {
+  return read_captured(out_path_);
+}
+
+bool child_process::wait_for_output(const std::string& path, std::string_view text,
+                                    std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (read_captured(err_path_).find(text) != std::string::npos) return true;
+    if (read_captured(path).find(text) != std::string::npos) return true;
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       // Ended before saying it; keep the status for wait().

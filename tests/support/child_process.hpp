@@ -40,12 +40,18 @@ class child_process {
   /// Waits until stderr contains `text`, at most `limit`. False when it did not come (or
   /// the child ended first).
   bool wait_for_stderr(std::string_view text, std::chrono::milliseconds limit);
+  /// The same for stdout.
+  bool wait_for_stdout(std::string_view text, std::chrono::milliseconds limit);
+  /// What the child wrote to stdout so far.
+  std::string stdout_so_far() const;
 
   /// Waits for the end, at most `limit` from now, then kills the child (result.timed_out).
   process_result wait(std::chrono::milliseconds limit);
 
  private:
   std::string read_captured(const std::string& path) const;
+  bool wait_for_output(const std::string& path, std::string_view text,
+                       std::chrono::milliseconds limit);
 
   pid_t pid_ = -1;
   bool reaped_ = false;

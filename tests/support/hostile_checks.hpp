@@ -65,12 +65,16 @@ inline std::string summary(const run_result& r) {
   return text;
 }
 
-/// Every query sent ended in `bucket`, but for a few that a loaded (or sanitized) machine
-/// let time out: a responder thread can go unscheduled for longer than the short timeouts
-/// these tests use. Anything else (a wrong bucket, a query counted twice) still fails.
+/// A timeout for runs in which every query must be answered (or end in one bucket): long
+/// enough that a responder thread left unscheduled on a loaded (or sanitized) machine never
+/// turns an answer into a loss. It costs nothing when the answers come.
+inline constexpr double generous_timeout_seconds = 10;
+
+/// Every query sent ended in `bucket`: nothing lost, nothing elsewhere. Runs that use it
+/// give their queries generous_timeout_seconds.
 inline void expect_all_in(std::uint64_t bucket, const run_result& r) {
-  EXPECT_EQ(bucket + r.lost, r.queries_sent) << summary(r);
-  EXPECT_GE(bucket * 10, r.queries_sent * 9) << summary(r);
+  EXPECT_EQ(bucket, r.queries_sent) << summary(r);
+  EXPECT_EQ(r.lost, 0u) << summary(r);
 }
 
 /// The longest a run may take: warm-up, duration (or `count_seconds` in count mode), one

@@ -68,6 +68,9 @@ int open_listener(transport_kind transport, std::uint16_t& port) {
   if (fd < 0) throw_errno("hostile responder socket");
   // Bursts of a whole pipeline must not be dropped by a small default buffer.
   const int size = 4 << 20;
+  // A listener may take a port that connections of earlier tests left in TIME_WAIT.
+  const int one = 1;
+  if (!udp) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size);
   sockaddr_in address{};
@@ -83,6 +86,13 @@ int open_listener(transport_kind transport, std::uint16_t& port) {
   }
   port = ntohs(address.sin_port);
   return fd;
+}
+
+std::string ipv4_of(const sockaddr_storage& address) {
+  if (address.ss_family != AF_INET) return "?";
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(address).sin_addr, text, sizeof text);
+  return text;
 }
 
 bool wait_readable(int fd, milliseconds wait) {
@@ -103,6 +113,8 @@ struct hostile_server::impl {
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> connections{0};
   std::atomic<std::uint64_t> queries{0};
+  mutable std::mutex sources_mutex;
+  std::set<std::string> sources;
   std::thread main;
   struct connection_thread {
     std::thread thread;
@@ -141,6 +153,7 @@ struct hostile_server::impl {
           const ssize_t n = ::recvfrom(fd, buffer.data(), buffer.size(), MSG_DONTWAIT,
                                        reinterpret_cast<sockaddr*>(&from), &length);
           if (n < 0) break;
+          note_source(from);
           const auto now = clock::now();
           const std::span<const std::uint8_t> query(buffer.data(), static_cast<std::size_t>(n));
           for (reply& r : messages(query, queries.fetch_add(1, std::memory_order_relaxed))) {
@@ -161,8 +174,12 @@ struct hostile_server::impl {
       reap(false);
       if (!wait_readable(fd, milliseconds(10))) continue;
       for (;;) {
-        const int client = ::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        sockaddr_storage from{};
+        socklen_t length = sizeof from;
+        const int client = ::accept4(fd, reinterpret_cast<sockaddr*>(&from), &length,
+                                     SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (client < 0) break;
+        note_source(from);
         connections.fetch_add(1, std::memory_order_relaxed);
         auto done = std::make_shared<std::atomic<bool>>(false);
         threads.push_back({std::thread([this, client, done] {
@@ -173,6 +190,12 @@ struct hostile_server::impl {
       }
     }
     reap(true);
+  }
+
+  void note_source(const sockaddr_storage& from) {
+    const std::string address = ipv4_of(from);
+    const std::lock_guard lock(sources_mutex);
+    sources.insert(address);
   }
 
   void serve_connection(int client) {
@@ -235,6 +258,29 @@ std::uint64_t hostile_server::connections() const noexcept {
 
 std::uint64_t hostile_server::queries() const noexcept {
   return impl_->queries.load();
+}
+
+std::set<std::string> hostile_server::sources() const {
+  const std::lock_guard lock(impl_->sources_mutex);
+  return impl_->sources;
+}
+
+void query_log::add(std::span<const std::uint8_t> query) {
+  const std::lock_guard lock(mutex_);
+  queries_.emplace_back(query.begin(), query.end());
+}
+
+std::vector<bytes> query_log::queries() const {
+  const std::lock_guard lock(mutex_);
+  return queries_;
+}
+
+message_script recorded(std::shared_ptr<query_log> log, message_script script) {
+  return [log = std::move(log), script = std::move(script)](std::span<const std::uint8_t> query,
+                                                            std::uint64_t number) {
+    log->add(query);
+    return script(query, number);
+  };
 }
 
 const certificate_files& hostile_server::certificate() const noexcept {

@@ -11,7 +11,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <dnstransport/load.hpp>
@@ -64,6 +67,8 @@ class hostile_server {
   std::uint64_t connections() const noexcept;
   /// Queries received so far, over all connections.
   std::uint64_t queries() const noexcept;
+  /// Source addresses (dotted IPv4) that queries (UDP) or connections (TCP/TLS) came from.
+  std::set<std::string> sources() const;
   /// The certificate the TLS listener presents.
   const certificate_files& certificate() const noexcept;
 
@@ -71,6 +76,20 @@ class hostile_server {
   struct impl;
   std::unique_ptr<impl> impl_;
 };
+
+/// Every query a responder received, in the order they came (over all connections).
+class query_log {
+ public:
+  void add(std::span<const std::uint8_t> query);
+  std::vector<bytes> queries() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<bytes> queries_;
+};
+
+/// `script`, with every query recorded in `log` first.
+message_script recorded(std::shared_ptr<query_log> log, message_script script);
 
 /// Serves `script` on one connection: reads queries, sends the replies when they are due,
 /// until the client goes away. Returns when the connection is gone.

@@ -50,7 +50,7 @@ struct load_spec {
   unsigned clients = 1;          ///< each client has its own socket and source port
   unsigned outstanding = 100;    ///< queries in flight per client (at most 65536)
   double duration_seconds = 10;  ///< measured time, after the warm-up
-  std::uint64_t count = 0;       ///< stop after sending this many queries (0: use duration)
+  std::uint64_t count = 0;       ///< stop after this many queries past the warm-up (0: duration)
   double timeout_seconds = 2;    ///< a query unanswered this long is lost
   double warmup_seconds = 0;     ///< sent and answered but left out of every figure
   double rate = 0;               ///< queries per second over all clients; 0: no limit

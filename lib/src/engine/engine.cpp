@@ -83,7 +83,8 @@ slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
   const bool counted = measuring(now);
   slot_table::slot& s = slots_.acquire(now, query, counted);
   ++sent_;
-  if (quota_ != UINT64_MAX) --quota_;
+  // The count is of measured queries: the warm-up's do not use it up.
+  if (quota_ != UINT64_MAX && counted) --quota_;
   if (counted) ++counts().queries_sent;
   return s;
 }
@@ -93,7 +94,7 @@ void client_base::return_slot(slot_table::slot& s) noexcept {
     retries_.push_front({s.query_index, s.sent_ns, s.counted});
   } else {
     --sent_;
-    if (quota_ != UINT64_MAX) ++quota_;
+    if (quota_ != UINT64_MAX && s.counted) ++quota_;
     if (s.counted) --counts().queries_sent;
     next_query_ = s.query_index;
   }
@@ -128,6 +129,14 @@ client_base::completion client_base::on_message(std::span<const std::uint8_t> me
           break;
       }
     }
+    return {};
+  }
+  if (now - s->sent_ns >= plan().timeout_ns) {
+    // Its timeout passed before this answer was read (the tick that would have expired it
+    // had not run yet): lost, and the answer late, exactly as if the tick had come first.
+    if (s->counted) ++r.lost;
+    if (measuring(now)) ++r.late;
+    release(*s, slot_table::past::expired);
     return {};
   }
   completion done{true, false, s->sequence, s->first_on_connection};

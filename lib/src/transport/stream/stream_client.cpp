@@ -41,7 +41,12 @@ class stream_client final : public client_base {
                                         wait_ended(readable, generation, ok);
                                       })) {}
 
-  void start() override { connect(monotonic_ns()); }
+  // Connects when the first query may go out at once (see tick): a paced client whose first
+  // query is due later connects then, not at the start with an idle connection.
+  void start() override {
+    const std::uint64_t now = monotonic_ns();
+    if (send_allowance(now) > 0) connect(now);
+  }
 
   void tick(std::uint64_t now) override {
     if (state_ != conn_state::established) expire_waiting_retries(now);

@@ -45,6 +45,9 @@ class udp_client final : public client_base {
     if (ec) {
       connections().record_socket_error("udp socket", ec.value());
       failed_ = true;
+      // Nothing can ever be sent: the client is done (a count would otherwise never be
+      // reached and the run would not end).
+      quota_ = 0;
       return;
     }
     enlarge_socket_buffers(socket_.native_handle());

@@ -1,0 +1,531 @@
+// The CLI commands besides run and sweep, and the run flags that change what goes on the
+// wire: `queries` (what it writes for a known file, errors naming file and line), `serve`
+// (answers every transport, stops cleanly on a signal), `calibrate` (its table), `--source`
+// (the responder sees the load come from that address) and `--edns` (every query carries an
+// OPT record with the payload size given). Each is checked against what a test responder
+// received or against bytes known beforehand, not against the tool's own report alone.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <dnstransport/load.hpp>
+#include <dnstransport/message.hpp>
+#include <dnstransport/query_source.hpp>
+#include <dnstransport/report.hpp>
+
+#include "child_process.hpp"
+#include "hostile_server.hpp"
+#include "misbehaviour.hpp"
+
+#ifdef DNSTRANSPORT_CLI_PATH
+
+namespace dnstransport::hostile {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string cli = DNSTRANSPORT_CLI_PATH;
+
+// Files for one test, in a directory of this process (ctest runs tests in parallel).
+class scratch {
+ public:
+  explicit scratch(const char* name)
+      : directory_(std::filesystem::path(::testing::TempDir()) /
+                   (std::string(name) + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(directory_);
+    std::filesystem::create_directories(directory_);
+  }
+  ~scratch() {
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+  std::string file(const std::string& name, const std::string& contents) const {
+    const auto path = directory_ / name;
+    std::ofstream(path, std::ios::binary) << contents;
+    return path.string();
+  }
+  std::string path(const std::string& name) const { return (directory_ / name).string(); }
+
+ private:
+  std::filesystem::path directory_;
+};
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::uint16_t get16(const std::uint8_t* p) {
+  return static_cast<std::uint16_t>(p[0] << 8 | p[1]);
+}
+
+// A query as this test reads it, independently of the library's parser: the question (name
+// in presentation form, type) and the OPT record when there is one.
+struct parsed_query {
+  std::string name;
+  std::uint16_t type = 0;
+  std::uint16_t additional = 0;
+  bool has_opt = false;
+  std::uint16_t opt_payload = 0;
+  bool dnssec_ok = false;
+};
+
+// Parses a query with one uncompressed question and at most an OPT record; fails the test on
+// anything else.
+std::optional<parsed_query> parse_query(const bytes& m) {
+  parsed_query q;
+  if (m.size() < 12 || get16(&m[4]) != 1) {
+    ADD_FAILURE() << "not a one-question query, " << m.size() << " octets";
+    return std::nullopt;
+  }
+  q.additional = get16(&m[10]);
+  std::size_t at = 12;
+  while (at < m.size() && m[at] != 0) {
+    const std::size_t length = m[at];
+    if (length > 63 || at + 1 + length > m.size()) {
+      ADD_FAILURE() << "bad label";
+      return std::nullopt;
+    }
+    if (!q.name.empty()) q.name += '.';
+    q.name.append(reinterpret_cast<const char*>(&m[at + 1]), length);
+    at += 1 + length;
+  }
+  at += 1;  // the root label
+  if (at + 4 > m.size()) {
+    ADD_FAILURE() << "question cut short";
+    return std::nullopt;
+  }
+  q.type = get16(&m[at]);
+  at += 4;
+  if (q.additional == 1) {
+    // OPT: root owner, TYPE 41, CLASS = payload size, TTL = ext-rcode, version, DO and Z.
+    if (at + 11 > m.size() || m[at] != 0 || get16(&m[at + 1]) != 41) {
+      ADD_FAILURE() << "additional record is not an OPT record";
+      return std::nullopt;
+    }
+    q.has_opt = true;
+    q.opt_payload = get16(&m[at + 3]);
+    q.dnssec_ok = (m[at + 7] & 0x80) != 0;
+    at += 11 + get16(&m[at + 9]);
+  }
+  if (at != m.size()) {
+    ADD_FAILURE() << (m.size() - at) << " octets after the last record";
+    return std::nullopt;
+  }
+  return q;
+}
+
+// The messages of a length-prefixed wire file, split by this test.
+std::vector<bytes> split_wire(const std::string& data) {
+  std::vector<bytes> messages;
+  std::size_t at = 0;
+  while (at + 2 <= data.size()) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(data.data() + at);
+    const std::size_t length = get16(p);
+    if (at + 2 + length > data.size()) break;
+    messages.emplace_back(p + 2, p + 2 + length);
+    at += 2 + length;
+  }
+  EXPECT_EQ(at, data.size()) << "trailing octets in the wire file";
+  return messages;
+}
+
+// ---- queries ------------------------------------------------------------------------------
+
+TEST(cli_queries_test, a_text_file_converts_to_the_known_wire_messages) {
+  const scratch files("cli-queries");
+  const std::string input = files.file("in.txt",
+                                       "; three queries\n"
+                                       "www.example.com A\n"
+                                       "\n"
+                                       "example.org AAAA ; trailing comment\n"
+                                       "mail.example.net MX\n"
+                                       "bare.example\n");
+  const std::string output = files.path("out.raw");
+  const process_result r =
+      run_process(cli, {"queries", "--queries", input, "--format", "wire", "--out", output});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote 4 queries in wire format to " + output), std::string::npos) << r.out;
+  const std::vector<bytes> messages = split_wire(contents(output));
+  ASSERT_EQ(messages.size(), 4u);
+  const std::vector<std::pair<std::string, std::uint16_t>> expected{
+      {"www.example.com", 1}, {"example.org", 28}, {"mail.example.net", 15}, {"bare.example", 1}};
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const auto q = parse_query(messages[i]);
+    ASSERT_TRUE(q) << i;
+    EXPECT_EQ(q->name, expected[i].first);
+    EXPECT_EQ(q->type, expected[i].second) << q->name;
+    EXPECT_EQ(messages[i][2] & 0x80, 0) << "QR set in a query";
+    EXPECT_EQ(messages[i][2] & 0x01, 0x01) << "RD clear";  // as a stub resolver asks
+    EXPECT_FALSE(q->has_opt);
+  }
+  // And the file reads back as dnsperf -B input.
+  EXPECT_EQ(load_query_file(output, query_file_format::wire).size(), 4u);
+}
+
+TEST(cli_queries_test, the_built_in_set_as_text_and_wire_is_the_same_300_queries) {
+  const scratch files("cli-queries-default");
+  const std::string text = files.path("default.txt");
+  const std::string wire = files.path("default.raw");
+  const process_result t = run_process(cli, {"queries", "--out", text});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("(300 queries)"), std::string::npos) << t.out;
+  const process_result w = run_process(cli, {"queries", "--format", "wire", "--out", wire});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+
+  // Text: one "name TYPE" per line (comments aside); wire: the same questions in order.
+  std::vector<std::pair<std::string, std::string>> lines;
+  std::istringstream in(contents(text));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == ';') continue;
+    std::istringstream fields(line);
+    std::string name;
+    std::string type;
+    fields >> name >> type;
+    lines.emplace_back(name, type);
+  }
+  const std::vector<bytes> messages = split_wire(contents(wire));
+  ASSERT_EQ(lines.size(), 300u);
+  ASSERT_EQ(messages.size(), 300u);
+  const std::map<std::string, std::uint16_t> types{
+      {"A", 1},       {"NS", 2},     {"CNAME", 5}, {"SOA", 6},  {"PTR", 12},
+      {"MX", 15},     {"TXT", 16},   {"AAAA", 28}, {"SRV", 33}, {"DS", 43},
+      {"DNSKEY", 48}, {"HTTPS", 65}, {"CAA", 257}};
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto q = parse_query(messages[i]);
+    ASSERT_TRUE(q) << i;
+    std::string name = lines[i].first;
+    if (!name.empty() && name.back() == '.') name.pop_back();
+    EXPECT_EQ(q->name, name) << "line " << i;
+    const auto type = types.find(lines[i].second);
+    ASSERT_NE(type, types.end()) << lines[i].second;
+    EXPECT_EQ(q->type, type->second) << lines[i].first;
+  }
+  // Both are what the library itself would send.
+  const query_set built_in = default_queries();
+  const query_set from_text = load_query_file(text, query_file_format::text);
+  ASSERT_EQ(from_text.size(), built_in.size());
+  for (std::size_t i = 0; i < built_in.size(); ++i) {
+    const auto a = from_text[i];
+    const auto b = built_in[i];
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << "query " << i;
+    EXPECT_TRUE(std::equal(b.begin(), b.end(), messages[i].begin(), messages[i].end()))
+        << "query " << i;
+  }
+}
+
+void expect_refused(const std::vector<std::string>& arguments, const std::string& mentions) {
+  const process_result r = run_process(cli, arguments);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << "stderr: " << r.err;
+}
+
+TEST(cli_queries_test, bad_input_names_the_file_and_line) {
+  const scratch files("cli-queries-errors");
+  const std::string out = files.path("out.raw");
+  const std::string bad_type =
+      files.file("bad-type.txt", "www.example.com A\nexample.org AAAA\nexample.net NOSUCHTYPE\n");
+  expect_refused({"queries", "--queries", bad_type, "--format", "wire", "--out", out},
+                 bad_type + ":3:");
+  const std::string long_label = files.file(
+      "long-label.txt", "; fine\nok.example A\n" + std::string(64, 'x') + ".example A\n");
+  expect_refused({"queries", "--queries", long_label, "--format", "wire", "--out", out},
+                 long_label + ":3:");
+  const std::string missing = files.path("missing.txt");
+  expect_refused({"queries", "--queries", missing, "--format", "wire", "--out", out}, missing);
+  const std::string truncated_wire = files.file("cut.raw", std::string("\x00\x30short", 7));
+  expect_refused({"queries", "--queries", truncated_wire, "--format", "wire", "--out", out},
+                 truncated_wire);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  expect_refused({"queries", "--format", "csv", "--out", out}, "--format");
+  expect_refused({"queries", "--queries", bad_type, "--out", out}, "--format text");
+  const std::string unwritable = files.path("no/such/directory/out.txt");
+  expect_refused({"queries", "--out", unwritable}, unwritable);
+}
+
+// ---- serve --------------------------------------------------------------------------------
+
+// `dnstransport serve` on ephemeral loopback ports, until stopped.
+class served {
+ public:
+  explicit served(const scratch& files)
+      : child_(cli, {"serve", "--listen", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--tls",
+                     "127.0.0.1:0", "--cert-dir", files.path("cert")}) {
+    ready_ = child_.wait_for_stdout("stop with Ctrl-C", 20s);
+    const std::string out = child_.stdout_so_far();
+    for (const char* kind : {"udp", "tcp", "tls"}) {
+      std::smatch m;
+      if (std::regex_search(out, m, std::regex(std::string(kind) + R"(  127\.0\.0\.1:(\d+))"))) {
+        ports_.push_back(static_cast<std::uint16_t>(std::stoi(m[1])));
+      }
+    }
+  }
+  bool ready() const { return ready_ && ports_.size() == 3; }
+  std::uint16_t port(transport_kind t) const { return ports_.at(static_cast<std::size_t>(t)); }
+  std::string out() const { return child_.stdout_so_far(); }
+  process_result stop(int signal_number) {
+    child_.send_signal(signal_number);
+    return child_.wait(20s);
+  }
+
+ private:
+  child_process child_;
+  bool ready_ = false;
+  std::vector<std::uint16_t> ports_;
+};
+
+class cli_serve_test : public ::testing::TestWithParam<int> {};
+
+TEST_P(cli_serve_test, answers_every_transport_and_stops_cleanly_on_a_signal) {
+  const scratch files("cli-serve");
+  served server(files);
+  ASSERT_TRUE(server.ready()) << server.out();
+  for (const transport_kind t : {transport_kind::udp, transport_kind::tcp, transport_kind::tls}) {
+    SCOPED_TRACE(std::string(transport_name(t)));
+    load_spec spec;
+    spec.transport = t;
+    spec.port = server.port(t);
+    spec.clients = 2;
+    spec.outstanding = 10;
+    spec.count = 300;
+    spec.timeout_seconds = 10;
+    const run_result r = run_load(spec);
+    // Answered means a correct answer to the question asked (checked by the library), and
+    // the responder's answers are NOERROR with records, or NODATA.
+    EXPECT_EQ(r.queries_sent, 300u);
+    EXPECT_EQ(r.responses_received, 300u) << r.connections.first_failure;
+    EXPECT_EQ(r.rcodes[0], 300u);
+    if (t != transport_kind::udp) {
+      EXPECT_EQ(r.connections.opened, 2u);
+    }
+  }
+  const process_result r = server.stop(GetParam());
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("answered: 300 udp, 300 tcp, 300 tls; 4 connections accepted; 0 TLS "
+                       "handshakes failed, 0 resumed; 0 malformed queries dropped"),
+            std::string::npos)
+      << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(cli_serve_test, cli_serve_test, ::testing::Values(SIGINT, SIGTERM),
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return std::string(param.param == SIGINT ? "sigint" : "sigterm");
+                         });
+
+TEST(cli_serve_test, an_address_that_cannot_be_bound_is_a_usage_error) {
+  expect_refused({"serve", "--listen", "127.0.0.1:notaport"}, "--listen");
+  // 192.0.2.1 (TEST-NET-1) is not an address of this machine.
+  expect_refused({"serve", "--listen", "off", "--tcp", "192.0.2.1:5300"}, "192.0.2.1");
+}
+
+// ---- calibrate ----------------------------------------------------------------------------
+
+TEST(cli_calibrate_test, prints_a_row_per_case_and_the_ceiling) {
+  const process_result r =
+      run_process(cli,
+                  {"calibrate", "--duration", "0.2", "--clients", "2", "--outstanding", "5",
+                   "--transports", "udp,tcp:1,tls-gnutls"},
+                  60s);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Header, one row per case in the order given, and the explanation.
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<std::string> rows;
+  while (std::getline(lines, line)) rows.push_back(line);
+  ASSERT_GE(rows.size(), 5u) << r.out;
+  EXPECT_NE(rows[0].find("ceiling q/s/thread"), std::string::npos) << r.out;
+  const std::regex row(R"(^(\S+(?: \(\w+\))?)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+(.+)$)");
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"udp", "-"}, {"tcp", "1"}, {"tls (gnutls)", "unlimited"}};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(rows[i + 1], m, row)) << rows[i + 1];
+    EXPECT_EQ(m[1], cases[i].first);
+    EXPECT_EQ(m[2], cases[i].second);
+    const double qps = std::stod(m[3]);
+    const double cpu_per_million = std::stod(m[4]);
+    const double ceiling = std::stod(m[5]);
+    EXPECT_GT(qps, 0) << rows[i + 1];
+    EXPECT_GT(cpu_per_million, 0) << rows[i + 1];
+    // The ceiling is answers per CPU second, so it is 1e6 / (CPU seconds per million).
+    EXPECT_NEAR(ceiling, 1e6 / cpu_per_million, 0.01 * ceiling + 1) << rows[i + 1];
+    const std::string limit = m[6];
+    EXPECT_TRUE(limit == "responder" || limit == "client (this figure is the ceiling)") << limit;
+  }
+  EXPECT_NE(r.out.find("A server measured near threads x ceiling"), std::string::npos) << r.out;
+}
+
+TEST(cli_calibrate_test, bad_cases_are_usage_errors) {
+  expect_refused({"calibrate", "--transports", "quic"}, "--transports");
+  expect_refused({"calibrate", "--transports", "udp:10"}, "--transports");
+  expect_refused({"calibrate", "--transports", "tls-wolfssl"}, "--transports");
+  expect_refused({"calibrate", "--transports", "tcp:many"}, "--transports");
+}
+
+// ---- run --source and --edns --------------------------------------------------------------
+
+// Runs the CLI against 127.0.0.1:port with `arguments` added, 100 queries; returns what it
+// wrote to its JSON file.
+run_result run_cli(const scratch& files, std::uint16_t port, std::vector<std::string> arguments) {
+  const std::string json = files.path("result.json");
+  std::filesystem::remove(json);
+  std::vector<std::string> all{"run",     "--server",  fmt::format("127.0.0.1:{}", port),
+                               "--count", "100",       "--clients",
+                               "2",       "--timeout", "10",
+                               "--quiet", "--json",    json};
+  all.insert(all.end(), arguments.begin(), arguments.end());
+  const process_result r = run_process(cli, all, 60s);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (!std::filesystem::exists(json)) {
+    ADD_FAILURE() << "no JSON written: " << r.err;
+    return {};
+  }
+  return run_result_from_json(contents(json), json);
+}
+
+class cli_source_test : public ::testing::TestWithParam<transport_kind> {};
+
+TEST_P(cli_source_test, load_comes_from_the_source_addresses_given) {
+  const scratch files("cli-source");
+  hostile_options options;
+  options.transport = GetParam();
+  {
+    hostile_server server(options, answer_all());
+    const run_result r =
+        run_cli(files, server.port(),
+                {"--transport", std::string(transport_name(GetParam())), "--source", "127.0.0.2"});
+    EXPECT_EQ(r.responses_received, 100u);
+    EXPECT_EQ(server.sources(), (std::set<std::string>{"127.0.0.2"}));
+  }
+  // Several: spread over the clients (and, for TCP, over successive connections).
+  hostile_server server(options, answer_all());
+  std::vector<std::string> arguments{"--transport", std::string(transport_name(GetParam())),
+                                     "--source", "127.0.0.3,127.0.0.4"};
+  if (GetParam() != transport_kind::udp) {
+    arguments.insert(arguments.end(), {"--queries-per-connection", "10"});
+  }
+  const run_result r = run_cli(files, server.port(), arguments);
+  EXPECT_EQ(r.responses_received, 100u);
+  EXPECT_EQ(server.sources(), (std::set<std::string>{"127.0.0.3", "127.0.0.4"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(cli_source_test, cli_source_test,
+                         ::testing::Values(transport_kind::udp, transport_kind::tcp),
+                         [](const ::testing::TestParamInfo<transport_kind>& param) {
+                           return std::string(transport_name(param.param));
+                         });
+
+// A source address this machine does not have: every client fails to set up, by name, and
+// the run ends (a count can never be reached) with status 1, nothing sent.
+class cli_bad_source_test : public ::testing::TestWithParam<transport_kind> {};
+
+TEST_P(cli_bad_source_test, an_address_not_on_this_machine_fails_every_client_by_name) {
+  hostile_options options;
+  options.transport = GetParam();
+  hostile_server server(options, answer_all());
+  const process_result r =
+      run_process(cli,
+                  {"run", "--transport", std::string(transport_name(GetParam())), "--server",
+                   fmt::format("127.0.0.1:{}", server.port()), "--count", "10", "--clients", "2",
+                   "--timeout", "1", "--source", "192.0.2.1"},
+                  30s);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("Cannot assign requested address"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("EADDRNOTAVAIL"), std::string::npos) << r.out;
+  EXPECT_EQ(server.queries(), 0u);
+  EXPECT_TRUE(server.sources().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(cli_source_test, cli_bad_source_test,
+                         ::testing::Values(transport_kind::udp, transport_kind::tcp),
+                         [](const ::testing::TestParamInfo<transport_kind>& param) {
+                           return std::string(transport_name(param.param));
+                         });
+
+class cli_edns_test : public ::testing::TestWithParam<transport_kind> {};
+
+TEST_P(cli_edns_test, every_query_carries_opt_with_the_payload_given) {
+  const scratch files("cli-edns");
+  const std::string transport(transport_name(GetParam()));
+  hostile_options options;
+  options.transport = GetParam();
+  const std::string text = files.file("q.txt", "www.example.com A\nexample.org AAAA\n");
+  struct variant {
+    std::vector<std::string> arguments;
+    bool opt;
+    std::uint16_t payload;
+    bool dnssec_ok;
+  };
+  const std::vector<variant> variants{
+      {{}, false, 0, false},
+      {{"--edns"}, true, 1232, false},
+      {{"--edns", "--edns-payload", "1400"}, true, 1400, false},
+      {{"--dnssec-ok", "--edns-payload", "4096"}, true, 4096, true},
+      {{"--edns", "--edns-payload", "700", "--queries", text}, true, 700, false},
+  };
+  for (const variant& v : variants) {
+    SCOPED_TRACE(fmt::format("{}", fmt::join(v.arguments, " ")));
+    auto log = std::make_shared<query_log>();
+    hostile_server server(options, recorded(log, answer_all()));
+    std::vector<std::string> arguments{"--transport", transport};
+    arguments.insert(arguments.end(), v.arguments.begin(), v.arguments.end());
+    const run_result r = run_cli(files, server.port(), arguments);
+    // Answered: the responder echoes the OPT record, within the payload size over UDP.
+    EXPECT_EQ(r.responses_received, 100u);
+    EXPECT_EQ(r.oversized, 0u);
+    const std::vector<bytes> queries = log->queries();
+    EXPECT_EQ(queries.size(), 100u);
+    for (const bytes& query : queries) {
+      const auto q = parse_query(query);
+      ASSERT_TRUE(q);
+      EXPECT_EQ(q->has_opt, v.opt) << q->name;
+      EXPECT_EQ(q->additional, v.opt ? 1 : 0) << q->name;
+      if (!v.opt) continue;
+      EXPECT_EQ(q->opt_payload, v.payload) << q->name;
+      EXPECT_EQ(q->dnssec_ok, v.dnssec_ok) << q->name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(cli_edns_test, cli_edns_test,
+                         ::testing::Values(transport_kind::udp, transport_kind::tcp),
+                         [](const ::testing::TestParamInfo<transport_kind>& param) {
+                           return std::string(transport_name(param.param));
+                         });
+
+TEST(cli_edns_test, a_payload_size_out_of_range_is_a_usage_error) {
+  expect_refused({"run", "--server", "127.0.0.1:9", "--edns", "--edns-payload", "511"},
+                 "--edns-payload");
+  expect_refused({"run", "--server", "127.0.0.1:9", "--edns", "--edns-payload", "65536"},
+                 "--edns-payload");
+}
+
+}  // namespace
+}  // namespace dnstransport::hostile
+
+#endif  // DNSTRANSPORT_CLI_PATH
