@@ -49,7 +49,7 @@
 #include <dnstransport/tls.hpp>
 
 #include "fuzz_check.hpp"
-#include "tls/tls_engine.hpp"
+#include "transport/tls/tls_backend.hpp"
 
 namespace {
 
@@ -149,7 +149,7 @@ std::size_t give_input(int peer, std::span<const std::uint8_t> data) {
   return n > 0 ? static_cast<std::size_t>(n) : 0;
 }
 
-void check_step(tls_session& session, tls_io io) {
+void check_step(tls_connection& session, tls_io io) {
   FUZZ_CHECK(io == tls_io::done || io == tls_io::want_read || io == tls_io::want_write ||
              io == tls_io::closed || io == tls_io::error);
   if (io == tls_io::error) {
@@ -187,7 +187,7 @@ class chunker {
 };
 
 // The session under test against a peer whose bytes are the input.
-void run_raw(tls_session& session, const socket_pair& pair, std::span<const std::uint8_t> input,
+void run_raw(tls_connection& session, const socket_pair& pair, std::span<const std::uint8_t> input,
              chunker chunks) {
   std::size_t given = 0;
   bool eof = false;
@@ -284,7 +284,7 @@ class direction {
 
 // One side of the relay: handshake, then write what it has to say and read what it expects.
 struct side {
-  std::unique_ptr<tls_session> session;
+  std::unique_ptr<tls_connection> session;
   bytes to_send;
   std::size_t expect = 0;  // octets it waits for before it sends (server) or ends (client)
   bool sends_first = false;
@@ -488,7 +488,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (rest.empty()) return 0;
   const tls_backend backend = backend_of(config & 1);
   socket_pair pair;
-  std::unique_ptr<tls_session> session =
+  std::unique_ptr<tls_connection> session =
       (config & 2) != 0
           ? server_context(backend, versions == 3 ? 0 : versions).accept(pair.session())
           : client_context(backend, versions == 3 ? 0 : versions).connect(pair.session(), nullptr);
