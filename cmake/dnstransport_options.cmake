@@ -7,14 +7,17 @@ if(DNSTRANSPORT_SANITIZE)
   target_compile_options(dnstransport_flags INTERFACE
     -fsanitize=${DNSTRANSPORT_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(dnstransport_flags INTERFACE -fsanitize=${DNSTRANSPORT_SANITIZE})
+  # The sanitizers' instrumentation makes GCC 12 report maybe-uninitialized where nothing is
+  # (std::optional in message parsing, std::regex in the CLI tests, at -O1): in sanitizer
+  # builds these stay warnings; the Release build keeps them errors.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(dnstransport_flags INTERFACE -Wno-error=maybe-uninitialized)
+  endif()
   # GCC warns (-Wtsan) that ThreadSanitizer does not model atomic_thread_fence, which
   # Boost.Asio's std_fenced_block uses in every handler it completes: a note about
-  # third-party code that would stop a TSan build with -Werror. The TSan instrumentation also
-  # makes GCC 12 report false maybe-uninitialized (std::optional) and array-bounds
-  # (std::string operator+) warnings; they stay warnings there, and errors in the Release and
-  # ASan builds.
+  # third-party code that would stop a TSan build with -Werror. TSan also brings false
+  # array-bounds warnings (std::string operator+), which stay warnings there.
   if(DNSTRANSPORT_SANITIZE MATCHES "thread" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    target_compile_options(dnstransport_flags INTERFACE
-      -Wno-tsan -Wno-error=maybe-uninitialized -Wno-error=array-bounds)
+    target_compile_options(dnstransport_flags INTERFACE -Wno-tsan -Wno-error=array-bounds)
   endif()
 endif()
