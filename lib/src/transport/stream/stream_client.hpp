@@ -97,6 +97,7 @@ class stream_client final : public client_base {
   const stream_transport& transport_;
   std::unique_ptr<stream_socket> socket_;
   message_channel channel_;
+  std::unique_ptr<byte_stream> spare_stream_;  // the last connection's, closed
   std::unique_ptr<tls_ticket> ticket_;
   std::array<std::array<std::uint8_t, frame_prefix_size + 2>, max_gather> heads_{};
   conn_state state_ = conn_state::idle;

@@ -106,8 +106,9 @@ void stream_client::on_connected(std::uint64_t now) {
     ++connections().opened;
     connections().connect_latency.record(now - connection_started_ns_);
   }
-  channel_.open(
-      socket_->open_stream(transport_.connector(), settings().resume ? ticket_.get() : nullptr));
+  channel_.open(socket_->open_stream(transport_.connector(),
+                                     settings().resume ? ticket_.get() : nullptr,
+                                     std::move(spare_stream_)));
   state_ = conn_state::handshaking;
   handshake_started_ns_ = now;
   handshake(now);
@@ -204,7 +205,8 @@ void stream_client::drop_socket(bool abortive) {
   if (channel_.is_open() && settings().resume) {
     if (auto ticket = channel_.stream().ticket()) ticket_ = std::move(ticket);
   }
-  channel_.close();
+  // Kept for the next connection, whose connector may reuse it (plain TCP does).
+  if (auto closed = channel_.close()) spare_stream_ = std::move(closed);
   // Whether the SYN carried the first query is known once the SYN-ACK came back.
   if (sent_on_connection_ > 0 && counted_ && socket_->syn_data_accepted()) {
     ++connections().fastopen_data_in_syn;
