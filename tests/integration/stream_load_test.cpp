@@ -13,6 +13,8 @@
 #include <dnstransport/server.hpp>
 #include <dnstransport/tls.hpp>
 
+#include "hostile_checks.hpp"
+
 namespace dnstransport {
 namespace {
 
@@ -111,7 +113,7 @@ TEST(stream_load_test, server_closing_mid_pipeline_is_counted_and_survived) {
   spec.clients = 2;
   spec.outstanding = 20;
   spec.count = 1000;
-  const run_result r = run_load(spec);
+  const run_result r = hostile::run_checked(spec).result;
   EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 10u);
   EXPECT_GT(r.lost_on_close, 0u);
   EXPECT_GT(r.responses_received, 100u);
@@ -127,7 +129,7 @@ TEST(stream_load_test, idle_timeout_closes_are_followed_by_reconnects) {
   spec.count = 5;
   spec.outstanding = 1;
   spec.timeout_seconds = 10;
-  const run_result r = run_load(spec);
+  const run_result r = hostile::run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 5u);
   EXPECT_EQ(r.responses_received, 5u);
   // Every query after the first found its connection closed by the server; the client
@@ -145,7 +147,7 @@ TEST(stream_load_test, reversed_answers_are_matched_and_counted_out_of_order) {
   load_spec spec = spec_for(responder, transport_kind::tcp);
   spec.outstanding = 50;
   spec.count = 5000;
-  const run_result r = run_load(spec);
+  const run_result r = hostile::run_checked(spec).result;
   EXPECT_EQ(r.responses_received, 5000u);
   EXPECT_GT(r.out_of_order, 0u);
 }
@@ -160,7 +162,7 @@ TEST(stream_load_test, refused_connections_are_failures_with_errno) {
   spec.transport = transport_kind::tcp;
   spec.port = port;
   spec.duration_seconds = 0.3;
-  const run_result r = run_load(spec);
+  const run_result r = hostile::run_checked(spec).result;
   EXPECT_EQ(r.responses_received, 0u);
   EXPECT_GT(r.connections.failed, 0u);
   EXPECT_GT(r.connections.failures.at("ECONNREFUSED"), 0u);
@@ -246,7 +248,7 @@ TEST_P(tls_verify_test, right_ca_passes_wrong_ca_fails_every_handshake) {
   spec.tls.ca_file = wrong.certificate_file;
   spec.count = 0;
   spec.duration_seconds = 0.3;
-  const run_result bad = run_load(spec);
+  const run_result bad = hostile::run_checked(spec).result;
   EXPECT_EQ(bad.responses_received, 0u);
   EXPECT_GT(bad.connections.failed, 0u);
   EXPECT_GT(bad.connections.failures.at("tls_certificate"), 0u);
@@ -266,7 +268,7 @@ TEST(stream_load_test, tls_client_against_plain_tcp_port_fails_as_not_tls) {
   // first two bytes, so the handshake times out.
   spec.duration_seconds = 1;
   spec.timeout_seconds = 0.3;
-  const run_result r = run_load(spec);
+  const run_result r = hostile::run_checked(spec).result;
   EXPECT_EQ(r.responses_received, 0u);
   EXPECT_GT(r.connections.failed, 0u);
 }
