@@ -131,24 +131,26 @@ TEST_P(hostile_stream_test, one_at_a_time_is_legitimate_and_in_order) {
 }
 
 TEST_P(hostile_stream_test, idle_close_is_closed_by_server_then_reconnected) {
-  // Two clients at 2.5 queries/s each, the second half an interval later: queries at 0,
-  // 0.4 and 0.8 s from the first, 0.2 and 0.6 s from the second. The server closes 30 ms
-  // after each answer, long before the client's next query.
+  // Two clients at one query per second each, the second half a second later: queries at
+  // 0 and 1 s from the first, 0.5 and 1.5 s from the second. The server closes a connection
+  // 100 ms after its last answer, long before the client's next query.
   load_spec spec;
   spec.clients = 2;
   spec.outstanding = 1;
-  spec.rate = 5;
-  spec.count = 5;
+  spec.rate = 2;
+  spec.count = 4;
   spec.timeout_seconds = generous_timeout_seconds;
-  const run_result r = run_against(idle_close(std::chrono::milliseconds(30)), spec).result;
-  EXPECT_EQ(r.queries_sent, 5u);
+  const run_result r = run_against(idle_close(std::chrono::milliseconds(100)), spec).result;
+  EXPECT_EQ(r.queries_sent, 4u);
   expect_all_in(r.responses_received, r);
   // Each query found the client's last connection closed by the server, and a new one was
-  // opened only then (not after every close, nor at the start before a query was due); the
-  // last one of each client the client closed itself, done.
-  EXPECT_EQ(r.connections.opened, 5u);
-  EXPECT_EQ(r.connections.closed_by_server, 3u);
-  EXPECT_EQ(r.connections.closed_by_client, 2u);
+  // opened only then (not after every close, nor at the start before a query was due). The
+  // last one of each client is closed by whichever side comes first: the client, done, or
+  // the server, 100 ms later.
+  const auto& c = r.connections;
+  EXPECT_EQ(c.opened, 4u) << summary(r);
+  EXPECT_GE(c.closed_by_server, 2u) << summary(r);
+  EXPECT_EQ(c.closed_by_server + c.closed_by_client, c.opened) << summary(r);
 }
 
 TEST_P(hostile_stream_test, paced_client_connects_when_it_has_a_query_to_send) {

@@ -6,11 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <memory>
 #include <stdexcept>
 
@@ -140,31 +135,6 @@ TEST(hostile_udp, a_retry_the_tcp_server_answers_wrongly_is_counted_by_that_answ
   EXPECT_EQ(r.tc_retry_answered, 0u);
   expect_all_in(r.mismatched, r);
 }
-
-// A TCP port of 127.0.0.1 held bound but not listening: connects to it are refused, and no
-// other test's listener can take it meanwhile (the socket has no SO_REUSEADDR).
-class unlistened_tcp_port {
- public:
-  unlistened_tcp_port() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      throw std::runtime_error("cannot reserve a TCP port");
-    }
-    port_ = ntohs(address.sin_port);
-  }
-  ~unlistened_tcp_port() { ::close(fd_); }
-  unlistened_tcp_port(const unlistened_tcp_port&) = delete;
-  unlistened_tcp_port& operator=(const unlistened_tcp_port&) = delete;
-  std::uint16_t port() const { return port_; }
-
- private:
-  int fd_;
-  std::uint16_t port_ = 0;
-};
 
 TEST(hostile_udp, retries_with_no_tcp_listener_are_lost_and_the_run_ends) {
   // The UDP responder on the number of a TCP port nobody listens on (chosen again when
