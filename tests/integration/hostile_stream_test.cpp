@@ -15,6 +15,14 @@
 namespace dnstransport::hostile {
 namespace {
 
+// `count` queries (count mode): the run ends when each is answered or lost, however slow the
+// machine, so every case below sees its connections set up and ended.
+load_spec counted(std::uint64_t count) {
+  load_spec spec;
+  spec.count = count;
+  return spec;
+}
+
 class hostile_stream_test : public ::testing::TestWithParam<transport_variant> {
  protected:
   bool tls() const { return GetParam().transport == transport_kind::tls; }
@@ -58,8 +66,10 @@ TEST_P(hostile_stream_test, reset_on_accept) {
 
 TEST_P(hostile_stream_test, close_at_once) {
   // For TLS: right after the handshake.
-  const run_result r = run_against(close_at_once()).result;
+  const run_result r = run_against(close_at_once(), counted(200)).result;
+  EXPECT_GT(r.queries_sent, 0u);
   EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_EQ(r.lost_on_close, r.queries_sent);
   EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 0u);
   EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
   if (tls()) {
@@ -68,10 +78,11 @@ TEST_P(hostile_stream_test, close_at_once) {
 }
 
 TEST_P(hostile_stream_test, close_after_the_first_answer_loses_the_pipeline) {
-  const run_result r = run_against(close_after_first_answer()).result;
+  const run_result r = run_against(close_after_first_answer(), counted(200)).result;
+  EXPECT_EQ(r.queries_sent, 200u);
   EXPECT_GT(r.responses_received, 0u);
   EXPECT_LE(r.responses_received, r.connections.opened);
-  EXPECT_GT(r.lost_on_close, 0u);
+  EXPECT_EQ(r.responses_received + r.lost_on_close, r.queries_sent);
   EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 0u);
 }
 
@@ -188,32 +199,39 @@ TEST_P(hostile_stream_test, count_mode_ends_when_every_set_up_fails) {
 }
 
 TEST_P(hostile_stream_test, close_after_k_answers_mid_pipeline) {
-  const run_result r = run_against(close_after(3)).result;
+  const run_result r = run_against(close_after(3), counted(200)).result;
+  EXPECT_EQ(r.queries_sent, 200u);
   EXPECT_GT(r.responses_received, 0u);
   EXPECT_LE(r.responses_received, 3 * r.connections.opened);
-  EXPECT_GT(r.lost_on_close, 0u);
+  EXPECT_EQ(r.responses_received + r.lost_on_close, r.queries_sent);
   EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 0u);
 }
 
 TEST_P(hostile_stream_test, half_close_after_k_answers_ends_the_connection) {
-  const run_result r = run_against(half_close_after(3)).result;
+  const run_result r = run_against(half_close_after(3), counted(200)).result;
+  EXPECT_EQ(r.queries_sent, 200u);
   EXPECT_GT(r.responses_received, 0u);
   EXPECT_LE(r.responses_received, 3 * r.connections.opened);
   EXPECT_GT(r.connections.closed_by_server, 0u);
-  EXPECT_GT(r.lost_on_close, 0u);
+  EXPECT_EQ(r.responses_received + r.lost_on_close, r.queries_sent);
 }
 
 TEST_P(hostile_stream_test, flood_of_unsolicited_messages_does_not_stall_the_run) {
-  const run_result r = run_against(flood(1000)).result;
+  const run_result r = run_against(flood(1000), counted(50)).result;
+  EXPECT_EQ(r.queries_sent, 50u);
   EXPECT_GT(r.unexpected + r.malformed + r.mismatched, 0u);
 }
 
 TEST_P(hostile_stream_test, queries_per_connection_survive_a_closing_server) {
-  load_spec spec;
+  // Five queries per connection, of which the server answers three and closes: 40
+  // connections, each with three answers and two queries lost on close.
+  load_spec spec = counted(200);
   spec.queries_per_connection = 5;
   const run_result r = run_against(close_after(3), spec).result;
-  EXPECT_GT(r.responses_received, 0u);
-  EXPECT_GT(r.lost_on_close, 0u);
+  EXPECT_EQ(r.queries_sent, 200u);
+  EXPECT_EQ(r.connections.opened, 40u) << summary(r);
+  EXPECT_EQ(r.responses_received, 120u) << summary(r);
+  EXPECT_EQ(r.lost_on_close, 80u) << summary(r);
 }
 
 TEST(hostile_stream_test, count_mode_ends_when_connections_are_refused) {
