@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "framing.hpp"
 #include "fuzz_check.hpp"
+#include "message/framing.hpp"
 
 using dnstransport::detail::frame_reader;
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes the fuzzers' seed corpora into tests/fuzz/corpus/<target>/ (run by hand; the
 files are committed). A handful of small, valid or nearly valid inputs per target: the
-fuzzer finds its way from there."""
+fuzzer finds its way from there. The TLS target's seeds (tests/fuzz/corpus/tls) are real
+handshake bytes, written by the target itself:
+  FUZZ_TLS_WRITE_SEEDS=tests/fuzz/corpus/tls build-fuzz/tests/fuzz/fuzz_tls"""
 import os
 import struct
 

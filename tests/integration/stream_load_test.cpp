@@ -26,10 +26,6 @@ std::string scratch_directory(const char* name) {
       .string();
 }
 
-std::string per_connection_name(const ::testing::TestParamInfo<std::uint64_t>& param) {
-  return param.param == 0 ? std::string("unlimited") : "n" + std::to_string(param.param);
-}
-
 std::string backend_name(const ::testing::TestParamInfo<tls_backend>& param) {
   return std::string(tls_backend_name(param.param));
 }
@@ -72,27 +68,6 @@ TEST(stream_load_test, tcp_persistent_connections_answer_everything) {
   EXPECT_EQ(r.first_query_latency.count(), 4u);
   EXPECT_EQ(accounted(r), r.queries_sent);
 }
-
-class queries_per_connection_test : public ::testing::TestWithParam<std::uint64_t> {};
-
-TEST_P(queries_per_connection_test, connection_count_is_queries_over_n) {
-  const std::uint64_t n = GetParam();
-  server responder(stream_server(transport_kind::tcp));
-  load_spec spec = spec_for(responder, transport_kind::tcp);
-  spec.clients = 2;
-  spec.outstanding = 4;
-  spec.count = 400;
-  spec.queries_per_connection = n;
-  const run_result r = run_load(spec);
-  EXPECT_EQ(r.responses_received, 400u);
-  EXPECT_EQ(r.connections.opened, n == 0 ? 2u : 400u / n);
-  EXPECT_EQ(r.connections.closed_by_client, r.connections.opened);
-  EXPECT_EQ(r.connections.closed_by_server, 0u);
-  EXPECT_EQ(r.first_query_latency.count(), r.connections.opened);
-}
-
-INSTANTIATE_TEST_SUITE_P(stream_load_test, queries_per_connection_test,
-                         ::testing::Values(1u, 10u, 0u), per_connection_name);
 
 TEST(stream_load_test, abortive_close_still_counts_everything) {
   server responder(stream_server(transport_kind::tcp));

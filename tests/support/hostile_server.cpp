@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "test_certificates.hpp"
-#include "tls/tls_engine.hpp"
+#include "transport/tls/tls_backend.hpp"
 
 namespace dnstransport::hostile {
 

@@ -2,7 +2,7 @@
 
 #include <dnstransport/message.hpp>
 
-#include "responder.hpp"
+#include "server/responder.hpp"
 
 namespace dnstransport::hostile {
 

@@ -12,8 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "framing.hpp"
-#include "tls/tls_engine.hpp"
+#include "message/framing.hpp"
+#include "transport/tls/tls_backend.hpp"
 
 namespace dnstransport::hostile {
 
@@ -93,7 +93,7 @@ class stream_peer {
   std::atomic<std::uint64_t>& queries_;
   std::uint64_t query_number_ = 0;
   detail::tls_server_context* tls_context_;
-  std::unique_ptr<detail::tls_session> tls_;
+  std::unique_ptr<detail::tls_connection> tls_;
   detail::frame_reader reader_;
   bool gone_ = false;
 };

@@ -133,7 +133,7 @@ load_spec make_load_spec(const run_options& o) {
   spec.transport = *transport;
   if (!o.server.empty()) {
     const endpoint where =
-        parse_endpoint(o.server, spec.transport == transport_kind::tls ? 853 : 53, "--server");
+        parse_endpoint(o.server, traits_of(spec.transport).default_port, "--server");
     spec.server = where.address;
     spec.port = where.port;
     if (spec.port == 0) throw setup_error("--server: port 0 is not a port a server listens on");

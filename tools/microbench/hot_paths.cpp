@@ -11,9 +11,9 @@
 #include <dnstransport/message.hpp>
 #include <dnstransport/query_source.hpp>
 
-#include "framing.hpp"
-#include "responder.hpp"
-#include "slot_table.hpp"
+#include "engine/slot_table.hpp"
+#include "message/framing.hpp"
+#include "server/responder.hpp"
 
 namespace {
 

@@ -17,17 +17,9 @@
 #include <dnstransport/histogram.hpp>
 #include <dnstransport/query_source.hpp>
 #include <dnstransport/tls.hpp>
+#include <dnstransport/transport.hpp>
 
 namespace dnstransport {
-
-/// How queries travel: plain UDP, DNS over TCP (RFC 7766) or DNS over TLS (RFC 7858).
-enum class transport_kind { udp, tcp, tls };
-
-/// "udp", "tcp" or "tls".
-std::string_view transport_name(transport_kind transport) noexcept;
-
-/// Transport from its name; nothing for an unknown name.
-std::optional<transport_kind> parse_transport(std::string_view name) noexcept;
 
 /// Queries per connection from its flag value: a positive number, or "unlimited" (or "0")
 /// for 0. Throws setup_error naming --queries-per-connection otherwise.

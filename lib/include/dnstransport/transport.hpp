@@ -1,0 +1,37 @@
+#pragma once
+/// \file
+/// The transports a load can use, and what each one is: the flags and figures that apply
+/// to it follow from these traits, not from comparing transport names.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace dnstransport {
+
+/// How queries travel: plain UDP, DNS over TCP (RFC 7766) or DNS over TLS (RFC 7858).
+enum class transport_kind { udp, tcp, tls };
+
+/// What a transport is.
+struct transport_traits {
+  transport_kind kind = transport_kind::udp;
+  std::string_view name;  ///< "udp", "tcp", "tls"
+  std::uint16_t default_port = 53;
+  bool has_connections = false;  ///< queries per connection, connection and handshake figures
+  bool has_tls = false;          ///< TLS backend, versions, certificates, resumption
+};
+
+/// The traits of a transport.
+const transport_traits& traits_of(transport_kind transport) noexcept;
+
+/// Every transport this build has, in a stable order (udp, tcp, tls).
+std::span<const transport_traits> all_transports() noexcept;
+
+/// "udp", "tcp" or "tls".
+std::string_view transport_name(transport_kind transport) noexcept;
+
+/// Transport from its name ("dot" is accepted for tls); nothing for an unknown name.
+std::optional<transport_kind> parse_transport(std::string_view name) noexcept;
+
+}  // namespace dnstransport

@@ -1,0 +1,58 @@
+#include "engine/counters.hpp"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "util/socket_util.hpp"
+
+namespace dnstransport::detail {
+
+void query_counters::merge(const query_counters& o) {
+  queries_sent += o.queries_sent;
+  responses_received += o.responses_received;
+  lost += o.lost;
+  lost_on_close += o.lost_on_close;
+  malformed += o.malformed;
+  mismatched += o.mismatched;
+  abandoned += o.abandoned;
+  truncated += o.truncated;
+  oversized += o.oversized;
+  tc_retried += o.tc_retried;
+  tc_retry_answered += o.tc_retry_answered;
+  for (std::size_t i = 0; i < rcodes.size(); ++i) rcodes[i] += o.rcodes[i];
+  out_of_order += o.out_of_order;
+  late += o.late;
+  unexpected += o.unexpected;
+  duplicates += o.duplicates;
+  latency.merge(o.latency);
+}
+
+void connection_counters::record_failure(const std::string& cause, const std::string& message) {
+  ++failures[cause];
+  if (first_failure.empty()) first_failure = message;
+}
+
+void connection_counters::record_socket_error(const char* what, int error) {
+  const std::string name = errno_name(error);
+  record_failure(name, fmt::format("{}: {} ({})", what, std::strerror(error), name));
+}
+
+void connection_counters::merge(const connection_counters& o) {
+  opened += o.opened;
+  answered += o.answered;
+  closed_by_client += o.closed_by_client;
+  closed_by_server += o.closed_by_server;
+  reset_by_server += o.reset_by_server;
+  failed += o.failed;
+  fastopen_data_in_syn += o.fastopen_data_in_syn;
+  handshakes_full += o.handshakes_full;
+  handshakes_resumed += o.handshakes_resumed;
+  for (const auto& [cause, n] : o.failures) failures[cause] += n;
+  if (first_failure.empty()) first_failure = o.first_failure;
+  first_query_latency.merge(o.first_query_latency);
+  connect_latency.merge(o.connect_latency);
+  handshake_latency.merge(o.handshake_latency);
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,76 @@
+#pragma once
+// Internal: what the engine and the transports count on one worker thread. Each worker owns
+// one `counters`; the load merges them once at the end and turns the sum into the public
+// run_result (load/load.cpp), so nothing below the load knows about run_result.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <dnstransport/histogram.hpp>
+
+namespace dnstransport::detail {
+
+// Per query, kept by client_base for every transport. Every query sent after the warm-up
+// ends in exactly one of: responses_received, truncated, oversized, lost, lost_on_close,
+// malformed, mismatched, abandoned.
+struct query_counters {
+  std::uint64_t queries_sent = 0;
+  std::uint64_t responses_received = 0;
+  std::uint64_t lost = 0;
+  std::uint64_t lost_on_close = 0;
+  std::uint64_t malformed = 0;
+  std::uint64_t mismatched = 0;
+  std::uint64_t abandoned = 0;
+  std::uint64_t truncated = 0;
+  std::uint64_t oversized = 0;
+  std::uint64_t tc_retried = 0;
+  std::uint64_t tc_retry_answered = 0;
+  std::array<std::uint64_t, 16> rcodes{};
+  std::uint64_t out_of_order = 0;
+  std::uint64_t late = 0;
+  std::uint64_t unexpected = 0;
+  std::uint64_t duplicates = 0;
+  latency_histogram latency;
+
+  void merge(const query_counters& other);
+};
+
+// Per connection, kept by the transports that have connections (TCP, TLS), for connections
+// whose set-up began after the warm-up.
+struct connection_counters {
+  std::uint64_t opened = 0;
+  std::uint64_t answered = 0;
+  std::uint64_t closed_by_client = 0;
+  std::uint64_t closed_by_server = 0;
+  std::uint64_t reset_by_server = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t fastopen_data_in_syn = 0;
+  std::uint64_t handshakes_full = 0;
+  std::uint64_t handshakes_resumed = 0;
+  std::map<std::string, std::uint64_t> failures;  // by cause: "ECONNREFUSED", "tls_certificate"
+  std::string first_failure;                      // the first failure's full message
+  latency_histogram first_query_latency;
+  latency_histogram connect_latency;
+  latency_histogram handshake_latency;
+
+  // Counts one failure under `cause` and keeps `message` if it is the first.
+  void record_failure(const std::string& cause, const std::string& message);
+  // Counts a socket failure under its errno name; `what` says which call ("tcp connect").
+  void record_socket_error(const char* what, int error);
+  void merge(const connection_counters& other);
+};
+
+// Everything one worker counts.
+struct counters {
+  query_counters queries;
+  connection_counters connections;
+
+  void merge(const counters& other) {
+    queries.merge(other.queries);
+    connections.merge(other.connections);
+  }
+};
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,272 @@
+#include "engine/engine.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "util/clock.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+double thread_cpu_now() noexcept {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
+    : owner_(owner),
+      index_(index),
+      slots_(owner.plan().outstanding, static_cast<std::uint16_t>(index * 7919u)),
+      // Clients start at different places in the query set so they do not all send the
+      // same name at the same moment.
+      next_query_(static_cast<std::uint32_t>((static_cast<std::uint64_t>(index) * 7919u) %
+                                             owner.plan().queries->size())),
+      quota_(quota),
+      pace_phase_(static_cast<double>(index) / owner.plan().clients),
+      question_of_(owner.plan().question_of.data()),
+      query_count_(static_cast<std::uint32_t>(owner.plan().question_of.size())),
+      questions_(owner.plan().outstanding, owner.plan().distinct_questions),
+      question_room_(std::min(owner.plan().outstanding, owner.plan().distinct_questions)) {}
+
+bool client_base::may_send(std::uint64_t now) const noexcept {
+  if (feeder_ != nullptr) {
+    return !retries_.empty() || feeder_->may_send(now) || !feeder_->slots_.empty();
+  }
+  return quota_ > 0 && now < plan().send_end_ns;
+}
+
+std::uint32_t client_base::send_allowance(std::uint64_t now) const noexcept {
+  if (!may_send(now)) return 0;
+  const std::uint32_t room = std::min(slots_.free_count(), question_room_ - slots_.in_flight());
+  if (feeder_ != nullptr) {
+    // In order; a retry whose question is still in flight waits for it.
+    if (retries_.empty() || questions_.contains(question_of_[retries_.front().query_index]))
+      return 0;
+    return std::min<std::uint32_t>(room, 1);
+  }
+  std::uint64_t allowance = std::min<std::uint64_t>(room, quota_);
+  if (plan().rate_per_client > 0) {
+    // Query k of this client is due at (k + phase) / rate: the phases spread the clients
+    // evenly over one interval, so a paced load is smooth instead of one burst from every
+    // client at the same instant.
+    const double elapsed = static_cast<double>(now - plan().start_ns) / 1e9;
+    const double due = elapsed * plan().rate_per_client - pace_phase_;
+    const std::uint64_t permitted = due < 0 ? 0 : static_cast<std::uint64_t>(due) + 1;
+    allowance = std::min(allowance, permitted > sent_ ? permitted - sent_ : 0);
+  }
+  return static_cast<std::uint32_t>(allowance);
+}
+
+slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
+  if (feeder_ != nullptr) {
+    const retry r = retries_.front();
+    retries_.pop_front();
+    slot_table::slot& s = slots_.acquire(now, r.query_index, r.counted);
+    s.sent_ns = r.sent_ns;
+    questions_.insert(question_of_[r.query_index]);
+    return s;
+  }
+  // The next query of the cycle whose question is not in flight (send_allowance left room
+  // for one, so the search ends).
+  std::uint32_t query = next_query_;
+  while (!questions_.insert(question_of_[query])) {
+    if (++query == query_count_) query = 0;
+  }
+  next_query_ = query + 1 == query_count_ ? 0 : query + 1;
+  const bool counted = measuring(now);
+  slot_table::slot& s = slots_.acquire(now, query, counted);
+  ++sent_;
+  // The count is of measured queries: the warm-up's do not use it up.
+  if (quota_ != UINT64_MAX && counted) --quota_;
+  if (counted) ++counts().queries_sent;
+  return s;
+}
+
+void client_base::return_slot(slot_table::slot& s) noexcept {
+  if (feeder_ != nullptr) {
+    retries_.push_front({s.query_index, s.sent_ns, s.counted});
+  } else {
+    --sent_;
+    if (quota_ != UINT64_MAX && s.counted) ++quota_;
+    if (s.counted) --counts().queries_sent;
+    next_query_ = s.query_index;
+  }
+  release(s, slot_table::past::nothing);
+}
+
+void client_base::release(slot_table::slot& s, slot_table::past outcome) noexcept {
+  questions_.erase(question_of_[s.query_index]);
+  slots_.release(s, outcome);
+}
+
+client_base::completion client_base::on_message(std::span<const std::uint8_t> message,
+                                                std::uint64_t now, bool datagram) noexcept {
+  query_counters& r = counts();
+  if (message.size() < 2) {
+    if (measuring(now)) ++r.unexpected;
+    return {};
+  }
+  const std::uint16_t id = read_id(message.data());
+  slot_table::slot* s = slots_.find(id);
+  if (s == nullptr) {
+    if (measuring(now)) {
+      switch (slots_.history(id)) {
+        case slot_table::past::answered:
+          ++r.duplicates;
+          break;
+        case slot_table::past::expired:
+          ++r.late;
+          break;
+        case slot_table::past::nothing:
+          ++r.unexpected;
+          break;
+      }
+    }
+    return {};
+  }
+  if (now - s->sent_ns >= plan().timeout_ns) {
+    // Its timeout passed before this answer was read (the tick that would have expired it
+    // had not run yet): lost, and the answer late, exactly as if the tick had come first.
+    if (s->counted) ++r.lost;
+    if (measuring(now)) ++r.late;
+    release(*s, slot_table::past::expired);
+    return {};
+  }
+  completion done{true, false, s->sequence, s->first_on_connection};
+  if (datagram && message.size() > plan().udp_answer_limits[s->query_index]) {
+    // A protocol violation, whatever the message holds: no stub would take it.
+    if (s->counted) ++r.oversized;
+  } else {
+    const response_summary summary = check_response(message, (*plan().queries)[s->query_index], id);
+    const bool ok = summary.verdict == response_verdict::ok;
+    if (ok && summary.truncated && retry_truncated(*s)) {
+      if (s->counted) ++r.tc_retried;
+    } else if (s->counted) {
+      switch (summary.verdict) {
+        case response_verdict::ok:
+          if (summary.truncated) {
+            ++r.truncated;  // no answer was delivered
+            break;
+          }
+          ++r.responses_received;
+          done.answered = true;
+          ++r.rcodes[summary.rcode & 0x0f];
+          if (feeder_ != nullptr) ++r.tc_retry_answered;
+          r.latency.record(now - s->sent_ns);
+          owner_.last_answer_ns = std::max(owner_.last_answer_ns, now);
+          break;
+        case response_verdict::too_short:
+        case response_verdict::malformed:
+          ++r.malformed;
+          break;
+        case response_verdict::not_response:
+        case response_verdict::wrong_id:
+        case response_verdict::wrong_opcode:
+        case response_verdict::wrong_question:
+          ++r.mismatched;
+          break;
+      }
+    }
+  }
+  release(*s, slot_table::past::answered);
+  return done;
+}
+
+void client_base::expire_waiting_retries(std::uint64_t now) noexcept {
+  while (!retries_.empty() && retries_.front().sent_ns + plan().timeout_ns <= now) {
+    if (retries_.front().counted) ++counts().lost;
+    retries_.pop_front();
+  }
+}
+
+void client_base::expire(std::uint64_t now) noexcept {
+  const std::uint64_t timeout = plan().timeout_ns;
+  expire_waiting_retries(now);
+  while (slot_table::slot* s = slots_.oldest()) {
+    if (s->sent_ns + timeout > now) break;
+    if (s->counted) ++counts().lost;
+    release(*s, slot_table::past::expired);
+  }
+}
+
+void client_base::fail_in_flight(bool abandoned) noexcept {
+  while (slot_table::slot* s = slots_.oldest()) {
+    if (s->counted) {
+      if (abandoned) {
+        ++counts().abandoned;
+      } else {
+        ++counts().lost_on_close;
+      }
+    }
+    release(*s, slot_table::past::expired);
+  }
+}
+
+worker::worker(const run_plan& plan, unsigned index, std::vector<unsigned> client_indices,
+               std::vector<std::uint64_t> quotas)
+    : plan_(plan), index_(index), tick_timer_(io_), scratch_(scratch_count * scratch_size) {
+  clients_.reserve(client_indices.size());
+  for (std::size_t i = 0; i < client_indices.size(); ++i) {
+    clients_.push_back(plan.transport->make_client(*this, client_indices[i], quotas[i]));
+  }
+}
+
+worker::~worker() = default;
+
+std::span<std::uint8_t> worker::scratch(std::size_t i) noexcept {
+  return {scratch_.data() + i * scratch_size, scratch_size};
+}
+
+void worker::run() {
+  const double cpu_start = thread_cpu_now();
+  const std::uint64_t wall_start = monotonic_ns();
+  for (auto& c : clients_) c->start();
+  schedule_tick();
+  io_.run();
+  thread_cpu_seconds = thread_cpu_now() - cpu_start;
+  wall_seconds = static_cast<double>(monotonic_ns() - wall_start) / 1e9;
+  pub_sent_.store(shard_.queries.queries_sent, std::memory_order_relaxed);
+  pub_received_.store(shard_.queries.responses_received, std::memory_order_relaxed);
+  pub_lost_.store(shard_.queries.lost + shard_.queries.lost_on_close, std::memory_order_relaxed);
+}
+
+void worker::schedule_tick() {
+  // Timeouts and rate pacing are checked in bulk on a tick; a finer tick only when pacing.
+  const auto period =
+      plan_.rate_per_client > 0 ? std::chrono::milliseconds(2) : std::chrono::milliseconds(10);
+  tick_timer_.expires_after(period);
+  tick_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) on_tick();
+  });
+}
+
+void worker::on_tick() {
+  if (stop_requested_.load(std::memory_order_relaxed)) {
+    for (auto& c : clients_) c->abandon();
+    io_.stop();
+    return;
+  }
+  const std::uint64_t now = monotonic_ns();
+  bool all_finished = true;
+  for (auto& c : clients_) {
+    c->tick(now);
+    all_finished = all_finished && c->finished(now);
+  }
+  pub_sent_.store(shard_.queries.queries_sent, std::memory_order_relaxed);
+  pub_received_.store(shard_.queries.responses_received, std::memory_order_relaxed);
+  pub_lost_.store(shard_.queries.lost + shard_.queries.lost_on_close, std::memory_order_relaxed);
+  if (all_finished) {
+    io_.stop();
+    return;
+  }
+  schedule_tick();
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,235 @@
+#pragma once
+// Internal: the load engine. A run is split into per-thread workers; each worker owns an
+// io_context, its clients and its counters, and touches nothing shared per query. The
+// transport of the run makes the clients (client_transport); every client shares the
+// per-query accounting in client_base. Nothing here knows load_spec or run_result: the load
+// (load/) turns the spec into a run_plan and the workers' counters into the result.
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <dnstransport/query_source.hpp>
+
+#include "engine/counters.hpp"
+#include "engine/in_flight_questions.hpp"
+#include "engine/slot_table.hpp"
+
+namespace dnstransport::detail {
+
+class client_base;
+class worker;
+
+// A transport as the engine sees it: it makes the clients of a run, on the worker threads.
+// One is built per run from the transport's own settings (load/transports.cpp) and shared
+// read-only by the workers.
+class client_transport {
+ public:
+  virtual ~client_transport() = default;
+  virtual std::unique_ptr<client_base> make_client(worker& owner, unsigned index,
+                                                   std::uint64_t quota) const = 0;
+};
+
+// Everything the workers share, read-only once the run starts.
+struct run_plan {
+  const client_transport* transport = nullptr;
+  const query_set* queries = nullptr;
+  unsigned clients = 1;
+  unsigned outstanding = 1;   // queries in flight per client
+  bool gather_writes = true;  // all ready queries in one system call (false: one per query)
+  boost::asio::ip::address server_address;
+  std::uint16_t server_port = 0;
+  std::vector<boost::asio::ip::address> sources;  // source addresses to spread clients over
+  // Per query of the set: its question's number (queries asking the same question, names
+  // compared case-insensitively, share one), and for UDP the largest answer it allows.
+  std::vector<std::uint32_t> question_of;
+  std::uint32_t distinct_questions = 0;
+  std::vector<std::uint16_t> udp_answer_limits;
+
+  std::uint64_t start_ns = 0;
+  std::uint64_t measure_start_ns = 0;  // end of the warm-up
+  std::uint64_t send_end_ns = 0;       // no new query after this (UINT64_MAX: count mode)
+  std::uint64_t timeout_ns = 0;
+  double rate_per_client = 0;  // queries per second; 0: no limit
+};
+
+// Per-query bookkeeping shared by every transport: slot table, query cursor, send budget,
+// response classification and timeouts.
+class client_base {
+ public:
+  client_base(worker& owner, unsigned index, std::uint64_t quota);
+  virtual ~client_base() = default;
+  client_base(const client_base&) = delete;
+  client_base& operator=(const client_base&) = delete;
+
+  virtual void start() = 0;
+  // Periodic work: expire timed-out queries, send more when the budget allows.
+  virtual void tick(std::uint64_t now) = 0;
+  // Stop at once: queries in flight count as abandoned, sockets close.
+  virtual void abandon() = 0;
+
+  // Nothing in flight and nothing more to send.
+  virtual bool finished(std::uint64_t now) const noexcept {
+    return slots_.empty() && !may_send(now);
+  }
+
+  // A query whose UDP answer was truncated, handed to a client that retries it over TCP.
+  // Its latency still runs from the original send; the retry is not a new query sent.
+  struct retry {
+    std::uint32_t query_index = 0;
+    std::uint64_t sent_ns = 0;
+    bool counted = false;
+  };
+  // Makes this client send only queries handed to it with take_retry (the TC retry client);
+  // it keeps its connection while `feeder` may still send or has queries in flight.
+  void serve_retries(const client_base& feeder) noexcept { feeder_ = &feeder; }
+  void take_retry(const retry& r) { retries_.push_back(r); }
+
+ protected:
+  // How many queries may be sent right now (free slots, quota, rate, phase).
+  std::uint32_t send_allowance(std::uint64_t now) const noexcept;
+  bool may_send(std::uint64_t now) const noexcept;
+
+  // Takes a slot for the next query; the caller sends it.
+  slot_table::slot& take_slot(std::uint64_t now) noexcept;
+  // Undoes take_slot for a query the kernel did not accept.
+  void return_slot(slot_table::slot& s) noexcept;
+
+  // Classifies one received message and completes its query when it matches one.
+  struct completion {
+    bool matched = false;
+    bool answered = false;  // counted in responses_received
+    std::uint64_t sequence = 0;
+    bool first_on_connection = false;
+  };
+  // `datagram`: arrived over UDP, where an answer may not exceed what the query allowed.
+  completion on_message(std::span<const std::uint8_t> message, std::uint64_t now,
+                        bool datagram = false) noexcept;
+
+  // A truncated answer's query: true when the client retries it elsewhere (UDP with
+  // --tc-retry tcp), and the query then ends there instead of in `truncated`.
+  virtual bool retry_truncated(const slot_table::slot& /*s*/) { return false; }
+
+  // After the warm-up: what happens now is counted.
+  bool measuring(std::uint64_t now) const noexcept;
+
+  // Counts every query sent before `now - timeout` as lost.
+  void expire(std::uint64_t now) noexcept;
+  // Counts TC retries that waited for a connection longer than the timeout as lost.
+  void expire_waiting_retries(std::uint64_t now) noexcept;
+
+  // Counts every query in flight as lost on close (stream closed or reset), or abandoned.
+  void fail_in_flight(bool abandoned) noexcept;
+
+  const run_plan& plan() const noexcept;
+  query_counters& counts() noexcept;
+  connection_counters& connections() noexcept;
+
+  // Ends a query: frees its slot and its question.
+  void release(slot_table::slot& s, slot_table::past outcome) noexcept;
+
+  worker& owner_;
+  unsigned index_;
+  slot_table slots_;
+  std::uint32_t next_query_;
+  std::uint64_t quota_;  // queries left to send in count mode (UINT64_MAX: unlimited)
+  std::uint64_t sent_ = 0;
+  double pace_phase_;  // in [0, 1): where in each pacing interval this client's queries fall
+  const std::uint32_t* question_of_;  // plan().question_of, at hand
+  std::uint32_t query_count_;
+  in_flight_questions questions_;
+  std::uint32_t question_room_;          // queries that may be in flight: outstanding, or fewer
+                                         // when the set has fewer distinct questions
+  const client_base* feeder_ = nullptr;  // set: this client serves the feeder's TC retries
+  std::deque<retry> retries_;            // waiting to be sent (retry client only)
+};
+
+// One thread's share of the run.
+class worker {
+ public:
+  worker(const run_plan& plan, unsigned index, std::vector<unsigned> client_indices,
+         std::vector<std::uint64_t> quotas);
+  ~worker();
+
+  // Runs until every client has finished or stop was requested; call on the worker thread.
+  void run();
+
+  // Asks the worker to stop early (any thread).
+  void request_stop() noexcept { stop_requested_.store(true, std::memory_order_relaxed); }
+
+  // Progress counters published at every tick (any thread may read).
+  std::uint64_t published_sent() const noexcept {
+    return pub_sent_.load(std::memory_order_relaxed);
+  }
+  std::uint64_t published_received() const noexcept {
+    return pub_received_.load(std::memory_order_relaxed);
+  }
+  std::uint64_t published_lost() const noexcept {
+    return pub_lost_.load(std::memory_order_relaxed);
+  }
+
+  counters& shard() noexcept { return shard_; }
+  const run_plan& plan() const noexcept { return plan_; }
+  boost::asio::io_context& io() noexcept { return io_; }
+
+  // Receive buffers shared by this worker's clients (they run one at a time on this thread).
+  std::span<std::uint8_t> scratch(std::size_t i) noexcept;
+  static constexpr std::size_t scratch_count = 32;
+  static constexpr std::size_t scratch_size = 65536;
+
+  // Connects and TLS handshakes in progress on this thread are capped; a client that finds
+  // no room stays idle and retries on the next tick.
+  static constexpr unsigned max_connection_setups = 256;
+  bool begin_connection_setup() noexcept {
+    if (connection_setups_ >= max_connection_setups) return false;
+    ++connection_setups_;
+    return true;
+  }
+  void end_connection_setup() noexcept { --connection_setups_; }
+
+  // Latest time a counted answer arrived, for the measured window.
+  std::uint64_t last_answer_ns = 0;
+  double thread_cpu_seconds = 0;
+  double wall_seconds = 0;
+
+ private:
+  void schedule_tick();
+  void on_tick();
+
+  const run_plan& plan_;
+  unsigned index_;
+  boost::asio::io_context io_{1};
+  boost::asio::steady_timer tick_timer_;
+  std::vector<std::unique_ptr<client_base>> clients_;
+  counters shard_;
+  std::vector<std::uint8_t> scratch_;
+  std::atomic<bool> stop_requested_{false};
+  unsigned connection_setups_ = 0;
+  std::atomic<std::uint64_t> pub_sent_{0};
+  std::atomic<std::uint64_t> pub_received_{0};
+  std::atomic<std::uint64_t> pub_lost_{0};
+};
+
+inline const run_plan& client_base::plan() const noexcept {
+  return owner_.plan();
+}
+inline query_counters& client_base::counts() noexcept {
+  return owner_.shard().queries;
+}
+inline connection_counters& client_base::connections() noexcept {
+  return owner_.shard().connections;
+}
+inline bool client_base::measuring(std::uint64_t now) const noexcept {
+  return now >= owner_.plan().measure_start_ns;
+}
+
+}  // namespace dnstransport::detail

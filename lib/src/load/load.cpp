@@ -1,0 +1,386 @@
+#include <dnstransport/load.hpp>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <dnstransport/cpus.hpp>
+#include <dnstransport/error.hpp>
+
+#include "engine/engine.hpp"
+#include "load/transports.hpp"
+#include "transport/tls/tls_backend.hpp"
+#include "util/clock.hpp"
+#include "util/cpu_pinning.hpp"
+
+namespace dnstransport {
+
+std::uint64_t parse_queries_per_connection(std::string_view text) {
+  if (text == "unlimited" || text == "0") return 0;
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || n == 0) {
+    throw setup_error(fmt::format(
+        "--queries-per-connection: \"{}\" is not a positive number or 'unlimited'", text));
+  }
+  return n;
+}
+
+double run_result::queries_per_connection_achieved() const noexcept {
+  if (connections.opened == 0) return 0;
+  return static_cast<double>(connections.answered) / static_cast<double>(connections.opened);
+}
+
+namespace {
+
+using detail::monotonic_ns;
+using detail::seconds_to_ns;
+
+// Each client holds one socket; leave room for the responder and files.
+constexpr rlim_t descriptor_reserve = 64;
+
+void ensure_descriptors(unsigned clients) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t wanted = clients + descriptor_reserve;
+  if (limit.rlim_cur >= wanted) return;
+  rlimit raised = limit;
+  raised.rlim_cur = std::min(wanted, limit.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &raised);
+  if (raised.rlim_cur < wanted) {
+    throw setup_error(fmt::format(
+        "--clients {} needs about {} file descriptors but the limit is {} (hard limit {}); "
+        "raise it with `ulimit -n {}` (as root, or in /etc/security/limits.conf)",
+        clients, wanted, limit.rlim_cur, limit.rlim_max, wanted));
+  }
+}
+
+// Every client holds one socket, so one local port per source address, at a time (TCP
+// connections to one server share ports across source addresses with
+// IP_BIND_ADDRESS_NO_PORT; UDP sockets each take a port of their address). More clients than
+// that cannot all get a socket: say so now, not as EADDRNOTAVAIL halfway through the run.
+void ensure_ports(unsigned clients, std::size_t source_count) {
+  std::ifstream range_file("/proc/sys/net/ipv4/ip_local_port_range");
+  std::uint64_t low = 0;
+  std::uint64_t high = 0;
+  if (!(range_file >> low >> high) || high < low) return;
+  const std::uint64_t ports = high - low + 1;
+  const std::uint64_t sources = std::max<std::size_t>(source_count, 1);
+  if (clients <= ports * sources) return;
+  throw setup_error(fmt::format(
+      "--clients {}: every client holds a local port, but the ephemeral port range "
+      "(net.ipv4.ip_local_port_range = {} {}) gives {} ports x {} source address{} = {}; widen "
+      "it (e.g. sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\") or give more --source "
+      "addresses",
+      clients, low, high, ports, sources, sources == 1 ? "" : "es", ports * sources));
+}
+
+boost::asio::ip::address resolve(const std::string& host) {
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(host, ec);
+  if (!ec) return address;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::resolver resolver(io);
+  auto results = resolver.resolve(host, "", ec);
+  if (ec || results.empty()) {
+    throw setup_error(
+        fmt::format("--server: cannot resolve \"{}\": {}", host, ec ? ec.message() : "no address"));
+  }
+  return results.begin()->endpoint().address();
+}
+
+std::vector<boost::asio::ip::address> source_addresses(const load_spec& spec,
+                                                       const boost::asio::ip::address& server) {
+  std::vector<boost::asio::ip::address> sources;
+  for (const auto& text : spec.sources) {
+    boost::system::error_code ec;
+    auto address = boost::asio::ip::make_address(text, ec);
+    if (ec) throw setup_error(fmt::format("--source: \"{}\" is not an IP address", text));
+    if (address.is_v4() != server.is_v4()) {
+      throw setup_error(fmt::format("--source {} is not of the same family as the server {}", text,
+                                    server.to_string()));
+    }
+    sources.push_back(address);
+  }
+  // Towards IPv4 loopback, 16 source addresses give 16 times the ephemeral ports, so a run
+  // at one query per connection does not stall on TIME_WAIT.
+  if (sources.empty() && traits_of(spec.transport).has_connections && server.is_v4() &&
+      server.is_loopback()) {
+    for (unsigned i = 1; i <= 16; ++i) {
+      sources.push_back(boost::asio::ip::address_v4(0x7f000000u + i));
+    }
+  }
+  return sources;
+}
+
+// Numbers the questions of the query set: queries asking the same name (ASCII
+// case-insensitively), type and class share a number. A query with no question to check
+// gets a number of its own, since no answer could fail to echo it anyway.
+std::uint32_t number_questions(const query_set& queries, std::vector<std::uint32_t>& question_of) {
+  std::unordered_map<std::string, std::uint32_t> numbers;
+  std::uint32_t next = 0;
+  question_of.resize(queries.size());
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    const auto query = queries[i];
+    std::optional<std::size_t> name_end;
+    if (query.size() >= dns_header_size && ((query[4] << 8) | query[5]) >= 1) {
+      name_end = skip_name(query, dns_header_size);
+    }
+    if (!name_end || query.size() - *name_end < 4) {
+      question_of[i] = next++;
+      continue;
+    }
+    std::string key(query.begin() + dns_header_size,
+                    query.begin() + static_cast<std::ptrdiff_t>(*name_end + 4));
+    for (std::size_t k = 0; k + 4 < key.size(); ++k) {
+      if (key[k] >= 'A' && key[k] <= 'Z') key[k] = static_cast<char>(key[k] - 'A' + 'a');
+    }
+    const auto [it, added] = numbers.try_emplace(std::move(key), next);
+    if (added) ++next;
+    question_of[i] = it->second;
+  }
+  return next;
+}
+
+// The workers' counters, summed, into the public result.
+void fill_result(run_result& r, const detail::counters& total) {
+  const detail::query_counters& q = total.queries;
+  r.queries_sent = q.queries_sent;
+  r.responses_received = q.responses_received;
+  r.lost = q.lost;
+  r.lost_on_close = q.lost_on_close;
+  r.malformed = q.malformed;
+  r.mismatched = q.mismatched;
+  r.abandoned = q.abandoned;
+  r.truncated = q.truncated;
+  r.oversized = q.oversized;
+  r.tc_retried = q.tc_retried;
+  r.tc_retry_answered = q.tc_retry_answered;
+  r.rcodes = q.rcodes;
+  r.out_of_order = q.out_of_order;
+  r.late = q.late;
+  r.unexpected = q.unexpected;
+  r.duplicates = q.duplicates;
+  r.latency = q.latency;
+  const detail::connection_counters& c = total.connections;
+  r.connections.opened = c.opened;
+  r.connections.answered = c.answered;
+  r.connections.closed_by_client = c.closed_by_client;
+  r.connections.closed_by_server = c.closed_by_server;
+  r.connections.reset_by_server = c.reset_by_server;
+  r.connections.failed = c.failed;
+  r.connections.fastopen_data_in_syn = c.fastopen_data_in_syn;
+  r.connections.failures = c.failures;
+  r.connections.first_failure = c.first_failure;
+  r.handshakes_full = c.handshakes_full;
+  r.handshakes_resumed = c.handshakes_resumed;
+  r.first_query_latency = c.first_query_latency;
+  r.connect_latency = c.connect_latency;
+  r.handshake_latency = c.handshake_latency;
+}
+
+}  // namespace
+
+void validate(const load_spec& spec) {
+  if (spec.clients == 0) throw setup_error("--clients must be at least 1");
+  if (spec.outstanding == 0 || spec.outstanding > 65536) {
+    throw setup_error(
+        fmt::format("--outstanding must be between 1 and 65536 (got {})", spec.outstanding));
+  }
+  if (spec.threads == 0) throw setup_error("--threads must be at least 1");
+  // A count this large is what a negative number becomes once read as unsigned.
+  if (spec.count > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    throw setup_error(fmt::format("--count must be a positive number of queries (got {})",
+                                  static_cast<std::int64_t>(spec.count)));
+  }
+  if (spec.count == 0 && !(spec.duration_seconds > 0)) {
+    throw setup_error("--duration must be greater than 0 seconds (or give --count)");
+  }
+  if (!(spec.timeout_seconds > 0)) throw setup_error("--timeout must be greater than 0 seconds");
+  if (spec.warmup_seconds < 0) throw setup_error("--warmup cannot be negative");
+  if (spec.rate < 0) throw setup_error("--rate cannot be negative");
+  if (spec.port == 0) throw setup_error("the server port cannot be 0");
+  const transport_traits& traits = traits_of(spec.transport);
+  if (!traits.has_connections && spec.queries_per_connection != 0) {
+    throw setup_error(
+        fmt::format("--queries-per-connection applies to transports with connections ({} has none)",
+                    traits.name));
+  }
+  if (!spec.tls.ca_file.empty() && !spec.tls.verify) {
+    throw setup_error("--ca-file is only used with --verify");
+  }
+  if (spec.tc_retry_tcp && spec.transport != transport_kind::udp) {
+    throw setup_error(
+        "--tc-retry tcp applies to --transport udp only (truncation is a UDP matter)");
+  }
+  check_cpus(spec.cpus, "--cpus");
+  if (traits.has_tls) {
+    detail::check_version_range(spec.tls.min_version, spec.tls.max_version);
+    const auto available = available_tls_backends();
+    if (std::find(available.begin(), available.end(), spec.tls.backend) == available.end()) {
+      throw setup_error(fmt::format("TLS backend {} is not compiled into this build",
+                                    tls_backend_name(spec.tls.backend)));
+    }
+  }
+  if (spec.queries && spec.queries->empty()) throw setup_error("the query set is empty");
+}
+
+run_result run_load(const load_spec& spec) {
+  validate(spec);
+  const auto server_address = resolve(spec.server);
+  const auto sources = source_addresses(spec, server_address);
+  ensure_ports(spec.clients, sources.size());
+  ensure_descriptors(spec.clients);
+  std::shared_ptr<const query_set> queries = spec.queries;
+  if (!queries) queries = std::make_shared<const query_set>(default_queries());
+
+  run_result result;
+  result.server = spec.server;
+  result.port = spec.port;
+  result.transport = spec.transport;
+  if (traits_of(spec.transport).has_tls) {
+    result.tls_backend = std::string(tls_backend_name(spec.tls.backend));
+  }
+  result.clients = spec.clients;
+  result.outstanding = spec.outstanding;
+  result.queries_per_connection = spec.queries_per_connection;
+  result.query_origin = queries->origin();
+  result.query_count_in_set = queries->size();
+
+  const unsigned threads = std::min(spec.threads, spec.clients);
+  if (threads < spec.threads) {
+    result.warnings.push_back(fmt::format(
+        "--threads {} reduced to {}: a thread needs at least one client", spec.threads, threads));
+  }
+  result.threads = threads;
+
+  const auto transport = detail::registered_transport(spec.transport).make(spec);
+
+  detail::run_plan plan;
+  plan.transport = transport.get();
+  plan.queries = queries.get();
+  plan.clients = spec.clients;
+  plan.outstanding = spec.outstanding;
+  plan.gather_writes = spec.gather_writes;
+  plan.server_address = server_address;
+  plan.server_port = spec.port;
+  plan.sources = sources;
+  plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
+  plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : 0;
+  plan.distinct_questions = number_questions(*queries, plan.question_of);
+  if (plan.distinct_questions < spec.outstanding) {
+    result.warnings.push_back(fmt::format(
+        "at most {} queries in flight per client, not --outstanding {}: the query list has {} "
+        "distinct question{}, and a client never has two queries with the same question in "
+        "flight (so that an answer carrying another query's id cannot pass the question check)",
+        plan.distinct_questions, spec.outstanding, plan.distinct_questions,
+        plan.distinct_questions == 1 ? "" : "s"));
+  }
+  if (spec.transport == transport_kind::udp) {
+    plan.udp_answer_limits.reserve(queries->size());
+    for (std::size_t i = 0; i < queries->size(); ++i) {
+      plan.udp_answer_limits.push_back(udp_answer_limit((*queries)[i]));
+    }
+  }
+
+  std::vector<std::unique_ptr<detail::worker>> workers;
+  for (unsigned w = 0; w < threads; ++w) {
+    std::vector<unsigned> indices;
+    std::vector<std::uint64_t> quotas;
+    for (unsigned c = w; c < spec.clients; c += threads) {
+      indices.push_back(c);
+      quotas.push_back(spec.count == 0
+                           ? UINT64_MAX
+                           : spec.count / spec.clients + (c < spec.count % spec.clients ? 1 : 0));
+    }
+    workers.push_back(
+        std::make_unique<detail::worker>(plan, w, std::move(indices), std::move(quotas)));
+  }
+
+  plan.start_ns = monotonic_ns();
+  plan.measure_start_ns = plan.start_ns + seconds_to_ns(spec.warmup_seconds);
+  plan.send_end_ns =
+      spec.count == 0 ? plan.measure_start_ns + seconds_to_ns(spec.duration_seconds) : UINT64_MAX;
+
+  std::atomic<unsigned> finished{0};
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < threads; ++w) {
+    pool.emplace_back([&, w] {
+      if (!spec.cpus.empty()) detail::pin_current_thread(spec.cpus[w % spec.cpus.size()]);
+      workers[w]->run();
+      finished.fetch_add(1, std::memory_order_release);
+    });
+  }
+
+  const double planned = spec.count == 0 ? spec.warmup_seconds + spec.duration_seconds : 0;
+  const auto progress_period = seconds_to_ns(std::max(0.05, spec.progress_interval_seconds));
+  std::uint64_t next_progress = plan.start_ns + progress_period;
+  std::uint64_t previous_received = 0;
+  std::uint64_t previous_progress = plan.start_ns;
+  std::uint64_t stop_ns = 0;
+  while (finished.load(std::memory_order_acquire) < threads) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::uint64_t now = monotonic_ns();
+    if (stop_ns == 0 && spec.stop != nullptr && spec.stop->load(std::memory_order_relaxed)) {
+      stop_ns = now;
+      for (auto& w : workers) w->request_stop();
+    }
+    if (spec.on_progress && now >= next_progress) {
+      load_progress p;
+      p.elapsed_seconds = static_cast<double>(now - plan.start_ns) / 1e9;
+      p.planned_seconds = planned;
+      for (auto& w : workers) {
+        p.queries_sent += w->published_sent();
+        p.responses_received += w->published_received();
+        p.lost += w->published_lost();
+      }
+      p.recent_qps = static_cast<double>(p.responses_received - previous_received) /
+                     (static_cast<double>(now - previous_progress) / 1e9);
+      previous_received = p.responses_received;
+      previous_progress = now;
+      next_progress = now + progress_period;
+      spec.on_progress(p);
+    }
+  }
+  for (auto& t : pool) t.join();
+  const std::uint64_t end_ns = monotonic_ns();
+
+  detail::counters total;
+  std::uint64_t last_answer = 0;
+  for (auto& w : workers) {
+    total.merge(w->shard());
+    last_answer = std::max(last_answer, w->last_answer_ns);
+    result.client_cpu_seconds += w->thread_cpu_seconds;
+    if (w->wall_seconds > 0) {
+      result.max_thread_cpu_share =
+          std::max(result.max_thread_cpu_share, w->thread_cpu_seconds / w->wall_seconds);
+    }
+  }
+  fill_result(result, total);
+  result.interrupted = stop_ns != 0;
+  // The measured window runs from the end of the warm-up to the end of sending (or the
+  // interruption), stretched to the last counted answer so that answers to queries sent in
+  // the window count against the time they took. In count mode it ends with the last answer.
+  std::uint64_t window_end = result.interrupted ? stop_ns : std::min(end_ns, plan.send_end_ns);
+  if (spec.count != 0 && last_answer != 0 && !result.interrupted) window_end = last_answer;
+  window_end = std::max(window_end, last_answer);
+  result.elapsed_seconds = window_end > plan.measure_start_ns
+                               ? static_cast<double>(window_end - plan.measure_start_ns) / 1e9
+                               : 0;
+  result.qps = result.elapsed_seconds > 0
+                   ? static_cast<double>(result.responses_received) / result.elapsed_seconds
+                   : 0;
+  return result;
+}
+
+}  // namespace dnstransport

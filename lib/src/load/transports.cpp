@@ -1,0 +1,93 @@
+#include "load/transports.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "transport/stream/stream_transport.hpp"
+#include "transport/tls/tls_backend.hpp"
+#include "transport/udp/udp_transport.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+stream_settings stream_settings_of(const load_spec& spec) {
+  stream_settings s;
+  s.queries_per_connection = spec.queries_per_connection;
+  s.close_with_rst = spec.close == close_mode::rst;
+  s.tcp_nodelay = spec.tcp_nodelay;
+  s.tcp_fastopen = spec.tcp_fastopen;
+  s.resume = spec.tls.resume;
+  return s;
+}
+
+std::unique_ptr<client_transport> make_udp(const load_spec& spec) {
+  std::unique_ptr<stream_transport> tc_retry;
+  if (spec.tc_retry_tcp) {
+    // One TCP connection per UDP client, kept while the client may still need it.
+    tc_retry = std::make_unique<stream_transport>(stream_settings_of(spec), make_tcp_connector());
+  }
+  return make_udp_transport(std::move(tc_retry));
+}
+
+std::unique_ptr<client_transport> make_tcp(const load_spec& spec) {
+  return std::make_unique<stream_transport>(stream_settings_of(spec), make_tcp_connector());
+}
+
+std::unique_ptr<client_transport> make_tls(const load_spec& spec) {
+  return std::make_unique<stream_transport>(stream_settings_of(spec),
+                                            make_tls_connector(make_tls_client_context(spec.tls)));
+}
+
+// Register a transport here: its traits, another name it answers to, and its factory.
+const std::array<transport_entry, 3> registry{{
+    {{transport_kind::udp, "udp", 53, false, false}, "", make_udp},
+    {{transport_kind::tcp, "tcp", 53, true, false}, "", make_tcp},
+    {{transport_kind::tls, "tls", 853, true, true}, "dot", make_tls},
+}};
+
+const std::array<transport_traits, registry.size()> traits_table = [] {
+  std::array<transport_traits, registry.size()> traits;
+  std::transform(registry.begin(), registry.end(), traits.begin(),
+                 [](const transport_entry& e) { return e.traits; });
+  return traits;
+}();
+
+}  // namespace
+
+const transport_entry& registered_transport(transport_kind transport) noexcept {
+  for (const auto& entry : registry) {
+    if (entry.traits.kind == transport) return entry;
+  }
+  return registry.front();  // unreachable: every kind is registered
+}
+
+}  // namespace dnstransport::detail
+
+namespace dnstransport {
+
+const transport_traits& traits_of(transport_kind transport) noexcept {
+  for (const auto& traits : detail::traits_table) {
+    if (traits.kind == transport) return traits;
+  }
+  return detail::traits_table.front();  // unreachable: every kind is registered
+}
+
+std::span<const transport_traits> all_transports() noexcept {
+  return detail::traits_table;
+}
+
+std::string_view transport_name(transport_kind transport) noexcept {
+  return traits_of(transport).name;
+}
+
+std::optional<transport_kind> parse_transport(std::string_view name) noexcept {
+  for (const auto& entry : detail::registry) {
+    if (name == entry.traits.name || (!entry.alias.empty() && name == entry.alias)) {
+      return entry.traits.kind;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace dnstransport

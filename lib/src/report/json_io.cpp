@@ -1,0 +1,318 @@
+#include "report/json_io.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include <dnstransport/message.hpp>
+#include <dnstransport/report.hpp>
+
+namespace dnstransport::detail {
+
+namespace json = boost::json;
+
+namespace {
+
+const json::value& at(const json::object& object, std::string_view key) {
+  const auto* found = object.if_contains(key);
+  if (found == nullptr) throw std::invalid_argument(fmt::format("missing key \"{}\"", key));
+  return *found;
+}
+
+void pretty_into(std::string& out, const json::value& value, int depth) {
+  const std::string indent(static_cast<std::size_t>(depth + 1) * 2, ' ');
+  const std::string closing(static_cast<std::size_t>(depth) * 2, ' ');
+  if (value.is_object()) {
+    const auto& object = value.get_object();
+    if (object.empty()) {
+      out += "{}";
+      return;
+    }
+    out += "{\n";
+    bool first = true;
+    for (const auto& [key, member] : object) {
+      if (!first) out += ",\n";
+      first = false;
+      out += indent;
+      out += json::serialize(json::value(key));
+      out += ": ";
+      pretty_into(out, member, depth + 1);
+    }
+    out += "\n" + closing + "}";
+  } else if (value.is_array()) {
+    const auto& array = value.get_array();
+    // Arrays of scalars or short pairs (histogram buckets) stay on one line each.
+    const bool flat = std::all_of(array.begin(), array.end(), [](const json::value& v) {
+      return !v.is_object() && !(v.is_array() && v.get_array().size() > 4);
+    });
+    if (array.empty()) {
+      out += "[]";
+      return;
+    }
+    if (flat && array.size() <= 8) {
+      out += json::serialize(value);
+      return;
+    }
+    out += "[\n";
+    bool first = true;
+    for (const auto& element : array) {
+      if (!first) out += ",\n";
+      first = false;
+      out += indent;
+      pretty_into(out, element, depth + 1);
+    }
+    out += "\n" + closing + "]";
+  } else {
+    out += json::serialize(value);
+  }
+}
+
+// A count added after the first release: files written before it lack the key.
+std::uint64_t count_or_zero(const json::object& object, std::string_view key) {
+  return object.contains(key) ? count_at(object, key) : 0;
+}
+
+json::object connection_stats_to_json(const connection_stats& c) {
+  json::object failures;
+  for (const auto& [cause, n] : c.failures) failures[cause] = n;
+  return {{"opened", c.opened},
+          {"answered", c.answered},
+          {"closed_by_client", c.closed_by_client},
+          {"closed_by_server", c.closed_by_server},
+          {"reset_by_server", c.reset_by_server},
+          {"failed", c.failed},
+          {"fastopen_data_in_syn", c.fastopen_data_in_syn},
+          {"failures", std::move(failures)},
+          {"first_failure", c.first_failure}};
+}
+
+connection_stats connection_stats_from_json(const json::object& o) {
+  connection_stats c;
+  c.opened = count_at(o, "opened");
+  c.answered = count_or_zero(o, "answered");
+  c.closed_by_client = count_at(o, "closed_by_client");
+  c.closed_by_server = count_at(o, "closed_by_server");
+  c.reset_by_server = count_at(o, "reset_by_server");
+  c.failed = count_at(o, "failed");
+  c.fastopen_data_in_syn = count_at(o, "fastopen_data_in_syn");
+  for (const auto& [cause, n] : object_at(o, "failures")) {
+    c.failures[std::string(cause)] = json::value_to<std::uint64_t>(n);
+  }
+  c.first_failure = string_at(o, "first_failure");
+  return c;
+}
+
+}  // namespace
+
+double stable(double value) {
+  return std::stod(fmt::format("{:.12g}", value));
+}
+
+double number_at(const json::object& object, std::string_view key) {
+  const auto& v = at(object, key);
+  if (v.is_double()) return v.get_double();
+  if (v.is_int64()) return static_cast<double>(v.get_int64());
+  if (v.is_uint64()) return static_cast<double>(v.get_uint64());
+  throw std::invalid_argument(fmt::format("key \"{}\" is not a number", key));
+}
+
+std::uint64_t count_at(const json::object& object, std::string_view key) {
+  const auto& v = at(object, key);
+  if (v.is_uint64()) return v.get_uint64();
+  if (v.is_int64() && v.get_int64() >= 0) return static_cast<std::uint64_t>(v.get_int64());
+  throw std::invalid_argument(fmt::format("key \"{}\" is not a non-negative integer", key));
+}
+
+const json::object& object_at(const json::object& object, std::string_view key) {
+  const auto& v = at(object, key);
+  if (!v.is_object()) throw std::invalid_argument(fmt::format("key \"{}\" is not an object", key));
+  return v.get_object();
+}
+
+std::string string_at(const json::object& object, std::string_view key) {
+  const auto& v = at(object, key);
+  if (!v.is_string()) throw std::invalid_argument(fmt::format("key \"{}\" is not a string", key));
+  return std::string(v.get_string());
+}
+
+const json::array& array_at(const json::object& object, std::string_view key) {
+  const auto& v = at(object, key);
+  if (!v.is_array()) throw std::invalid_argument(fmt::format("key \"{}\" is not an array", key));
+  return v.get_array();
+}
+
+bool bool_at(const json::object& object, std::string_view key) {
+  const auto& v = at(object, key);
+  if (!v.is_bool())
+    throw std::invalid_argument(fmt::format("key \"{}\" is not true or false", key));
+  return v.get_bool();
+}
+
+std::string pretty(const json::value& value) {
+  std::string out;
+  pretty_into(out, value, 0);
+  out += '\n';
+  return out;
+}
+
+json::object histogram_to_json(const latency_histogram& h) {
+  json::array buckets;
+  h.for_each_bucket([&](std::uint64_t lowest, std::uint64_t, std::uint64_t count) {
+    buckets.push_back(json::array{lowest, count});
+  });
+  return {{"count", h.count()},         {"min", h.min()},
+          {"mean", stable(h.mean())},   {"p50", h.percentile(50)},
+          {"p90", h.percentile(90)},    {"p99", h.percentile(99)},
+          {"p999", h.percentile(99.9)}, {"max", h.max()},
+          {"sum", stable(h.sum())},     {"histogram", std::move(buckets)}};
+}
+
+latency_histogram histogram_from_json(const json::value& value) {
+  if (!value.is_object()) throw std::invalid_argument("a latency histogram is not an object");
+  const auto& o = value.get_object();
+  latency_histogram h;
+  const auto& buckets = at(o, "histogram");
+  if (!buckets.is_array()) throw std::invalid_argument("\"histogram\" is not an array");
+  for (const auto& bucket : buckets.get_array()) {
+    if (!bucket.is_array() || bucket.get_array().size() != 2) {
+      throw std::invalid_argument("a histogram bucket is not a [lowest, count] pair");
+    }
+    h.restore(json::value_to<std::uint64_t>(bucket.get_array()[0]),
+              json::value_to<std::uint64_t>(bucket.get_array()[1]));
+  }
+  if (h.count() != count_at(o, "count")) {
+    throw std::invalid_argument("histogram buckets do not add up to its count");
+  }
+  h.restore_stats(count_at(o, "min"), count_at(o, "max"), number_at(o, "sum"));
+  return h;
+}
+
+json::object run_result_to_json(const run_result& r) {
+  json::object rcodes;
+  for (unsigned i = 0; i < r.rcodes.size(); ++i) {
+    if (r.rcodes[i] != 0) rcodes[rcode_name(i)] = r.rcodes[i];
+  }
+  json::array warnings;
+  for (const auto& w : r.warnings) warnings.push_back(json::string(w));
+  const double per_million =
+      r.responses_received > 0
+          ? r.client_cpu_seconds * 1e6 / static_cast<double>(r.responses_received)
+          : 0;
+  return {
+      {"schema", run_schema},
+      {"tool_version", library_version()},
+      {"server", r.server},
+      {"port", r.port},
+      {"transport", transport_name(r.transport)},
+      {"tls_backend", r.tls_backend},
+      {"clients", r.clients},
+      {"outstanding", r.outstanding},
+      {"threads", r.threads},
+      {"queries_per_connection", r.queries_per_connection},
+      {"query_set", {{"origin", r.query_origin}, {"count", r.query_count_in_set}}},
+      {"queries_sent", r.queries_sent},
+      {"responses_received", r.responses_received},
+      {"lost", r.lost},
+      {"lost_on_close", r.lost_on_close},
+      {"malformed", r.malformed},
+      {"mismatched", r.mismatched},
+      {"abandoned", r.abandoned},
+      {"truncated", r.truncated},
+      {"oversized", r.oversized},
+      {"tc_retried", r.tc_retried},
+      {"tc_retry_answered", r.tc_retry_answered},
+      {"rcodes", std::move(rcodes)},
+      {"out_of_order", r.out_of_order},
+      {"late", r.late},
+      {"unexpected", r.unexpected},
+      {"duplicates", r.duplicates},
+      {"elapsed_seconds", stable(r.elapsed_seconds)},
+      {"qps", stable(r.qps)},
+      {"client_cpu_seconds", stable(r.client_cpu_seconds)},
+      {"client_cpu_seconds_per_million", stable(per_million)},
+      {"max_thread_cpu_share", stable(r.max_thread_cpu_share)},
+      {"interrupted", r.interrupted},
+      {"latency_ns", histogram_to_json(r.latency)},
+      {"first_query_latency_ns", histogram_to_json(r.first_query_latency)},
+      {"connect_latency_ns", histogram_to_json(r.connect_latency)},
+      {"handshake_latency_ns", histogram_to_json(r.handshake_latency)},
+      {"connections", connection_stats_to_json(r.connections)},
+      {"handshakes", {{"full", r.handshakes_full}, {"resumed", r.handshakes_resumed}}},
+      {"queries_per_connection_achieved", stable(r.queries_per_connection_achieved())},
+      {"warnings", std::move(warnings)},
+  };
+}
+
+run_result run_result_from_json_value(const json::value& value) {
+  if (!value.is_object()) throw std::invalid_argument("the document is not a JSON object");
+  const auto& o = value.get_object();
+  const auto* schema = o.if_contains("schema");
+  if (schema == nullptr || !schema->is_string()) {
+    throw std::invalid_argument("no \"schema\" key: not a dnstransport run result");
+  }
+  if (schema->get_string() != run_schema) {
+    throw std::invalid_argument(fmt::format("schema \"{}\" is not the supported \"{}\"",
+                                            std::string_view(schema->get_string()), run_schema));
+  }
+  run_result r;
+  r.server = string_at(o, "server");
+  r.port = static_cast<std::uint16_t>(count_at(o, "port"));
+  const auto transport = parse_transport(string_at(o, "transport"));
+  if (!transport) throw std::invalid_argument("unknown \"transport\"");
+  r.transport = *transport;
+  r.tls_backend = string_at(o, "tls_backend");
+  r.clients = static_cast<unsigned>(count_at(o, "clients"));
+  r.outstanding = static_cast<unsigned>(count_at(o, "outstanding"));
+  r.threads = static_cast<unsigned>(count_at(o, "threads"));
+  r.queries_per_connection = count_at(o, "queries_per_connection");
+  const auto& set = object_at(o, "query_set");
+  r.query_origin = string_at(set, "origin");
+  r.query_count_in_set = count_at(set, "count");
+  r.queries_sent = count_at(o, "queries_sent");
+  r.responses_received = count_at(o, "responses_received");
+  r.lost = count_at(o, "lost");
+  r.lost_on_close = count_at(o, "lost_on_close");
+  r.malformed = count_at(o, "malformed");
+  r.mismatched = count_at(o, "mismatched");
+  r.abandoned = count_at(o, "abandoned");
+  r.truncated = count_at(o, "truncated");
+  r.oversized = count_or_zero(o, "oversized");
+  r.tc_retried = count_or_zero(o, "tc_retried");
+  r.tc_retry_answered = count_or_zero(o, "tc_retry_answered");
+  for (unsigned i = 0; i < r.rcodes.size(); ++i) {
+    if (const auto* n = object_at(o, "rcodes").if_contains(rcode_name(i))) {
+      r.rcodes[i] = json::value_to<std::uint64_t>(*n);
+    }
+  }
+  r.out_of_order = count_at(o, "out_of_order");
+  r.late = count_at(o, "late");
+  r.unexpected = count_at(o, "unexpected");
+  r.duplicates = count_at(o, "duplicates");
+  r.elapsed_seconds = number_at(o, "elapsed_seconds");
+  r.qps = number_at(o, "qps");
+  r.client_cpu_seconds = number_at(o, "client_cpu_seconds");
+  r.max_thread_cpu_share = number_at(o, "max_thread_cpu_share");
+  const auto& interrupted = at(o, "interrupted");
+  r.interrupted = interrupted.is_bool() && interrupted.get_bool();
+  r.latency = histogram_from_json(at(o, "latency_ns"));
+  r.first_query_latency = histogram_from_json(at(o, "first_query_latency_ns"));
+  r.connect_latency = histogram_from_json(at(o, "connect_latency_ns"));
+  r.handshake_latency = histogram_from_json(at(o, "handshake_latency_ns"));
+  r.connections = connection_stats_from_json(object_at(o, "connections"));
+  // Files from before connections.answered: every answer rode on a counted connection.
+  if (!object_at(o, "connections").contains("answered")) {
+    r.connections.answered = r.responses_received;
+  }
+  const auto& handshakes = object_at(o, "handshakes");
+  r.handshakes_full = count_at(handshakes, "full");
+  r.handshakes_resumed = count_at(handshakes, "resumed");
+  const auto& warnings = at(o, "warnings");
+  if (warnings.is_array()) {
+    for (const auto& w : warnings.get_array()) {
+      if (w.is_string()) r.warnings.emplace_back(w.get_string());
+    }
+  }
+  return r;
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,161 @@
+#include <dnstransport/report.hpp>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/message.hpp>
+
+#include "report/json_io.hpp"
+
+namespace dnstransport {
+
+std::string to_json(const run_result& result) {
+  return detail::pretty(detail::run_result_to_json(result));
+}
+
+run_result run_result_from_json(std::string_view text, std::string_view source_name) {
+  boost::system::error_code ec;
+  const auto value = boost::json::parse(text, ec);
+  if (ec) throw setup_error(fmt::format("{}: not valid JSON: {}", source_name, ec.message()));
+  try {
+    return detail::run_result_from_json_value(value);
+  } catch (const std::exception& e) {
+    throw setup_error(fmt::format("{}: {}", source_name, e.what()));
+  }
+}
+
+std::string format_duration(double ns) {
+  if (ns < 1e3) return fmt::format("{:.0f} ns", ns);
+  if (ns < 1e6) return fmt::format("{:.{}f} us", ns / 1e3, ns < 1e4 ? 2 : 1);
+  if (ns < 1e9) return fmt::format("{:.{}f} ms", ns / 1e6, ns < 1e7 ? 2 : 1);
+  return fmt::format("{:.2f} s", ns / 1e9);
+}
+
+namespace {
+
+std::string with_commas(std::uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string share(std::uint64_t part, std::uint64_t whole) {
+  if (whole == 0) return "";
+  return fmt::format("  ({:.2f} %)",
+                     100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+std::string percentiles(const latency_histogram& h) {
+  if (h.count() == 0) return "none";
+  return fmt::format("min {}  mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+                     format_duration(static_cast<double>(h.min())), format_duration(h.mean()),
+                     format_duration(static_cast<double>(h.percentile(50))),
+                     format_duration(static_cast<double>(h.percentile(90))),
+                     format_duration(static_cast<double>(h.percentile(99))),
+                     format_duration(static_cast<double>(h.percentile(99.9))),
+                     format_duration(static_cast<double>(h.max())));
+}
+
+}  // namespace
+
+std::string format_table(const run_result& r) {
+  std::string out;
+  auto line = [&out](std::string_view label, const std::string& value) {
+    out += fmt::format("  {:<24}{}\n", label, value);
+  };
+  std::string transport(transport_name(r.transport));
+  if (!r.tls_backend.empty()) transport += " (" + r.tls_backend + ")";
+  const std::string per_connection =
+      !traits_of(r.transport).has_connections
+          ? ""
+          : fmt::format(", {} queries per connection",
+                        r.queries_per_connection == 0 ? std::string("unlimited")
+                                                      : std::to_string(r.queries_per_connection));
+  out += fmt::format("{} to {}:{}, {} client{} x {} outstanding{}, {} thread{}, {:.2f} s{}\n",
+                     transport, r.server, r.port, r.clients, r.clients == 1 ? "" : "s",
+                     r.outstanding, per_connection, r.threads, r.threads == 1 ? "" : "s",
+                     r.elapsed_seconds, r.interrupted ? " (interrupted)" : "");
+  line("queries sent", with_commas(r.queries_sent));
+  line("answered", with_commas(r.responses_received) + share(r.responses_received, r.queries_sent));
+  line("lost (timed out)", with_commas(r.lost) + share(r.lost, r.queries_sent));
+  if (traits_of(r.transport).has_connections) {
+    line("lost on close", with_commas(r.lost_on_close) + share(r.lost_on_close, r.queries_sent));
+  }
+  if (r.truncated || r.tc_retried) {
+    line("truncated (TC=1)",
+         with_commas(r.truncated + r.tc_retried) +
+             share(r.truncated + r.tc_retried, r.queries_sent) +
+             (r.tc_retried ? "" : ", not answers (--tc-retry tcp retries them)"));
+  }
+  if (r.tc_retried) {
+    line("retried over TCP", fmt::format("{}, {} answered", with_commas(r.tc_retried),
+                                         with_commas(r.tc_retry_answered)));
+  }
+  if (r.oversized) {
+    line("oversized (UDP)", with_commas(r.oversized) + share(r.oversized, r.queries_sent) +
+                                ", larger than the query allowed: not answers");
+  }
+  if (r.malformed) line("malformed answers", with_commas(r.malformed));
+  if (r.mismatched) line("mismatched answers", with_commas(r.mismatched));
+  if (r.abandoned) line("abandoned at stop", with_commas(r.abandoned));
+  if (r.late || r.unexpected || r.duplicates) {
+    line("stray packets", fmt::format("{} late, {} duplicate, {} unexpected", with_commas(r.late),
+                                      with_commas(r.duplicates), with_commas(r.unexpected)));
+  }
+  std::string rcodes;
+  for (unsigned i = 0; i < r.rcodes.size(); ++i) {
+    if (r.rcodes[i] == 0) continue;
+    if (!rcodes.empty()) rcodes += ", ";
+    rcodes += fmt::format("{} {}", rcode_name(i), with_commas(r.rcodes[i]));
+  }
+  if (!rcodes.empty()) line("response codes", rcodes);
+  line("throughput",
+       fmt::format("{} queries/s", with_commas(static_cast<std::uint64_t>(r.qps + 0.5))));
+  line("latency", percentiles(r.latency));
+  const double per_million =
+      r.responses_received ? r.client_cpu_seconds * 1e6 / static_cast<double>(r.responses_received)
+                           : 0;
+  line("client CPU", fmt::format("{:.2f} s, {:.2f} s per million answers, busiest thread {:.0f} %",
+                                 r.client_cpu_seconds, per_million, r.max_thread_cpu_share * 100));
+  if (r.max_thread_cpu_share > 0.9) {
+    out +=
+        "  note: a worker thread was near 100 % CPU: the figure may measure this client, not "
+        "the server (add --threads or CPUs)\n";
+  }
+  if (traits_of(r.transport).has_connections) {
+    const auto& c = r.connections;
+    line("connections", fmt::format("{} opened, {} closed by us, {} closed by server, {} reset, "
+                                    "{} failed",
+                                    with_commas(c.opened), with_commas(c.closed_by_client),
+                                    with_commas(c.closed_by_server), with_commas(c.reset_by_server),
+                                    with_commas(c.failed)));
+    line("answers per connection", fmt::format("{:.1f}", r.queries_per_connection_achieved()));
+    if (r.out_of_order) line("out of order", with_commas(r.out_of_order));
+    line("connect latency", percentiles(r.connect_latency));
+    if (traits_of(r.transport).has_tls) {
+      line("handshakes", fmt::format("{} full, {} resumed", with_commas(r.handshakes_full),
+                                     with_commas(r.handshakes_resumed)));
+      line("handshake latency", percentiles(r.handshake_latency));
+    }
+    line("first query + set-up", percentiles(r.first_query_latency));
+    if (c.fastopen_data_in_syn) line("fast open", with_commas(c.fastopen_data_in_syn));
+  }
+  const auto& c = r.connections;
+  if (!c.failures.empty()) {
+    std::string causes;
+    for (const auto& [cause, n] : c.failures) {
+      if (!causes.empty()) causes += ", ";
+      causes += fmt::format("{} {}", cause, with_commas(n));
+    }
+    line("errors", causes);
+    line("first error", c.first_failure);
+  }
+  for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", w);
+  return out;
+}
+
+}  // namespace dnstransport

@@ -1,0 +1,213 @@
+// Plots 1-2: queries/s against clients and TCP/TLS as % of UDP.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "report/report_detail.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+// The y axis in thousands once the numbers get large, so tic labels stay short.
+struct qps_axis {
+  double divisor = 1;
+  std::string label;
+};
+
+qps_axis axis_for(double largest, std::string_view what) {
+  if (largest >= 10000) return {1000, fmt::format("{} (thousands per second)", what)};
+  return {1, fmt::format("{} per second", what)};
+}
+
+std::string clients_tics(const std::vector<unsigned>& clients) {
+  std::string tics;
+  for (const unsigned c : clients) tics += (tics.empty() ? "" : ", ") + std::to_string(c);
+  return "set xtics (" + tics + ")\n";
+}
+
+// (1) One line per transport (TCP/TLS at their longest-lived connections), min-max bars.
+void add_qps_against_clients(const sweep_result& r, plot_set& into) {
+  std::string data;
+  std::string plot;
+  std::vector<std::vector<double>> bound;
+  std::vector<unsigned> clients;
+  double largest = 0;
+  for (const auto& p : r.points) largest = std::max(largest, p.summary.qps.max);
+  const qps_axis axis = axis_for(largest, "queries answered");
+  const auto count = static_cast<double>(r.plan.transports.size());
+  for (std::size_t i = 0; i < r.plan.transports.size(); ++i) {
+    const auto& transport = r.plan.transports[i];
+    const std::uint64_t per_connection = longest_connections(r, transport);
+    std::vector<std::vector<double>> rows;
+    // Series are nudged apart on the x axis so their bars do not hide each other.
+    const double nudge = std::pow(2.0, 0.04 * (static_cast<double>(i) - (count - 1) / 2));
+    for (const auto& p : r.points) {
+      if (!(p.point.transport == transport) || p.point.queries_per_connection != per_connection ||
+          p.summary.qps.mean <= 0) {
+        continue;
+      }
+      const auto& q = p.summary.qps;
+      const double x = p.point.clients * nudge;
+      rows.push_back({x, q.mean / axis.divisor, q.min / axis.divisor, q.max / axis.divisor});
+      if (p.summary.client_bound) bound.push_back({x, q.mean / axis.divisor});
+      if (std::find(clients.begin(), clients.end(), p.point.clients) == clients.end()) {
+        clients.push_back(p.point.clients);
+      }
+    }
+    if (rows.empty()) continue;
+    const std::string block = fmt::format("t{}", i);
+    data += gnuplot_data(block, rows);
+    std::string title = sweep_transport_name(transport);
+    if (traits_of(transport.transport).has_connections) {
+      title += " (" + connections_label(per_connection) + ")";
+    }
+    plot += fmt::format("{}${} using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.3 lc {} title {}",
+                        plot.empty() ? "plot " : ", \\\n     ", block, color_of(r, transport),
+                        gnuplot_string(title));
+  }
+  if (plot.empty()) {
+    into.skipped.push_back("queries/s against clients: no point received answers");
+    return;
+  }
+  if (!bound.empty()) {
+    data += gnuplot_data("bound", bound);
+    plot += fmt::format(", \\\n     $bound using 1:2 {}", client_bound_style);
+  }
+  std::sort(clients.begin(), clients.end());
+  plot_script s;
+  s.name = "qps_vs_clients";
+  s.title = "Throughput against the number of clients";
+  s.description =
+      "Answers per second (mean of the repeats; bars from the slowest to the fastest repeat) "
+      "against the number of concurrent clients, one line per transport.";
+  s.body =
+      data + fmt::format("set title {}\n", gnuplot_string(s.title)) +
+      fmt::format("set xlabel {}\n",
+                  gnuplot_string(fmt::format("concurrent clients (each keeps {} queries in flight)",
+                                             r.plan.base.outstanding))) +
+      fmt::format("set ylabel {}\n",
+                  gnuplot_string(axis.label + ", mean of the repeats; bars: min to max")) +
+      "set logscale x 2\n" + clients_tics(clients) +
+      fmt::format("set xrange [{}:{}]\n", gnuplot_number(clients.front() / 1.4),
+                  gnuplot_number(clients.back() * 1.4)) +
+      "set yrange [0:*]\nset grid\nset key top left box opaque\n" + plot + "\n";
+  into.plots.push_back(std::move(s));
+}
+
+// (2) Grouped bars: one group per client count, one bar per TCP/TLS transport and queries per
+// connection, darker for longer-lived connections.
+void add_percent_of_udp(const sweep_result& r, plot_set& into) {
+  if (r.percent_of_udp.empty()) {
+    into.skipped.push_back(
+        "TCP/TLS as % of UDP: needs UDP and TCP or TLS points with the same client counts");
+    return;
+  }
+  std::vector<unsigned> clients;
+  std::vector<std::pair<sweep_transport, std::uint64_t>> series;
+  double largest = 100;
+  for (const auto& e : r.percent_of_udp) {
+    if (std::find(clients.begin(), clients.end(), e.clients) == clients.end()) {
+      clients.push_back(e.clients);
+    }
+    const std::pair key{e.transport, e.queries_per_connection};
+    if (std::find(series.begin(), series.end(), key) == series.end()) series.push_back(key);
+    largest = std::max(largest, e.percent_max);
+  }
+  std::sort(clients.begin(), clients.end());
+  std::uint64_t longest_finite = 1;
+  for (const auto& [transport, n] : series) longest_finite = std::max(longest_finite, n);
+
+  const double width = 0.8 / static_cast<double>(series.size());
+  std::string data;
+  std::string plot;
+  std::vector<std::vector<double>> bound;
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    const auto& [transport, per_connection] = series[s];
+    const double offset =
+        (static_cast<double>(s) - (static_cast<double>(series.size()) - 1) / 2) * width;
+    std::vector<std::vector<double>> rows;
+    for (const auto& e : r.percent_of_udp) {
+      if (!(e.transport == transport) || e.queries_per_connection != per_connection) continue;
+      const auto group = std::find(clients.begin(), clients.end(), e.clients) - clients.begin();
+      const double x = static_cast<double>(group) + offset;
+      rows.push_back({x, e.percent, e.percent_min, e.percent_max});
+      if (e.client_bound) bound.push_back({x, e.percent});
+    }
+    // Fill density grows with the log of the connection length; unlimited is solid.
+    const double density =
+        per_connection == 0
+            ? 1.0
+            : 0.3 + 0.6 * std::log10(static_cast<double>(per_connection)) /
+                        std::max(1.0, std::log10(static_cast<double>(longest_finite)));
+    const std::string block = fmt::format("s{}", s);
+    data += gnuplot_data(block, rows);
+    const std::string title =
+        sweep_transport_name(transport) + ", " + connections_label(per_connection);
+    plot += fmt::format(
+        "{sep}${b} using 1:2 with boxes fs solid {d} lc {c} title {t}, \\\n"
+        "     ${b} using 1:2:3:4 with yerrorbars lc rgb 'black' pt 7 ps 0.5 notitle, \\\n"
+        "     ${b} using 1:4:(sprintf('%.0f', $2)) with labels offset 0,0.8 font ',9' notitle",
+        fmt::arg("sep", plot.empty() ? "plot " : ", \\\n     "), fmt::arg("b", block),
+        fmt::arg("d", gnuplot_number(density)), fmt::arg("c", color_of(r, transport)),
+        fmt::arg("t", gnuplot_string(title)));
+  }
+  if (!bound.empty()) {
+    data += gnuplot_data("bound", bound);
+    plot += fmt::format(", \\\n     $bound using 1:2 {}", client_bound_style);
+  }
+  std::string tics;
+  for (std::size_t g = 0; g < clients.size(); ++g) {
+    tics += fmt::format("{}'{} client{}' {}", g == 0 ? "" : ", ", clients[g],
+                        clients[g] == 1 ? "" : "s", g);
+  }
+  plot_script p;
+  p.name = "percent_of_udp";
+  p.title = "TCP and DNS-over-TLS throughput as a percentage of UDP";
+  p.description =
+      "Each transport's mean answers per second as a percentage of UDP with the same number of "
+      "clients (bars: slowest against fastest repeats); lighter bars are shorter-lived "
+      "connections.";
+  p.body = data + fmt::format("set title {}\n", gnuplot_string(p.title)) +
+           "set xlabel 'concurrent clients'\n" +
+           fmt::format("set ylabel {}\n",
+                       gnuplot_string("queries/s as % of UDP with the same clients")) +
+           fmt::format("set xtics ({})\n", tics) +
+           fmt::format("set xrange [-0.6:{}]\n", gnuplot_number(clients.size() - 0.4)) +
+           fmt::format("set yrange [0:{}]\n", gnuplot_number(largest * 1.1)) +
+           fmt::format("set boxwidth {} absolute\n", gnuplot_number(width * 0.9)) +
+           "set style fill solid border lc rgb 'gray20'\nset grid ytics\nset key below\n" + plot +
+           ", \\\n     100 with lines dt 2 lw 2 lc rgb 'gray30' title 'UDP = 100 %'\n";
+  into.plots.push_back(std::move(p));
+}
+
+}  // namespace
+
+std::uint64_t longest_connections(const sweep_result& r, const sweep_transport& transport) {
+  std::uint64_t longest = 0;
+  for (const auto& p : r.points) {
+    if (!(p.point.transport == transport)) continue;
+    if (p.point.queries_per_connection == 0) return 0;
+    longest = std::max(longest, p.point.queries_per_connection);
+  }
+  return longest;
+}
+
+std::string connections_label(std::uint64_t queries_per_connection) {
+  if (queries_per_connection == 0) return "persistent connections";
+  return fmt::format("{} quer{}/connection", queries_per_connection,
+                     queries_per_connection == 1 ? "y" : "ies");
+}
+
+std::size_t color_of(const sweep_result& r, const sweep_transport& transport) {
+  const auto found = std::find(r.plan.transports.begin(), r.plan.transports.end(), transport);
+  return static_cast<std::size_t>(found - r.plan.transports.begin()) + 1;
+}
+
+void add_throughput_plots(const sweep_result& result, plot_set& into) {
+  add_qps_against_clients(result, into);
+  add_percent_of_udp(result, into);
+}
+
+}  // namespace dnstransport::detail

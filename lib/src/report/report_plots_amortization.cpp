@@ -1,0 +1,144 @@
+// Plot 3: queries/s against queries per connection on a log axis, measured with min-max bars,
+// the fitted model T_inf * N / (N + h) and the simple model T_inf * N / (N + 1), one plot per
+// TCP/TLS transport and one colour per client count.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "report/report_detail.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+// Decades up to the right edge, the last one labelled 'unlimited' when that was measured.
+std::string x_tics(double last_decade, bool unlimited) {
+  std::string tics;
+  for (double decade = 1; decade <= last_decade * 1.01; decade *= 10) {
+    if (!tics.empty()) tics += ", ";
+    const bool last = decade * 10 > last_decade * 1.01;
+    tics += last && unlimited ? "'unlimited' " + gnuplot_number(decade) : gnuplot_number(decade);
+  }
+  return "set xtics (" + tics + ")\n";
+}
+
+plot_script amortization_plot(const sweep_transport& transport,
+                              const std::vector<const amortization_fit*>& fits) {
+  std::vector<std::uint64_t> finite;
+  bool unlimited = false;
+  double largest = 0;
+  for (const auto* f : fits) {
+    for (const auto& s : f->samples) {
+      largest = std::max({largest, s.measured_max, s.model_qps});
+      if (s.queries_per_connection == 0) {
+        unlimited = true;
+      } else if (std::find(finite.begin(), finite.end(), s.queries_per_connection) ==
+                 finite.end()) {
+        finite.push_back(s.queries_per_connection);
+      }
+    }
+  }
+  std::sort(finite.begin(), finite.end());
+  // The axis ends at a decade beyond both the longest finite connection and 100 h, where
+  // every fitted curve is within 1 % of T_inf; unlimited is drawn there.
+  double reach = static_cast<double>(finite.back()) * 10;
+  for (const auto* f : fits) reach = std::max(reach, 100 * f->model.h);
+  const double unlimited_x = std::pow(10.0, std::ceil(std::log10(reach)));
+  const double divisor = largest >= 10000 ? 1000 : 1;
+  const std::string unit = divisor > 1 ? "k queries/s" : "queries/s";
+
+  std::string functions;
+  std::string data;
+  std::string plot;
+  std::vector<std::vector<double>> bound;
+  std::vector<std::vector<double>> departing;
+  for (std::size_t k = 0; k < fits.size(); ++k) {
+    const auto& f = *fits[k];
+    const double t_inf = f.model.t_inf / divisor;
+    functions += fmt::format("fit{k}(x) = {t} * x / (x + {h})\nsimple{k}(x) = {t} * x / (x + 1)\n",
+                             fmt::arg("k", k), fmt::arg("t", gnuplot_number(t_inf)),
+                             fmt::arg("h", gnuplot_number(f.model.h)));
+    std::vector<std::vector<double>> rows;
+    for (const auto& s : f.samples) {
+      const double x = s.queries_per_connection == 0
+                           ? unlimited_x
+                           : static_cast<double>(s.queries_per_connection);
+      rows.push_back(
+          {x, s.measured_qps / divisor, s.measured_min / divisor, s.measured_max / divisor});
+      if (s.client_bound) bound.push_back({x, s.measured_qps / divisor});
+      if (std::fabs(s.deviation) > amortization_departure_tolerance) {
+        departing.push_back({x, s.measured_qps / divisor});
+      }
+    }
+    const std::string block = fmt::format("m{}", k);
+    data += gnuplot_data(block, rows);
+    const std::string who = fmt::format("{} client{}", f.clients, f.clients == 1 ? "" : "s");
+    // Titles carry enhanced-text markup (T_{∞}) and only numbers: no quoting needed.
+    plot += fmt::format(
+        "{sep}${block} using 1:2:3:4 with yerrorbars pt 7 ps 1.3 lc {c} title '{who}: measured', "
+        "\\\n     fit{k}(x) with lines lw 2 lc {c} title '{who}: fit, T_{{∞}} = {t} {unit}, h = "
+        "{h}', "
+        "\\\n     simple{k}(x) with lines lw 1.5 dt 2 lc {c} title '{who}: simple model (h = 1)'",
+        fmt::arg("sep", plot.empty() ? "plot " : ", \\\n     "), fmt::arg("block", block),
+        fmt::arg("c", k + 1), fmt::arg("who", who), fmt::arg("k", k),
+        fmt::arg("t", fmt::format("{:.4g}", t_inf)), fmt::arg("unit", unit),
+        fmt::arg("h", f.model.h < 100 ? fmt::format("{:.3g}", f.model.h)
+                                      : fmt::format("{:.0f}", f.model.h)));
+  }
+  if (!departing.empty()) {
+    data += gnuplot_data("departing", departing);
+    plot += fmt::format(
+        ", \\\n     $departing using 1:2 with points pt 4 ps 2.5 lw 2 lc rgb 'red' title "
+        "'more than {:.0f} % off the fit'",
+        amortization_departure_tolerance * 100);
+  }
+  if (!bound.empty()) {
+    data += gnuplot_data("bound", bound);
+    plot += fmt::format(", \\\n     $bound using 1:2 {}", client_bound_style);
+  }
+  const std::string name = sweep_transport_name(transport);
+  plot_script p;
+  p.name = "amortization_" + name;
+  p.title = name + ": throughput against queries per connection (set-up amortization)";
+  p.description = fmt::format(
+      "{}: answers per second against the number of queries each connection carries before "
+      "it is replaced (log scale), with the fitted model T(N) = T∞·N/(N+h) (solid) and the "
+      "simple model T∞·N/(N+1) in which a set-up costs one query (dashed).",
+      name);
+  p.body =
+      data + functions + fmt::format("set title {}\n", gnuplot_string(p.title)) +
+      fmt::format("set xlabel {}\n",
+                  gnuplot_string("queries per connection (log scale)" +
+                                 std::string(unlimited ? "; unlimited = never replaced" : ""))) +
+      fmt::format("set ylabel {}\n",
+                  gnuplot_string(fmt::format("answers per second{}, mean; bars: min to max",
+                                             divisor > 1 ? " (thousands)" : ""))) +
+      "set logscale x\n" + x_tics(unlimited_x, unlimited) +
+      fmt::format("set xrange [0.7:{}]\n", gnuplot_number(unlimited_x * 1.5)) +
+      fmt::format("set yrange [0:{}]\n", gnuplot_number(largest / divisor * 1.15)) +
+      "set samples 400\nset grid\nset key below\nset rmargin 8\n" + plot + "\n";
+  return p;
+}
+
+}  // namespace
+
+void add_amortization_plots(const sweep_result& result, plot_set& into) {
+  bool any = false;
+  for (const auto& transport : result.plan.transports) {
+    std::vector<const amortization_fit*> fits;
+    for (const auto& f : result.amortization) {
+      if (f.transport == transport) fits.push_back(&f);
+    }
+    if (fits.empty()) continue;
+    into.plots.push_back(amortization_plot(transport, fits));
+    any = true;
+  }
+  if (!any) {
+    into.skipped.push_back(
+        "queries/s against queries per connection: needs TCP or TLS measured at two or more "
+        "queries-per-connection values (see --preset amortization)");
+  }
+}
+
+}  // namespace dnstransport::detail

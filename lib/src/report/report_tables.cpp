@@ -1,0 +1,259 @@
+// The sweep's tables, as cells and as text, and the header saying what was run.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include <dnstransport/report.hpp>
+
+#include "report/report_detail.hpp"
+
+namespace dnstransport {
+
+namespace detail {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+std::string duration_cell(std::uint64_t nanoseconds, std::uint64_t count) {
+  return count == 0 ? "-" : format_duration(static_cast<double>(nanoseconds));
+}
+
+std::string per_connection_cell(const sweep_point& p) {
+  return !traits_of(p.transport.transport).has_connections
+             ? "-"
+             : queries_per_connection_name(p.queries_per_connection);
+}
+
+// Set-up cost, N for a share of T_inf: few digits, as befits a fitted value.
+std::string fitted(double value) {
+  if (value < 10) return fmt::format("{:.2f}", value);
+  if (value < 100) return fmt::format("{:.1f}", value);
+  return with_thousands(value);
+}
+
+report_table points_table(const sweep_result& r) {
+  report_table t;
+  t.title = "Points (queries/s over the repeats; latency over all repeats)";
+  t.header = {"transport", "clients", "q/conn", "runs",    "mean q/s", "median", "min",
+              "max",       "stddev",  "spread", "p50 lat", "p99 lat",  "lost",   "client-bound"};
+  t.left_columns = 1;
+  for (const auto& p : r.points) {
+    const auto& s = p.summary;
+    const auto& q = s.qps;
+    const std::string lost = s.queries_sent == 0
+                                 ? "-"
+                                 : fmt::format("{:.2f} %", 100.0 * static_cast<double>(s.lost) /
+                                                               static_cast<double>(s.queries_sent));
+    t.rows.push_back(
+        {sweep_transport_name(p.point.transport), std::to_string(p.point.clients),
+         per_connection_cell(p.point), std::to_string(p.repeats.size()), with_thousands(q.mean),
+         with_thousands(q.median), with_thousands(q.min), with_thousands(q.max),
+         with_thousands(q.stddev), fmt::format("{:.1f} %", q.spread * 100),
+         duration_cell(s.latency.percentile(50), s.latency.count()),
+         duration_cell(s.latency.percentile(99), s.latency.count()), lost,
+         s.client_bound ? fmt::format("yes ({:.0f} %)", s.max_thread_cpu_share * 100) : ""});
+  }
+  t.notes = {fmt::format(
+      "spread = (max - min) / median; client-bound = a worker thread of this generator used "
+      "{:.0f} % of a CPU or more, so the figure measures the generator, not the server",
+      client_bound_cpu_share * 100)};
+  return t;
+}
+
+// One row per (transport, queries per connection), one column per client count.
+report_table percent_table(const sweep_result& r) {
+  report_table t;
+  t.title = "TCP/TLS throughput as % of UDP with the same number of clients";
+  std::vector<unsigned> clients;
+  std::vector<std::pair<sweep_transport, std::uint64_t>> series;
+  for (const auto& e : r.percent_of_udp) {
+    if (std::find(clients.begin(), clients.end(), e.clients) == clients.end()) {
+      clients.push_back(e.clients);
+    }
+    const std::pair key{e.transport, e.queries_per_connection};
+    if (std::find(series.begin(), series.end(), key) == series.end()) series.push_back(key);
+  }
+  t.header = {"transport", "q/conn"};
+  for (const unsigned c : clients)
+    t.header.push_back(fmt::format("{} client{}", c, c == 1 ? "" : "s"));
+  t.left_columns = 2;
+  for (const auto& [transport, per_connection] : series) {
+    std::vector<std::string> row{sweep_transport_name(transport),
+                                 queries_per_connection_name(per_connection)};
+    for (const unsigned c : clients) {
+      const auto found = std::find_if(r.percent_of_udp.begin(), r.percent_of_udp.end(),
+                                      [&](const percent_of_udp_entry& e) {
+                                        return e.transport == transport && e.clients == c &&
+                                               e.queries_per_connection == per_connection;
+                                      });
+      row.push_back(found == r.percent_of_udp.end()
+                        ? "-"
+                        : fmt::format("{:.1f} % ({:.0f}-{:.0f}){}", found->percent,
+                                      found->percent_min, found->percent_max,
+                                      found->client_bound ? " *" : ""));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  t.notes = {"in brackets: lowest to highest, from the slowest and fastest repeats of both",
+             "* this point or its UDP reference was client-bound"};
+  return t;
+}
+
+report_table fits_table(const sweep_result& r) {
+  report_table t;
+  t.title = "Handshake amortization: T(N) = T_inf * N / (N + h), N = queries per connection";
+  t.header = {"transport", "clients", "T_inf q/s", "h",         "N for 50 %",
+              "90 %",      "99 %",    "fit error", "h=1 error", "departs at"};
+  t.left_columns = 1;
+  for (const auto& f : r.amortization) {
+    std::vector<std::string> departs;
+    for (const auto n : f.departures) departs.push_back(queries_per_connection_name(n));
+    t.rows.push_back({sweep_transport_name(f.transport), std::to_string(f.clients),
+                      with_thousands(f.model.t_inf), fitted(f.model.h), fitted(f.n50),
+                      fitted(f.n90), fitted(f.n99), fmt::format("{:.1f} %", f.model.residual * 100),
+                      fmt::format("{:.1f} %", f.simple_residual * 100),
+                      departs.empty() ? "-" : join(departs, ", ")});
+  }
+  t.notes = {
+      "h = connection set-up cost in queries (T reaches 50 % of T_inf at N = h, 90 % at 9 h, "
+      "99 % at 99 h); 'unlimited' points measure T_inf directly",
+      "fit error = relative RMS of measured against fitted; h=1 error = the same for the simple "
+      "model T_inf * N / (N + 1), where a set-up costs one query",
+      fmt::format("departs at = queries per connection where the measurement is more than {:.0f} "
+                  "% off the fitted model",
+                  amortization_departure_tolerance * 100)};
+  return t;
+}
+
+report_table samples_table(const sweep_result& r) {
+  report_table t;
+  t.title = "Amortization: measured against the models";
+  t.header = {"transport", "clients", "q/conn",      "measured q/s", "min-max",
+              "fit q/s",   "h=1 q/s", "meas vs fit", "client-bound"};
+  t.left_columns = 1;
+  for (const auto& f : r.amortization) {
+    for (const auto& s : f.samples) {
+      t.rows.push_back(
+          {sweep_transport_name(f.transport), std::to_string(f.clients),
+           queries_per_connection_name(s.queries_per_connection), with_thousands(s.measured_qps),
+           fmt::format("{}-{}", with_thousands(s.measured_min), with_thousands(s.measured_max)),
+           with_thousands(s.model_qps), with_thousands(s.simple_model_qps),
+           fmt::format("{:+.1f} %", s.deviation * 100), s.client_bound ? "yes" : ""});
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string with_thousands(double value) {
+  const bool negative = value < 0;
+  const std::string digits = fmt::format("{:.0f}", negative ? -value : value);
+  std::string out = negative && digits != "0" ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::vector<std::string> sweep_description(const sweep_result& r) {
+  const sweep_plan& p = r.plan;
+  std::vector<std::string> transports;
+  std::vector<std::string> ports;
+  for (const auto& t : p.transports) {
+    transports.push_back(sweep_transport_name(t));
+    const std::string port =
+        fmt::format("{} {}", transport_name(t.transport), p.ports.of(t.transport));
+    if (std::find(ports.begin(), ports.end(), port) == ports.end()) ports.push_back(port);
+  }
+  std::vector<std::string> clients;
+  for (const unsigned c : p.clients) clients.push_back(std::to_string(c));
+  std::vector<std::string> per_connection;
+  for (const auto n : p.queries_per_connection) {
+    per_connection.push_back(queries_per_connection_name(n));
+  }
+  std::vector<std::string> lines;
+  lines.push_back(fmt::format("dnstransport {} sweep started {}, took {:.1f} s{}", r.tool_version,
+                              r.started_at, r.elapsed_seconds,
+                              r.interrupted ? " (interrupted)" : ""));
+  lines.push_back(fmt::format("target: {}{}, ports {}", p.base.server,
+                              p.target_description.empty() ? "" : " (" + p.target_description + ")",
+                              join(ports, ", ")));
+  lines.push_back(fmt::format("machine: {} CPUs{}, {}", r.machine.cpus,
+                              r.machine.cpu_model.empty() ? "" : " (" + r.machine.cpu_model + ")",
+                              r.machine.kernel));
+  const std::string run_length = p.base.count != 0 ? fmt::format("{} queries", p.base.count)
+                                                   : fmt::format("{:g} s", p.duration_seconds);
+  lines.push_back(fmt::format(
+      "grid: transports {} x clients {} x queries/connection {} (tcp/tls) = {} points, {} run{} "
+      "of {} each, {:g} s pause",
+      join(transports, ", "), join(clients, ", "), join(per_connection, ", "), r.planned_points,
+      p.repeats, p.repeats == 1 ? "" : "s", run_length, p.pause_seconds));
+  lines.push_back(fmt::format(
+      "each run: {} outstanding per client, {} thread{}, timeout {:g} s, warm-up {:g} s, "
+      "queries: {} ({})",
+      p.base.outstanding, p.base.threads, p.base.threads == 1 ? "" : "s", p.base.timeout_seconds,
+      p.base.warmup_seconds, r.query_origin, r.query_count));
+  if (!p.command_line.empty()) lines.push_back("command: " + p.command_line);
+  return lines;
+}
+
+std::vector<report_table> sweep_tables(const sweep_result& r) {
+  std::vector<report_table> tables{points_table(r)};
+  if (!r.percent_of_udp.empty()) tables.push_back(percent_table(r));
+  if (!r.amortization.empty()) {
+    tables.push_back(fits_table(r));
+    tables.push_back(samples_table(r));
+  }
+  return tables;
+}
+
+std::string render_text(const report_table& t) {
+  std::vector<std::size_t> widths(t.header.size(), 0);
+  auto measure = [&widths](const std::vector<std::string>& row) {
+    for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  };
+  measure(t.header);
+  for (const auto& row : t.rows) measure(row);
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string out = " ";
+    for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
+      out += i < t.left_columns ? fmt::format(" {:<{}}", row[i], widths[i])
+                                : fmt::format(" {:>{}}", row[i], widths[i]);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = t.title + "\n" + line(t.header);
+  for (const auto& row : t.rows) out += line(row);
+  for (const auto& note : t.notes) out += "  (" + note + ")\n";
+  return out;
+}
+
+}  // namespace detail
+
+std::string format_tables(const sweep_result& result) {
+  std::string out;
+  for (const auto& line : detail::sweep_description(result)) out += fmt::format("{}\n", line);
+  for (const auto& table : detail::sweep_tables(result)) {
+    out += fmt::format("\n{}", detail::render_text(table));
+  }
+  if (!result.warnings.empty()) {
+    out += "\nWarnings\n";
+    for (const auto& w : result.warnings) out += fmt::format("  - {}\n", w);
+  }
+  return out;
+}
+
+}  // namespace dnstransport

@@ -1,0 +1,95 @@
+// write_report: tables, CSV, gnuplot scripts, PNG/SVG plots and index.html in one directory.
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+
+#include "report/report_detail.hpp"
+
+namespace dnstransport {
+
+namespace {
+
+void write_text(const std::filesystem::path& path, const std::string& text,
+                std::vector<std::filesystem::path>& written) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    throw setup_error(fmt::format("cannot write \"{}\": {}", path.string(), std::strerror(errno)));
+  }
+  written.push_back(path);
+}
+
+bool non_empty_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::file_size(path, ec) > 0 && !ec;
+}
+
+}  // namespace
+
+report_output write_report(const sweep_result& result, const std::filesystem::path& directory,
+                           std::string_view source_name) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) {
+    throw setup_error(
+        fmt::format("cannot create directory \"{}\": {}", directory.string(), ec.message()));
+  }
+  report_output output;
+  auto& files = output.files;
+  write_text(directory / "tables.txt", format_tables(result), files);
+  write_text(directory / "points.csv", to_csv(result), files);
+  write_text(directory / "percent_of_udp.csv", detail::percent_of_udp_csv(result), files);
+  write_text(directory / "amortization.csv", detail::amortization_csv(result), files);
+
+  detail::plot_set plots;
+  detail::add_throughput_plots(result, plots);
+  detail::add_amortization_plots(result, plots);
+  detail::add_latency_plots(result, plots);
+  output.skipped_plots = plots.skipped;
+  for (const auto& p : plots.plots) {
+    write_text(directory / (p.name + ".gp"), detail::gnuplot_file(p, source_name), files);
+  }
+
+  detail::index_contents contents;
+  contents.source_name = std::string(source_name);
+  contents.data_files = {"tables.txt", "points.csv", "percent_of_udp.csv", "amortization.csv"};
+  // Link the sweep's JSON when it sits in the report directory (as `tools/dev demo` does).
+  const std::filesystem::path source(source_name);
+  std::error_code same_ec;
+  if (std::filesystem::equivalent(source, directory / source.filename(), same_ec)) {
+    contents.data_files.push_back(source.filename().string());
+  }
+  const auto gnuplot = detail::find_program("gnuplot");
+  if (gnuplot.empty()) {
+    output.plot_problem = fmt::format(
+        "gnuplot is not installed, so no PNG or SVG plots were drawn. Install it with "
+        "`apt-get install gnuplot-nox` and run `dnstransport report` again, or draw them with "
+        "`gnuplot NAME.gp` in {}.",
+        directory.string());
+  }
+  for (const auto& p : plots.plots) {
+    if (gnuplot.empty()) break;
+    const std::string problem = detail::run_gnuplot(gnuplot, directory, p.name + ".gp");
+    const auto png = directory / (p.name + ".png");
+    const auto svg = directory / (p.name + ".svg");
+    if (problem.empty() && non_empty_file(png) && non_empty_file(svg)) {
+      contents.drawn.push_back(p.name);
+      files.push_back(png);
+      files.push_back(svg);
+    } else if (output.plot_problem.empty()) {
+      output.plot_problem =
+          problem.empty() ? fmt::format("gnuplot did not write {}.png and {}.svg", p.name, p.name)
+                          : problem;
+    }
+  }
+  contents.plot_problem = output.plot_problem;
+  output.index = directory / "index.html";
+  write_text(output.index, detail::render_index(result, plots, contents), files);
+  return output;
+}
+
+}  // namespace dnstransport

@@ -1,0 +1,193 @@
+// The sweep document's plan, target and machine sections.
+#include "report/sweep_json.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "report/json_io.hpp"
+
+namespace dnstransport::detail {
+
+namespace json = boost::json;
+
+namespace {
+
+json::array strings_to_json(const std::vector<std::string>& values) {
+  json::array out;
+  for (const auto& v : values) out.emplace_back(v);
+  return out;
+}
+
+std::vector<std::string> strings_from_json(const json::array& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) out.push_back(json::value_to<std::string>(v));
+  return out;
+}
+
+json::value version_to_json(const std::optional<tls_version>& version) {
+  if (!version) return nullptr;
+  return json::string(tls_version_name(*version));
+}
+
+std::optional<tls_version> version_from_json(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr || v->is_null()) return std::nullopt;
+  const auto version = v->is_string() ? parse_tls_version(v->get_string()) : std::nullopt;
+  if (!version) throw std::invalid_argument(fmt::format("key \"{}\" is not a TLS version", key));
+  return version;
+}
+
+json::object tls_to_json(const tls_client_options& t) {
+  return {{"backend", tls_backend_name(t.backend)},
+          {"min_version", version_to_json(t.min_version)},
+          {"max_version", version_to_json(t.max_version)},
+          {"server_name", t.server_name},
+          {"alpn", strings_to_json(t.alpn)},
+          {"verify", t.verify},
+          {"ca_file", t.ca_file.string()},
+          {"priority", t.priority},
+          {"resume", t.resume}};
+}
+
+tls_client_options tls_from_json(const json::object& o) {
+  tls_client_options t;
+  const auto backend = parse_tls_backend(string_at(o, "backend"));
+  if (!backend) throw std::invalid_argument("unknown TLS \"backend\"");
+  t.backend = *backend;
+  t.min_version = version_from_json(o, "min_version");
+  t.max_version = version_from_json(o, "max_version");
+  t.server_name = string_at(o, "server_name");
+  t.alpn = strings_from_json(array_at(o, "alpn"));
+  t.verify = bool_at(o, "verify");
+  t.ca_file = string_at(o, "ca_file");
+  t.priority = string_at(o, "priority");
+  t.resume = bool_at(o, "resume");
+  return t;
+}
+
+json::object options_to_json(const load_spec& s) {
+  json::array cpus;
+  for (const int c : s.cpus) cpus.emplace_back(c);
+  return {{"outstanding", s.outstanding},
+          {"count", s.count},
+          {"timeout_seconds", stable(s.timeout_seconds)},
+          {"warmup_seconds", stable(s.warmup_seconds)},
+          {"rate", stable(s.rate)},
+          {"threads", s.threads},
+          {"cpus", std::move(cpus)},
+          {"close", s.close == close_mode::rst ? "rst" : "fin"},
+          {"tcp_nodelay", s.tcp_nodelay},
+          {"tcp_fastopen", s.tcp_fastopen},
+          {"sources", strings_to_json(s.sources)},
+          {"gather_writes", s.gather_writes},
+          {"tls", tls_to_json(s.tls)}};
+}
+
+void options_from_json(const json::object& o, load_spec& s) {
+  s.outstanding = static_cast<unsigned>(count_at(o, "outstanding"));
+  s.count = count_at(o, "count");
+  s.timeout_seconds = number_at(o, "timeout_seconds");
+  s.warmup_seconds = number_at(o, "warmup_seconds");
+  s.rate = number_at(o, "rate");
+  s.threads = static_cast<unsigned>(count_at(o, "threads"));
+  s.cpus.clear();
+  for (const auto& c : array_at(o, "cpus")) s.cpus.push_back(json::value_to<int>(c));
+  s.close = string_at(o, "close") == "rst" ? close_mode::rst : close_mode::fin;
+  s.tcp_nodelay = bool_at(o, "tcp_nodelay");
+  s.tcp_fastopen = bool_at(o, "tcp_fastopen");
+  s.sources = strings_from_json(array_at(o, "sources"));
+  s.gather_writes = bool_at(o, "gather_writes");
+  s.tls = tls_from_json(object_at(o, "tls"));
+}
+
+}  // namespace
+
+void put_transport(json::object& into, const sweep_transport& transport) {
+  into["transport"] = transport_name(transport.transport);
+  into["tls_backend"] = transport.backend ? tls_backend_name(*transport.backend) : "";
+  into["label"] = sweep_transport_name(transport);
+}
+
+sweep_transport transport_from_json(const json::object& from) {
+  const auto kind = parse_transport(string_at(from, "transport"));
+  if (!kind) throw std::invalid_argument("unknown \"transport\"");
+  sweep_transport t{*kind, std::nullopt};
+  if (traits_of(t.transport).has_tls) {
+    t.backend = parse_tls_backend(string_at(from, "tls_backend"));
+    if (!t.backend) throw std::invalid_argument("unknown \"tls_backend\"");
+  }
+  return t;
+}
+
+json::object plan_to_json(const sweep_result& result) {
+  const sweep_plan& p = result.plan;
+  json::array transports;
+  for (const auto& t : p.transports) transports.emplace_back(sweep_transport_name(t));
+  json::array clients;
+  for (const unsigned c : p.clients) clients.emplace_back(c);
+  json::array per_connection;
+  for (const std::uint64_t n : p.queries_per_connection) per_connection.emplace_back(n);
+  return {{"transports", std::move(transports)},
+          {"clients", std::move(clients)},
+          {"queries_per_connection", std::move(per_connection)},
+          {"repeats", p.repeats},
+          {"duration_seconds", stable(p.duration_seconds)},
+          {"pause_seconds", stable(p.pause_seconds)},
+          {"planned_points", result.planned_points},
+          {"queries", {{"origin", result.query_origin}, {"count", result.query_count}}},
+          {"options", options_to_json(p.base)}};
+}
+
+void plan_from_json(const json::object& o, sweep_result& result) {
+  sweep_plan& p = result.plan;
+  p.transports.clear();
+  for (const auto& t : array_at(o, "transports")) {
+    const auto parsed =
+        parse_sweep_transports(json::value_to<std::string>(t), tls_backend::openssl);
+    p.transports.push_back(parsed.front());
+  }
+  p.clients.clear();
+  for (const auto& c : array_at(o, "clients")) p.clients.push_back(json::value_to<unsigned>(c));
+  p.queries_per_connection.clear();
+  for (const auto& n : array_at(o, "queries_per_connection")) {
+    p.queries_per_connection.push_back(json::value_to<std::uint64_t>(n));
+  }
+  p.repeats = static_cast<unsigned>(count_at(o, "repeats"));
+  p.duration_seconds = number_at(o, "duration_seconds");
+  p.pause_seconds = number_at(o, "pause_seconds");
+  result.planned_points = count_at(o, "planned_points");
+  const auto& queries = object_at(o, "queries");
+  result.query_origin = string_at(queries, "origin");
+  result.query_count = count_at(queries, "count");
+  options_from_json(object_at(o, "options"), p.base);
+}
+
+json::object target_to_json(const sweep_plan& plan) {
+  return {{"server", plan.base.server},
+          {"ports", {{"udp", plan.ports.udp}, {"tcp", plan.ports.tcp}, {"tls", plan.ports.tls}}},
+          {"description", plan.target_description}};
+}
+
+void target_from_json(const json::object& o, sweep_plan& plan) {
+  plan.base.server = string_at(o, "server");
+  const auto& ports = object_at(o, "ports");
+  plan.ports.udp = static_cast<std::uint16_t>(count_at(ports, "udp"));
+  plan.ports.tcp = static_cast<std::uint16_t>(count_at(ports, "tcp"));
+  plan.ports.tls = static_cast<std::uint16_t>(count_at(ports, "tls"));
+  plan.target_description = string_at(o, "description");
+}
+
+json::object machine_to_json(const machine_info& m) {
+  return {{"cpus", m.cpus}, {"cpu_model", m.cpu_model}, {"kernel", m.kernel}};
+}
+
+machine_info machine_from_json(const json::object& o) {
+  machine_info m;
+  m.cpus = static_cast<unsigned>(count_at(o, "cpus"));
+  m.cpu_model = string_at(o, "cpu_model");
+  m.kernel = string_at(o, "kernel");
+  return m;
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,118 @@
+#include "server/responder.hpp"
+
+#include <cstring>
+
+#include <dnstransport/message.hpp>
+
+namespace dnstransport::detail {
+
+namespace {
+
+constexpr std::uint8_t qr_bit = 0x80;
+constexpr std::uint8_t aa_bit = 0x04;
+constexpr std::uint8_t ra_bit = 0x80;
+constexpr std::uint32_t answer_ttl = 300;
+
+std::uint16_t read16(const std::uint8_t* p) {
+  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+
+std::uint8_t* write16(std::uint8_t* p, std::uint16_t v) {
+  p[0] = static_cast<std::uint8_t>(v >> 8);
+  p[1] = static_cast<std::uint8_t>(v);
+  return p + 2;
+}
+
+std::uint8_t* write32(std::uint8_t* p, std::uint32_t v) {
+  p = write16(p, static_cast<std::uint16_t>(v >> 16));
+  return write16(p, static_cast<std::uint16_t>(v));
+}
+
+std::size_t header_only(std::span<const std::uint8_t> query, std::uint8_t rcode,
+                        std::span<std::uint8_t> out) {
+  std::memset(out.data(), 0, dns_header_size);
+  out[0] = query[0];
+  out[1] = query[1];
+  out[2] = static_cast<std::uint8_t>(qr_bit | (query[2] & 0x79));  // opcode and RD kept
+  out[3] = static_cast<std::uint8_t>(ra_bit | rcode);
+  return dns_header_size;
+}
+
+// Finds the OPT record in the query's additional section; returns its DO flag through `dnssec_ok`.
+bool find_opt(std::span<const std::uint8_t> query, std::size_t offset, bool& dnssec_ok) {
+  const unsigned records = read16(&query[6]) + read16(&query[8]) + read16(&query[10]);
+  const unsigned additional_start = read16(&query[6]) + read16(&query[8]);
+  for (unsigned i = 0; i < records; ++i) {
+    const auto after_name = skip_name(query, offset);
+    if (!after_name || *after_name + 10 > query.size()) return false;
+    const std::uint8_t* fixed = &query[*after_name];
+    const std::size_t rdlength = read16(fixed + 8);
+    if (i >= additional_start && read16(fixed) == rr_type::opt) {
+      dnssec_ok = (fixed[6] & 0x80) != 0;
+      return true;
+    }
+    offset = *after_name + 10 + rdlength;
+    if (offset > query.size()) return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::size_t build_answer(std::span<const std::uint8_t> query, answer_mode mode,
+                         std::span<std::uint8_t> out) noexcept {
+  if (query.size() < dns_header_size || (query[2] & qr_bit) != 0) return 0;
+  if (out.size() < query.size() + answer_overhead) return 0;
+  if (mode == answer_mode::echo) {
+    std::memcpy(out.data(), query.data(), query.size());
+    out[2] |= qr_bit;
+    return query.size();
+  }
+  if (read16(&query[4]) != 1) return header_only(query, 1, out);
+  const auto name_end = skip_name(query, dns_header_size);
+  if (!name_end || *name_end + 4 > query.size()) return header_only(query, 1, out);
+  const std::size_t question_end = *name_end + 4;
+  const std::uint16_t qtype = read16(&query[*name_end]);
+  const std::uint16_t qclass = read16(&query[*name_end + 2]);
+  bool dnssec_ok = false;
+  const bool has_opt = find_opt(query, question_end, dnssec_ok);
+  const bool has_answer = qclass == class_in && (qtype == rr_type::a || qtype == rr_type::aaaa);
+
+  std::uint8_t* p = out.data();
+  std::memcpy(p, query.data(), question_end);
+  p[2] = static_cast<std::uint8_t>(qr_bit | aa_bit | (query[2] & 0x79));
+  p[3] = ra_bit;
+  write16(p + 4, 1);
+  write16(p + 6, has_answer ? 1 : 0);
+  write16(p + 8, 0);
+  write16(p + 10, has_opt ? 1 : 0);
+  p += question_end;
+  if (has_answer) {
+    p = write16(p, 0xc000 | dns_header_size);  // pointer to the question name
+    p = write16(p, qtype);
+    p = write16(p, class_in);
+    p = write32(p, answer_ttl);
+    if (qtype == rr_type::a) {
+      static constexpr std::uint8_t address[4] = {192, 0, 2, 1};  // RFC 5737 documentation
+      p = write16(p, sizeof address);
+      std::memcpy(p, address, sizeof address);
+      p += sizeof address;
+    } else {
+      static constexpr std::uint8_t address[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
+                                                   0,    0,    0,    0,    0, 0, 0, 1};
+      p = write16(p, sizeof address);
+      std::memcpy(p, address, sizeof address);
+      p += sizeof address;
+    }
+  }
+  if (has_opt) {
+    *p++ = 0;  // root name
+    p = write16(p, rr_type::opt);
+    p = write16(p, 1232);
+    p = write32(p, dnssec_ok ? 0x8000u : 0u);
+    p = write16(p, 0);
+  }
+  return static_cast<std::size_t>(p - out.data());
+}
+
+}  // namespace dnstransport::detail

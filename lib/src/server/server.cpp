@@ -1,0 +1,146 @@
+#include <dnstransport/server.hpp>
+
+#include <charconv>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <boost/asio/ip/address.hpp>
+
+#include <dnstransport/error.hpp>
+
+#include "server/server_thread.hpp"
+#include "transport/tls/tls_backend.hpp"
+
+namespace dnstransport {
+
+std::string_view answer_mode_name(answer_mode mode) noexcept {
+  return mode == answer_mode::echo ? "echo" : "answer";
+}
+
+std::optional<answer_mode> parse_answer_mode(std::string_view name) noexcept {
+  if (name == "echo") return answer_mode::echo;
+  if (name == "answer") return answer_mode::answer;
+  return std::nullopt;
+}
+
+namespace {
+
+void check_address(std::string_view address, std::string_view whole, std::string_view what) {
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(std::string(address), ec);
+  if (ec) {
+    throw setup_error(
+        fmt::format("{}: \"{}\" is not an IP address (expected ADDR:PORT)", what, whole));
+  }
+}
+
+}  // namespace
+
+struct server::impl {
+  server_options options;
+  certificate_files certificate;
+  std::unique_ptr<detail::tls_server_context> tls;
+  std::vector<std::unique_ptr<detail::server_thread>> threads;
+  std::uint16_t udp_port = 0;
+  std::uint16_t tcp_port = 0;
+  std::uint16_t tls_port = 0;
+};
+
+server::server(server_options options) : impl_(std::make_unique<impl>()) {
+  impl& s = *impl_;
+  s.options = std::move(options);
+  const server_options& o = s.options;
+  if (o.threads == 0) throw setup_error("--threads must be at least 1");
+  if (!o.udp && !o.tcp && !o.tls) throw setup_error("the responder needs at least one listener");
+  if (o.tls) {
+    tls_server_options tls_options = o.tls_options;
+    if (tls_options.certificate_file.empty() != tls_options.key_file.empty()) {
+      throw setup_error("give both a TLS certificate and its key, or neither");
+    }
+    if (tls_options.certificate_file.empty()) {
+      const std::filesystem::path directory =
+          o.certificate_directory.empty()
+              ? std::filesystem::temp_directory_path() / fmt::format("dnstransport-{}", getpid())
+              : std::filesystem::path(o.certificate_directory);
+      s.certificate = generate_self_signed_certificate(directory);
+      tls_options.certificate_file = s.certificate.certificate_file;
+      tls_options.key_file = s.certificate.key_file;
+    } else {
+      s.certificate = {tls_options.certificate_file, tls_options.key_file};
+    }
+    s.tls = detail::make_tls_server_context(tls_options);
+  }
+
+  auto address_of = [](const endpoint& e, std::string_view what) {
+    check_address(e.address, to_string(e), what);
+    return boost::asio::ip::make_address(e.address);
+  };
+  for (unsigned i = 0; i < o.threads; ++i) {
+    auto t = std::make_unique<detail::server_thread>(s.options, s.tls.get());
+    if (o.udp) {
+      s.udp_port = t->open_udp({address_of(*o.udp, "--listen"), i == 0 ? o.udp->port : s.udp_port});
+    }
+    if (o.tcp) {
+      s.tcp_port = t->open_tcp({address_of(*o.tcp, "--tcp"), i == 0 ? o.tcp->port : s.tcp_port});
+    }
+    if (o.tls) {
+      s.tls_port = t->open_tls({address_of(*o.tls, "--tls"), i == 0 ? o.tls->port : s.tls_port});
+    }
+    s.threads.push_back(std::move(t));
+  }
+  for (unsigned i = 0; i < o.threads; ++i) {
+    std::optional<int> cpu;
+    if (!o.cpus.empty()) cpu = o.cpus[i % o.cpus.size()];
+    s.threads[i]->start(cpu);
+  }
+}
+
+server::~server() {
+  stop();
+}
+
+std::uint16_t server::udp_port() const noexcept {
+  return impl_->udp_port;
+}
+std::uint16_t server::tcp_port() const noexcept {
+  return impl_->tcp_port;
+}
+std::uint16_t server::port(transport_kind transport) const noexcept {
+  switch (transport) {
+    case transport_kind::udp:
+      return udp_port();
+    case transport_kind::tcp:
+      return tcp_port();
+    case transport_kind::tls:
+      return tls_port();
+  }
+  return 0;
+}
+
+std::uint16_t server::tls_port() const noexcept {
+  return impl_->tls_port;
+}
+const certificate_files& server::certificate() const noexcept {
+  return impl_->certificate;
+}
+
+void server::stop() {
+  for (auto& t : impl_->threads) t->stop();
+}
+
+server_stats server::stats() const {
+  server_stats total;
+  for (const auto& t : impl_->threads) {
+    const auto& c = t->counters;
+    total.udp_queries += c.udp_queries.load(std::memory_order_relaxed);
+    total.tcp_queries += c.tcp_queries.load(std::memory_order_relaxed);
+    total.tls_queries += c.tls_queries.load(std::memory_order_relaxed);
+    total.connections_accepted += c.connections_accepted.load(std::memory_order_relaxed);
+    total.tls_handshakes_failed += c.tls_handshakes_failed.load(std::memory_order_relaxed);
+    total.tls_resumed += c.tls_resumed.load(std::memory_order_relaxed);
+    total.malformed_queries += c.malformed_queries.load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
+}  // namespace dnstransport

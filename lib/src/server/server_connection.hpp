@@ -1,0 +1,49 @@
+#pragma once
+// Internal: one TCP or TLS connection accepted by the built-in responder, on the same
+// byte_stream and message_channel as the stream client. Reads whatever is available,
+// answers every complete message, writes all answers of a read in one go.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "server/server_thread.hpp"
+#include "transport/stream/message_channel.hpp"
+
+namespace dnstransport::detail {
+
+class server_connection : public std::enable_shared_from_this<server_connection> {
+ public:
+  // `queries` counts the answers of this listener (TCP or TLS).
+  server_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
+                    stream_acceptor& streams, std::atomic<std::uint64_t>& queries);
+
+  void start();
+  // Closes the connection if it has been idle longer than the configured timeout.
+  void check_idle(std::uint64_t now);
+  void close();
+
+ private:
+  void wait(boost::asio::socket_base::wait_type type);
+  void step();
+  void do_handshake();
+  bool read_queries();  // false when the connection closed
+  bool answer_buffered();
+  bool flush();  // false when the connection closed
+  void finish_close();
+
+  server_thread& owner_;
+  boost::asio::ip::tcp::socket socket_;
+  message_channel channel_;
+  std::atomic<std::uint64_t>& queries_;
+  std::uint64_t answered_ = 0;
+  std::uint64_t last_activity_ns_ = 0;
+  bool handshaking_ = true;
+  bool closing_ = false;  // stop reading, flush, then close
+  bool closed_ = false;
+  bool waiting_ = false;
+};
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,98 @@
+#include <dnstransport/calibrate.hpp>
+
+#include <fmt/format.h>
+
+#include <dnstransport/server.hpp>
+
+namespace dnstransport {
+
+std::vector<calibration_case> default_calibration_cases() {
+  std::vector<calibration_case> cases{{transport_kind::udp, tls_backend::openssl, 0},
+                                      {transport_kind::tcp, tls_backend::openssl, 0},
+                                      {transport_kind::tcp, tls_backend::openssl, 1}};
+  for (tls_backend backend : available_tls_backends()) {
+    cases.push_back({transport_kind::tls, backend, 0});
+    cases.push_back({transport_kind::tls, backend, 1});
+  }
+  return cases;
+}
+
+std::vector<calibration_result> calibrate(const calibration_options& options) {
+  std::vector<calibration_result> results;
+  for (std::size_t i = 0; i < options.cases.size(); ++i) {
+    if (options.stop != nullptr && options.stop->load()) break;
+    if (options.on_case) options.on_case(i, options.cases.size());
+    const calibration_case& c = options.cases[i];
+
+    server_options responder_options;
+    responder_options.threads = options.server_threads;
+    responder_options.cpus = options.server_cpus;
+    responder_options.tls_options.backend = c.backend;
+    const endpoint loopback{"127.0.0.1", 0};
+    switch (c.transport) {
+      case transport_kind::udp:
+        responder_options.udp = loopback;
+        break;
+      case transport_kind::tcp:
+        responder_options.tcp = loopback;
+        break;
+      case transport_kind::tls:
+        responder_options.tls = loopback;
+        break;
+    }
+    server responder(responder_options);
+
+    load_spec spec;
+    spec.transport = c.transport;
+    spec.port = c.transport == transport_kind::udp   ? responder.udp_port()
+                : c.transport == transport_kind::tcp ? responder.tcp_port()
+                                                     : responder.tls_port();
+    spec.tls.backend = c.backend;
+    spec.queries_per_connection = c.queries_per_connection;
+    spec.clients = options.clients;
+    spec.outstanding = c.queries_per_connection == 1 ? 1 : options.outstanding;
+    spec.duration_seconds = options.duration_seconds;
+    spec.cpus = options.client_cpus;
+    spec.stop = options.stop;
+
+    calibration_result r;
+    r.which = c;
+    r.run = run_load(spec);
+    r.qps_per_client_cpu =
+        r.run.client_cpu_seconds > 0
+            ? static_cast<double>(r.run.responses_received) / r.run.client_cpu_seconds
+            : 0;
+    r.client_bound = r.run.max_thread_cpu_share >= client_bound_threshold;
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+std::string format_calibration(const std::vector<calibration_result>& results) {
+  std::string out = fmt::format("{:<16} {:>10} {:>14} {:>16} {:>20}  {}\n", "transport", "per conn",
+                                "queries/s", "CPU s/M answers", "ceiling q/s/thread", "limited by");
+  for (const auto& r : results) {
+    std::string name(transport_name(r.which.transport));
+    if (traits_of(r.which.transport).has_tls) {
+      name += fmt::format(" ({})", tls_backend_name(r.which.backend));
+    }
+    const std::string per_connection = !traits_of(r.which.transport).has_connections ? "-"
+                                       : r.which.queries_per_connection == 0
+                                           ? "unlimited"
+                                           : std::to_string(r.which.queries_per_connection);
+    const double per_million =
+        r.run.responses_received > 0
+            ? r.run.client_cpu_seconds * 1e6 / static_cast<double>(r.run.responses_received)
+            : 0;
+    out += fmt::format("{:<16} {:>10} {:>14.0f} {:>16.2f} {:>20.0f}  {}\n", name, per_connection,
+                       r.run.qps, per_million, r.qps_per_client_cpu,
+                       r.client_bound ? "client (this figure is the ceiling)" : "responder");
+  }
+  out +=
+      "ceiling q/s/thread = answers per second of client CPU: the most one fully busy worker "
+      "thread can drive. A server measured near threads x ceiling is being measured by the "
+      "client, not the server.\n";
+  return out;
+}
+
+}  // namespace dnstransport

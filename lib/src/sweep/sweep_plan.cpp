@@ -1,0 +1,233 @@
+// The sweep plan: axis parsing, presets, and expansion into the ordered list of points.
+#include <dnstransport/sweep_plan.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+
+namespace dnstransport {
+
+namespace {
+
+// Splits "a,b,c" into its items; an empty item (",," or a trailing comma) is an error.
+std::vector<std::string_view> split_list(std::string_view list, std::string_view flag) {
+  std::vector<std::string_view> items;
+  if (list.empty()) throw setup_error(fmt::format("{}: the list is empty", flag));
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', start);
+    const std::string_view item = list.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    if (item.empty()) throw setup_error(fmt::format("{}: empty item in \"{}\"", flag, list));
+    items.push_back(item);
+    if (comma == std::string_view::npos) return items;
+    start = comma + 1;
+  }
+}
+
+template <typename T>
+void reject_repeats(const std::vector<T>& values, std::string_view flag,
+                    const std::function<std::string(const T&)>& name) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (values[i] == values[j]) {
+        throw setup_error(fmt::format("{}: {} appears twice", flag, name(values[i])));
+      }
+    }
+  }
+}
+
+std::uint64_t parse_positive(std::string_view text, std::string_view flag) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value == 0) {
+    throw setup_error(fmt::format("{}: \"{}\" is not a positive number", flag, text));
+  }
+  return value;
+}
+
+bool has_stream_transport(const sweep_plan& plan) {
+  return std::any_of(plan.transports.begin(), plan.transports.end(), [](const sweep_transport& t) {
+    return traits_of(t.transport).has_connections;
+  });
+}
+
+}  // namespace
+
+std::string sweep_transport_name(const sweep_transport& transport) {
+  std::string name(transport_name(transport.transport));
+  if (transport.backend) name += fmt::format("-{}", tls_backend_name(*transport.backend));
+  return name;
+}
+
+std::vector<sweep_transport> parse_sweep_transports(std::string_view list,
+                                                    tls_backend default_backend) {
+  std::vector<sweep_transport> transports;
+  for (const std::string_view item : split_list(list, "--transports")) {
+    sweep_transport t;
+    const std::size_t dash = item.find('-');
+    const auto kind = parse_transport(item.substr(0, dash));
+    if (!kind) {
+      throw setup_error(fmt::format(
+          "--transports: \"{}\" is not one of udp, tcp, tls, tls-openssl, tls-gnutls", item));
+    }
+    t.transport = *kind;
+    if (traits_of(t.transport).has_tls) {
+      t.backend = default_backend;
+      if (dash != std::string_view::npos) {
+        t.backend = parse_tls_backend(item.substr(dash + 1));
+        if (!t.backend) {
+          throw setup_error(fmt::format(
+              "--transports: \"{}\": the TLS library is openssl or gnutls (tls-openssl, "
+              "tls-gnutls)",
+              item));
+        }
+      }
+    } else if (dash != std::string_view::npos) {
+      throw setup_error(
+          fmt::format("--transports: \"{}\": only tls takes a TLS library suffix", item));
+    }
+    transports.push_back(t);
+  }
+  reject_repeats<sweep_transport>(transports, "--transports", sweep_transport_name);
+  return transports;
+}
+
+std::vector<unsigned> parse_client_counts(std::string_view list) {
+  std::vector<unsigned> clients;
+  for (const std::string_view item : split_list(list, "--clients")) {
+    const std::uint64_t n = parse_positive(item, "--clients");
+    if (n > 1'000'000) throw setup_error(fmt::format("--clients: {} is too many clients", n));
+    clients.push_back(static_cast<unsigned>(n));
+  }
+  reject_repeats<unsigned>(clients, "--clients",
+                           [](const unsigned& n) { return std::to_string(n); });
+  return clients;
+}
+
+std::vector<std::uint64_t> parse_queries_per_connection_list(std::string_view list) {
+  std::vector<std::uint64_t> values;
+  for (const std::string_view item : split_list(list, "--queries-per-connection")) {
+    values.push_back(parse_queries_per_connection(item));
+  }
+  reject_repeats<std::uint64_t>(values, "--queries-per-connection", queries_per_connection_name);
+  return values;
+}
+
+std::string queries_per_connection_name(std::uint64_t queries_per_connection) {
+  return queries_per_connection == 0 ? "unlimited" : std::to_string(queries_per_connection);
+}
+
+std::uint16_t sweep_ports::of(transport_kind transport) const noexcept {
+  switch (transport) {
+    case transport_kind::udp:
+      return udp;
+    case transport_kind::tcp:
+      return tcp;
+    case transport_kind::tls:
+      return tls;
+  }
+  return 0;
+}
+
+void apply_preset(sweep_plan& plan, std::string_view name) {
+  const sweep_transport tcp{transport_kind::tcp, std::nullopt};
+  const sweep_transport tls{transport_kind::tls, plan.base.tls.backend};
+  if (name == "load") {
+    plan.transports = {{transport_kind::udp, std::nullopt}, tcp, tls};
+    plan.clients = {1, 2, 4, 8, 16};
+    plan.queries_per_connection = {0};
+    plan.repeats = 3;
+    plan.duration_seconds = 5;
+    plan.pause_seconds = 1;
+  } else if (name == "amortization") {
+    plan.transports = {tcp, tls};
+    plan.clients = {8};
+    plan.queries_per_connection = {1,   2,    5,    10,   20,    50,    100, 200,
+                                   500, 1000, 2000, 5000, 10000, 20000, 0};
+    plan.repeats = 3;
+    plan.duration_seconds = 3;
+    plan.pause_seconds = 1;
+  } else {
+    throw setup_error(fmt::format("--preset: \"{}\" is not load or amortization", name));
+  }
+}
+
+std::string describe(const sweep_point& point) {
+  std::string text = fmt::format("{}, {} client{}", sweep_transport_name(point.transport),
+                                 point.clients, point.clients == 1 ? "" : "s");
+  if (traits_of(point.transport.transport).has_connections) {
+    text += point.queries_per_connection == 0
+                ? ", persistent connections"
+                : fmt::format(", {} quer{}/connection", point.queries_per_connection,
+                              point.queries_per_connection == 1 ? "y" : "ies");
+  }
+  return text;
+}
+
+std::vector<sweep_point> expand(const sweep_plan& plan) {
+  if (plan.transports.empty()) throw setup_error("--transports: no transport to sweep");
+  if (plan.clients.empty()) throw setup_error("--clients: no client count to sweep");
+  if (plan.queries_per_connection.empty()) {
+    throw setup_error("--queries-per-connection: no value to sweep");
+  }
+  reject_repeats<sweep_transport>(plan.transports, "--transports", sweep_transport_name);
+  reject_repeats<unsigned>(plan.clients, "--clients",
+                           [](const unsigned& n) { return std::to_string(n); });
+  reject_repeats<std::uint64_t>(plan.queries_per_connection, "--queries-per-connection",
+                                queries_per_connection_name);
+  if (std::find(plan.clients.begin(), plan.clients.end(), 0u) != plan.clients.end()) {
+    throw setup_error("--clients: 0 is not a number of clients");
+  }
+  for (const auto& t : plan.transports) {
+    if (t.backend.has_value() != traits_of(t.transport).has_tls) {
+      throw setup_error(
+          fmt::format("--transports: {} cannot have a TLS library", transport_name(t.transport)));
+    }
+  }
+  if (plan.repeats == 0) throw setup_error("--repeats must be at least 1");
+  if (plan.base.count == 0 && !(plan.duration_seconds > 0)) {
+    throw setup_error("--duration must be greater than 0 seconds");
+  }
+  if (!(plan.pause_seconds >= 0)) throw setup_error("--pause cannot be negative");
+  const bool finite_values =
+      std::any_of(plan.queries_per_connection.begin(), plan.queries_per_connection.end(),
+                  [](std::uint64_t n) { return n != 0; });
+  if (finite_values && !has_stream_transport(plan)) {
+    throw setup_error(
+        "--queries-per-connection: UDP has no connections; values other than 'unlimited' need "
+        "tcp or tls in --transports");
+  }
+
+  std::vector<sweep_point> points;
+  for (const auto& transport : plan.transports) {
+    for (const unsigned clients : plan.clients) {
+      if (!traits_of(transport.transport).has_connections) {
+        points.push_back({transport, clients, 0});
+        continue;
+      }
+      for (const std::uint64_t n : plan.queries_per_connection) {
+        points.push_back({transport, clients, n});
+      }
+    }
+  }
+  return points;
+}
+
+load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
+  load_spec spec = plan.base;
+  spec.transport = point.transport.transport;
+  spec.port = plan.ports.of(spec.transport);
+  if (point.transport.backend) spec.tls.backend = *point.transport.backend;
+  spec.clients = point.clients;
+  spec.queries_per_connection = point.queries_per_connection;
+  spec.duration_seconds = plan.duration_seconds;
+  spec.on_progress = nullptr;
+  return spec;
+}
+
+}  // namespace dnstransport

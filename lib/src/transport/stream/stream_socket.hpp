@@ -1,0 +1,66 @@
+#pragma once
+// Internal: the connection under a stream client's byte stream. In a run it is a TCP socket
+// (tcp_socket.cpp: options, source address, non-blocking connect, readiness through Asio);
+// in tests it is a scripted in-memory peer, so the client's state machine runs with no socket.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+namespace dnstransport::detail {
+
+class byte_stream;
+class stream_connector;
+class tls_ticket;
+
+struct tcp_dial_options {
+  bool nodelay = true;
+  bool fastopen = false;                             // TCP_FASTOPEN_CONNECT
+  const boost::asio::ip::address* source = nullptr;  // null: the kernel picks
+};
+
+struct tcp_dial {
+  enum class outcome { connected, in_progress, failed };
+  outcome result = outcome::failed;
+  const char* what = "";  // failed: the step, "tcp socket", "tcp bind" or "tcp connect"
+  int error = 0;          // failed: errno
+};
+
+class stream_socket {
+ public:
+  // A wait ended: `ok` is false when it was cancelled (the socket closed). `generation` is
+  // the value given to async_wait, so the owner can ignore waits of an earlier connection.
+  using ready_callback = std::function<void(bool readable, std::uint64_t generation, bool ok)>;
+
+  virtual ~stream_socket() = default;
+
+  // Opens a new connection to `server` (non-blocking); in_progress: wait until writable,
+  // then ask connect_error().
+  virtual tcp_dial connect(const boost::asio::ip::tcp::endpoint& server,
+                           const tcp_dial_options& options) = 0;
+  // After the connection became writable: 0 when connected, the errno otherwise.
+  virtual int connect_error() = 0;
+  // The byte stream over the connected socket, from `connector` (plain TCP or TLS).
+  virtual std::unique_ptr<byte_stream> open_stream(stream_connector& connector,
+                                                   const tls_ticket* resume_from) = 0;
+  // Calls the ready callback once the socket is readable (or writable).
+  virtual void async_wait(bool readable, std::uint64_t generation) = 0;
+  // Whether the SYN carried data the server accepted (TCP Fast Open), known after the SYN-ACK.
+  virtual bool syn_data_accepted() = 0;
+  virtual bool is_open() const = 0;
+  // Closes the connection; `abortive`: RST and no TIME_WAIT instead of FIN.
+  virtual void close(bool abortive) = 0;
+};
+
+using stream_socket_factory = std::function<std::unique_ptr<stream_socket>(
+    boost::asio::io_context& io, stream_socket::ready_callback on_ready)>;
+
+// A TCP socket.
+std::unique_ptr<stream_socket> make_tcp_socket(boost::asio::io_context& io,
+                                               stream_socket::ready_callback on_ready);
+
+}  // namespace dnstransport::detail

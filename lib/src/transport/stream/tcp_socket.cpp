@@ -1,0 +1,120 @@
+// The stream client's TCP socket: options, source address, non-blocking connect, readiness
+// waits through Asio.
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "transport/stream/byte_stream.hpp"
+#include "transport/stream/stream_socket.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+class tcp_socket final : public stream_socket {
+ public:
+  tcp_socket(boost::asio::io_context& io, ready_callback on_ready)
+      : socket_(io), on_ready_(std::move(on_ready)) {}
+
+  tcp_dial connect(const boost::asio::ip::tcp::endpoint& server,
+                   const tcp_dial_options& options) override {
+    tcp_dial dial;
+    fastopen_ = false;
+    boost::system::error_code ec;
+    socket_.open(server.protocol(), ec);
+    if (ec) {
+      dial.what = "tcp socket";
+      dial.error = ec.value();
+      return dial;
+    }
+    const int fd = socket_.native_handle();
+    socket_.non_blocking(true, ec);
+    const int one = 1;
+    if (options.nodelay) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (options.source != nullptr) {
+      // Let the kernel pick the port at connect time, so ports are shared per destination.
+      setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+      socket_.bind({*options.source, 0}, ec);
+      if (ec) {
+        dial.what = "tcp bind";
+        dial.error = ec.value();
+        return dial;
+      }
+    }
+    if (options.fastopen) {
+      fastopen_ = setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof one) == 0;
+    }
+    sockaddr_storage address{};
+    std::memcpy(&address, server.data(), server.size());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address),
+                  static_cast<socklen_t>(server.size())) == 0) {
+      dial.result = tcp_dial::outcome::connected;
+    } else if (errno == EINPROGRESS) {
+      dial.result = tcp_dial::outcome::in_progress;
+    } else {
+      dial.what = "tcp connect";
+      dial.error = errno;
+    }
+    return dial;
+  }
+
+  int connect_error() override {
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
+      return errno;
+    }
+    return error;
+  }
+
+  std::unique_ptr<byte_stream> open_stream(stream_connector& connector,
+                                           const tls_ticket* resume_from) override {
+    return connector.open(socket_.native_handle(), resume_from);
+  }
+
+  void async_wait(bool readable, std::uint64_t generation) override {
+    socket_.async_wait(
+        readable ? boost::asio::socket_base::wait_read : boost::asio::socket_base::wait_write,
+        [this, readable, generation](const boost::system::error_code& ec) {
+          on_ready_(readable, generation, !ec);
+        });
+  }
+
+  bool syn_data_accepted() override {
+    if (!fastopen_ || !socket_.is_open()) return false;
+    tcp_info info{};
+    socklen_t length = sizeof info;
+    return getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
+           (info.tcpi_options & TCPI_OPT_SYN_DATA) != 0;
+  }
+
+  bool is_open() const override { return socket_.is_open(); }
+
+  void close(bool abortive) override {
+    if (!socket_.is_open()) return;
+    if (abortive) {
+      const linger rst{1, 0};
+      setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
+    }
+    boost::system::error_code ec;
+    socket_.close(ec);
+  }
+
+ private:
+  boost::asio::ip::tcp::socket socket_;
+  ready_callback on_ready_;
+  bool fastopen_ = false;  // TCP_FASTOPEN_CONNECT was accepted on this connection
+};
+
+}  // namespace
+
+std::unique_ptr<stream_socket> make_tcp_socket(boost::asio::io_context& io,
+                                               stream_socket::ready_callback on_ready) {
+  return std::make_unique<tcp_socket>(io, std::move(on_ready));
+}
+
+}  // namespace dnstransport::detail

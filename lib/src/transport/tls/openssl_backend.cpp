@@ -1,0 +1,462 @@
+// The tls_backend.hpp interface over OpenSSL 3.
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <optional>
+#include <string>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+
+#include "transport/tls/tls_backend.hpp"
+
+namespace dnstransport::detail {
+namespace {
+
+struct ssl_ctx_deleter {
+  void operator()(SSL_CTX* ctx) const noexcept { SSL_CTX_free(ctx); }
+};
+struct ssl_deleter {
+  void operator()(SSL* ssl) const noexcept { SSL_free(ssl); }
+};
+struct ssl_session_deleter {
+  void operator()(SSL_SESSION* session) const noexcept { SSL_SESSION_free(session); }
+};
+using ssl_ctx_ptr = std::unique_ptr<SSL_CTX, ssl_ctx_deleter>;
+using ssl_ptr = std::unique_ptr<SSL, ssl_deleter>;
+using ssl_session_ptr = std::unique_ptr<SSL_SESSION, ssl_session_deleter>;
+
+std::string openssl_error_text(unsigned long code) {
+  if (code == 0) return "unknown OpenSSL error";
+  char text[256];
+  ERR_error_string_n(code, text, sizeof text);
+  return text;
+}
+
+// For setup errors: the reason OpenSSL queued for the call that just failed.
+std::string take_setup_error() {
+  std::string text = openssl_error_text(ERR_peek_error());
+  ERR_clear_error();
+  return text;
+}
+
+int openssl_version(tls_version version) {
+  return version == tls_version::v1_3 ? TLS1_3_VERSION : TLS1_2_VERSION;
+}
+
+bool is_ip_literal(const std::string& name) {
+  unsigned char address[16];
+  return inet_pton(AF_INET, name.c_str(), address) == 1 ||
+         inet_pton(AF_INET6, name.c_str(), address) == 1;
+}
+
+// Settings both roles share: the version range and the cipher selection.
+void configure_protocol(SSL_CTX* ctx, const std::optional<tls_version>& min_version,
+                        const std::optional<tls_version>& max_version,
+                        const std::string& priority) {
+  SSL_CTX_set_min_proto_version(ctx, openssl_version(min_version.value_or(tls_version::v1_2)));
+  if (max_version) SSL_CTX_set_max_proto_version(ctx, openssl_version(*max_version));
+
+  // OpenSSL keeps TLS 1.3 suites apart from the classic cipher list; the option takes both
+  // kinds in one string, so route each entry to the setting that understands it.
+  std::string cipher_list;
+  std::string ciphersuites;
+  std::size_t begin = 0;
+  while (begin < priority.size()) {
+    std::size_t end = priority.find_first_of(":, ", begin);
+    if (end == std::string::npos) end = priority.size();
+    if (end > begin) {
+      std::string& target = priority.compare(begin, 4, "TLS_") == 0 ? ciphersuites : cipher_list;
+      if (!target.empty()) target += ':';
+      target.append(priority, begin, end - begin);
+    }
+    begin = end + 1;
+  }
+  if (!cipher_list.empty() && SSL_CTX_set_cipher_list(ctx, cipher_list.c_str()) != 1) {
+    throw setup_error(
+        fmt::format("invalid TLS priority \"{}\": OpenSSL accepts no cipher in "
+                    "\"{}\" ({})",
+                    priority, cipher_list, take_setup_error()));
+  }
+  if (!ciphersuites.empty() && SSL_CTX_set_ciphersuites(ctx, ciphersuites.c_str()) != 1) {
+    throw setup_error(
+        fmt::format("invalid TLS priority \"{}\": OpenSSL accepts no TLS 1.3 "
+                    "ciphersuite in \"{}\" ({})",
+                    priority, ciphersuites, take_setup_error()));
+  }
+}
+
+ssl_ctx_ptr new_ssl_ctx(const SSL_METHOD* method) {
+  ssl_ctx_ptr ctx(SSL_CTX_new(method));
+  if (!ctx) throw setup_error("cannot create an OpenSSL context: " + take_setup_error());
+  // The caller may retry a write after a partial one from a buffer that moved.
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  return ctx;
+}
+
+class openssl_ticket final : public tls_ticket {
+ public:
+  explicit openssl_ticket(ssl_session_ptr session) : session_(std::move(session)) {}
+  SSL_SESSION* get() const noexcept { return session_.get(); }
+
+ private:
+  ssl_session_ptr session_;
+};
+
+// Alerts a peer sends when it rejected our certificate.
+bool is_certificate_alert(int alert) {
+  switch (alert) {
+    case SSL_AD_BAD_CERTIFICATE:
+    case SSL_AD_UNSUPPORTED_CERTIFICATE:
+    case SSL_AD_CERTIFICATE_REVOKED:
+    case SSL_AD_CERTIFICATE_EXPIRED:
+    case SSL_AD_CERTIFICATE_UNKNOWN:
+    case SSL_AD_UNKNOWN_CA:
+    case SSL_AD_BAD_CERTIFICATE_STATUS_RESPONSE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class openssl_connection final : public tls_connection {
+ public:
+  explicit openssl_connection(ssl_ptr ssl) : ssl_(std::move(ssl)) {
+    SSL_set_app_data(ssl_.get(), this);
+  }
+
+  tls_io handshake() override {
+    if (final_) return *final_;
+    begin_call();
+    const int result = SSL_do_handshake(ssl_.get());
+    return result == 1 ? tls_io::done : finish(result);
+  }
+
+  tls_io read(std::uint8_t* data, std::size_t size, std::size_t& transferred) override {
+    transferred = 0;
+    if (final_) return *final_;
+    begin_call();
+    const int result = SSL_read_ex(ssl_.get(), data, size, &transferred);
+    return result == 1 ? tls_io::done : finish(result);
+  }
+
+  tls_io write(const std::uint8_t* data, std::size_t size, std::size_t& transferred) override {
+    transferred = 0;
+    if (final_) return *final_;
+    begin_call();
+    const int result = SSL_write_ex(ssl_.get(), data, size, &transferred);
+    return result == 1 ? tls_io::done : finish(result);
+  }
+
+  tls_io shutdown() override {
+    if (final_) return *final_;
+    begin_call();
+    // 0 means our close_notify went out and the peer's has not arrived, which is all we ask.
+    const int result = SSL_shutdown(ssl_.get());
+    return result >= 0 ? tls_io::done : finish(result);
+  }
+
+  std::size_t pending() const override { return static_cast<std::size_t>(SSL_pending(ssl_.get())); }
+
+  bool resumed() const override { return SSL_session_reused(ssl_.get()) == 1; }
+
+  std::unique_ptr<tls_ticket> ticket() override {
+    if (!latest_session_) return nullptr;
+    // A copy: OpenSSL marks the connection's own session unusable when the connection is
+    // freed without close_notify, which is how most DNS connections end.
+    ssl_session_ptr copy(SSL_SESSION_dup(latest_session_.get()));
+    if (!copy) return nullptr;
+    return std::make_unique<openssl_ticket>(std::move(copy));
+  }
+
+  std::string version() const override { return SSL_get_version(ssl_.get()); }
+
+  tls_failure failure() const override { return failure_; }
+  std::string error_message() const override { return error_message_; }
+
+  // Called by OpenSSL for each session it can resume, including TLS 1.3 tickets that arrive
+  // during reads; keeping only the newest one is enough to reconnect.
+  static int on_new_session(SSL* ssl, SSL_SESSION* session) {
+    auto* self = static_cast<openssl_connection*>(SSL_get_app_data(ssl));
+    if (self == nullptr) return 0;
+    self->latest_session_.reset(session);
+    return 1;
+  }
+
+ private:
+  // Errors left by another session on this thread must not be blamed on this one.
+  void begin_call() {
+    ERR_clear_error();
+    errno = 0;
+  }
+
+  tls_io finish(int result) {
+    const int saved_errno = errno;
+    switch (SSL_get_error(ssl_.get(), result)) {
+      case SSL_ERROR_WANT_READ:
+        return tls_io::want_read;
+      case SSL_ERROR_WANT_WRITE:
+        return tls_io::want_write;
+      case SSL_ERROR_ZERO_RETURN:
+        // close_notify: the session is still sound enough to send ours back.
+        return tls_io::closed;
+      case SSL_ERROR_SYSCALL:
+        // A socket error, or with neither errno nor a queued error, an EOF.
+        if (saved_errno != 0) {
+          return fail(tls_failure::reset,
+                      std::error_code(saved_errno, std::generic_category()).message());
+        }
+        if (ERR_peek_error() == 0) return end(tls_io::closed);
+        break;
+      case SSL_ERROR_SSL:
+        break;
+      default:
+        return fail(tls_failure::other, openssl_error_text(ERR_peek_error()));
+    }
+    const unsigned long code = ERR_peek_error();
+    if (ERR_GET_LIB(code) == ERR_LIB_SYS) {
+      return fail(tls_failure::reset, openssl_error_text(code));
+    }
+    if (ERR_GET_LIB(code) == ERR_LIB_SSL &&
+        ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+      return end(tls_io::closed);
+    }
+    const tls_failure kind = classify(code);
+    std::string message = openssl_error_text(code);
+    const long verify_result = SSL_get_verify_result(ssl_.get());
+    if (kind == tls_failure::certificate && verify_result != X509_V_OK) {
+      message += fmt::format(" ({})", X509_verify_cert_error_string(verify_result));
+    }
+    return fail(kind, std::move(message));
+  }
+
+  tls_failure classify(unsigned long code) const {
+    if (ERR_GET_LIB(code) != ERR_LIB_SSL) return tls_failure::other;
+    const int reason = ERR_GET_REASON(code);
+    if (reason >= SSL_AD_REASON_OFFSET) {
+      const int alert = reason - SSL_AD_REASON_OFFSET;
+      if (alert == SSL_AD_PROTOCOL_VERSION) return tls_failure::protocol_version;
+      if (is_certificate_alert(alert)) return tls_failure::certificate;
+      return tls_failure::handshake_alert;
+    }
+    switch (reason) {
+      case SSL_R_CERTIFICATE_VERIFY_FAILED:
+        return tls_failure::certificate;
+      case SSL_R_UNSUPPORTED_PROTOCOL:
+      case SSL_R_NO_PROTOCOLS_AVAILABLE:
+      case SSL_R_VERSION_TOO_LOW:
+      case SSL_R_VERSION_TOO_HIGH:
+      case SSL_R_WRONG_SSL_VERSION:
+        return tls_failure::protocol_version;
+      case SSL_R_WRONG_VERSION_NUMBER:
+      case SSL_R_PACKET_LENGTH_TOO_LONG:
+      case SSL_R_HTTP_REQUEST:
+      case SSL_R_HTTPS_PROXY_REQUEST:
+#ifdef SSL_R_RECORD_LAYER_FAILURE  // OpenSSL 3.2 and later
+      case SSL_R_RECORD_LAYER_FAILURE:
+#endif
+        // Before the handshake completes these mean the bytes were never TLS records;
+        // afterwards they mean a corrupted stream.
+        return SSL_is_init_finished(ssl_.get()) ? tls_failure::other : tls_failure::not_tls;
+      default:
+        return tls_failure::other;
+    }
+  }
+
+  tls_io fail(tls_failure kind, std::string message) {
+    failure_ = kind;
+    error_message_ = std::move(message);
+    return end(tls_io::error);
+  }
+
+  // After a fatal error OpenSSL forbids further calls, SSL_shutdown included.
+  tls_io end(tls_io result) {
+    ERR_clear_error();
+    final_ = result;
+    return result;
+  }
+
+  ssl_ptr ssl_;
+  ssl_session_ptr latest_session_;
+  std::optional<tls_io> final_;
+  tls_failure failure_ = tls_failure::none;
+  std::string error_message_;
+};
+
+class openssl_client_context final : public tls_client_context {
+ public:
+  explicit openssl_client_context(const tls_client_options& options)
+      : ctx_(new_ssl_ctx(TLS_client_method())), resume_(options.resume) {
+    SSL_CTX* ctx = ctx_.get();
+    configure_protocol(ctx, options.min_version, options.max_version, options.priority);
+
+    if (!options.alpn.empty()) {
+      std::string wire;
+      for (const std::string& protocol : options.alpn) {
+        wire += static_cast<char>(protocol.size());
+        wire += protocol;
+      }
+      // Unlike most of OpenSSL, this returns 0 on success.
+      if (SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(wire.data()),
+                                  static_cast<unsigned>(wire.size())) != 0) {
+        throw setup_error("cannot set the TLS ALPN protocols: " + take_setup_error());
+      }
+    }
+
+    if (!options.ca_file.empty() &&
+        SSL_CTX_load_verify_locations(ctx, options.ca_file.c_str(), nullptr) != 1) {
+      throw setup_error(fmt::format("cannot load TLS CA file {}: {}", options.ca_file.string(),
+                                    take_setup_error()));
+    }
+    if (options.verify) {
+      if (options.ca_file.empty() && SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        throw setup_error("cannot load the system's TLS trust anchors: " + take_setup_error());
+      }
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+      // Set once here so every session inherits the name check without per-connection work.
+      X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
+      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      const int set = is_ip_literal(options.server_name)
+                          ? X509_VERIFY_PARAM_set1_ip_asc(param, options.server_name.c_str())
+                      : options.server_name.empty()
+                          ? 1
+                          : X509_VERIFY_PARAM_set1_host(param, options.server_name.c_str(), 0);
+      if (set != 1) {
+        throw setup_error(fmt::format("invalid TLS server name \"{}\": {}", options.server_name,
+                                      take_setup_error()));
+      }
+    }
+    // RFC 6066 forbids IP literals in SNI.
+    if (!is_ip_literal(options.server_name)) sni_ = options.server_name;
+
+    if (resume_) {
+      // Sessions are handed to the caller through ticket(); OpenSSL's own cache would only
+      // add locking shared by all threads.
+      SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL);
+      SSL_CTX_sess_set_new_cb(ctx, &openssl_connection::on_new_session);
+    }
+  }
+
+  std::unique_ptr<tls_connection> connect(int fd, const tls_ticket* resume_from) override {
+    ssl_ptr ssl(SSL_new(ctx_.get()));
+    if (!ssl || SSL_set_fd(ssl.get(), fd) != 1) throw std::bad_alloc();
+    SSL_set_connect_state(ssl.get());
+    if (!sni_.empty()) SSL_set_tlsext_host_name(ssl.get(), sni_.c_str());
+    if (resume_) {
+      if (const auto* ticket = dynamic_cast<const openssl_ticket*>(resume_from)) {
+        // A copy each time: a TLS 1.3 session OpenSSL has resumed from is not offered again,
+        // and a server that renews no ticket on resumption (dnsdist, unbound with
+        // tls-session-ticket-keys) would otherwise see every other handshake in full. Both
+        // backends thus follow one policy: offer the newest ticket the server gave, as often
+        // as needed, until a newer one arrives.
+        const ssl_session_ptr copy(SSL_SESSION_dup(ticket->get()));
+        if (copy) SSL_set_session(ssl.get(), copy.get());
+      }
+    }
+    return std::make_unique<openssl_connection>(std::move(ssl));
+  }
+
+ private:
+  ssl_ctx_ptr ctx_;
+  bool resume_;
+  std::string sni_;
+};
+
+// A ticket that decrypts is used without issuing a new one, so the client resumes from the
+// same ticket again; any other ticket leads to a full handshake, as OpenSSL would do.
+SSL_TICKET_RETURN keep_ticket(SSL*, SSL_SESSION*, const unsigned char*, size_t,
+                              SSL_TICKET_STATUS status, void*) {
+  switch (status) {
+    case SSL_TICKET_SUCCESS:
+    case SSL_TICKET_SUCCESS_RENEW:
+      return SSL_TICKET_RETURN_USE;
+    case SSL_TICKET_EMPTY:
+    case SSL_TICKET_NO_DECRYPT:
+      return SSL_TICKET_RETURN_IGNORE_RENEW;
+    default:
+      return SSL_TICKET_RETURN_ABORT;
+  }
+}
+
+// Picks "dot" when the client offers it; any other offer is answered without ALPN rather
+// than with a fatal alert, so clients with other or no ALPN settings still get through.
+int select_alpn(SSL*, const unsigned char** out, unsigned char* out_size, const unsigned char* in,
+                unsigned int in_size, void*) {
+  for (unsigned int i = 0; i < in_size;) {
+    const unsigned int size = in[i];
+    if (i + 1 + size > in_size) break;
+    if (size == 3 && std::memcmp(in + i + 1, "dot", 3) == 0) {
+      *out = in + i + 1;
+      *out_size = 3;
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += 1 + size;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+class openssl_server_context final : public tls_server_context {
+ public:
+  explicit openssl_server_context(const tls_server_options& options)
+      : ctx_(new_ssl_ctx(TLS_server_method())) {
+    SSL_CTX* ctx = ctx_.get();
+    configure_protocol(ctx, options.min_version, options.max_version, options.priority);
+
+    if (SSL_CTX_use_certificate_chain_file(ctx, options.certificate_file.c_str()) != 1) {
+      throw setup_error(fmt::format("cannot load TLS certificate file {}: {}",
+                                    options.certificate_file.string(), take_setup_error()));
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, options.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+      throw setup_error(fmt::format("cannot load TLS key file {}: {}", options.key_file.string(),
+                                    take_setup_error()));
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+      throw setup_error(fmt::format("TLS key file {} does not match certificate file {}: {}",
+                                    options.key_file.string(), options.certificate_file.string(),
+                                    take_setup_error()));
+    }
+
+    // Resumption rests on stateless tickets alone: a server-side cache would be a lock
+    // shared by every responder thread. Without tickets nothing can be resumed.
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    static constexpr unsigned char session_id_context[] = "dnstransport";
+    SSL_CTX_set_session_id_context(ctx, session_id_context, sizeof session_id_context - 1);
+    if (!options.session_tickets) {
+      SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+      SSL_CTX_set_num_tickets(ctx, 0);
+    } else if (!options.renew_tickets) {
+      SSL_CTX_set_session_ticket_cb(ctx, nullptr, &keep_ticket, nullptr);
+    }
+    SSL_CTX_set_alpn_select_cb(ctx, &select_alpn, nullptr);
+  }
+
+  std::unique_ptr<tls_connection> accept(int fd) override {
+    ssl_ptr ssl(SSL_new(ctx_.get()));
+    if (!ssl || SSL_set_fd(ssl.get(), fd) != 1) throw std::bad_alloc();
+    SSL_set_accept_state(ssl.get());
+    return std::make_unique<openssl_connection>(std::move(ssl));
+  }
+
+ private:
+  ssl_ctx_ptr ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<tls_client_context> make_openssl_client_context(const tls_client_options& options) {
+  return std::make_unique<openssl_client_context>(options);
+}
+
+std::unique_ptr<tls_server_context> make_openssl_server_context(const tls_server_options& options) {
+  return std::make_unique<openssl_server_context>(options);
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,115 @@
+#pragma once
+// Internal: one non-blocking TLS state machine interface, implemented over OpenSSL and over
+// GnuTLS. The session works directly on a connected non-blocking socket it does not own;
+// the caller (the stream client or the responder) waits for readiness with Asio and calls
+// again. Nothing here throws on the I/O path; setup (contexts) throws setup_error.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <dnstransport/tls.hpp>
+
+namespace dnstransport::detail {
+
+/// Result of one non-blocking TLS step.
+enum class tls_io {
+  done,        // the step completed (handshake finished, bytes moved, shutdown sent)
+  want_read,   // wait until the socket is readable, then call the same step again
+  want_write,  // wait until the socket is writable, then call the same step again
+  closed,      // the peer closed the TLS session (close_notify) or the TCP stream (EOF)
+  error,       // fatal: see failure() and error_message(); the session is unusable
+};
+
+/// Why a session failed, in words a DNS operator acts on.
+enum class tls_failure {
+  none,
+  certificate,       // verification failed (unknown CA, wrong name, expired)
+  protocol_version,  // no common TLS version
+  not_tls,           // the peer did not speak TLS (e.g. plain DNS over TCP on the port)
+  handshake_alert,   // the peer aborted the handshake with another alert
+  reset,             // TCP reset or other socket error mid-session
+  other,
+};
+
+/// Short stable name ("certificate", "protocol_version", ...).
+const char* tls_failure_name(tls_failure failure) noexcept;
+
+/// Opaque saved session (ticket) for resumption; backend specific.
+class tls_ticket {
+ public:
+  virtual ~tls_ticket() = default;
+};
+
+/// One TLS connection over a connected, non-blocking socket `fd`.
+class tls_connection {
+ public:
+  virtual ~tls_connection() = default;
+
+  /// Advances the handshake.
+  virtual tls_io handshake() = 0;
+
+  /// Reads decrypted application data into [data, data+size). On done, `transferred` > 0.
+  virtual tls_io read(std::uint8_t* data, std::size_t size, std::size_t& transferred) = 0;
+
+  /// Writes application data. On done, `transferred` bytes (maybe fewer than `size`) were
+  /// taken. After want_read/want_write, call again with the same data and size.
+  virtual tls_io write(const std::uint8_t* data, std::size_t size, std::size_t& transferred) = 0;
+
+  /// Sends close_notify (does not wait for the peer's).
+  virtual tls_io shutdown() = 0;
+
+  /// Decrypted bytes buffered inside the library: a read can succeed without the socket
+  /// becoming readable.
+  virtual std::size_t pending() const = 0;
+
+  /// True when the finished handshake resumed an earlier session.
+  virtual bool resumed() const = 0;
+
+  /// The session to resume from on the next connection, if the server issued one (for TLS
+  /// 1.3 tickets arrive after the handshake, with the first reads). Null when none.
+  virtual std::unique_ptr<tls_ticket> ticket() = 0;
+
+  /// Negotiated protocol ("TLSv1.3"), after the handshake.
+  virtual std::string version() const = 0;
+
+  /// Details of the last error: kind and library message.
+  virtual tls_failure failure() const = 0;
+  virtual std::string error_message() const = 0;
+};
+
+/// Client configuration compiled once per run; shared read-only by all worker threads.
+class tls_client_context {
+ public:
+  virtual ~tls_client_context() = default;
+  /// New session on `fd`; resumes from `resume_from` when given and resumption is on.
+  virtual std::unique_ptr<tls_connection> connect(int fd, const tls_ticket* resume_from) = 0;
+};
+
+/// Server configuration compiled once; shared read-only by the responder's threads.
+class tls_server_context {
+ public:
+  virtual ~tls_server_context() = default;
+  virtual std::unique_ptr<tls_connection> accept(int fd) = 0;
+};
+
+/// Throws setup_error (naming --tls-min-version and --tls-max-version) when the minimum is
+/// above the maximum: both backends would make a context that never completes a handshake.
+void check_version_range(const std::optional<tls_version>& min_version,
+                         const std::optional<tls_version>& max_version);
+
+/// Builds a context for the backend named in the options. Throws setup_error when the
+/// backend is not compiled in, a file does not load, or an option is not supported.
+std::unique_ptr<tls_client_context> make_tls_client_context(const tls_client_options& options);
+std::unique_ptr<tls_server_context> make_tls_server_context(const tls_server_options& options);
+
+/// Backend implementations behind the two functions above, which check the backend choice
+/// and the version range first. Each is defined only when its library is compiled in.
+std::unique_ptr<tls_client_context> make_openssl_client_context(const tls_client_options& options);
+std::unique_ptr<tls_server_context> make_openssl_server_context(const tls_server_options& options);
+std::unique_ptr<tls_client_context> make_gnutls_client_context(const tls_client_options& options);
+std::unique_ptr<tls_server_context> make_gnutls_server_context(const tls_server_options& options);
+
+}  // namespace dnstransport::detail

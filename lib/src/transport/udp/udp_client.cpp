@@ -1,0 +1,196 @@
+// UDP client: one connected socket per client, so each has its own source port and the
+// kernel drops datagrams from anyone but the server. Sends and receives are batched with
+// sendmmsg/recvmmsg after an Asio readiness wait; a query goes out as two iovecs (the
+// patched id, then the pre-encoded rest), so nothing is copied per query.
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+
+#include <boost/asio/ip/udp.hpp>
+
+#include "transport/stream/stream_transport.hpp"
+#include "transport/udp/udp_transport.hpp"
+#include "util/clock.hpp"
+#include "util/socket_util.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+constexpr unsigned batch_size = 32;
+
+class udp_client final : public client_base {
+ public:
+  udp_client(worker& owner, unsigned index, std::uint64_t quota, const stream_transport* tc_retry)
+      : client_base(owner, index, quota), socket_(owner.io()) {
+    if (tc_retry != nullptr) tc_retry_ = tc_retry->make_retry_client(owner, index, *this);
+  }
+
+  bool finished(std::uint64_t now) const noexcept override {
+    return client_base::finished(now) && (!tc_retry_ || tc_retry_->finished(now));
+  }
+
+  void start() override {
+    const run_plan& p = plan();
+    boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
+    boost::system::error_code ec;
+    socket_.open(server.protocol(), ec);
+    if (!ec && !p.sources.empty()) {
+      socket_.bind({p.sources[index_ % p.sources.size()], 0}, ec);
+    }
+    if (!ec) socket_.connect(server, ec);
+    if (!ec) socket_.non_blocking(true, ec);
+    if (ec) {
+      connections().record_socket_error("udp socket", ec.value());
+      failed_ = true;
+      // Nothing can ever be sent: the client is done (a count would otherwise never be
+      // reached and the run would not end).
+      quota_ = 0;
+      return;
+    }
+    enlarge_socket_buffers(socket_.native_handle());
+    fill(monotonic_ns());
+    wait_readable();
+  }
+
+  void tick(std::uint64_t now) override {
+    if (tc_retry_) tc_retry_->tick(now);
+    if (failed_) return;
+    expire(now);
+    if (!waiting_write_) fill(now);
+  }
+
+  void abandon() override {
+    if (tc_retry_) tc_retry_->abandon();
+    fail_in_flight(true);
+    boost::system::error_code ec;
+    socket_.close(ec);
+  }
+
+ private:
+  void wait_readable() {
+    socket_.async_wait(boost::asio::socket_base::wait_read,
+                       [this](const boost::system::error_code& ec) {
+                         if (!ec) on_readable();
+                       });
+  }
+
+  void wait_writable() {
+    waiting_write_ = true;
+    socket_.async_wait(boost::asio::socket_base::wait_write,
+                       [this](const boost::system::error_code& ec) {
+                         waiting_write_ = false;
+                         if (!ec) fill(monotonic_ns());
+                       });
+  }
+
+  void on_readable() {
+    const int fd = socket_.native_handle();
+    std::array<mmsghdr, batch_size> msgs{};
+    std::array<iovec, batch_size> iov{};
+    for (unsigned i = 0; i < batch_size; ++i) {
+      const auto buffer = owner_.scratch(i);
+      iov[i] = {buffer.data(), buffer.size()};
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    for (;;) {
+      const int n = recvmmsg(fd, msgs.data(), batch_size, MSG_DONTWAIT, nullptr);
+      if (n < 0) {
+        const int error = errno;  // before anything else can change it
+        if (error == EINTR) continue;
+        if (error == EAGAIN || error == EWOULDBLOCK) break;
+        // A pending ICMP error (ECONNREFUSED: nothing listens) is reported once; keep going.
+        connections().record_socket_error("udp receive", error);
+        if (error == ECONNREFUSED) continue;
+        break;
+      }
+      const std::uint64_t now = monotonic_ns();
+      for (int i = 0; i < n; ++i) {
+        const auto* data = static_cast<const std::uint8_t*>(iov[i].iov_base);
+        on_message({data, msgs[i].msg_len}, now, true);
+      }
+      if (n < static_cast<int>(batch_size)) break;
+    }
+    if (!waiting_write_) fill(monotonic_ns());
+    wait_readable();
+  }
+
+  // Sends as many queries as the budget allows, in batches.
+  void fill(std::uint64_t now) {
+    const int fd = socket_.native_handle();
+    std::uint32_t allowance = send_allowance(now);
+    if (allowance == 0) return;
+    // Zeroed once per fill: each round sets only the iovecs, sendmmsg only the lengths.
+    std::array<mmsghdr, batch_size> msgs{};
+    std::array<std::array<iovec, 2>, batch_size> iov{};
+    std::array<slot_table::slot*, batch_size> taken{};
+    const unsigned most = plan().gather_writes ? batch_size : 1u;
+    while (allowance > 0) {
+      const unsigned batch = allowance < most ? allowance : most;
+      for (unsigned i = 0; i < batch; ++i) {
+        slot_table::slot& s = take_slot(now);
+        taken[i] = &s;
+        const auto query = (*plan().queries)[s.query_index];
+        patch_id(id_bytes_[i].data(), s.id);
+        iov[i][0] = {id_bytes_[i].data(), 2};
+        iov[i][1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
+        msgs[i].msg_hdr.msg_iov = iov[i].data();
+        msgs[i].msg_hdr.msg_iovlen = 2;
+      }
+      int sent = sendmmsg(fd, msgs.data(), batch, 0);
+      int error = 0;  // of a failed call; a partial send leaves errno unset
+      if (sent < 0) {
+        error = errno;
+        sent = 0;
+        if (error != EAGAIN && error != EWOULDBLOCK && error != EINTR) {
+          connections().record_socket_error("udp send", error);
+        }
+      }
+      for (unsigned i = batch; i-- > static_cast<unsigned>(sent);) return_slot(*taken[i]);
+      if (sent < static_cast<int>(batch)) {
+        // Socket buffer full or an error: retry when writable; a refused port (an ICMP
+        // error, the socket stays writable) retries on the tick.
+        if (error != ECONNREFUSED) wait_writable();
+        return;
+      }
+      allowance -= batch;
+    }
+  }
+
+  // Hands a truncated answer's query to the TCP client, as a stub resolver would.
+  bool retry_truncated(const slot_table::slot& s) override {
+    if (!tc_retry_) return false;
+    tc_retry_->take_retry({s.query_index, s.sent_ns, s.counted});
+    tc_retry_->tick(monotonic_ns());
+    return true;
+  }
+
+  boost::asio::ip::udp::socket socket_;
+  std::unique_ptr<client_base> tc_retry_;  // with --tc-retry tcp
+  std::array<std::array<std::uint8_t, 2>, batch_size> id_bytes_{};
+  bool waiting_write_ = false;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<client_transport> make_udp_transport(std::unique_ptr<stream_transport> tc_retry) {
+  class udp_transport final : public client_transport {
+   public:
+    explicit udp_transport(std::unique_ptr<stream_transport> tc_retry)
+        : tc_retry_(std::move(tc_retry)) {}
+    std::unique_ptr<client_base> make_client(worker& owner, unsigned index,
+                                             std::uint64_t quota) const override {
+      return std::make_unique<udp_client>(owner, index, quota, tc_retry_.get());
+    }
+
+   private:
+    std::unique_ptr<stream_transport> tc_retry_;
+  };
+  return std::make_unique<udp_transport>(std::move(tc_retry));
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,48 @@
+#include <dnstransport/transport.hpp>
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace dnstransport {
+namespace {
+
+TEST(transport_test, every_transport_is_registered_once_under_its_own_kind) {
+  std::set<transport_kind> kinds;
+  std::set<std::string> names;
+  for (const auto& t : all_transports()) {
+    EXPECT_TRUE(kinds.insert(t.kind).second) << t.name;
+    EXPECT_TRUE(names.insert(std::string(t.name)).second) << t.name;
+    EXPECT_EQ(&traits_of(t.kind), &t) << t.name;
+    EXPECT_EQ(transport_name(t.kind), t.name);
+    EXPECT_EQ(parse_transport(t.name), t.kind) << t.name;
+  }
+  EXPECT_EQ(kinds, (std::set{transport_kind::udp, transport_kind::tcp, transport_kind::tls}));
+}
+
+TEST(transport_test, traits_say_what_applies_to_each_transport) {
+  const auto& udp = traits_of(transport_kind::udp);
+  EXPECT_EQ(udp.default_port, 53);
+  EXPECT_FALSE(udp.has_connections);
+  EXPECT_FALSE(udp.has_tls);
+  const auto& tcp = traits_of(transport_kind::tcp);
+  EXPECT_EQ(tcp.default_port, 53);
+  EXPECT_TRUE(tcp.has_connections);
+  EXPECT_FALSE(tcp.has_tls);
+  const auto& tls = traits_of(transport_kind::tls);
+  EXPECT_EQ(tls.default_port, 853);  // RFC 7858
+  EXPECT_TRUE(tls.has_connections);
+  EXPECT_TRUE(tls.has_tls);
+}
+
+TEST(transport_test, names_parse_with_the_dot_alias_and_nothing_else) {
+  EXPECT_EQ(parse_transport("dot"), transport_kind::tls);
+  EXPECT_EQ(parse_transport("UDP"), std::nullopt);
+  EXPECT_EQ(parse_transport(""), std::nullopt);
+  EXPECT_EQ(parse_transport("tls-gnutls"), std::nullopt);
+  EXPECT_EQ(parse_transport("doh"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace dnstransport
