@@ -407,6 +407,18 @@ run_result run_cli(const scratch& files, std::uint16_t port, std::vector<std::st
   return run_result_from_json(contents(json), json);
 }
 
+TEST(cli_count_test, count_is_of_measured_queries_after_the_warmup) {
+  // Before, the warm-up used up the count: with 0.3 s of warm-up at 2000 queries/s, a count
+  // of 100 was spent before measuring began and the run reported nothing.
+  const scratch files("cli-count");
+  hostile_server server({}, answer_all());
+  const run_result r = run_cli(files, server.port(), {"--warmup", "0.3", "--rate", "2000"});
+  EXPECT_EQ(r.queries_sent, 100u);
+  EXPECT_EQ(r.responses_received, 100u);
+  EXPECT_GT(server.queries(), 100u);
+  EXPECT_LE(server.queries(), 100u + 2000 * 3 / 10 + 2);
+}
+
 class cli_source_test : public ::testing::TestWithParam<transport_kind> {};
 
 TEST_P(cli_source_test, load_comes_from_the_source_addresses_given) {

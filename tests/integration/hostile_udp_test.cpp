@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 
 #include "hostile_checks.hpp"
 #include "hostile_server.hpp"
@@ -136,8 +137,21 @@ TEST(hostile_udp, a_retry_the_tcp_server_answers_wrongly_is_counted_by_that_answ
 }
 
 TEST(hostile_udp, retries_with_no_tcp_listener_are_lost_and_the_run_ends) {
-  hostile_server udp({}, truncated_answers());
-  load_spec spec = udp_spec(udp.port());
+  // The UDP responder on the number of a TCP port nobody listens on (chosen again when
+  // another UDP socket holds that number).
+  std::unique_ptr<unlistened_tcp_port> tcp;
+  std::unique_ptr<hostile_server> udp;
+  for (int attempt = 0; !udp; ++attempt) {
+    tcp = std::make_unique<unlistened_tcp_port>();
+    hostile_options options;
+    options.port = tcp->port();
+    try {
+      udp = std::make_unique<hostile_server>(options, truncated_answers());
+    } catch (const std::runtime_error&) {
+      if (attempt == 20) throw;
+    }
+  }
+  load_spec spec = udp_spec(udp->port());
   spec.tc_retry_tcp = true;
   spec.timeout_seconds = 0.3;
   const run_result r = run_checked(spec).result;

@@ -12,6 +12,8 @@
 #include "hostile_server.hpp"
 #include "misbehaviour.hpp"
 
+#include "hostile_checks.hpp"
+
 namespace dnstransport {
 namespace {
 
@@ -95,7 +97,7 @@ TEST(udp_load_test, nothing_listening_is_loss_not_a_crash) {
   spec.outstanding = 5;
   spec.count = 40;
   spec.timeout_seconds = 0.3;
-  const run_result r = run_load(spec);
+  const run_result r = hostile::run_checked(spec).result;
   EXPECT_EQ(r.responses_received, 0u);
   EXPECT_EQ(r.queries_sent, r.lost);
   EXPECT_GT(r.lost, 0u);
@@ -197,7 +199,7 @@ TEST(udp_load_test, json_carries_the_known_figures_and_reads_back) {
   spec.outstanding = 7;
   spec.count = 2000;
   spec.timeout_seconds = generous_timeout;
-  const run_result r = run_load(spec);
+  const run_result r = hostile::run_checked(spec).result;
   const std::string text = to_json(r);
 
   const boost::json::object json = boost::json::parse(text).as_object();

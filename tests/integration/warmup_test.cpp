@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iostream>
 #include <string>
 
 #include <dnstransport/server.hpp>
+
+#include "hostile_checks.hpp"
 
 namespace dnstransport {
 namespace {
@@ -46,6 +49,9 @@ TEST_P(warmup_test, connections_of_the_warmup_are_left_out) {
       r.queries_sent, r.responses_received, c.opened, c.answered, r.handshakes_full,
       r.handshakes_resumed, r.connect_latency.count(), r.first_query_latency.count());
 
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::cout << fmt::format("[ hostile  ] {}.{} (0 s): {}\n", test->test_suite_name(), test->name(),
+                           hostile::summary(r));
   EXPECT_EQ(r.queries_sent, 200u) << what;
   EXPECT_EQ(r.responses_received, 200u) << what;
   // One query per connection, and no connection is opened once a client's count is done:

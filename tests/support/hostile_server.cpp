@@ -287,6 +287,23 @@ const certificate_files& hostile_server::certificate() const noexcept {
   return impl_->certificate;
 }
 
+unlistened_tcp_port::unlistened_tcp_port() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    if (fd_ >= 0) ::close(fd_);
+    throw_errno("unlistened TCP port");
+  }
+  port_ = ntohs(address.sin_port);
+}
+
+unlistened_tcp_port::~unlistened_tcp_port() {
+  ::close(fd_);
+}
+
 void serve_messages(stream_peer& peer, const message_script& script) {
   reply_schedule<no_target> schedule;
   while (!peer.gone()) {

@@ -91,6 +91,22 @@ class query_log {
 /// `script`, with every query recorded in `log` first.
 message_script recorded(std::shared_ptr<query_log> log, message_script script);
 
+/// A TCP port of 127.0.0.1 held bound but not listening, for as long as the object lives:
+/// connects to it are refused, and no other test's listener can take it meanwhile (the
+/// socket has no SO_REUSEADDR).
+class unlistened_tcp_port {
+ public:
+  unlistened_tcp_port();
+  ~unlistened_tcp_port();
+  unlistened_tcp_port(const unlistened_tcp_port&) = delete;
+  unlistened_tcp_port& operator=(const unlistened_tcp_port&) = delete;
+  std::uint16_t port() const noexcept { return port_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
 /// Serves `script` on one connection: reads queries, sends the replies when they are due,
 /// until the client goes away. Returns when the connection is gone.
 void serve_messages(stream_peer& peer, const message_script& script);

@@ -159,7 +159,8 @@ class scripted_socket final : public detail::stream_socket {
   int connect_error() override { return 0; }
 
   std::unique_ptr<detail::byte_stream> open_stream(
-      detail::stream_connector& /*connector*/, const detail::tls_ticket* /*resume_from*/) override {
+      detail::stream_connector& /*connector*/, const detail::tls_ticket* /*resume_from*/,
+      std::unique_ptr<detail::byte_stream> /*spare*/) override {
     return std::make_unique<scripted_byte_stream>(current_);
   }
 

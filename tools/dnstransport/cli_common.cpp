@@ -65,7 +65,8 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
       ->capture_default_str();
   app.add_option("--duration", o.duration, "Seconds to measure (after --warmup)")
       ->capture_default_str();
-  app.add_option("--count", o.count, "Stop after sending this many queries instead of a duration");
+  app.add_option("--count", o.count,
+                 "Stop after this many measured queries (after --warmup) instead of a duration");
   app.add_option("--timeout", o.timeout, "Seconds before an unanswered query counts as lost")
       ->capture_default_str();
   app.add_option("--warmup", o.warmup, "Seconds of load before measuring starts")

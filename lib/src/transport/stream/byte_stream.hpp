@@ -74,7 +74,10 @@ class stream_connector {
  public:
   virtual ~stream_connector() = default;
   /// `resume_from` (may be null) is offered where the stream has sessions to resume.
-  virtual std::unique_ptr<byte_stream> open(int fd, const tls_ticket* resume_from) = 0;
+  /// `spare` (may be null): a closed stream this connector opened before, which it may
+  /// reuse instead of allocating one per connection.
+  virtual std::unique_ptr<byte_stream> open(int fd, const tls_ticket* resume_from,
+                                            std::unique_ptr<byte_stream> spare) = 0;
 };
 
 /// Opens the server side of a stream on an accepted, non-blocking socket it does not own.

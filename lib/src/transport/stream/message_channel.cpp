@@ -12,8 +12,8 @@ void message_channel::open(std::unique_ptr<byte_stream> stream) {
   written_ = 0;
 }
 
-void message_channel::close() noexcept {
-  stream_.reset();
+std::unique_ptr<byte_stream> message_channel::close() noexcept {
+  return std::move(stream_);
 }
 
 std::span<std::uint8_t> message_channel::append(std::size_t size) {

@@ -22,7 +22,8 @@ class message_channel {
   /// Starts a new connection's stream: buffers are emptied.
   void open(std::unique_ptr<byte_stream> stream);
   /// Drops the stream (the socket is its owner's); buffers keep their capacity.
-  void close() noexcept;
+  /// Ends the channel; returns the stream, closed, for its connector to reuse.
+  std::unique_ptr<byte_stream> close() noexcept;
   bool is_open() const noexcept { return stream_ != nullptr; }
   byte_stream& stream() noexcept { return *stream_; }
 

@@ -44,9 +44,11 @@ class stream_socket {
                            const tcp_dial_options& options) = 0;
   // After the connection became writable: 0 when connected, the errno otherwise.
   virtual int connect_error() = 0;
-  // The byte stream over the connected socket, from `connector` (plain TCP or TLS).
+  // The byte stream over the connected socket, from `connector` (plain TCP or TLS), which
+  // may reuse `spare`, the closed stream of the previous connection.
   virtual std::unique_ptr<byte_stream> open_stream(stream_connector& connector,
-                                                   const tls_ticket* resume_from) = 0;
+                                                   const tls_ticket* resume_from,
+                                                   std::unique_ptr<byte_stream> spare) = 0;
   // Calls the ready callback once the socket is readable (or writable).
   virtual void async_wait(bool readable, std::uint64_t generation) = 0;
   // Whether the SYN carried data the server accepted (TCP Fast Open), known after the SYN-ACK.

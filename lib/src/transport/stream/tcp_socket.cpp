@@ -72,8 +72,9 @@ class tcp_socket final : public stream_socket {
   }
 
   std::unique_ptr<byte_stream> open_stream(stream_connector& connector,
-                                           const tls_ticket* resume_from) override {
-    return connector.open(socket_.native_handle(), resume_from);
+                                           const tls_ticket* resume_from,
+                                           std::unique_ptr<byte_stream> spare) override {
+    return connector.open(socket_.native_handle(), resume_from, std::move(spare));
   }
 
   void async_wait(bool readable, std::uint64_t generation) override {

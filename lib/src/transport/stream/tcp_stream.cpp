@@ -20,6 +20,12 @@ class tcp_stream final : public byte_stream {
  public:
   explicit tcp_stream(int fd) : fd_(fd) {}
 
+  // The same object over a new connection.
+  void reopen(int fd) noexcept {
+    fd_ = fd;
+    error_ = 0;
+  }
+
   const char* name() const noexcept override { return "tcp"; }
   bool has_handshake() const noexcept override { return false; }
   stream_io handshake() override { return stream_io::done; }
@@ -76,8 +82,13 @@ class tcp_stream final : public byte_stream {
 
 class tcp_connector final : public stream_connector {
  public:
-  std::unique_ptr<byte_stream> open(int fd, const tls_ticket*) override {
-    return make_tcp_stream(fd);
+  // A client reconnecting after every few queries would otherwise allocate a stream per
+  // connection; the spare is always one of ours.
+  std::unique_ptr<byte_stream> open(int fd, const tls_ticket*,
+                                    std::unique_ptr<byte_stream> spare) override {
+    if (!spare) return make_tcp_stream(fd);
+    static_cast<tcp_stream&>(*spare).reopen(fd);
+    return spare;
   }
 };
 

@@ -1,0 +1,119 @@
+#pragma once
+// Internal: the stream transport's client: DNS over a byte stream (plain TCP, RFC 7766, or
+// TLS, RFC 7858: whichever the run's stream_connector opens). A client keeps up to
+// `outstanding` queries in flight on its connection, matches answers by id in any order, and
+// replaces the connection after `queries_per_connection` queries. All ready queries go out as
+// one gathered write of [length+id][rest] pieces: plain TCP sends them without a copy, TLS
+// joins them once.
+//
+// stream_client_connection.cpp: the connection's life cycle (connect, handshake, failures,
+// the server closing, close). stream_client.cpp: readiness and the queries' I/O (fill, write,
+// read, take answers) and the transport's factories.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <boost/asio/socket_base.hpp>
+
+#include "engine/engine.hpp"
+#include "message/framing.hpp"
+#include "transport/stream/message_channel.hpp"
+#include "transport/stream/stream_socket.hpp"
+#include "transport/stream/stream_transport.hpp"
+#include "transport/tls/tls_backend.hpp"
+
+namespace dnstransport::detail {
+
+class stream_client final : public client_base {
+ public:
+  stream_client(worker& owner, unsigned index, std::uint64_t quota,
+                const stream_transport& transport)
+      : client_base(owner, index, quota),
+        transport_(transport),
+        socket_(transport.make_socket(owner.io(),
+                                      [this](bool readable, std::uint64_t generation, bool ok) {
+                                        wait_ended(readable, generation, ok);
+                                      })) {}
+
+  void start() override;
+  void tick(std::uint64_t now) override;
+  void abandon() override;
+
+ private:
+  static constexpr unsigned max_gather = 256;  // queries per write (2 pieces each, IOV_MAX is 1024)
+
+  // Running to a query count, connects/handshakes failed in a row before a client gives up.
+  static constexpr unsigned max_failed_in_a_row = 3;
+
+  enum class conn_state { idle, connecting, handshaking, established };
+
+  const stream_settings& settings() const noexcept { return transport_.settings(); }
+  std::string handshake_name();
+
+  bool connection_done() const noexcept {
+    const std::uint64_t limit = settings().queries_per_connection;
+    return limit != 0 && sent_on_connection_ >= limit && slots_.empty();
+  }
+
+  // The connection's life cycle (stream_client_connection.cpp).
+  void connect(std::uint64_t now);
+  void on_connected(std::uint64_t now);
+  // The stream's own set-up above TCP (TLS); a stream without one is ready at once.
+  void handshake(std::uint64_t now);
+  // A connect (or socket set-up) that failed with `error`, counted by its errno name.
+  void fail_connection(const std::string& what, int error);
+  // A handshake that failed, counted by the stream's cause ("tls_certificate").
+  void fail_connection(const std::string& what, const std::string& cause,
+                       const std::string& message);
+  void connection_failed();
+  // The server ended the connection: EOF (or close_notify), or a reset/error.
+  void server_closed(bool reset);
+  // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
+  void close(bool count);
+  void end_setup() noexcept;
+  void drop_socket(bool abortive = false);
+
+  // Readiness and the queries' I/O (stream_client.cpp).
+  void wait(boost::asio::socket_base::wait_type type);
+  void wait_ended(bool reading, std::uint64_t generation, bool ok);
+  void arm_read() { wait(boost::asio::socket_base::wait_read); }
+  void on_ready();
+  // Reads and processes everything available (answers are timed as each read returns).
+  // False when the connection is gone.
+  bool read_available();
+  bool take_messages(std::uint64_t now);
+  void fill(std::uint64_t now);
+  slot_table::slot& next_query(std::uint64_t now);
+  // Writes `batch` queries in one gathered write; the channel keeps what the stream did not
+  // take. False if the connection died.
+  bool write_queries(std::uint64_t now, unsigned batch);
+  // Waits for what a write left to do. False if the connection died.
+  bool after_write(stream_io r);
+  // Sends pending output. False when the connection is gone.
+  bool flush();
+
+  const stream_transport& transport_;
+  std::unique_ptr<stream_socket> socket_;
+  message_channel channel_;
+  std::unique_ptr<byte_stream> spare_stream_;  // the last connection's, closed
+  std::unique_ptr<tls_ticket> ticket_;
+  std::array<std::array<std::uint8_t, frame_prefix_size + 2>, max_gather> heads_{};
+  conn_state state_ = conn_state::idle;
+  std::uint64_t generation_ = 0;
+  std::uint64_t connection_started_ns_ = 0;
+  std::uint64_t handshake_started_ns_ = 0;
+  std::uint64_t sent_on_connection_ = 0;
+  std::uint64_t connections_made_ = 0;
+  std::uint64_t highest_sequence_answered_ = 0;
+  bool any_answered_ = false;
+  bool waiting_read_ = false;
+  bool waiting_write_ = false;
+  bool in_setup_ = false;  // counted in the worker's set-ups in flight
+  bool counted_ = false;   // set-up began after the warm-up: the connection is counted
+
+  unsigned failed_in_a_row_ = 0;  // connects/handshakes failed since the last success
+};
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,219 @@
+// The stream client's connection life cycle: connect (with the set-up budget and source
+// addresses), the handshake, failed set-ups, the server closing, our close, and the session
+// ticket kept for the next connection. The class is in stream_client.hpp.
+
+#include <cerrno>
+#include <string>
+
+#include <fmt/format.h>
+#include <boost/asio/socket_base.hpp>
+
+#include "transport/stream/stream_client.hpp"
+#include "util/clock.hpp"
+
+namespace dnstransport::detail {
+
+// Connects when the first query may go out at once (see tick): a paced client whose first
+// query is due later connects then, not at the start with an idle connection.
+void stream_client::start() {
+  const std::uint64_t now = monotonic_ns();
+  if (send_allowance(now) > 0) connect(now);
+}
+
+void stream_client::tick(std::uint64_t now) {
+  if (state_ != conn_state::established) expire_waiting_retries(now);
+  if (state_ == conn_state::connecting || state_ == conn_state::handshaking) {
+    // Nothing left to send: a set-up still going would end neither opened nor failed.
+    if (!may_send(now) && slots_.empty()) {
+      close(true);
+      return;
+    }
+    if (now - connection_started_ns_ >= plan().timeout_ns) {
+      fail_connection(
+          state_ == conn_state::connecting ? std::string("tcp connect") : handshake_name(),
+          ETIMEDOUT);
+    }
+    return;
+  }
+  if (state_ == conn_state::established) {
+    expire(now);
+    if (!may_send(now) && slots_.empty()) {
+      close(true);
+      return;
+    }
+    if (connection_done()) {
+      close(true);
+      if (send_allowance(now) > 0) connect(now);
+      return;
+    }
+    fill(now);
+    return;
+  }
+  // Connect only when a query may go out at once: a paced client would otherwise hold an
+  // idle connection (that servers close) and count the wait as set-up time.
+  if (send_allowance(now) > 0) connect(now);
+}
+
+void stream_client::abandon() {
+  fail_in_flight(true);
+  if (state_ != conn_state::idle) close(true);
+}
+
+std::string stream_client::handshake_name() {
+  return fmt::format("{} handshake", channel_.is_open() ? channel_.stream().name() : "stream");
+}
+
+void stream_client::connect(std::uint64_t now) {
+  // Too many set-ups in flight on this thread: wait for the next tick. Thousands of
+  // simultaneous handshakes would only time out against any single server.
+  if (!owner_.begin_connection_setup()) return;
+  in_setup_ = true;
+  ++generation_;
+  state_ = conn_state::connecting;
+  connection_started_ns_ = now;
+  // A connection whose set-up began in the warm-up is left out of every connection figure.
+  counted_ = measuring(now);
+  sent_on_connection_ = 0;
+  highest_sequence_answered_ = 0;
+  any_answered_ = false;
+  waiting_read_ = waiting_write_ = false;
+
+  const run_plan& p = plan();
+  tcp_dial_options options;
+  options.nodelay = settings().tcp_nodelay;
+  options.fastopen = settings().tcp_fastopen;
+  // Spread successive connections of all clients over the source addresses.
+  if (!p.sources.empty()) {
+    options.source = &p.sources[(index_ + connections_made_ * p.clients) % p.sources.size()];
+  }
+  ++connections_made_;
+  const tcp_dial dial = socket_->connect({p.server_address, p.server_port}, options);
+  switch (dial.result) {
+    case tcp_dial::outcome::connected:
+      on_connected(now);
+      return;
+    case tcp_dial::outcome::in_progress:
+      wait(boost::asio::socket_base::wait_write);
+      return;
+    case tcp_dial::outcome::failed:
+      fail_connection(dial.what, dial.error);
+      return;
+  }
+}
+
+void stream_client::on_connected(std::uint64_t now) {
+  if (counted_) {
+    ++connections().opened;
+    connections().connect_latency.record(now - connection_started_ns_);
+  }
+  channel_.open(socket_->open_stream(transport_.connector(),
+                                     settings().resume ? ticket_.get() : nullptr,
+                                     std::move(spare_stream_)));
+  state_ = conn_state::handshaking;
+  handshake_started_ns_ = now;
+  handshake(now);
+}
+
+void stream_client::handshake(std::uint64_t now) {
+  byte_stream& stream = channel_.stream();
+  switch (stream.handshake()) {
+    case stream_io::done:
+      if (stream.has_handshake()) {
+        // The last handshake step does the expensive crypto: read the clock after it, so
+        // neither the handshake nor the first query's send time is back-dated.
+        now = monotonic_ns();
+        if (counted_) {
+          connections().handshake_latency.record(now - handshake_started_ns_);
+          ++(stream.resumed() ? connections().handshakes_resumed : connections().handshakes_full);
+        }
+      }
+      end_setup();
+      failed_in_a_row_ = 0;
+      state_ = conn_state::established;
+      fill(now);
+      arm_read();
+      return;
+    case stream_io::want_read:
+      wait(boost::asio::socket_base::wait_read);
+      return;
+    case stream_io::want_write:
+      wait(boost::asio::socket_base::wait_write);
+      return;
+    case stream_io::closed:
+    case stream_io::failed:
+      fail_connection(handshake_name(), stream.failure_cause(), stream.error_message());
+      return;
+  }
+}
+
+void stream_client::fail_connection(const std::string& what, int error) {
+  if (counted_) {
+    ++connections().failed;
+    connections().record_socket_error(what.c_str(), error);
+  }
+  connection_failed();
+}
+
+void stream_client::fail_connection(const std::string& what, const std::string& cause,
+                                    const std::string& message) {
+  if (counted_) {
+    ++connections().failed;
+    connections().record_failure(cause, fmt::format("{}: {}", what, message));
+  }
+  connection_failed();
+}
+
+void stream_client::connection_failed() {
+  // Running to a query count, a server that fails every connection would keep the run
+  // going forever: after a few failures in a row this client gives up.
+  if (++failed_in_a_row_ >= max_failed_in_a_row && plan().send_end_ns == UINT64_MAX) quota_ = 0;
+  // In-flight queries exist only with TCP fast open; they die with the attempt.
+  fail_in_flight(false);
+  drop_socket();
+  // Retry on the next tick rather than at once, so a refusing server is not hammered.
+  state_ = conn_state::idle;
+}
+
+void stream_client::server_closed(bool reset) {
+  auto& c = connections();
+  if (counted_) ++(reset ? c.reset_by_server : c.closed_by_server);
+  fail_in_flight(false);
+  drop_socket();
+  state_ = conn_state::idle;
+  const std::uint64_t now = monotonic_ns();
+  if (send_allowance(now) > 0) connect(now);
+}
+
+void stream_client::close(bool count) {
+  if (count && counted_ && state_ != conn_state::idle && state_ != conn_state::connecting) {
+    ++connections().closed_by_client;
+  }
+  if (state_ == conn_state::established && !settings().close_with_rst) {
+    channel_.stream().shutdown();
+  }
+  drop_socket(settings().close_with_rst);  // keeps the connection's newest ticket
+  state_ = conn_state::idle;
+}
+
+void stream_client::end_setup() noexcept {
+  if (in_setup_) owner_.end_connection_setup();
+  in_setup_ = false;
+}
+
+void stream_client::drop_socket(bool abortive) {
+  end_setup();
+  if (channel_.is_open() && settings().resume) {
+    if (auto ticket = channel_.stream().ticket()) ticket_ = std::move(ticket);
+  }
+  // Kept for the next connection, whose connector may reuse it (plain TCP does).
+  if (auto closed = channel_.close()) spare_stream_ = std::move(closed);
+  // Whether the SYN carried the first query is known once the SYN-ACK came back.
+  if (sent_on_connection_ > 0 && counted_ && socket_->syn_data_accepted()) {
+    ++connections().fastopen_data_in_syn;
+  }
+  ++generation_;
+  socket_->close(abortive);
+  waiting_read_ = waiting_write_ = false;
+}
+
+}  // namespace dnstransport::detail

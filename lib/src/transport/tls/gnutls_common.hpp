@@ -1,0 +1,174 @@
+#pragma once
+// Internal: the tls_backend.hpp interface over GnuTLS 3.7. What the backend's connection
+// (gnutls_connection.cpp) and its client and server contexts (gnutls_context.cpp) share: library
+// set-up, GnuTLS-allocated buffers, version masks, the set-up sessions keep alive, the saved
+// session and the connection class the contexts create.
+
+#include <gnutls/gnutls.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+
+#include "transport/tls/tls_backend.hpp"
+
+namespace dnstransport::detail {
+
+// GnuTLS initialises itself when loaded unless told otherwise (GNUTLS_NO_IMPLICIT_INIT or a
+// static build); the calls are reference counted, so each context holding one is safe.
+class gnutls_library {
+ public:
+  gnutls_library() {
+    if (const int result = gnutls_global_init(); result < 0) {
+      throw setup_error(fmt::format("cannot initialise GnuTLS: {}", gnutls_strerror(result)));
+    }
+  }
+  ~gnutls_library() { gnutls_global_deinit(); }
+  gnutls_library(const gnutls_library&) = delete;
+  gnutls_library& operator=(const gnutls_library&) = delete;
+};
+
+// A datum GnuTLS allocated for us.
+struct gnutls_buffer {
+  gnutls_datum_t datum{nullptr, 0};
+  gnutls_buffer() = default;
+  gnutls_buffer(const gnutls_buffer&) = delete;
+  gnutls_buffer& operator=(const gnutls_buffer&) = delete;
+  ~gnutls_buffer() { gnutls_free(datum.data); }
+};
+
+// Sets of versions as bit masks, to intersect what a client offers with what we allow.
+constexpr unsigned version_bit(tls_version version) {
+  return version == tls_version::v1_3 ? 2u : 1u;
+}
+
+inline unsigned version_bit(unsigned char major, unsigned char minor) {
+  if (major != 3) return 0;
+  if (minor == 3) return version_bit(tls_version::v1_2);
+  if (minor == 4) return version_bit(tls_version::v1_3);
+  return 0;
+}
+
+struct credentials_deleter {
+  void operator()(gnutls_certificate_credentials_t credentials) const noexcept {
+    gnutls_certificate_free_credentials(credentials);
+  }
+};
+struct priority_deleter {
+  void operator()(gnutls_priority_t priority) const noexcept { gnutls_priority_deinit(priority); }
+};
+
+// Credentials and the compiled priority string, which both roles need and which sessions
+// keep alive through a shared pointer (GnuTLS does not reference count them). Defined in
+// gnutls_context.cpp.
+class shared_setup {
+ public:
+  shared_setup(const std::optional<tls_version>& min_version,
+               const std::optional<tls_version>& max_version, const std::string& priority);
+
+  gnutls_certificate_credentials_t credentials() const noexcept { return credentials_.get(); }
+
+  // The versions this side allows, as a mask of version_bit() values.
+  unsigned versions() const noexcept { return versions_; }
+
+  // One ticket key per server context, so every responder thread can decrypt every ticket
+  // the server issued. Null until generated.
+  void generate_ticket_key();
+  const gnutls_datum_t* ticket_key() const noexcept {
+    return ticket_key_.datum.data != nullptr ? &ticket_key_.datum : nullptr;
+  }
+
+  // The name a client checks the server certificate against. GnuTLS keeps the pointer for
+  // the session's lifetime, so it lives here rather than in the context. Null for none.
+  void set_verify_name(std::string name) { verify_name_ = std::move(name); }
+  const char* verify_name() const noexcept {
+    return verify_name_.empty() ? nullptr : verify_name_.c_str();
+  }
+
+  ~shared_setup();
+  shared_setup(const shared_setup&) = delete;
+  shared_setup& operator=(const shared_setup&) = delete;
+
+  // Applies the shared settings to a new session.
+  void apply(gnutls_session_t session) const;
+
+ private:
+  gnutls_library library_;
+  std::unique_ptr<gnutls_certificate_credentials_st, credentials_deleter> credentials_;
+  std::unique_ptr<gnutls_priority_st, priority_deleter> priority_;
+  unsigned versions_ = 0;
+  gnutls_buffer ticket_key_;
+  std::string verify_name_;
+};
+
+class gnutls_ticket final : public tls_ticket {
+ public:
+  const gnutls_datum_t& data() const noexcept { return data_.datum; }
+  gnutls_datum_t& data() noexcept { return data_.datum; }
+
+ private:
+  gnutls_buffer data_;
+};
+
+// One session on `fd`, client or server by `flags` (GNUTLS_CLIENT / GNUTLS_SERVER); the
+// context applies its settings to get() before the first step. Defined in
+// gnutls_connection.cpp.
+class gnutls_connection final : public tls_connection {
+ public:
+  gnutls_connection(std::shared_ptr<const shared_setup> setup, int fd, unsigned int flags,
+                    bool resume);
+  ~gnutls_connection() override;
+
+  gnutls_connection(const gnutls_connection&) = delete;
+  gnutls_connection& operator=(const gnutls_connection&) = delete;
+
+  gnutls_session_t get() const noexcept { return session_; }
+
+  tls_io handshake() override;
+  tls_io read(std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
+  tls_io write(const std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
+  tls_io shutdown() override;
+  std::size_t pending() const override;
+  bool resumed() const override;
+  std::unique_ptr<tls_ticket> ticket() override;
+  std::string version() const override;
+  tls_failure failure() const override { return failure_; }
+  std::string error_message() const override { return error_message_; }
+
+ private:
+  tls_io finish(int result);
+
+  // Records which of our versions the client offers, for telling a version mismatch apart
+  // from other negotiation failures.
+  static int on_client_hello(gnutls_session_t session, unsigned int, unsigned int,
+                             unsigned int incoming, const gnutls_datum_t* message);
+
+  // GnuTLS leaves telling the peer why the handshake failed to the application; OpenSSL
+  // always does it. Best effort: the session is over either way.
+  void send_alert(int result) { gnutls_alert_send_appropriate(session_, result); }
+
+  bool peer_closed() const;
+  std::string verification_message(int result) const;
+  tls_io fail(tls_failure kind, std::string message);
+  // GnuTLS sessions are unusable after a fatal error; answer the same from then on.
+  tls_io end(tls_io result);
+
+  std::shared_ptr<const shared_setup> setup_;
+  int fd_;
+  gnutls_session_t session_ = nullptr;
+  bool resume_;
+  bool handshake_done_ = false;
+  bool client_hello_seen_ = false;
+  unsigned offered_versions_ = 0;
+  std::optional<tls_io> final_;
+  tls_failure failure_ = tls_failure::none;
+  std::string error_message_;
+};
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,264 @@
+// One GnuTLS session behind the tls_connection interface: handshake, read, write and
+// shutdown steps, the saved session for resumption, and failures told apart by kind (with
+// the client's offered versions, so a version mismatch reads as one on both backends).
+
+#include <gnutls/gnutls.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "transport/tls/gnutls_common.hpp"
+
+namespace dnstransport::detail {
+namespace {
+
+bool is_certificate_alert(gnutls_alert_description_t alert) {
+  switch (alert) {
+    case GNUTLS_A_BAD_CERTIFICATE:
+    case GNUTLS_A_UNSUPPORTED_CERTIFICATE:
+    case GNUTLS_A_CERTIFICATE_REVOKED:
+    case GNUTLS_A_CERTIFICATE_EXPIRED:
+    case GNUTLS_A_CERTIFICATE_UNKNOWN:
+    case GNUTLS_A_UNKNOWN_CA:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+gnutls_connection::gnutls_connection(std::shared_ptr<const shared_setup> setup, int fd,
+                                     unsigned int flags, bool resume)
+    : setup_(std::move(setup)), fd_(fd), resume_(resume) {
+  if (gnutls_init(&session_, flags | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) < 0) {
+    throw std::bad_alloc();
+  }
+  // No library timer: the caller owns timeouts, as it does with OpenSSL.
+  gnutls_handshake_set_timeout(session_, 0);
+  gnutls_transport_set_int(session_, fd_);
+  if ((flags & GNUTLS_SERVER) != 0) {
+    gnutls_session_set_ptr(session_, this);
+    gnutls_handshake_set_hook_function(session_, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_PRE,
+                                       &on_client_hello);
+  }
+}
+
+gnutls_connection::~gnutls_connection() {
+  gnutls_deinit(session_);
+}
+
+tls_io gnutls_connection::handshake() {
+  if (final_) return *final_;
+  for (;;) {
+    const int result = gnutls_handshake(session_);
+    if (result == GNUTLS_E_SUCCESS) {
+      handshake_done_ = true;
+      return tls_io::done;
+    }
+    // Warning alerts are not fatal; the handshake goes on.
+    if (result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED ||
+        gnutls_error_is_fatal(result) != 0) {
+      return finish(result);
+    }
+  }
+}
+
+tls_io gnutls_connection::read(std::uint8_t* data, std::size_t size, std::size_t& transferred) {
+  transferred = 0;
+  if (final_) return *final_;
+  for (;;) {
+    const ssize_t result = gnutls_record_recv(session_, data, size);
+    if (result > 0) {
+      transferred = static_cast<std::size_t>(result);
+      return tls_io::done;
+    }
+    // close_notify; the session can still send ours.
+    if (result == 0) return tls_io::closed;
+    // A TLS 1.2 renegotiation request or a warning alert: a DNS client ignores both.
+    if (result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED ||
+        gnutls_error_is_fatal(static_cast<int>(result)) != 0) {
+      return finish(static_cast<int>(result));
+    }
+  }
+}
+
+tls_io gnutls_connection::write(const std::uint8_t* data, std::size_t size,
+                                std::size_t& transferred) {
+  transferred = 0;
+  if (final_) return *final_;
+  // After GNUTLS_E_AGAIN GnuTLS expects the same data again, which the interface promises.
+  const ssize_t result = gnutls_record_send(session_, data, size);
+  if (result >= 0) {
+    transferred = static_cast<std::size_t>(result);
+    return tls_io::done;
+  }
+  return finish(static_cast<int>(result));
+}
+
+tls_io gnutls_connection::shutdown() {
+  if (final_) return *final_;
+  const int result = gnutls_bye(session_, GNUTLS_SHUT_WR);
+  return result == GNUTLS_E_SUCCESS ? tls_io::done : finish(result);
+}
+
+std::size_t gnutls_connection::pending() const {
+  return gnutls_record_check_pending(session_);
+}
+
+bool gnutls_connection::resumed() const {
+  return gnutls_session_is_resumed(session_) != 0;
+}
+
+std::unique_ptr<tls_ticket> gnutls_connection::ticket() {
+  if (!resume_ || !handshake_done_) return nullptr;
+  // Without a received TLS 1.3 ticket GnuTLS would wait for one, then return data that
+  // cannot resume.
+  if (gnutls_protocol_get_version(session_) == GNUTLS_TLS1_3 &&
+      (gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_SESSION_TICKET) == 0) {
+    return nullptr;
+  }
+  auto ticket = std::make_unique<gnutls_ticket>();
+  if (gnutls_session_get_data2(session_, &ticket->data()) < 0) return nullptr;
+  return ticket;
+}
+
+std::string gnutls_connection::version() const {
+  // The same spelling as OpenSSL, so reports do not depend on the backend.
+  const gnutls_protocol_t version = gnutls_protocol_get_version(session_);
+  switch (version) {
+    case GNUTLS_TLS1_2:
+      return "TLSv1.2";
+    case GNUTLS_TLS1_3:
+      return "TLSv1.3";
+    default: {
+      const char* name = gnutls_protocol_get_name(version);
+      return name != nullptr ? name : "unknown";
+    }
+  }
+}
+
+tls_io gnutls_connection::finish(int result) {
+  switch (result) {
+    case GNUTLS_E_AGAIN:
+    case GNUTLS_E_INTERRUPTED:
+      return gnutls_record_get_direction(session_) == 1 ? tls_io::want_write : tls_io::want_read;
+    case GNUTLS_E_PREMATURE_TERMINATION:
+      return end(tls_io::closed);
+    case GNUTLS_E_PUSH_ERROR:
+    case GNUTLS_E_PULL_ERROR:
+      return fail(tls_failure::reset, gnutls_strerror(result));
+    case GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR:
+    case GNUTLS_E_CERTIFICATE_ERROR:
+      send_alert(result);
+      return fail(tls_failure::certificate, verification_message(result));
+    case GNUTLS_E_FATAL_ALERT_RECEIVED: {
+      const gnutls_alert_description_t alert = gnutls_alert_get(session_);
+      const tls_failure kind = alert == GNUTLS_A_PROTOCOL_VERSION ? tls_failure::protocol_version
+                               : is_certificate_alert(alert)      ? tls_failure::certificate
+                                                                  : tls_failure::handshake_alert;
+      const char* name = gnutls_alert_get_name(alert);
+      return fail(kind, fmt::format("{} ({})", gnutls_strerror(result),
+                                    name != nullptr ? name : "unknown alert"));
+    }
+    case GNUTLS_E_UNSUPPORTED_VERSION_PACKET:
+    case GNUTLS_E_NO_PRIORITIES_WERE_SET:
+      send_alert(result);
+      return fail(tls_failure::protocol_version, gnutls_strerror(result));
+    case GNUTLS_E_NO_CIPHER_SUITES:
+      // GnuTLS settles on a version before it looks for a suite, so a client without a
+      // version in common fails here and would get a handshake_failure alert. OpenSSL
+      // answers protocol_version; so do we, for the same verdict on both backends.
+      if (client_hello_seen_ && (offered_versions_ & setup_->versions()) == 0) {
+        gnutls_alert_send(session_, GNUTLS_AL_FATAL, GNUTLS_A_PROTOCOL_VERSION);
+        return fail(tls_failure::protocol_version,
+                    fmt::format("{} (the client offers no TLS version allowed here)",
+                                gnutls_strerror(result)));
+      }
+      send_alert(result);
+      return fail(tls_failure::other, gnutls_strerror(result));
+    case GNUTLS_E_UNEXPECTED_PACKET:
+    case GNUTLS_E_RECORD_OVERFLOW:
+      // Before the handshake completes these mean the bytes were never TLS records;
+      // afterwards they mean a corrupted stream.
+      send_alert(result);
+      return fail(handshake_done_ ? tls_failure::other : tls_failure::not_tls,
+                  gnutls_strerror(result));
+    case GNUTLS_E_UNEXPECTED_PACKET_LENGTH:
+      // GnuTLS says this both for a malformed message and for a stream that ended inside
+      // a record; OpenSSL calls the latter an EOF, and so do we.
+      if (peer_closed()) return end(tls_io::closed);
+      send_alert(result);
+      return fail(tls_failure::other, gnutls_strerror(result));
+    default:
+      send_alert(result);
+      return fail(tls_failure::other, gnutls_strerror(result));
+  }
+}
+
+int gnutls_connection::on_client_hello(gnutls_session_t session, unsigned int, unsigned int,
+                                       unsigned int incoming, const gnutls_datum_t* message) {
+  auto* self = static_cast<gnutls_connection*>(gnutls_session_get_ptr(session));
+  if (self == nullptr || incoming == 0 || message == nullptr || message->size < 2) return 0;
+  struct client_offer {
+    unsigned versions = 0;
+    bool listed = false;
+  };
+  client_offer offer;
+  const auto collect = [](void* context, unsigned int extension, const unsigned char* data,
+                          unsigned int size) {
+    constexpr unsigned int supported_versions = 43;
+    if (extension != supported_versions || size < 1) return 0;
+    auto& found = *static_cast<client_offer*>(context);
+    found.listed = true;
+    const unsigned int end = std::min(size, 1u + data[0]);
+    for (unsigned int i = 1; i + 1 < end; i += 2) {
+      found.versions |= version_bit(data[i], data[i + 1]);
+    }
+    return 0;
+  };
+  gnutls_ext_raw_parse(&offer, collect, message, GNUTLS_EXT_RAW_FLAG_TLS_CLIENT_HELLO);
+  // Without supported_versions the legacy version field is the client's highest version.
+  self->offered_versions_ =
+      offer.listed ? offer.versions : version_bit(message->data[0], message->data[1]);
+  self->client_hello_seen_ = true;
+  return 0;
+}
+
+bool gnutls_connection::peer_closed() const {
+  char byte;
+  return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+std::string gnutls_connection::verification_message(int result) const {
+  const unsigned int status = gnutls_session_get_verify_cert_status(session_);
+  gnutls_buffer text;
+  if (status == 0 ||
+      gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text.datum, 0) < 0) {
+    return gnutls_strerror(result);
+  }
+  std::string_view reasons(reinterpret_cast<const char*>(text.datum.data), text.datum.size);
+  while (!reasons.empty() && (reasons.back() == ' ' || reasons.back() == '\0')) {
+    reasons.remove_suffix(1);
+  }
+  return fmt::format("certificate verification failed: {}", reasons);
+}
+
+tls_io gnutls_connection::fail(tls_failure kind, std::string message) {
+  failure_ = kind;
+  error_message_ = std::move(message);
+  return end(tls_io::error);
+}
+
+tls_io gnutls_connection::end(tls_io result) {
+  final_ = result;
+  return result;
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,190 @@
+// One OpenSSL session behind the tls_connection interface: handshake, read, write and
+// shutdown steps, the saved session for resumption, and failures told apart by kind.
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <cerrno>
+#include <string>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "transport/tls/openssl_common.hpp"
+
+namespace dnstransport::detail {
+namespace {
+
+// Alerts a peer sends when it rejected our certificate.
+bool is_certificate_alert(int alert) {
+  switch (alert) {
+    case SSL_AD_BAD_CERTIFICATE:
+    case SSL_AD_UNSUPPORTED_CERTIFICATE:
+    case SSL_AD_CERTIFICATE_REVOKED:
+    case SSL_AD_CERTIFICATE_EXPIRED:
+    case SSL_AD_CERTIFICATE_UNKNOWN:
+    case SSL_AD_UNKNOWN_CA:
+    case SSL_AD_BAD_CERTIFICATE_STATUS_RESPONSE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+openssl_connection::openssl_connection(ssl_ptr ssl) : ssl_(std::move(ssl)) {
+  SSL_set_app_data(ssl_.get(), this);
+}
+
+tls_io openssl_connection::handshake() {
+  if (final_) return *final_;
+  begin_call();
+  const int result = SSL_do_handshake(ssl_.get());
+  return result == 1 ? tls_io::done : finish(result);
+}
+
+tls_io openssl_connection::read(std::uint8_t* data, std::size_t size, std::size_t& transferred) {
+  transferred = 0;
+  if (final_) return *final_;
+  begin_call();
+  const int result = SSL_read_ex(ssl_.get(), data, size, &transferred);
+  return result == 1 ? tls_io::done : finish(result);
+}
+
+tls_io openssl_connection::write(const std::uint8_t* data, std::size_t size,
+                                 std::size_t& transferred) {
+  transferred = 0;
+  if (final_) return *final_;
+  begin_call();
+  const int result = SSL_write_ex(ssl_.get(), data, size, &transferred);
+  return result == 1 ? tls_io::done : finish(result);
+}
+
+tls_io openssl_connection::shutdown() {
+  if (final_) return *final_;
+  begin_call();
+  // 0 means our close_notify went out and the peer's has not arrived, which is all we ask.
+  const int result = SSL_shutdown(ssl_.get());
+  return result >= 0 ? tls_io::done : finish(result);
+}
+
+std::size_t openssl_connection::pending() const {
+  return static_cast<std::size_t>(SSL_pending(ssl_.get()));
+}
+
+bool openssl_connection::resumed() const {
+  return SSL_session_reused(ssl_.get()) == 1;
+}
+
+std::unique_ptr<tls_ticket> openssl_connection::ticket() {
+  if (!latest_session_) return nullptr;
+  // A copy: OpenSSL marks the connection's own session unusable when the connection is
+  // freed without close_notify, which is how most DNS connections end.
+  ssl_session_ptr copy(SSL_SESSION_dup(latest_session_.get()));
+  if (!copy) return nullptr;
+  return std::make_unique<openssl_ticket>(std::move(copy));
+}
+
+std::string openssl_connection::version() const {
+  return SSL_get_version(ssl_.get());
+}
+
+int openssl_connection::on_new_session(SSL* ssl, SSL_SESSION* session) {
+  auto* self = static_cast<openssl_connection*>(SSL_get_app_data(ssl));
+  if (self == nullptr) return 0;
+  self->latest_session_.reset(session);
+  return 1;
+}
+
+void openssl_connection::begin_call() {
+  ERR_clear_error();
+  errno = 0;
+}
+
+tls_io openssl_connection::finish(int result) {
+  const int saved_errno = errno;
+  switch (SSL_get_error(ssl_.get(), result)) {
+    case SSL_ERROR_WANT_READ:
+      return tls_io::want_read;
+    case SSL_ERROR_WANT_WRITE:
+      return tls_io::want_write;
+    case SSL_ERROR_ZERO_RETURN:
+      // close_notify: the session is still sound enough to send ours back.
+      return tls_io::closed;
+    case SSL_ERROR_SYSCALL:
+      // A socket error, or with neither errno nor a queued error, an EOF.
+      if (saved_errno != 0) {
+        return fail(tls_failure::reset,
+                    std::error_code(saved_errno, std::generic_category()).message());
+      }
+      if (ERR_peek_error() == 0) return end(tls_io::closed);
+      break;
+    case SSL_ERROR_SSL:
+      break;
+    default:
+      return fail(tls_failure::other, openssl_error_text(ERR_peek_error()));
+  }
+  const unsigned long code = ERR_peek_error();
+  if (ERR_GET_LIB(code) == ERR_LIB_SYS) {
+    return fail(tls_failure::reset, openssl_error_text(code));
+  }
+  if (ERR_GET_LIB(code) == ERR_LIB_SSL &&
+      ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+    return end(tls_io::closed);
+  }
+  const tls_failure kind = classify(code);
+  std::string message = openssl_error_text(code);
+  const long verify_result = SSL_get_verify_result(ssl_.get());
+  if (kind == tls_failure::certificate && verify_result != X509_V_OK) {
+    message += fmt::format(" ({})", X509_verify_cert_error_string(verify_result));
+  }
+  return fail(kind, std::move(message));
+}
+
+tls_failure openssl_connection::classify(unsigned long code) const {
+  if (ERR_GET_LIB(code) != ERR_LIB_SSL) return tls_failure::other;
+  const int reason = ERR_GET_REASON(code);
+  if (reason >= SSL_AD_REASON_OFFSET) {
+    const int alert = reason - SSL_AD_REASON_OFFSET;
+    if (alert == SSL_AD_PROTOCOL_VERSION) return tls_failure::protocol_version;
+    if (is_certificate_alert(alert)) return tls_failure::certificate;
+    return tls_failure::handshake_alert;
+  }
+  switch (reason) {
+    case SSL_R_CERTIFICATE_VERIFY_FAILED:
+      return tls_failure::certificate;
+    case SSL_R_UNSUPPORTED_PROTOCOL:
+    case SSL_R_NO_PROTOCOLS_AVAILABLE:
+    case SSL_R_VERSION_TOO_LOW:
+    case SSL_R_VERSION_TOO_HIGH:
+    case SSL_R_WRONG_SSL_VERSION:
+      return tls_failure::protocol_version;
+    case SSL_R_WRONG_VERSION_NUMBER:
+    case SSL_R_PACKET_LENGTH_TOO_LONG:
+    case SSL_R_HTTP_REQUEST:
+    case SSL_R_HTTPS_PROXY_REQUEST:
+#ifdef SSL_R_RECORD_LAYER_FAILURE  // OpenSSL 3.2 and later
+    case SSL_R_RECORD_LAYER_FAILURE:
+#endif
+      // Before the handshake completes these mean the bytes were never TLS records;
+      // afterwards they mean a corrupted stream.
+      return SSL_is_init_finished(ssl_.get()) ? tls_failure::other : tls_failure::not_tls;
+    default:
+      return tls_failure::other;
+  }
+}
+
+tls_io openssl_connection::fail(tls_failure kind, std::string message) {
+  failure_ = kind;
+  error_message_ = std::move(message);
+  return end(tls_io::error);
+}
+
+tls_io openssl_connection::end(tls_io result) {
+  ERR_clear_error();
+  final_ = result;
+  return result;
+}
+
+}  // namespace dnstransport::detail
