@@ -163,29 +163,6 @@ void check_step(tls_connection& session, tls_io io) {
   }
 }
 
-// Chunk sizes for the raw peer's writes (see fuzz_frame_reader).
-class chunker {
- public:
-  explicit chunker(std::uint8_t scheme) : mode_(scheme & 3), state_(scheme | 1u) {}
-  std::size_t next() {
-    switch (mode_) {
-      case 0:
-        return 1;
-      case 1:
-        return (state_ >> 2) + 1;
-      case 2:
-        state_ = state_ * 1103515245u + 12345u;
-        return (state_ >> 16) % 2048 + 1;
-      default:
-        return SIZE_MAX;
-    }
-  }
-
- private:
-  unsigned mode_;
-  std::uint32_t state_;
-};
-
 // The session under test against a peer whose bytes are the input.
 void run_raw(tls_connection& session, const socket_pair& pair, std::span<const std::uint8_t> input,
              chunker chunks) {
@@ -492,6 +469,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (config & 2) != 0
           ? server_context(backend, versions == 3 ? 0 : versions).accept(pair.session())
           : client_context(backend, versions == 3 ? 0 : versions).connect(pair.session(), nullptr);
-  run_raw(*session, pair, rest.subspan(1), chunker(rest[0]));
+  run_raw(*session, pair, rest.subspan(1), chunker(rest[0], 2048));
   return 0;
 }

@@ -33,6 +33,7 @@
 #include "child_process.hpp"
 #include "hostile_server.hpp"
 #include "misbehaviour.hpp"
+#include "scratch_dir.hpp"
 
 #ifdef DNSTRANSPORT_CLI_PATH
 
@@ -42,30 +43,6 @@ namespace {
 using namespace std::chrono_literals;
 
 const std::string cli = DNSTRANSPORT_CLI_PATH;
-
-// Files for one test, in a directory of this process (ctest runs tests in parallel).
-class scratch {
- public:
-  explicit scratch(const char* name)
-      : directory_(std::filesystem::path(::testing::TempDir()) /
-                   (std::string(name) + "-" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(directory_);
-    std::filesystem::create_directories(directory_);
-  }
-  ~scratch() {
-    std::error_code ignored;
-    std::filesystem::remove_all(directory_, ignored);
-  }
-  std::string file(const std::string& name, const std::string& contents) const {
-    const auto path = directory_ / name;
-    std::ofstream(path, std::ios::binary) << contents;
-    return path.string();
-  }
-  std::string path(const std::string& name) const { return (directory_ / name).string(); }
-
- private:
-  std::filesystem::path directory_;
-};
 
 std::string contents(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,0 +1,45 @@
+#pragma once
+/// \file
+/// Test support: files for one test, in a directory of this process (ctest runs tests in
+/// parallel), removed with the object.
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <system_error>
+
+#include <gtest/gtest.h>
+
+namespace dnstransport::hostile {
+
+class scratch {
+ public:
+  explicit scratch(const std::string& name = "dnstransport-test")
+      : directory_(std::filesystem::path(::testing::TempDir()) /
+                   (name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(directory_);
+    std::filesystem::create_directories(directory_);
+  }
+  ~scratch() {
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+  scratch(const scratch&) = delete;
+  scratch& operator=(const scratch&) = delete;
+
+  /// Writes `contents` to `name` in the directory; returns its path.
+  std::string file(const std::string& name, const std::string& contents) const {
+    const auto path = directory_ / name;
+    std::ofstream(path, std::ios::binary) << contents;
+    return path.string();
+  }
+  /// The path of `name` in the directory (not created).
+  std::string path(const std::string& name) const { return (directory_ / name).string(); }
+
+ private:
+  std::filesystem::path directory_;
+};
+
+}  // namespace dnstransport::hostile
