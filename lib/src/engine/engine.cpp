@@ -209,9 +209,9 @@ void client_base::fail_in_flight(bool abandoned) noexcept {
   }
 }
 
-worker::worker(const run_plan& plan, unsigned index, std::vector<unsigned> client_indices,
+worker::worker(const run_plan& plan, std::vector<unsigned> client_indices,
                std::vector<std::uint64_t> quotas)
-    : plan_(plan), index_(index), tick_timer_(io_), scratch_(scratch_count * scratch_size) {
+    : plan_(plan), tick_timer_(io_), scratch_(scratch_count * scratch_size) {
   clients_.reserve(client_indices.size());
   for (std::size_t i = 0; i < client_indices.size(); ++i) {
     clients_.push_back(plan.transport->make_client(*this, client_indices[i], quotas[i]));

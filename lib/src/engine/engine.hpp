@@ -156,7 +156,7 @@ class client_base {
 // One thread's share of the run.
 class worker {
  public:
-  worker(const run_plan& plan, unsigned index, std::vector<unsigned> client_indices,
+  worker(const run_plan& plan, std::vector<unsigned> client_indices,
          std::vector<std::uint64_t> quotas);
   ~worker();
 
@@ -206,7 +206,6 @@ class worker {
   void on_tick();
 
   const run_plan& plan_;
-  unsigned index_;
   boost::asio::io_context io_{1};
   boost::asio::steady_timer tick_timer_;
   std::vector<std::unique_ptr<client_base>> clients_;

@@ -304,7 +304,7 @@ run_result run_load(const load_spec& spec) {
                            : spec.count / spec.clients + (c < spec.count % spec.clients ? 1 : 0));
     }
     workers.push_back(
-        std::make_unique<detail::worker>(plan, w, std::move(indices), std::move(quotas)));
+        std::make_unique<detail::worker>(plan, std::move(indices), std::move(quotas)));
   }
 
   plan.start_ns = monotonic_ns();

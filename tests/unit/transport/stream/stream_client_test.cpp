@@ -51,7 +51,7 @@ scripted_run run_scripted(const peer_script& script, std::uint64_t count, unsign
     indices.push_back(c);
     quotas.push_back(count / clients + (c < count % clients ? 1 : 0));
   }
-  worker w(plan, 0, indices, quotas);
+  worker w(plan, indices, quotas);
   plan.start_ns = monotonic_ns();
   plan.measure_start_ns = plan.start_ns;
   plan.send_end_ns = UINT64_MAX;  // count mode
