@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dnstransport/report.hpp>
@@ -175,9 +176,14 @@ class interrupted_run {
   }
 
   // Sends the signals and returns how the process ended and how long it took after that.
-  process_result stop(std::initializer_list<int> signals, double& seconds_after_signal) {
+  // Signals sent back to back can merge into one delivery; `gap` apart they arrive as two.
+  process_result stop(std::initializer_list<int> signals, double& seconds_after_signal,
+                      std::chrono::milliseconds gap = 0ms) {
     const auto signalled = std::chrono::steady_clock::now();
-    for (const int s : signals) child_.send_signal(s);
+    for (const int s : signals) {
+      child_.send_signal(s);
+      std::this_thread::sleep_for(gap);
+    }
     process_result r = child_.wait(10s);
     seconds_after_signal =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
@@ -231,7 +237,7 @@ TEST(cli_test, second_sigint_exits_at_once) {
   const scratch files;
   interrupted_run run(files, "udp");
   double seconds = 0;
-  const process_result r = run.stop({SIGINT, SIGINT}, seconds);
+  const process_result r = run.stop({SIGINT, SIGINT}, seconds, 2ms);
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 130) << r.err;
   EXPECT_LT(seconds, 1.0);
