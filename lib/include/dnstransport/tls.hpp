@@ -55,6 +55,10 @@ struct tls_server_options {
   std::optional<tls_version> min_version;
   std::optional<tls_version> max_version;
   std::string priority;
+  /// ALPN protocols the listener selects, in its order of preference, when the client offers
+  /// one ("dot" for DoT, "h2" for DoH). A client that offers none of them still gets through,
+  /// without ALPN, so it can tell what happened.
+  std::vector<std::string> alpn{"dot"};
   bool session_tickets = true;  ///< issue tickets so clients can resume
   /// Send a new ticket after a resumed handshake too. false: the client keeps resuming from
   /// the ticket it has, as with dnsdist or unbound's tls-session-ticket-keys (OpenSSL only).

@@ -58,6 +58,10 @@ class byte_stream {
   /// The socket stays open; its owner closes it.
   virtual void shutdown() = 0;
 
+  /// The application protocol agreed on in the TLS handshake (ALPN: "dot", "h2"); empty
+  /// for plain TCP or when the server selected none.
+  virtual std::string application_protocol() const = 0;
+
   /// TLS: the finished handshake resumed an earlier session.
   virtual bool resumed() const = 0;
   /// TLS: the session to resume from on the next connection; null when none (or plain).

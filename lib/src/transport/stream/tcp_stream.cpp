@@ -67,6 +67,7 @@ class tcp_stream final : public byte_stream {
   }
 
   void shutdown() override {}
+  std::string application_protocol() const override { return {}; }
   bool resumed() const override { return false; }
   std::unique_ptr<tls_ticket> ticket() override { return nullptr; }
 

@@ -138,6 +138,7 @@ class gnutls_connection final : public tls_connection {
   bool resumed() const override;
   std::unique_ptr<tls_ticket> ticket() override;
   std::string version() const override;
+  std::string alpn() const override;
   tls_failure failure() const override { return failure_; }
   std::string error_message() const override { return error_message_; }
 

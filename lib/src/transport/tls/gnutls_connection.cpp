@@ -129,6 +129,12 @@ std::unique_ptr<tls_ticket> gnutls_connection::ticket() {
   return ticket;
 }
 
+std::string gnutls_connection::alpn() const {
+  gnutls_datum_t name{};
+  if (gnutls_alpn_get_selected_protocol(session_, &name) < 0 || name.data == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(name.data), name.size);
+}
+
 std::string gnutls_connection::version() const {
   // The same spelling as OpenSSL, so reports do not depend on the backend.
   const gnutls_protocol_t version = gnutls_protocol_get_version(session_);

@@ -199,7 +199,12 @@ std::shared_ptr<const shared_setup> load_server_setup(const tls_server_options& 
 class gnutls_server_context final : public tls_server_context {
  public:
   explicit gnutls_server_context(const tls_server_options& options)
-      : setup_(load_server_setup(options)) {}
+      : setup_(load_server_setup(options)), alpn_names_(options.alpn) {
+    for (std::string& name : alpn_names_) {
+      alpn_.push_back(gnutls_datum_t{reinterpret_cast<unsigned char*>(name.data()),
+                                     static_cast<unsigned>(name.size())});
+    }
+  }
 
   std::unique_ptr<tls_connection> accept(int fd) override {
     const gnutls_datum_t* ticket_key = setup_->ticket_key();
@@ -210,16 +215,21 @@ class gnutls_server_context final : public tls_server_context {
     if (ticket_key != nullptr && gnutls_session_ticket_enable_server(s, ticket_key) < 0) {
       throw std::bad_alloc();
     }
-    // Without GNUTLS_ALPN_MANDATORY, clients that offer no "dot" still get through. GnuTLS
-    // copies the name.
-    const gnutls_datum_t dot{alpn_dot_, sizeof alpn_dot_};
-    if (gnutls_alpn_set_protocols(s, &dot, 1, 0) < 0) throw std::bad_alloc();
+    // Without GNUTLS_ALPN_MANDATORY, clients that offer none of the listener's protocols
+    // still get through; GNUTLS_ALPN_SERVER_PRECEDENCE: the listener's order wins. GnuTLS
+    // copies the names.
+    if (!alpn_.empty() &&
+        gnutls_alpn_set_protocols(s, alpn_.data(), static_cast<unsigned>(alpn_.size()),
+                                  GNUTLS_ALPN_SERVER_PRECEDENCE) < 0) {
+      throw std::bad_alloc();
+    }
     return session;
   }
 
  private:
   std::shared_ptr<const shared_setup> setup_;
-  unsigned char alpn_dot_[3] = {'d', 'o', 't'};
+  std::vector<std::string> alpn_names_;
+  std::vector<gnutls_datum_t> alpn_;  // points into alpn_names_
 };
 
 }  // namespace

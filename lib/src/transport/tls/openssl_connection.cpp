@@ -90,6 +90,13 @@ std::string openssl_connection::version() const {
   return SSL_get_version(ssl_.get());
 }
 
+std::string openssl_connection::alpn() const {
+  const unsigned char* name = nullptr;
+  unsigned int size = 0;
+  SSL_get0_alpn_selected(ssl_.get(), &name, &size);
+  return name == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(name), size);
+}
+
 int openssl_connection::on_new_session(SSL* ssl, SSL_SESSION* session) {
   auto* self = static_cast<openssl_connection*>(SSL_get_app_data(ssl));
   if (self == nullptr) return 0;

@@ -11,6 +11,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -178,19 +179,22 @@ SSL_TICKET_RETURN keep_ticket(SSL*, SSL_SESSION*, const unsigned char*, size_t,
   }
 }
 
-// Picks "dot" when the client offers it; any other offer is answered without ALPN rather
-// than with a fatal alert, so clients with other or no ALPN settings still get through.
+// Picks the listener's most preferred protocol among those the client offers (`arg`: the
+// listener's list); any other offer is answered without ALPN rather than with a fatal alert,
+// so clients with other or no ALPN settings still get through.
 int select_alpn(SSL*, const unsigned char** out, unsigned char* out_size, const unsigned char* in,
-                unsigned int in_size, void*) {
-  for (unsigned int i = 0; i < in_size;) {
-    const unsigned int size = in[i];
-    if (i + 1 + size > in_size) break;
-    if (size == 3 && std::memcmp(in + i + 1, "dot", 3) == 0) {
-      *out = in + i + 1;
-      *out_size = 3;
-      return SSL_TLSEXT_ERR_OK;
+                unsigned int in_size, void* arg) {
+  for (const std::string& wanted : *static_cast<const std::vector<std::string>*>(arg)) {
+    for (unsigned int i = 0; i < in_size;) {
+      const unsigned int size = in[i];
+      if (i + 1 + size > in_size) break;
+      if (size == wanted.size() && std::memcmp(in + i + 1, wanted.data(), size) == 0) {
+        *out = in + i + 1;
+        *out_size = static_cast<unsigned char>(size);
+        return SSL_TLSEXT_ERR_OK;
+      }
+      i += 1 + size;
     }
-    i += 1 + size;
   }
   return SSL_TLSEXT_ERR_NOACK;
 }
@@ -198,7 +202,7 @@ int select_alpn(SSL*, const unsigned char** out, unsigned char* out_size, const 
 class openssl_server_context final : public tls_server_context {
  public:
   explicit openssl_server_context(const tls_server_options& options)
-      : ctx_(new_ssl_ctx(TLS_server_method())) {
+      : ctx_(new_ssl_ctx(TLS_server_method())), alpn_(options.alpn) {
     SSL_CTX* ctx = ctx_.get();
     configure_protocol(ctx, options.min_version, options.max_version, options.priority);
 
@@ -227,7 +231,7 @@ class openssl_server_context final : public tls_server_context {
     } else if (!options.renew_tickets) {
       SSL_CTX_set_session_ticket_cb(ctx, nullptr, &keep_ticket, nullptr);
     }
-    SSL_CTX_set_alpn_select_cb(ctx, &select_alpn, nullptr);
+    if (!alpn_.empty()) SSL_CTX_set_alpn_select_cb(ctx, &select_alpn, &alpn_);
   }
 
   std::unique_ptr<tls_connection> accept(int fd) override {
@@ -239,6 +243,7 @@ class openssl_server_context final : public tls_server_context {
 
  private:
   ssl_ctx_ptr ctx_;
+  std::vector<std::string> alpn_;  // what select_alpn picks from, most preferred first
 };
 
 }  // namespace

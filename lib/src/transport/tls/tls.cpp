@@ -148,6 +148,7 @@ std::unique_ptr<tls_client_context> make_tls_client_context(const tls_client_opt
 std::unique_ptr<tls_server_context> make_tls_server_context(const tls_server_options& options) {
   ignore_sigpipe();
   check_version_range(options.min_version, options.max_version);
+  check_alpn(options.alpn);
   // Generating a certificate for empty paths is the responder's job (it owns the directory
   // the files go to); a context only loads files.
   if (options.certificate_file.empty() || options.key_file.empty()) {

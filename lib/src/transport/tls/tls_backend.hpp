@@ -75,6 +75,10 @@ class tls_connection {
   /// Negotiated protocol ("TLSv1.3"), after the handshake.
   virtual std::string version() const = 0;
 
+  /// The application protocol both sides agreed on in ALPN ("dot", "h2"), after the
+  /// handshake; empty when the server selected none.
+  virtual std::string alpn() const = 0;
+
   /// Details of the last error: kind and library message.
   virtual tls_failure failure() const = 0;
   virtual std::string error_message() const = 0;

@@ -85,6 +85,7 @@ class tls_stream final : public byte_stream {
 
   void shutdown() override { session_->shutdown(); }
 
+  std::string application_protocol() const override { return session_->alpn(); }
   bool resumed() const override { return session_->resumed(); }
   std::unique_ptr<tls_ticket> ticket() override { return session_->ticket(); }
 

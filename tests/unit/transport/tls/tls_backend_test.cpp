@@ -589,6 +589,38 @@ TEST(tls_backend_test, verification_accepts_the_right_ca_and_name) {
   }
 }
 
+TEST(tls_backend_test, listener_selects_its_most_preferred_protocol_the_client_offers) {
+  struct offer {
+    std::vector<std::string> client;
+    std::vector<std::string> server;
+    std::string selected;
+  };
+  const offer offers[] = {
+      {{"h2"}, {"h2"}, "h2"},
+      {{"dot", "h2"}, {"h2", "dot"}, "h2"},
+      {{"h2", "dot"}, {"dot"}, "dot"},
+      {{"http/1.1"}, {"h2"}, ""},
+      {{}, {"h2"}, ""},
+  };
+  for (const combination& c : combinations()) {
+    for (const offer& o : offers) {
+      SCOPED_TRACE(describe(c) + ", expecting \"" + o.selected + "\"");
+      tls_client_options client = client_options(c.client);
+      client.alpn = o.client;
+      tls_server_options server = server_options(c.server);
+      server.alpn = o.server;
+      const auto client_context = make_tls_client_context(client);
+      const auto server_context = make_tls_server_context(server);
+      connection link(*client_context, *server_context);
+      const handshake_outcome outcome = link.handshake();
+      ASSERT_EQ(outcome.client, tls_io::done) << link.client->error_message();
+      ASSERT_EQ(outcome.server, tls_io::done) << link.server->error_message();
+      EXPECT_EQ(link.client->alpn(), o.selected);
+      EXPECT_EQ(link.server->alpn(), o.selected);
+    }
+  }
+}
+
 TEST(tls_backend_test, verification_rejects_a_wrong_ca_or_name) {
   struct variant {
     const char* what;
@@ -787,6 +819,10 @@ TEST(tls_backend_test, server_accepts_clients_with_other_or_no_alpn) {
       const handshake_outcome outcome = link.handshake();
       ASSERT_EQ(outcome.client, tls_io::done) << link.client->error_message();
       ASSERT_EQ(outcome.server, tls_io::done) << link.server->error_message();
+      // The default listener selects only "dot".
+      const std::string expected = alpn.size() == 2 ? "dot" : "";
+      EXPECT_EQ(link.client->alpn(), expected);
+      EXPECT_EQ(link.server->alpn(), expected);
     }
   }
 }
