@@ -43,7 +43,7 @@ struct bounded_run {
 /// Sum of the buckets every sent query ends in.
 inline std::uint64_t accounted(const run_result& r) {
   return r.responses_received + r.truncated + r.oversized + r.lost + r.lost_on_close + r.malformed +
-         r.mismatched + r.abandoned;
+         r.mismatched + r.http_failed + r.abandoned;
 }
 
 /// What a run reported, in one line: the counters a hostile case is about.

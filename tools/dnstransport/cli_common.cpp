@@ -48,7 +48,9 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "Server to load, HOST[:PORT] or [IPv6]:PORT (port 53 by default; 853 for tls). "
                  "Without it the built-in responder is started on 127.0.0.1 in this process.");
   if (with_axes) {
-    app.add_option("--transport", o.transport, "udp, tcp or tls (DNS over TLS)")
+    app.add_option("--transport", o.transport,
+                   "udp, tcp, tls (DNS over TLS, port 853) or doh (DNS over HTTPS on HTTP/2, "
+                   "port 443)")
         ->capture_default_str();
     app.add_option("--queries-per-connection", o.queries_per_connection,
                    "tcp/tls: queries answered on a connection before it is replaced; 1 = a new "
@@ -98,7 +100,7 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_flag("--dnssec-ok", o.dnssec_ok, "Set the DO bit (implies --edns)");
   app.add_option("--edns-payload", o.edns_payload, "EDNS0 UDP payload size")->capture_default_str();
   app.add_flag("--no-rd", o.no_rd, "Clear the RD (recursion desired) bit in generated queries");
-  app.add_option("--tls-backend", o.tls_backend, "TLS library for tls: openssl or gnutls")
+  app.add_option("--tls-backend", o.tls_backend, "TLS library for tls and doh: openssl or gnutls")
       ->capture_default_str();
   app.add_option("--tls-version", o.tls_version, "Pin the TLS version: 1.2 or 1.3");
   app.add_option("--tls-min-version", o.tls_min_version, "Lowest TLS version offered");
@@ -106,7 +108,13 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_flag("--tls-resume", o.tls_resume,
                "Resume TLS sessions (tickets) when a client reconnects");
   app.add_option("--sni", o.sni, "TLS server name (SNI, and the name verified)");
-  app.add_option("--alpn", o.alpn, "ALPN protocol offered ('' for none)")->capture_default_str();
+  app.add_option("--alpn", o.alpn, "tls: ALPN protocol offered ('' for none); doh always offers h2")
+      ->capture_default_str();
+  app.add_option("--doh-path", o.doh_path, "doh: the path of the server's DoH URI")
+      ->capture_default_str();
+  app.add_option("--doh-method", o.doh_method,
+                 "doh: post (the query as the request body) or get (base64url in ?dns=)")
+      ->capture_default_str();
   app.add_option("--ca-file", o.ca_file, "PEM trust anchors for --verify");
   app.add_flag("--verify", o.verify, "Verify the server certificate (off by default)");
   app.add_flag("--insecure", o.insecure, "Do not verify the server certificate (the default)");
@@ -209,6 +217,12 @@ load_spec make_load_spec(const run_options& o) {
   spec.tls.verify = o.verify;
   spec.tls.ca_file = o.ca_file;
   spec.tls.priority = o.tls_priority;
+  const auto method = parse_doh_method(o.doh_method);
+  if (!method) {
+    throw setup_error(fmt::format("--doh-method: \"{}\" is not post or get", o.doh_method));
+  }
+  spec.doh_request = *method;
+  spec.doh_path = o.doh_path;
   validate(spec);
   return spec;
 }

@@ -70,6 +70,8 @@ struct run_options {
   bool tls_resume = false;
   std::string sni;
   std::string alpn = "dot";
+  std::string doh_path = "/dns-query";
+  std::string doh_method = "post";
   std::string ca_file;
   bool verify = false;
   bool insecure = false;

@@ -35,7 +35,7 @@ action add_run_command(CLI::App& app) {
                    o.server_threads == 1 ? "" : "s");
       }
     }
-    if (spec.transport == transport_kind::tls && !spec.tls.verify && !o.quiet) {
+    if (traits_of(spec.transport).has_tls && !spec.tls.verify && !o.quiet) {
       fmt::print(stderr,
                  "note: TLS certificate verification is off; use --verify --ca-file FILE "
                  "[--sni NAME] to check the server's certificate\n");

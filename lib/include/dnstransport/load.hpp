@@ -26,6 +26,17 @@ namespace dnstransport {
 std::uint64_t parse_queries_per_connection(std::string_view text);
 
 /// How a client closes a TCP or TLS connection it is done with.
+/// How a DoH client sends its queries (RFC 8484 §4.1).
+enum class doh_method {
+  post,  ///< the query as the body, content-type application/dns-message
+  get,   ///< the query base64url-encoded in the `dns` parameter (cacheable)
+};
+
+/// "post" or "get".
+std::string_view doh_method_name(doh_method method) noexcept;
+/// Method from "post"/"get" (any case); nothing otherwise.
+std::optional<doh_method> parse_doh_method(std::string_view name) noexcept;
+
 enum class close_mode {
   fin,  ///< graceful: TLS close_notify, then shutdown and close (FIN)
   rst,  ///< abortive: SO_LINGER 0, so the kernel sends RST and keeps no TIME_WAIT
@@ -79,6 +90,10 @@ struct load_spec {
   /// false: a truncated answer is counted in `truncated` and is not an answer.
   bool tc_retry_tcp = false;
   tls_client_options tls;
+  /// DoH: the path of the server's URI template (RFC 8484 §3), and the request method. The
+  /// client always offers ALPN "h2", whatever tls.alpn says.
+  std::string doh_path = "/dns-query";
+  doh_method doh_request = doh_method::post;
 
   /// Called from the thread that called run_load, about every progress_interval seconds.
   std::function<void(const load_progress&)> on_progress;
@@ -100,6 +115,7 @@ struct connection_stats {
   std::uint64_t reset_by_server = 0;       ///< connection reset or other socket error while open
   std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
   std::uint64_t fastopen_data_in_syn = 0;  ///< connections whose first query rode in the SYN
+  std::uint64_t goaway = 0;                ///< DoH: connections the server ended with HTTP/2 GOAWAY
   /// Failures by cause: errno name for connects ("ECONNREFUSED"), TLS failure kind
   /// ("tls_certificate") for handshakes.
   std::map<std::string, std::uint64_t> failures;
@@ -108,7 +124,7 @@ struct connection_stats {
 
 /// Everything measured in one load. Every query sent after the warm-up ends in exactly one
 /// of: responses_received, truncated, oversized, lost, lost_on_close, malformed, mismatched,
-/// abandoned. Connection figures count only connections opened after the warm-up.
+/// http_failed, abandoned. Connection figures count only connections opened after the warm-up.
 struct run_result {
   // What was run.
   std::string server;
@@ -132,6 +148,13 @@ struct run_result {
   std::uint64_t abandoned = 0;           ///< still in flight when the run was interrupted
   std::uint64_t truncated = 0;           ///< TC set: no complete answer (not retried over TCP)
   std::uint64_t oversized = 0;           ///< UDP answer larger than the query allowed (512 or EDNS)
+  /// DoH: the HTTP exchange failed (a status other than 200, another content type, an empty
+  /// body, the stream reset); by cause in http_failures.
+  std::uint64_t http_failed = 0;
+  /// http_failed by cause: "status_404", "content_type", "empty_body", "stream_reset" (the
+  /// server sent RST_STREAM), "stream_error" (the response broke HTTP/2, e.g. a body longer
+  /// than its content-length), "body_too_large".
+  std::map<std::string, std::uint64_t> http_failures;
   /// TC answers whose query was retried over TCP (tc_retry_tcp); each retry then ends in
   /// one of the buckets above, not in `truncated`.
   std::uint64_t tc_retried = 0;

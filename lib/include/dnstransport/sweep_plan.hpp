@@ -49,6 +49,7 @@ struct sweep_ports {
   std::uint16_t udp = 53;
   std::uint16_t tcp = 53;
   std::uint16_t tls = 853;
+  std::uint16_t doh = 443;
 
   /// The port for `transport`.
   std::uint16_t of(transport_kind transport) const noexcept;

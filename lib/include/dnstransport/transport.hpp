@@ -10,13 +10,14 @@
 
 namespace dnstransport {
 
-/// How queries travel: plain UDP, DNS over TCP (RFC 7766) or DNS over TLS (RFC 7858).
-enum class transport_kind { udp, tcp, tls };
+/// How queries travel: plain UDP, DNS over TCP (RFC 7766), DNS over TLS (RFC 7858) or DNS
+/// over HTTPS (RFC 8484, HTTP/2 over TLS).
+enum class transport_kind { udp, tcp, tls, doh };
 
 /// What a transport is.
 struct transport_traits {
   transport_kind kind = transport_kind::udp;
-  std::string_view name;  ///< "udp", "tcp", "tls"
+  std::string_view name;  ///< "udp", "tcp", "tls", "doh"
   std::uint16_t default_port = 53;
   bool has_connections = false;  ///< queries per connection, connection and handshake figures
   bool has_tls = false;          ///< TLS backend, versions, certificates, resumption
@@ -25,13 +26,14 @@ struct transport_traits {
 /// The traits of a transport.
 const transport_traits& traits_of(transport_kind transport) noexcept;
 
-/// Every transport this build has, in a stable order (udp, tcp, tls).
+/// Every transport this build has, in a stable order (udp, tcp, tls, doh).
 std::span<const transport_traits> all_transports() noexcept;
 
-/// "udp", "tcp" or "tls".
+/// "udp", "tcp", "tls" or "doh".
 std::string_view transport_name(transport_kind transport) noexcept;
 
-/// Transport from its name ("dot" is accepted for tls); nothing for an unknown name.
+/// Transport from its name ("dot" is accepted for tls, "https" for doh); nothing for an
+/// unknown name.
 std::optional<transport_kind> parse_transport(std::string_view name) noexcept;
 
 }  // namespace dnstransport

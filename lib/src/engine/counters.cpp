@@ -18,6 +18,8 @@ void query_counters::merge(const query_counters& o) {
   abandoned += o.abandoned;
   truncated += o.truncated;
   oversized += o.oversized;
+  http_failed += o.http_failed;
+  for (const auto& [cause, n] : o.http_failures) http_failures[cause] += n;
   tc_retried += o.tc_retried;
   tc_retry_answered += o.tc_retry_answered;
   for (std::size_t i = 0; i < rcodes.size(); ++i) rcodes[i] += o.rcodes[i];
@@ -46,6 +48,7 @@ void connection_counters::merge(const connection_counters& o) {
   reset_by_server += o.reset_by_server;
   failed += o.failed;
   fastopen_data_in_syn += o.fastopen_data_in_syn;
+  goaway += o.goaway;
   handshakes_full += o.handshakes_full;
   handshakes_resumed += o.handshakes_resumed;
   for (const auto& [cause, n] : o.failures) failures[cause] += n;

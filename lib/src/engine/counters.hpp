@@ -14,7 +14,7 @@ namespace dnstransport::detail {
 
 // Per query, kept by client_base for every transport. Every query sent after the warm-up
 // ends in exactly one of: responses_received, truncated, oversized, lost, lost_on_close,
-// malformed, mismatched, abandoned.
+// malformed, mismatched, http_failed, abandoned.
 struct query_counters {
   std::uint64_t queries_sent = 0;
   std::uint64_t responses_received = 0;
@@ -25,6 +25,8 @@ struct query_counters {
   std::uint64_t abandoned = 0;
   std::uint64_t truncated = 0;
   std::uint64_t oversized = 0;
+  std::uint64_t http_failed = 0;
+  std::map<std::string, std::uint64_t> http_failures;  // http_failed by cause
   std::uint64_t tc_retried = 0;
   std::uint64_t tc_retry_answered = 0;
   std::array<std::uint64_t, 16> rcodes{};
@@ -47,6 +49,7 @@ struct connection_counters {
   std::uint64_t reset_by_server = 0;
   std::uint64_t failed = 0;
   std::uint64_t fastopen_data_in_syn = 0;
+  std::uint64_t goaway = 0;
   std::uint64_t handshakes_full = 0;
   std::uint64_t handshakes_resumed = 0;
   std::map<std::string, std::uint64_t> failures;  // by cause: "ECONNREFUSED", "tls_certificate"

@@ -106,14 +106,8 @@ void client_base::release(slot_table::slot& s, slot_table::past outcome) noexcep
   slots_.release(s, outcome);
 }
 
-client_base::completion client_base::on_message(std::span<const std::uint8_t> message,
-                                                std::uint64_t now, bool datagram) noexcept {
+slot_table::slot* client_base::in_flight(std::uint16_t id, std::uint64_t now) noexcept {
   query_counters& r = counts();
-  if (message.size() < 2) {
-    if (measuring(now)) ++r.unexpected;
-    return {};
-  }
-  const std::uint16_t id = read_id(message.data());
   slot_table::slot* s = slots_.find(id);
   if (s == nullptr) {
     if (measuring(now)) {
@@ -129,7 +123,7 @@ client_base::completion client_base::on_message(std::span<const std::uint8_t> me
           break;
       }
     }
-    return {};
+    return nullptr;
   }
   if (now - s->sent_ns >= plan().timeout_ns) {
     // Its timeout passed before this answer was read (the tick that would have expired it
@@ -137,14 +131,63 @@ client_base::completion client_base::on_message(std::span<const std::uint8_t> me
     if (s->counted) ++r.lost;
     if (measuring(now)) ++r.late;
     release(*s, slot_table::past::expired);
+    return nullptr;
+  }
+  return s;
+}
+
+client_base::completion client_base::on_message(std::span<const std::uint8_t> message,
+                                                std::uint64_t now, bool datagram) noexcept {
+  if (message.size() < 2) {
+    if (measuring(now)) ++counts().unexpected;
     return {};
   }
+  const std::uint16_t id = read_id(message.data());
+  slot_table::slot* s = in_flight(id, now);
+  return s == nullptr ? completion{} : complete(*s, message, now, id, datagram);
+}
+
+client_base::completion client_base::on_answer(std::uint16_t id,
+                                               std::span<const std::uint8_t> message,
+                                               std::uint64_t now, std::uint16_t wire_id) noexcept {
+  slot_table::slot* s = in_flight(id, now);
+  return s == nullptr ? completion{} : complete(*s, message, now, wire_id, false);
+}
+
+void client_base::fail_exchange(std::uint16_t id, std::uint64_t now,
+                                std::string_view cause) noexcept {
+  slot_table::slot* s = in_flight(id, now);
+  if (s == nullptr) return;
+  if (s->counted) {
+    ++counts().http_failed;
+    try {
+      ++counts().http_failures[std::string(cause)];
+    } catch (...) {  // out of memory: the total still counts it
+    }
+  }
+  release(*s, slot_table::past::answered);
+}
+
+void client_base::lose_on_close(std::uint16_t id) noexcept {
+  slot_table::slot* s = slots_.find(id);
+  if (s == nullptr) return;
+  if (s->counted) ++counts().lost_on_close;
+  release(*s, slot_table::past::expired);
+}
+
+client_base::completion client_base::complete(slot_table::slot& slot,
+                                              std::span<const std::uint8_t> message,
+                                              std::uint64_t now, std::uint16_t expected_id,
+                                              bool datagram) noexcept {
+  query_counters& r = counts();
+  slot_table::slot* s = &slot;
   completion done{true, false, s->sequence, s->first_on_connection};
   if (datagram && message.size() > plan().udp_answer_limits[s->query_index]) {
     // A protocol violation, whatever the message holds: no stub would take it.
     if (s->counted) ++r.oversized;
   } else {
-    const response_summary summary = check_response(message, (*plan().queries)[s->query_index], id);
+    const response_summary summary =
+        check_response(message, (*plan().queries)[s->query_index], expected_id);
     const bool ok = summary.verdict == response_verdict::ok;
     if (ok && summary.truncated && retry_truncated(*s)) {
       if (s->counted) ++r.tc_retried;

@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -114,6 +115,15 @@ class client_base {
   // `datagram`: arrived over UDP, where an answer may not exceed what the query allowed.
   completion on_message(std::span<const std::uint8_t> message, std::uint64_t now,
                         bool datagram = false) noexcept;
+  // An answer whose query the transport already knows (an HTTP/2 stream): `id` is the
+  // query's slot id; the message must carry `wire_id`, the id that was sent (DoH sends 0).
+  completion on_answer(std::uint16_t id, std::span<const std::uint8_t> message, std::uint64_t now,
+                       std::uint16_t wire_id) noexcept;
+  // The exchange of the query with `id` failed above DNS (an HTTP status other than 200, a
+  // reset stream): counted in http_failed under `cause` ("status_404", "stream_reset").
+  void fail_exchange(std::uint16_t id, std::uint64_t now, std::string_view cause) noexcept;
+  // The query with `id` was never processed (HTTP/2 GOAWAY, refused stream): lost on close.
+  void lose_on_close(std::uint16_t id) noexcept;
 
   // A truncated answer's query: true when the client retries it elsewhere (UDP with
   // --tc-retry tcp), and the query then ends there instead of in `truncated`.
@@ -137,6 +147,15 @@ class client_base {
   // Ends a query: frees its slot and its question.
   void release(slot_table::slot& s, slot_table::past outcome) noexcept;
 
+ private:
+  // The query in flight with `id`, or null after counting what the id was (late, duplicate,
+  // unexpected; or lost and late when its timeout passed before this was read).
+  slot_table::slot* in_flight(std::uint16_t id, std::uint64_t now) noexcept;
+  // Classifies `message` as the answer to `s` (sent with `expected_id`) and ends the query.
+  completion complete(slot_table::slot& s, std::span<const std::uint8_t> message, std::uint64_t now,
+                      std::uint16_t expected_id, bool datagram) noexcept;
+
+ protected:
   worker& owner_;
   unsigned index_;
   slot_table slots_;

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
@@ -164,6 +165,8 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.abandoned = q.abandoned;
   r.truncated = q.truncated;
   r.oversized = q.oversized;
+  r.http_failed = q.http_failed;
+  r.http_failures = q.http_failures;
   r.tc_retried = q.tc_retried;
   r.tc_retry_answered = q.tc_retry_answered;
   r.rcodes = q.rcodes;
@@ -180,6 +183,7 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.connections.reset_by_server = c.reset_by_server;
   r.connections.failed = c.failed;
   r.connections.fastopen_data_in_syn = c.fastopen_data_in_syn;
+  r.connections.goaway = c.goaway;
   r.connections.failures = c.failures;
   r.connections.first_failure = c.first_failure;
   r.handshakes_full = c.handshakes_full;
@@ -233,6 +237,29 @@ void validate(const load_spec& spec) {
     }
   }
   if (spec.queries && spec.queries->empty()) throw setup_error("the query set is empty");
+  if (spec.transport == transport_kind::doh &&
+      (spec.doh_path.empty() || spec.doh_path.front() != '/' ||
+       spec.doh_path.find_first_of(" #\r\n") != std::string::npos)) {
+    throw setup_error(
+        fmt::format("--doh-path: \"{}\" is not a URI path (it starts with / and has no space or #)",
+                    spec.doh_path));
+  }
+}
+
+std::string_view doh_method_name(doh_method method) noexcept {
+  return method == doh_method::get ? "get" : "post";
+}
+
+std::optional<doh_method> parse_doh_method(std::string_view name) noexcept {
+  const auto is = [name](std::string_view word) {
+    return name.size() == word.size() &&
+           std::equal(name.begin(), name.end(), word.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == b;
+           });
+  };
+  if (is("post")) return doh_method::post;
+  if (is("get")) return doh_method::get;
+  return std::nullopt;
 }
 
 run_result run_load(const load_spec& spec) {

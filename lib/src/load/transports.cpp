@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <string>
 
+#include <fmt/format.h>
+
+#include "transport/doh/doh_transport.hpp"
 #include "transport/stream/stream_transport.hpp"
 #include "transport/tls/tls_backend.hpp"
 #include "transport/udp/udp_transport.hpp"
@@ -39,11 +43,32 @@ std::unique_ptr<client_transport> make_tls(const load_spec& spec) {
                                             make_tls_connector(make_tls_client_context(spec.tls)));
 }
 
+// :authority names the server as the user gave it (or its SNI name); the port only when it
+// is not 443.
+std::string authority_of(const load_spec& spec) {
+  const std::string& host = spec.tls.server_name.empty() ? spec.server : spec.tls.server_name;
+  const bool bracket = host.find(':') != std::string::npos && host.front() != '[';
+  const std::string port = spec.port == 443 ? "" : fmt::format(":{}", spec.port);
+  return bracket ? fmt::format("[{}]{}", host, port) : fmt::format("{}{}", host, port);
+}
+
+std::unique_ptr<client_transport> make_doh(const load_spec& spec) {
+  tls_client_options tls = spec.tls;
+  tls.alpn = {"h2"};
+  doh_settings doh;
+  doh.path = spec.doh_path;
+  doh.use_get = spec.doh_request == doh_method::get;
+  doh.authority = authority_of(spec);
+  return std::make_unique<doh_transport>(stream_settings_of(spec), std::move(doh),
+                                         make_tls_connector(make_tls_client_context(tls)));
+}
+
 // Register a transport here: its traits, another name it answers to, and its factory.
-const std::array<transport_entry, 3> registry{{
+const std::array<transport_entry, 4> registry{{
     {{transport_kind::udp, "udp", 53, false, false}, "", make_udp},
     {{transport_kind::tcp, "tcp", 53, true, false}, "", make_tcp},
     {{transport_kind::tls, "tls", 853, true, true}, "dot", make_tls},
+    {{transport_kind::doh, "doh", 443, true, true}, "https", make_doh},
 }};
 
 const std::array<transport_traits, registry.size()> traits_table = [] {

@@ -82,6 +82,7 @@ json::object connection_stats_to_json(const connection_stats& c) {
           {"reset_by_server", c.reset_by_server},
           {"failed", c.failed},
           {"fastopen_data_in_syn", c.fastopen_data_in_syn},
+          {"goaway", c.goaway},
           {"failures", std::move(failures)},
           {"first_failure", c.first_failure}};
 }
@@ -95,6 +96,7 @@ connection_stats connection_stats_from_json(const json::object& o) {
   c.reset_by_server = count_at(o, "reset_by_server");
   c.failed = count_at(o, "failed");
   c.fastopen_data_in_syn = count_at(o, "fastopen_data_in_syn");
+  c.goaway = count_or_zero(o, "goaway");
   for (const auto& [cause, n] : object_at(o, "failures")) {
     c.failures[std::string(cause)] = json::value_to<std::uint64_t>(n);
   }
@@ -189,6 +191,8 @@ latency_histogram histogram_from_json(const json::value& value) {
 
 json::object run_result_to_json(const run_result& r) {
   json::object rcodes;
+  json::object http_failures;
+  for (const auto& [cause, n] : r.http_failures) http_failures[cause] = n;
   for (unsigned i = 0; i < r.rcodes.size(); ++i) {
     if (r.rcodes[i] != 0) rcodes[rcode_name(i)] = r.rcodes[i];
   }
@@ -219,6 +223,8 @@ json::object run_result_to_json(const run_result& r) {
       {"abandoned", r.abandoned},
       {"truncated", r.truncated},
       {"oversized", r.oversized},
+      {"http_failed", r.http_failed},
+      {"http_failures", std::move(http_failures)},
       {"tc_retried", r.tc_retried},
       {"tc_retry_answered", r.tc_retry_answered},
       {"rcodes", std::move(rcodes)},
@@ -277,6 +283,12 @@ run_result run_result_from_json_value(const json::value& value) {
   r.abandoned = count_at(o, "abandoned");
   r.truncated = count_at(o, "truncated");
   r.oversized = count_or_zero(o, "oversized");
+  r.http_failed = count_or_zero(o, "http_failed");
+  if (const auto* failures = o.if_contains("http_failures"); failures && failures->is_object()) {
+    for (const auto& [cause, n] : failures->get_object()) {
+      r.http_failures[std::string(cause)] = json::value_to<std::uint64_t>(n);
+    }
+  }
   r.tc_retried = count_or_zero(o, "tc_retried");
   r.tc_retry_answered = count_or_zero(o, "tc_retry_answered");
   for (unsigned i = 0; i < r.rcodes.size(); ++i) {

@@ -60,6 +60,17 @@ std::string percentiles(const latency_histogram& h) {
                      format_duration(static_cast<double>(h.max())));
 }
 
+// "status_404" -> "HTTP 404"; the other causes in words.
+std::string http_failure_text(std::string_view cause) {
+  if (cause.starts_with("status_")) return fmt::format("HTTP {}", cause.substr(7));
+  if (cause == "content_type") return "wrong content type";
+  if (cause == "empty_body") return "empty body";
+  if (cause == "stream_reset") return "stream reset by server (RST_STREAM)";
+  if (cause == "stream_error") return "broken HTTP/2 response";
+  if (cause == "body_too_large") return "body over 65535 octets";
+  return std::string(cause);
+}
+
 }  // namespace
 
 std::string format_table(const run_result& r) {
@@ -98,6 +109,15 @@ std::string format_table(const run_result& r) {
   if (r.oversized) {
     line("oversized (UDP)", with_commas(r.oversized) + share(r.oversized, r.queries_sent) +
                                 ", larger than the query allowed: not answers");
+  }
+  if (r.http_failed) {
+    std::string causes;
+    for (const auto& [cause, n] : r.http_failures) {
+      if (!causes.empty()) causes += ", ";
+      causes += fmt::format("{} {}", http_failure_text(cause), with_commas(n));
+    }
+    line("HTTP failures", with_commas(r.http_failed) + share(r.http_failed, r.queries_sent) + ": " +
+                              causes + "; not answers");
   }
   if (r.malformed) line("malformed answers", with_commas(r.malformed));
   if (r.mismatched) line("mismatched answers", with_commas(r.mismatched));
@@ -143,6 +163,7 @@ std::string format_table(const run_result& r) {
     }
     line("first query + set-up", percentiles(r.first_query_latency));
     if (c.fastopen_data_in_syn) line("fast open", with_commas(c.fastopen_data_in_syn));
+    if (c.goaway) line("GOAWAY from server", with_commas(c.goaway) + " connections");
   }
   const auto& c = r.connections;
   if (!c.failures.empty()) {

@@ -113,6 +113,8 @@ std::uint16_t server::port(transport_kind transport) const noexcept {
       return tcp_port();
     case transport_kind::tls:
       return tls_port();
+    case transport_kind::doh:
+      return 0;  // until the responder serves DoH
   }
   return 0;
 }

@@ -39,14 +39,14 @@ std::vector<calibration_result> calibrate(const calibration_options& options) {
       case transport_kind::tls:
         responder_options.tls = loopback;
         break;
+      case transport_kind::doh:
+        break;  // until the responder serves DoH
     }
     server responder(responder_options);
 
     load_spec spec;
     spec.transport = c.transport;
-    spec.port = c.transport == transport_kind::udp   ? responder.udp_port()
-                : c.transport == transport_kind::tcp ? responder.tcp_port()
-                                                     : responder.tls_port();
+    spec.port = responder.port(c.transport);
     spec.tls.backend = c.backend;
     spec.queries_per_connection = c.queries_per_connection;
     spec.clients = options.clients;

@@ -130,6 +130,8 @@ std::uint16_t sweep_ports::of(transport_kind transport) const noexcept {
       return tcp;
     case transport_kind::tls:
       return tls;
+    case transport_kind::doh:
+      return doh;
   }
   return 0;
 }

@@ -18,7 +18,8 @@ TEST(transport_test, every_transport_is_registered_once_under_its_own_kind) {
     EXPECT_EQ(transport_name(t.kind), t.name);
     EXPECT_EQ(parse_transport(t.name), t.kind) << t.name;
   }
-  EXPECT_EQ(kinds, (std::set{transport_kind::udp, transport_kind::tcp, transport_kind::tls}));
+  EXPECT_EQ(kinds, (std::set{transport_kind::udp, transport_kind::tcp, transport_kind::tls,
+                             transport_kind::doh}));
 }
 
 TEST(transport_test, traits_say_what_applies_to_each_transport) {
@@ -34,14 +35,20 @@ TEST(transport_test, traits_say_what_applies_to_each_transport) {
   EXPECT_EQ(tls.default_port, 853);  // RFC 7858
   EXPECT_TRUE(tls.has_connections);
   EXPECT_TRUE(tls.has_tls);
+  const auto& doh = traits_of(transport_kind::doh);
+  EXPECT_EQ(doh.default_port, 443);  // RFC 8484: https
+  EXPECT_TRUE(doh.has_connections);
+  EXPECT_TRUE(doh.has_tls);
 }
 
-TEST(transport_test, names_parse_with_the_dot_alias_and_nothing_else) {
+TEST(transport_test, names_parse_with_the_dot_and_https_aliases_and_nothing_else) {
   EXPECT_EQ(parse_transport("dot"), transport_kind::tls);
+  EXPECT_EQ(parse_transport("https"), transport_kind::doh);
   EXPECT_EQ(parse_transport("UDP"), std::nullopt);
   EXPECT_EQ(parse_transport(""), std::nullopt);
   EXPECT_EQ(parse_transport("tls-gnutls"), std::nullopt);
-  EXPECT_EQ(parse_transport("doh"), std::nullopt);
+  EXPECT_EQ(parse_transport("doh-gnutls"), std::nullopt);
+  EXPECT_EQ(parse_transport("DoH"), std::nullopt);
 }
 
 }  // namespace

@@ -93,20 +93,29 @@ bool stream_client::take_messages(std::uint64_t now) {
       server_closed(true);
       return false;
     }
-    const completion c = on_message(message, now);
-    if (!c.matched) continue;
-    if (any_answered_ && c.sequence < highest_sequence_answered_) {
-      if (counted_) ++counts().out_of_order;
-    } else {
-      highest_sequence_answered_ = c.sequence;
-      any_answered_ = true;
-    }
-    if (!counted_) continue;
-    if (c.answered) ++connections().answered;
-    if (c.first_on_connection && c.answered) {
-      connections().first_query_latency.record(now - connection_started_ns_);
-    }
+    count_on_connection(on_message(message, now), now);
   }
+}
+
+void stream_client::count_on_connection(const completion& c, std::uint64_t now) {
+  if (!c.matched) return;
+  if (any_answered_ && c.sequence < highest_sequence_answered_) {
+    if (counted_) ++counts().out_of_order;
+  } else {
+    highest_sequence_answered_ = c.sequence;
+    any_answered_ = true;
+  }
+  if (!counted_) return;
+  if (c.answered) ++connections().answered;
+  if (c.first_on_connection && c.answered) {
+    connections().first_query_latency.record(now - connection_started_ns_);
+  }
+}
+
+void stream_client::established(std::uint64_t now) {
+  failed_in_a_row_ = 0;
+  fill(now);
+  arm_read();
 }
 
 void stream_client::fill(std::uint64_t now) {

@@ -26,7 +26,9 @@
 
 namespace dnstransport::detail {
 
-class stream_client final : public client_base {
+// DoH (transport/doh) derives from it: the same connection life cycle, another protocol on
+// the established stream (the virtual hooks below).
+class stream_client : public client_base {
  public:
   stream_client(worker& owner, unsigned index, std::uint64_t quota,
                 const stream_transport& transport)
@@ -41,7 +43,7 @@ class stream_client final : public client_base {
   void tick(std::uint64_t now) override;
   void abandon() override;
 
- private:
+ protected:
   static constexpr unsigned max_gather = 256;  // queries per write (2 pieces each, IOV_MAX is 1024)
 
   // Running to a query count, connects/handshakes failed in a row before a client gives up.
@@ -52,10 +54,23 @@ class stream_client final : public client_base {
   const stream_settings& settings() const noexcept { return transport_.settings(); }
   std::string handshake_name();
 
-  bool connection_done() const noexcept {
+  // The protocol on the established stream: DNS messages with their length (here), or
+  // HTTP/2 (DoH). established(): the handshake is done; start sending (and reset
+  // failed_in_a_row_ once the connection is usable).
+  virtual void established(std::uint64_t now);
+  // Reads and processes everything available (answers are timed as each read returns).
+  // False when the connection is gone.
+  virtual bool read_available();
+  virtual void fill(std::uint64_t now);
+  // Sends pending output. False when the connection is gone.
+  virtual bool flush();
+  // The connection has carried what it should: close it (and open the next).
+  virtual bool connection_done() const noexcept {
     const std::uint64_t limit = settings().queries_per_connection;
     return limit != 0 && sent_on_connection_ >= limit && slots_.empty();
   }
+  // The connection is gone (closed, reset, failed): drop what belonged to it.
+  virtual void connection_ended() noexcept {}
 
   // The connection's life cycle (stream_client_connection.cpp).
   void connect(std::uint64_t now);
@@ -80,19 +95,15 @@ class stream_client final : public client_base {
   void wait_ended(bool reading, std::uint64_t generation, bool ok);
   void arm_read() { wait(boost::asio::socket_base::wait_read); }
   void on_ready();
-  // Reads and processes everything available (answers are timed as each read returns).
-  // False when the connection is gone.
-  bool read_available();
   bool take_messages(std::uint64_t now);
-  void fill(std::uint64_t now);
+  // Counts an answer on the connection (answers per connection, first query + set-up).
+  void count_on_connection(const completion& c, std::uint64_t now);
   slot_table::slot& next_query(std::uint64_t now);
   // Writes `batch` queries in one gathered write; the channel keeps what the stream did not
   // take. False if the connection died.
   bool write_queries(std::uint64_t now, unsigned batch);
   // Waits for what a write left to do. False if the connection died.
   bool after_write(stream_io r);
-  // Sends pending output. False when the connection is gone.
-  bool flush();
 
   const stream_transport& transport_;
   std::unique_ptr<stream_socket> socket_;

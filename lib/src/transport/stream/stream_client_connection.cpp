@@ -128,10 +128,8 @@ void stream_client::handshake(std::uint64_t now) {
         }
       }
       end_setup();
-      failed_in_a_row_ = 0;
       state_ = conn_state::established;
-      fill(now);
-      arm_read();
+      established(now);
       return;
     case stream_io::want_read:
       wait(boost::asio::socket_base::wait_read);
@@ -202,6 +200,7 @@ void stream_client::end_setup() noexcept {
 
 void stream_client::drop_socket(bool abortive) {
   end_setup();
+  connection_ended();
   if (channel_.is_open() && settings().resume) {
     if (auto ticket = channel_.stream().ticket()) ticket_ = std::move(ticket);
   }

@@ -1,0 +1,379 @@
+// The DoH client: nghttp2's client session on the stream client's established stream. The
+// class is in doh_client.hpp.
+
+#include "transport/doh/doh_client.hpp"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <boost/asio/socket_base.hpp>
+
+#include "transport/doh/doh_message.hpp"
+#include "util/clock.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+// Streams in flight before the server's SETTINGS say how many it allows (RFC 9113 §6.5.2
+// recommends servers allow at least 100).
+constexpr std::uint32_t streams_before_settings = 100;
+
+// The connection's receive window: answers never wait for a WINDOW_UPDATE.
+constexpr std::int32_t connection_window = 1 << 24;
+
+constexpr std::size_t max_dns_message = 65535;
+
+nghttp2_nv header(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(), NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
+}
+
+// "application/dns-message", in any case, with or without parameters.
+bool is_dns_message(std::string_view value) {
+  const std::size_t end = value.find(';');
+  std::string_view type = value.substr(0, end);
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  return std::equal(type.begin(), type.end(), doh_media_type.begin(), doh_media_type.end(),
+                    [](char a, char b) {
+                      return std::tolower(static_cast<unsigned char>(a)) ==
+                             std::tolower(static_cast<unsigned char>(b));
+                    });
+}
+
+}  // namespace
+
+doh_client::doh_client(worker& owner, unsigned index, std::uint64_t quota,
+                       const doh_transport& transport)
+    : stream_client(owner, index, quota, transport.stream()),
+      doh_(transport),
+      requests_(owner.plan().outstanding) {
+  free_.reserve(requests_.size());
+  for (auto it = requests_.rbegin(); it != requests_.rend(); ++it) free_.push_back(&*it);
+  const std::string& path = doh_.settings().path;
+  for (request& r : requests_) {
+    r.answer.reserve(512);
+    if (doh_.settings().use_get) r.path.reserve(path.size() + 6 + 4 * 512 / 3 + 4);
+  }
+}
+
+doh_client::~doh_client() {
+  if (session_ != nullptr) nghttp2_session_del(session_);
+}
+
+void doh_client::established(std::uint64_t now) {
+  const std::string alpn = channel_.stream().application_protocol();
+  if (alpn != "h2") {
+    fail_connection("doh", "doh_no_h2",
+                    alpn.empty() ? std::string("the server did not select h2 in ALPN (none)")
+                                 : fmt::format("the server did not select h2 in ALPN ({})", alpn));
+    return;
+  }
+  if (nghttp2_session_client_new(&session_, doh_.callbacks(), this) != 0) {
+    session_ = nullptr;
+    fail_connection("doh", "http2_error", "cannot create an HTTP/2 session (out of memory)");
+    return;
+  }
+  failed_in_a_row_ = 0;
+  const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, connection_window);
+  fill(now);
+  if (state_ == conn_state::established) arm_read();
+}
+
+std::uint32_t doh_client::stream_room(std::uint64_t now) const noexcept {
+  if (goaway_ || session_ == nullptr) return 0;
+  std::uint64_t allowance = std::min<std::uint64_t>(send_allowance(now), free_.size());
+  const std::uint64_t limit = settings().queries_per_connection;
+  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, sent_on_connection_));
+  const std::uint32_t server_limit =
+      settings_received_
+          ? nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+          : streams_before_settings;
+  const std::uint32_t room = server_limit > open_streams_ ? server_limit - open_streams_ : 0;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(allowance, room));
+}
+
+void doh_client::fill(std::uint64_t now) {
+  if (state_ != conn_state::established || session_ == nullptr || channel_.output_pending()) {
+    return;
+  }
+  for (std::uint32_t room = stream_room(now); room > 0; --room) {
+    if (!submit(now)) break;
+  }
+  send_output();
+}
+
+bool doh_client::submit(std::uint64_t now) {
+  request& r = *free_.back();
+  slot_table::slot& s = next_query(now);
+  const auto query = (*plan().queries)[s.query_index];
+  r.query.assign(query.begin(), query.end());
+  r.query[0] = r.query[1] = 0;  // RFC 8484 §4.1: DNS id 0, answers are matched by stream
+  r.id = s.id;
+  r.finished = r.reset_by_server = r.too_large = r.content_type_ok = false;
+  r.status = 0;
+  r.query_sent = 0;
+  r.answer.clear();
+
+  const doh_settings& d = doh_.settings();
+  std::int32_t stream_id = 0;
+  if (d.use_get) {
+    r.path.assign(d.path);
+    r.path += d.path.find('?') == std::string::npos ? "?dns=" : "&dns=";
+    base64url_append(r.query, r.path);
+    const nghttp2_nv headers[] = {
+        header(":method", "GET"),          header(":scheme", "https"),
+        header(":authority", d.authority), header(":path", r.path),
+        header("accept", doh_media_type),
+    };
+    stream_id = nghttp2_submit_request(session_, nullptr, headers, std::size(headers), nullptr, &r);
+  } else {
+    r.content_length = std::to_string(r.query.size());
+    const nghttp2_nv headers[] = {
+        header(":method", "POST"),
+        header(":scheme", "https"),
+        header(":authority", d.authority),
+        header(":path", d.path),
+        header("accept", doh_media_type),
+        header("content-type", doh_media_type),
+        header("content-length", r.content_length),
+    };
+    nghttp2_data_provider body{};
+    body.source.ptr = &r;
+    body.read_callback = &doh_client::read_body;
+    stream_id = nghttp2_submit_request(session_, nullptr, headers, std::size(headers), &body, &r);
+  }
+  if (stream_id < 0) {
+    // Stream ids used up (2^30 requests): the connection is replaced like after a GOAWAY.
+    return_slot(s);
+    --sent_on_connection_;
+    goaway_ = true;
+    return false;
+  }
+  r.in_use = true;
+  r.stream_id = stream_id;
+  free_.pop_back();
+  ++open_streams_;
+  return true;
+}
+
+ssize_t doh_client::read_body(nghttp2_session*, std::int32_t, std::uint8_t* buffer,
+                              std::size_t length, std::uint32_t* data_flags,
+                              nghttp2_data_source* source, void*) {
+  auto& r = *static_cast<request*>(source->ptr);
+  const std::size_t n = std::min(length, r.query.size() - r.query_sent);
+  std::copy_n(r.query.data() + r.query_sent, n, buffer);
+  r.query_sent += n;
+  if (r.query_sent == r.query.size()) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+  return static_cast<ssize_t>(n);
+}
+
+bool doh_client::send_output() {
+  if (session_ == nullptr) return true;
+  if (channel_.output_pending()) {
+    if (!after_write(channel_.flush())) return false;
+    if (channel_.output_pending()) return true;  // the stream asked to wait
+  }
+  // Everything nghttp2 has to send, in one write (one TLS record for many frames).
+  out_.clear();
+  for (;;) {
+    const std::uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session_, &data);
+    if (n < 0) {
+      session_failed("http2 send", static_cast<int>(n));
+      return false;
+    }
+    if (n == 0) break;
+    out_.insert(out_.end(), data, data + n);
+  }
+  if (out_.empty()) return true;
+  const iovec piece{out_.data(), out_.size()};
+  return after_write(channel_.send({&piece, 1}));
+}
+
+bool doh_client::flush() {
+  return send_output();
+}
+
+bool doh_client::read_available() {
+  if (session_ == nullptr) return true;
+  const auto buffer = owner_.scratch(0);
+  byte_stream& stream = channel_.stream();
+  for (;;) {
+    std::size_t n = 0;
+    switch (stream.read(buffer, n)) {
+      case stream_io::done:
+        break;
+      case stream_io::want_read:
+        return send_output();
+      case stream_io::want_write:
+        wait(boost::asio::socket_base::wait_write);
+        return send_output();
+      case stream_io::closed:
+        server_closed(false);
+        return false;
+      case stream_io::failed:
+        server_closed(true);
+        return false;
+    }
+    now_ = monotonic_ns();
+    const ssize_t used = nghttp2_session_mem_recv(session_, buffer.data(), n);
+    if (used < 0) {
+      session_failed("http2", static_cast<int>(used));
+      return false;
+    }
+    if (n < buffer.size() && !stream.has_buffered_input()) return send_output();
+  }
+}
+
+bool doh_client::connection_done() const noexcept {
+  return stream_client::connection_done() || (goaway_ && slots_.empty());
+}
+
+void doh_client::tick(std::uint64_t now) {
+  stream_client::tick(now);
+  if (session_ == nullptr || state_ != conn_state::established) return;
+  now_ = now;
+  bool cancelled = false;
+  for (request& r : requests_) {
+    if (!r.in_use || r.finished || slots_.find(r.id) != nullptr) continue;
+    // The query timed out: the stream is no use any more.
+    r.finished = true;
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, r.stream_id, NGHTTP2_CANCEL);
+    cancelled = true;
+  }
+  if (cancelled) send_output();
+}
+
+void doh_client::connection_ended() noexcept {
+  if (session_ == nullptr) return;
+  nghttp2_session_del(session_);  // calls no callback
+  session_ = nullptr;
+  free_.clear();
+  for (auto it = requests_.rbegin(); it != requests_.rend(); ++it) {
+    it->in_use = false;
+    free_.push_back(&*it);
+  }
+  open_streams_ = 0;
+  settings_received_ = goaway_ = false;
+  goaway_last_stream_ = 0;
+}
+
+void doh_client::session_failed(const char* what, int error) {
+  if (counted_) {
+    connections().record_failure("http2_error",
+                                 fmt::format("{}: {} ({})", what, nghttp2_strerror(error), error));
+  }
+  server_closed(true);
+}
+
+void doh_client::finish(request& r, std::uint64_t now) {
+  r.finished = true;
+  if (r.status != 200) {
+    fail_exchange(r.id, now,
+                  r.status == 0 ? std::string("stream_error") : fmt::format("status_{}", r.status));
+  } else if (!r.content_type_ok) {
+    fail_exchange(r.id, now, "content_type");
+  } else if (r.too_large) {
+    fail_exchange(r.id, now, "body_too_large");
+  } else if (r.answer.empty()) {
+    fail_exchange(r.id, now, "empty_body");
+  } else {
+    count_on_connection(on_answer(r.id, r.answer, now, 0), now);
+  }
+}
+
+void doh_client::release_request(request& r) noexcept {
+  r.in_use = false;
+  --open_streams_;
+  free_.push_back(&r);
+}
+
+int doh_client::on_header(nghttp2_session* session, const nghttp2_frame* frame,
+                          const std::uint8_t* name, std::size_t name_size,
+                          const std::uint8_t* value, std::size_t value_size, std::uint8_t, void*) {
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  auto* r =
+      static_cast<request*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
+  if (r == nullptr) return 0;
+  const std::string_view n(reinterpret_cast<const char*>(name), name_size);
+  const std::string_view v(reinterpret_cast<const char*>(value), value_size);
+  if (n == ":status") {
+    unsigned status = 0;
+    for (const char c : v) status = status * 10 + static_cast<unsigned>(c - '0');
+    r->status = status;  // nghttp2 checked it is three digits
+  } else if (n == "content-type") {
+    r->content_type_ok = is_dns_message(v);
+  }
+  return 0;
+}
+
+int doh_client::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
+                              const std::uint8_t* data, std::size_t size, void*) {
+  auto* r = static_cast<request*>(nghttp2_session_get_stream_user_data(session, stream_id));
+  if (r == nullptr || r->too_large) return 0;
+  if (r->answer.size() + size > max_dns_message) {
+    r->too_large = true;
+    return 0;
+  }
+  r->answer.insert(r->answer.end(), data, data + size);
+  return 0;
+}
+
+int doh_client::on_frame(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+  auto& self = *static_cast<doh_client*>(user_data);
+  switch (frame->hd.type) {
+    case NGHTTP2_SETTINGS:
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) self.settings_received_ = true;
+      return 0;
+    case NGHTTP2_GOAWAY:
+      // A graceful shutdown sends two: the connection counts once.
+      if (!self.goaway_ && self.counted_) ++self.connections().goaway;
+      self.goaway_ = true;
+      self.goaway_last_stream_ = frame->goaway.last_stream_id;
+      return 0;
+    case NGHTTP2_RST_STREAM:
+      if (auto* r = static_cast<request*>(
+              nghttp2_session_get_stream_user_data(session, frame->hd.stream_id))) {
+        r->reset_by_server = true;
+      }
+      return 0;
+    case NGHTTP2_HEADERS:
+    case NGHTTP2_DATA:
+      if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+        auto* r = static_cast<request*>(
+            nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
+        if (r != nullptr && !r->finished) self.finish(*r, self.now_);
+      }
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+int doh_client::on_stream_close(nghttp2_session* session, std::int32_t stream_id,
+                                std::uint32_t error_code, void* user_data) {
+  auto& self = *static_cast<doh_client*>(user_data);
+  auto* r = static_cast<request*>(nghttp2_session_get_stream_user_data(session, stream_id));
+  if (r == nullptr || !r->in_use) return 0;
+  if (!r->finished) {
+    const std::uint64_t now = self.now_ != 0 ? self.now_ : monotonic_ns();
+    if (error_code == NGHTTP2_REFUSED_STREAM ||
+        (self.goaway_ && stream_id > self.goaway_last_stream_)) {
+      self.lose_on_close(r->id);  // never processed by the server
+    } else {
+      self.fail_exchange(r->id, now, r->reset_by_server ? "stream_reset" : "stream_error");
+    }
+  }
+  self.release_request(*r);
+  return 0;
+}
+
+}  // namespace dnstransport::detail

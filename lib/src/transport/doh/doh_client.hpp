@@ -1,0 +1,89 @@
+#pragma once
+// Internal: the DoH client. The connection's life cycle is the stream client's; on the
+// established stream it runs an nghttp2 client session. Answers are matched by stream (RFC
+// 8484 asks for DNS id 0), and the question is still checked. What goes wrong above DNS is
+// counted per query in http_failed by cause (status, content type, empty body, RST_STREAM);
+// the streams a GOAWAY leaves unprocessed are lost on close and the connection is replaced.
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "transport/doh/doh_transport.hpp"
+#include "transport/stream/stream_client.hpp"
+
+namespace dnstransport::detail {
+
+class doh_client final : public stream_client {
+ public:
+  doh_client(worker& owner, unsigned index, std::uint64_t quota, const doh_transport& transport);
+  ~doh_client() override;
+
+  // Also cancels (RST_STREAM) the streams of queries that timed out, so that a server that
+  // never answers does not hold the connection's streams for ever.
+  void tick(std::uint64_t now) override;
+
+  // nghttp2's callbacks (doh_transport sets them), on the client in `user_data`.
+  static int on_header(nghttp2_session* session, const nghttp2_frame* frame,
+                       const std::uint8_t* name, std::size_t name_size, const std::uint8_t* value,
+                       std::size_t value_size, std::uint8_t flags, void* user_data);
+  static int on_data_chunk(nghttp2_session* session, std::uint8_t flags, std::int32_t stream_id,
+                           const std::uint8_t* data, std::size_t size, void* user_data);
+  static int on_frame(nghttp2_session* session, const nghttp2_frame* frame, void* user_data);
+  static int on_stream_close(nghttp2_session* session, std::int32_t stream_id,
+                             std::uint32_t error_code, void* user_data);
+
+ private:
+  // One request stream in flight; as many as the client may have queries in flight.
+  struct request {
+    std::uint16_t id = 0;  // the query's slot id (the wire carries 0)
+    std::int32_t stream_id = 0;
+    bool in_use = false;
+    bool finished = false;  // the response ended (END_STREAM) and was counted
+    bool reset_by_server = false;
+    bool too_large = false;
+    bool content_type_ok = false;
+    unsigned status = 0;
+    std::vector<std::uint8_t> query;  // the query with id 0 (POST body, GET parameter)
+    std::size_t query_sent = 0;       // POST body octets nghttp2 has taken
+    std::vector<std::uint8_t> answer;
+    std::string path;            // GET: path?dns=...
+    std::string content_length;  // POST
+  };
+
+  void established(std::uint64_t now) override;
+  bool read_available() override;
+  void fill(std::uint64_t now) override;
+  bool flush() override;
+  bool connection_done() const noexcept override;
+  void connection_ended() noexcept override;
+
+  // Hands nghttp2's output to the stream. False when the connection is gone.
+  bool send_output();
+  // Streams the client may open now: its send allowance, the server's limit, GOAWAY.
+  std::uint32_t stream_room(std::uint64_t now) const noexcept;
+  bool submit(std::uint64_t now);
+  void finish(request& r, std::uint64_t now);
+  void release_request(request& r) noexcept;
+  // The session broke (HTTP/2 protocol error from either side): counted, connection dropped.
+  void session_failed(const char* what, int error);
+
+  static ssize_t read_body(nghttp2_session* session, std::int32_t stream_id, std::uint8_t* buffer,
+                           std::size_t length, std::uint32_t* data_flags,
+                           nghttp2_data_source* source, void* user_data);
+
+  const doh_transport& doh_;
+  nghttp2_session* session_ = nullptr;
+  std::vector<request> requests_;
+  std::vector<request*> free_;
+  std::uint32_t open_streams_ = 0;
+  bool settings_received_ = false;
+  bool goaway_ = false;
+  std::int32_t goaway_last_stream_ = 0;
+  std::uint64_t now_ = 0;          // the time of the read being processed, for the callbacks
+  std::vector<std::uint8_t> out_;  // nghttp2's output, gathered into one write
+};
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,29 @@
+#include "transport/doh/doh_transport.hpp"
+
+#include <new>
+
+#include "transport/doh/doh_client.hpp"
+
+namespace dnstransport::detail {
+
+doh_transport::doh_transport(const stream_settings& stream, doh_settings doh,
+                             std::unique_ptr<stream_connector> connector,
+                             stream_socket_factory make_socket)
+    : stream_(stream, std::move(connector), std::move(make_socket)), doh_(std::move(doh)) {
+  if (nghttp2_session_callbacks_new(&callbacks_) != 0) throw std::bad_alloc();
+  nghttp2_session_callbacks_set_on_header_callback(callbacks_, &doh_client::on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks_, &doh_client::on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks_, &doh_client::on_frame);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks_, &doh_client::on_stream_close);
+}
+
+doh_transport::~doh_transport() {
+  nghttp2_session_callbacks_del(callbacks_);
+}
+
+std::unique_ptr<client_base> doh_transport::make_client(worker& owner, unsigned index,
+                                                        std::uint64_t quota) const {
+  return std::make_unique<doh_client>(owner, index, quota, *this);
+}
+
+}  // namespace dnstransport::detail
