@@ -27,6 +27,7 @@ struct sweep_flags {
   std::string csv_file;
   std::string out_dir;
   std::uint16_t tls_port = 0;
+  std::uint16_t doh_port = 0;
 };
 
 std::string clock_text(double seconds) {
@@ -87,14 +88,14 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
                    "connection, 8 clients, 3 x 3 s). Flags given as well override its values");
   sweep
       .add_option("--transports", f.transports,
-                  "Transports to sweep: udp, tcp, tls, tls-openssl, tls-gnutls (tls uses "
-                  "--tls-backend)")
+                  "Transports to sweep: udp, tcp, tls, tls-openssl, tls-gnutls, doh, doh-openssl, "
+                  "doh-gnutls (tls and doh use --tls-backend)")
       ->capture_default_str();
   sweep.add_option("--clients", f.clients, "Client counts to sweep, e.g. 1,2,4,8,16")
       ->capture_default_str();
   sweep
       .add_option("--queries-per-connection", f.queries_per_connection,
-                  "tcp/tls: queries per connection to sweep, 'unlimited' for persistent "
+                  "tcp/tls/doh: queries per connection to sweep, 'unlimited' for persistent "
                   "connections (UDP runs once per client count)")
       ->capture_default_str();
   sweep.add_option("--repeats", f.repeats, "Runs per point")->capture_default_str();
@@ -108,6 +109,9 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
   sweep.add_option("--tls-port", f.tls_port,
                    "With --server: port of its DNS-over-TLS listener (default 853, or the --server "
                    "port when every transport is tls)");
+  sweep.add_option("--doh-port", f.doh_port,
+                   "With --server: port of its DNS-over-HTTPS listener (default 443, or the "
+                   "--server port when every transport is doh)");
 }
 
 sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_flags& f,
@@ -142,6 +146,7 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
 std::unique_ptr<server> set_target(sweep_plan& plan, const run_options& o, const sweep_flags& f) {
   if (o.server.empty()) {
     if (f.tls_port != 0) throw setup_error("--tls-port applies to a --server only");
+    if (f.doh_port != 0) throw setup_error("--doh-port applies to a --server only");
     std::vector<transport_kind> kinds;
     for (const auto& t : plan.transports) {
       if (std::find(kinds.begin(), kinds.end(), t.transport) == kinds.end()) {
@@ -150,19 +155,23 @@ std::unique_ptr<server> set_target(sweep_plan& plan, const run_options& o, const
     }
     auto responder = start_builtin_server(o, plan.base, kinds);
     plan.ports = {responder->port(transport_kind::udp), responder->port(transport_kind::tcp),
-                  responder->port(transport_kind::tls)};
+                  responder->port(transport_kind::tls), responder->port(transport_kind::doh)};
     plan.target_description =
         fmt::format("built-in responder in this process, {} thread{}, {} mode", o.server_threads,
                     o.server_threads == 1 ? "" : "s", o.server_mode);
     return responder;
   }
   const endpoint where = parse_endpoint(o.server, 0, "--server");
-  const bool only_tls =
-      std::all_of(plan.transports.begin(), plan.transports.end(),
-                  [](const sweep_transport& t) { return t.transport == transport_kind::tls; });
+  const auto only = [&plan](transport_kind kind) {
+    return std::all_of(plan.transports.begin(), plan.transports.end(),
+                       [kind](const sweep_transport& t) { return t.transport == kind; });
+  };
   const std::uint16_t given = where.port;
   plan.ports.udp = plan.ports.tcp = given != 0 ? given : 53;
-  plan.ports.tls = f.tls_port != 0 ? f.tls_port : (only_tls && given != 0 ? given : 853);
+  plan.ports.tls =
+      f.tls_port != 0 ? f.tls_port : (only(transport_kind::tls) && given != 0 ? given : 853);
+  plan.ports.doh =
+      f.doh_port != 0 ? f.doh_port : (only(transport_kind::doh) && given != 0 ? given : 443);
   return nullptr;
 }
 

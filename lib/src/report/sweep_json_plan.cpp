@@ -81,7 +81,8 @@ json::object options_to_json(const load_spec& s) {
           {"tcp_fastopen", s.tcp_fastopen},
           {"sources", strings_to_json(s.sources)},
           {"gather_writes", s.gather_writes},
-          {"tls", tls_to_json(s.tls)}};
+          {"tls", tls_to_json(s.tls)},
+          {"doh", {{"path", s.doh_path}, {"method", doh_method_name(s.doh_request)}}}};
 }
 
 void options_from_json(const json::object& o, load_spec& s) {
@@ -99,6 +100,11 @@ void options_from_json(const json::object& o, load_spec& s) {
   s.sources = strings_from_json(array_at(o, "sources"));
   s.gather_writes = bool_at(o, "gather_writes");
   s.tls = tls_from_json(object_at(o, "tls"));
+  if (const auto* doh = o.if_contains("doh"); doh != nullptr && doh->is_object()) {
+    s.doh_path = string_at(doh->get_object(), "path");
+    s.doh_request =
+        parse_doh_method(string_at(doh->get_object(), "method")).value_or(doh_method::post);
+  }
 }
 
 }  // namespace
@@ -165,7 +171,11 @@ void plan_from_json(const json::object& o, sweep_result& result) {
 
 json::object target_to_json(const sweep_plan& plan) {
   return {{"server", plan.base.server},
-          {"ports", {{"udp", plan.ports.udp}, {"tcp", plan.ports.tcp}, {"tls", plan.ports.tls}}},
+          {"ports",
+           {{"udp", plan.ports.udp},
+            {"tcp", plan.ports.tcp},
+            {"tls", plan.ports.tls},
+            {"doh", plan.ports.doh}}},
           {"description", plan.target_description}};
 }
 
@@ -175,6 +185,7 @@ void target_from_json(const json::object& o, sweep_plan& plan) {
   plan.ports.udp = static_cast<std::uint16_t>(count_at(ports, "udp"));
   plan.ports.tcp = static_cast<std::uint16_t>(count_at(ports, "tcp"));
   plan.ports.tls = static_cast<std::uint16_t>(count_at(ports, "tls"));
+  if (ports.contains("doh")) plan.ports.doh = static_cast<std::uint16_t>(count_at(ports, "doh"));
   plan.target_description = string_at(o, "description");
 }
 

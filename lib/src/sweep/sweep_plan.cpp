@@ -73,7 +73,9 @@ std::vector<sweep_transport> parse_sweep_transports(std::string_view list,
     const auto kind = parse_transport(item.substr(0, dash));
     if (!kind) {
       throw setup_error(fmt::format(
-          "--transports: \"{}\" is not one of udp, tcp, tls, tls-openssl, tls-gnutls", item));
+          "--transports: \"{}\" is not one of udp, tcp, tls, tls-openssl, tls-gnutls, doh, "
+          "doh-openssl, doh-gnutls",
+          item));
     }
     t.transport = *kind;
     if (traits_of(t.transport).has_tls) {
@@ -83,13 +85,13 @@ std::vector<sweep_transport> parse_sweep_transports(std::string_view list,
         if (!t.backend) {
           throw setup_error(fmt::format(
               "--transports: \"{}\": the TLS library is openssl or gnutls (tls-openssl, "
-              "tls-gnutls)",
+              "tls-gnutls, doh-openssl, doh-gnutls)",
               item));
         }
       }
     } else if (dash != std::string_view::npos) {
       throw setup_error(
-          fmt::format("--transports: \"{}\": only tls takes a TLS library suffix", item));
+          fmt::format("--transports: \"{}\": only tls and doh take a TLS library suffix", item));
     }
     transports.push_back(t);
   }
