@@ -123,7 +123,7 @@ struct hostile_server::impl {
   std::list<connection_thread> threads;  // touched by the accepting thread only
 
   void start() {
-    if (options.transport == transport_kind::tls) {
+    if (traits_of(options.transport).has_tls) {
       if (options.tls.certificate_file.empty()) {
         certificate = test_certificate();
         options.tls.certificate_file = certificate.certificate_file;

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// Test support: a DNS responder that misbehaves on purpose, over UDP, TCP or DNS over TLS
-/// (either TLS library), listening on 127.0.0.1 on a free port. What it does is a script:
+/// Test support: a DNS responder that misbehaves on purpose, over UDP, TCP, DNS over TLS or
+/// DNS over HTTPS (either TLS library; DoH connections are driven by h2_peer.hpp's scripts),
+/// listening on 127.0.0.1 on a free port. What it does is a script:
 /// a message script says what to send back for each query (and when), a connection script
 /// drives a whole TCP/TLS connection. Each connection runs on its own thread; everything
 /// stops and is joined in the destructor.
