@@ -300,7 +300,7 @@ TEST_P(cli_serve_test, answers_every_transport_and_stops_cleanly_on_a_signal) {
   const process_result r = server.stop(GetParam());
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("answered: 300 udp, 300 tcp, 300 tls; 4 connections accepted; 0 TLS "
+  EXPECT_NE(r.out.find("answered: 300 udp, 300 tcp, 300 tls, 0 doh; 4 connections accepted; 0 TLS "
                        "handshakes failed, 0 resumed; 0 malformed queries dropped"),
             std::string::npos)
       << r.out;
