@@ -107,6 +107,10 @@ class h2_client {
   std::string alpn() const { return tls_ ? tls_->alpn() : std::string(); }
   bool goaway_received() const { return goaway_; }
   bool connection_ended() const { return ended_; }
+  // SETTINGS_MAX_CONCURRENT_STREAMS the responder announced.
+  std::uint32_t remote_max_streams() const {
+    return nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  }
 
   // Submits a request; `body` is sent (with `content_type`, when not empty) unless the
   // method is GET.
@@ -331,6 +335,7 @@ TEST_P(doh_server_test, post_and_get_are_answered_over_h2) {
   const auto post = client.post(a);
   const auto get = client.get(aaaa);
   ASSERT_TRUE(client.run());
+  EXPECT_EQ(client.remote_max_streams(), 100u);
   expect_answer(client.response(post), a);
   expect_answer(client.response(get), aaaa);
   const auto& body = client.response(post).body;
@@ -392,6 +397,33 @@ TEST_P(doh_server_test, fifty_streams_in_flight_on_one_connection) {
   responder.stop();
   EXPECT_EQ(responder.stats().doh_queries, 50u);
   EXPECT_EQ(responder.stats().connections_accepted, 1u);
+}
+
+TEST_P(doh_server_test, max_streams_is_announced_and_more_requests_wait_their_turn) {
+  server_options o = options();
+  o.doh_max_streams = 5;
+  server responder(o);
+  h2_client client(GetParam(), responder.doh_port());
+  ASSERT_EQ(client.error(), "");
+  // The first request learns the limit; the next 20 are then queued by the client's session.
+  const auto first_query = query_for("first.example.com", rr_type::a);
+  const auto first = client.post(first_query);
+  ASSERT_TRUE(client.run());
+  expect_answer(client.response(first), first_query);
+  EXPECT_EQ(client.remote_max_streams(), 5u);
+  std::vector<std::vector<std::uint8_t>> queries;
+  std::vector<std::int32_t> streams;
+  for (int i = 0; i < 20; ++i) {
+    queries.push_back(query_for(fmt::format("q{}.example.com", i), rr_type::a));
+    streams.push_back(client.post(queries.back()));
+  }
+  ASSERT_TRUE(client.run());
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_answer(client.response(streams[i]), queries[i]);
+  }
+  responder.stop();
+  EXPECT_EQ(responder.stats().doh_queries, 21u);
 }
 
 TEST_P(doh_server_test, close_after_queries_sends_goaway_then_closes) {

@@ -1,10 +1,13 @@
 #include "server/server_doh_connection.hpp"
 
 #include <nghttp2/nghttp2.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 
 #include "server/responder.hpp"
@@ -19,6 +22,8 @@ namespace {
 constexpr std::size_t read_size = 16384;
 // How much HTTP/2 output is gathered from nghttp2 before it is handed to the stream.
 constexpr std::size_t write_batch = 65536;
+// How long a closing connection waits for the peer's FIN after its own.
+constexpr auto linger_time = std::chrono::seconds(2);
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -191,7 +196,7 @@ struct doh_callbacks {
 server_doh_connection::server_doh_connection(server_thread& owner,
                                              boost::asio::ip::tcp::socket socket,
                                              stream_acceptor& streams)
-    : owner_(owner), socket_(std::move(socket)), in_(read_size) {
+    : owner_(owner), socket_(std::move(socket)), linger_timer_(owner.io()), in_(read_size) {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
@@ -219,6 +224,10 @@ void server_doh_connection::wait(boost::asio::socket_base::wait_type type) {
 
 void server_doh_connection::step() {
   if (closed_) return;
+  if (lingering_) {
+    linger();
+    return;
+  }
   if (handshaking_) {
     do_handshake();
     if (handshaking_ || closed_) return;
@@ -437,7 +446,7 @@ void server_doh_connection::respond(std::int32_t stream_id, request& r, unsigned
 
 void server_doh_connection::check_idle(std::uint64_t now) {
   const double timeout = owner_.options().idle_timeout_seconds;
-  if (timeout <= 0 || closed_) return;
+  if (timeout <= 0 || closed_ || lingering_) return;
   if (now - last_activity_ns_ < seconds_to_ns(timeout)) return;
   if (session_ == nullptr) {
     close();
@@ -453,14 +462,45 @@ void server_doh_connection::check_idle(std::uint64_t now) {
   step();
 }
 
+// Closing a socket with unread input resets the connection, and a reset can destroy the
+// last answers before the peer read them: the peer still sends HTTP/2 frames (SETTINGS
+// acknowledgements, WINDOW_UPDATE) while they arrive. So the connection sends its FIN, then
+// reads and drops whatever comes until the peer's FIN (or linger_time), and only then closes.
 void server_doh_connection::finish_close() {
   if (!handshaking_) stream_->shutdown();
-  close();
+  stream_.reset();
+  boost::system::error_code ec;
+  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
+  if (ec) {
+    close();
+    return;
+  }
+  lingering_ = true;
+  linger_timer_.expires_after(linger_time);
+  linger_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+    if (!e) self->close();
+  });
+  linger();
+}
+
+void server_doh_connection::linger() {
+  for (;;) {
+    const ssize_t n = ::recv(socket_.native_handle(), in_.data(), in_.size(), MSG_DONTWAIT);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      wait(boost::asio::socket_base::wait_read);
+      return;
+    }
+    close();  // the peer's FIN, or an error
+    return;
+  }
 }
 
 void server_doh_connection::close() {
   if (closed_) return;
   closed_ = true;
+  linger_timer_.cancel();
   stream_.reset();
   boost::system::error_code ec;
   socket_.close(ec);

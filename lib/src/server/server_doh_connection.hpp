@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "server/server_thread.hpp"
 #include "transport/stream/byte_stream.hpp"
@@ -66,6 +67,7 @@ class server_doh_connection : public accepted_connection,
   bool read_requests();  // false when the connection closed
   bool flush();          // false when the connection closed
   void finish_close();
+  void linger();
   void close();
 
   request* take_request();
@@ -76,6 +78,7 @@ class server_doh_connection : public accepted_connection,
 
   server_thread& owner_;
   boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer linger_timer_;
   std::unique_ptr<byte_stream> stream_;
   nghttp2_session* session_ = nullptr;
   std::vector<std::uint8_t> in_;
@@ -88,7 +91,8 @@ class server_doh_connection : public accepted_connection,
   std::int32_t goaway_last_stream_ = 0;
   bool goaway_ = false;  // GOAWAY submitted: answer streams up to goaway_last_stream_ only
   bool handshaking_ = true;
-  bool closing_ = false;  // stop reading, flush, then close
+  bool closing_ = false;    // stop reading, flush, then close
+  bool lingering_ = false;  // FIN sent: discard input until the peer's FIN, then close
   bool closed_ = false;
   bool waiting_ = false;
 };
