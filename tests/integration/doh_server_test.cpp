@@ -107,6 +107,13 @@ class h2_client {
   std::string alpn() const { return tls_ ? tls_->alpn() : std::string(); }
   bool goaway_received() const { return goaway_; }
   bool connection_ended() const { return ended_; }
+  // Writes `text` over TLS before anything HTTP/2 (a peer that does not speak it).
+  bool send_raw(const std::string& text) {
+    std::size_t n = 0;
+    return tls_->write(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), n) ==
+               detail::tls_io::done &&
+           n == text.size();
+  }
   // SETTINGS_MAX_CONCURRENT_STREAMS the responder announced.
   std::uint32_t remote_max_streams() const {
     return nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
@@ -465,6 +472,23 @@ TEST_P(doh_server_test, idle_connection_gets_goaway_and_is_closed) {
   expect_answer(client.response(id), query);
   EXPECT_TRUE(client.goaway_received());
   EXPECT_TRUE(client.connection_ended());
+}
+
+TEST_P(doh_server_test, a_peer_that_does_not_speak_h2_is_closed_and_others_go_on) {
+  server responder(options());
+  {
+    h2_client http1(GetParam(), responder.doh_port());
+    ASSERT_EQ(http1.error(), "");
+    ASSERT_TRUE(http1.send_raw("GET /dns-query HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    ASSERT_TRUE(http1.run(true));
+    EXPECT_TRUE(http1.connection_ended());
+  }
+  h2_client client(GetParam(), responder.doh_port());
+  ASSERT_EQ(client.error(), "");
+  const auto query = query_for("www.example.com", rr_type::a);
+  const auto id = client.get(query);
+  ASSERT_TRUE(client.run());
+  expect_answer(client.response(id), query);
 }
 
 std::string backend_name(const ::testing::TestParamInfo<tls_backend>& param) {
