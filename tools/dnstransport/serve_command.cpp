@@ -16,6 +16,8 @@ struct serve_options {
   std::string listen = "127.0.0.1:5300";
   std::string tcp;
   std::string tls;
+  std::string doh;
+  std::string doh_path = "/dns-query";
   unsigned threads = 1;
   std::string cpus;
   std::string mode = "answer";
@@ -33,12 +35,16 @@ struct serve_options {
 
 action add_serve_command(CLI::App& app) {
   auto* serve = app.add_subcommand(
-      "serve", "Run the built-in DNS responder until interrupted (UDP, and TCP/TLS if asked)");
+      "serve", "Run the built-in DNS responder until interrupted (UDP, and TCP/TLS/DoH if asked)");
   auto o = std::make_shared<serve_options>();
   serve->add_option("--listen", o->listen, "UDP address and port ('off' for no UDP)")
       ->capture_default_str();
   serve->add_option("--tcp", o->tcp, "DNS-over-TCP address and port, e.g. 127.0.0.1:5300");
   serve->add_option("--tls", o->tls, "DNS-over-TLS address and port, e.g. 127.0.0.1:8853");
+  serve->add_option("--doh", o->doh,
+                    "DNS-over-HTTPS (HTTP/2) address and port, e.g. 127.0.0.1:8443");
+  serve->add_option("--doh-path", o->doh_path, "DoH: the path requests go to")
+      ->capture_default_str();
   serve->add_option("--threads", o->threads, "Threads, each with its own SO_REUSEPORT sockets")
       ->capture_default_str();
   serve->add_option("--cpus", o->cpus, "Pin threads to these CPUs, e.g. 1 or 2-3");
@@ -53,9 +59,9 @@ action add_serve_command(CLI::App& app) {
   serve->add_option("--cert-dir", o->certificate_directory,
                     "Where a generated certificate is written (default: a temporary directory)");
   serve->add_option("--close-after", o->close_after,
-                    "Close a TCP/TLS connection after this many answers (0: never)");
+                    "Close a TCP/TLS/DoH connection after this many answers (0: never)");
   serve->add_option("--idle-timeout", o->idle_timeout,
-                    "Close a TCP/TLS connection idle this many seconds (0: never)");
+                    "Close a TCP/TLS/DoH connection idle this many seconds (0: never)");
   serve->add_flag("--reverse-order", o->reverse_order,
                   "Answer the queries of each read in reverse order (tests pipelining clients)");
   serve->add_flag("--no-ticket-renewal", o->no_ticket_renewal,
@@ -63,7 +69,7 @@ action add_serve_command(CLI::App& app) {
                   "resume from the ticket they have (like dnsdist; openssl backend only)");
   serve->footer(
       "Example: dnstransport serve --listen 127.0.0.1:5300 --tcp 127.0.0.1:5300 "
-      "--tls 127.0.0.1:8853 --threads 2 --cpus 1\n"
+      "--tls 127.0.0.1:8853 --doh 127.0.0.1:8443 --threads 2 --cpus 1\n"
       "Exit status: 0 after SIGINT/SIGTERM; 2 for bad flags or an address that cannot be bound.");
   return [serve, o]() -> int {
     if (!serve->parsed()) return -1;
@@ -71,6 +77,8 @@ action add_serve_command(CLI::App& app) {
     if (o->listen != "off") s.udp = parse_endpoint(o->listen, 53, "--listen");
     if (!o->tcp.empty()) s.tcp = parse_endpoint(o->tcp, 53, "--tcp");
     if (!o->tls.empty()) s.tls = parse_endpoint(o->tls, 853, "--tls");
+    if (!o->doh.empty()) s.doh = parse_endpoint(o->doh, 443, "--doh");
+    s.doh_path = o->doh_path;
     s.threads = o->threads;
     if (!o->cpus.empty()) s.cpus = parse_cpu_list(o->cpus, "--cpus");
     const auto mode = parse_answer_mode(o->mode);
@@ -99,6 +107,11 @@ action add_serve_command(CLI::App& app) {
                  responder.certificate().certificate_file.string(),
                  responder.certificate().key_file.string());
     }
+    if (s.doh) {
+      fmt::print("doh  https://{}{} ({}), certificate {}\n",
+                 to_string({s.doh->address, responder.doh_port()}), s.doh_path, o->tls_backend,
+                 responder.certificate().certificate_file.string());
+    }
     fmt::print("mode {}, {} thread{}; stop with Ctrl-C\n", o->mode, s.threads,
                s.threads == 1 ? "" : "s");
     std::fflush(stdout);
@@ -106,9 +119,9 @@ action add_serve_command(CLI::App& app) {
     responder.stop();
     const auto st = responder.stats();
     fmt::print(
-        "answered: {} udp, {} tcp, {} tls; {} connections accepted; {} TLS handshakes "
+        "answered: {} udp, {} tcp, {} tls, {} doh; {} connections accepted; {} TLS handshakes "
         "failed, {} resumed; {} malformed queries dropped\n",
-        st.udp_queries, st.tcp_queries, st.tls_queries, st.connections_accepted,
+        st.udp_queries, st.tcp_queries, st.tls_queries, st.doh_queries, st.connections_accepted,
         st.tls_handshakes_failed, st.tls_resumed, st.malformed_queries);
     return exit_ok;
   };

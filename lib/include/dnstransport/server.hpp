@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// The built-in DNS responder: the quickstart target and the calibration target. It answers
-/// UDP, TCP and DNS over TLS as fast as the kernel allows, so a run against it shows the
-/// generator's own ceiling.
+/// UDP, TCP, DNS over TLS and DNS over HTTPS (HTTP/2) as fast as the kernel allows, so a run
+/// against it shows the generator's own ceiling.
 
 #include <cstdint>
 #include <memory>
@@ -30,20 +30,27 @@ std::optional<answer_mode> parse_answer_mode(std::string_view name) noexcept;
 
 /// Responder configuration. Port 0 picks a free port (see server::udp_port and friends).
 struct server_options {
-  std::optional<endpoint> udp;  ///< UDP listener, one SO_REUSEPORT socket per thread
-  std::optional<endpoint> tcp;  ///< DNS-over-TCP listener
-  std::optional<endpoint> tls;  ///< DNS-over-TLS listener
+  std::optional<endpoint> udp;          ///< UDP listener, one SO_REUSEPORT socket per thread
+  std::optional<endpoint> tcp;          ///< DNS-over-TCP listener
+  std::optional<endpoint> tls;          ///< DNS-over-TLS listener
+  std::optional<endpoint> doh;          ///< DNS-over-HTTPS listener (RFC 8484, HTTP/2 over TLS)
+  std::string doh_path = "/dns-query";  ///< the path DoH requests go to; others get 404
+  unsigned doh_max_streams = 100;       ///< SETTINGS_MAX_CONCURRENT_STREAMS announced
   unsigned threads = 1;
   std::vector<int> cpus;  ///< pin thread i to cpus[i % size]; empty: no pinning
   answer_mode mode = answer_mode::answer;
+  /// TLS settings of the TLS listener and of the DoH listener (which selects ALPN "h2"
+  /// instead of tls_options.alpn); both use the same certificate.
   tls_server_options tls_options;
   /// Where a generated certificate is written when tls_options has none.
   std::string certificate_directory;
 
   // Stream behaviour, to exercise clients.
-  std::uint64_t close_after_queries = 0;  ///< close a connection after K answers; 0: never
-  double idle_timeout_seconds = 0;        ///< close a connection idle this long; 0: never
-  bool reverse_order = false;             ///< answer each batch read from a connection last-first
+  /// Close a connection after K answers (DoH: GOAWAY, then close once they are sent);
+  /// 0: never.
+  std::uint64_t close_after_queries = 0;
+  double idle_timeout_seconds = 0;  ///< close a connection idle this long; 0: never
+  bool reverse_order = false;       ///< answer each batch read from a connection last-first
 };
 
 /// Counters the responder keeps (approximate while running, exact after stop()).
@@ -51,10 +58,11 @@ struct server_stats {
   std::uint64_t udp_queries = 0;
   std::uint64_t tcp_queries = 0;
   std::uint64_t tls_queries = 0;
+  std::uint64_t doh_queries = 0;  ///< DoH requests answered with 200 and a DNS message
   std::uint64_t connections_accepted = 0;
   std::uint64_t tls_handshakes_failed = 0;
   std::uint64_t tls_resumed = 0;
-  std::uint64_t malformed_queries = 0;
+  std::uint64_t malformed_queries = 0;  ///< dropped, or for DoH: answered 400
 };
 
 /// A running responder. Sockets are bound in the constructor (so a port in use is reported
@@ -71,10 +79,12 @@ class server {
   std::uint16_t udp_port() const noexcept;
   std::uint16_t tcp_port() const noexcept;
   std::uint16_t tls_port() const noexcept;
+  std::uint16_t doh_port() const noexcept;
   /// The port of the listener for `transport`; 0 when it is off.
   std::uint16_t port(transport_kind transport) const noexcept;
 
-  /// Certificate in use by the TLS listener (generated or given); empty without TLS.
+  /// Certificate in use by the TLS and DoH listeners (generated or given); empty without
+  /// either.
   const certificate_files& certificate() const noexcept;
 
   /// Stops all threads and closes every socket. Idempotent.

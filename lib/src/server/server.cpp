@@ -40,10 +40,12 @@ struct server::impl {
   server_options options;
   certificate_files certificate;
   std::unique_ptr<detail::tls_server_context> tls;
+  std::unique_ptr<detail::tls_server_context> doh;  // the same certificate, ALPN "h2"
   std::vector<std::unique_ptr<detail::server_thread>> threads;
   std::uint16_t udp_port = 0;
   std::uint16_t tcp_port = 0;
   std::uint16_t tls_port = 0;
+  std::uint16_t doh_port = 0;
 };
 
 server::server(server_options options) : impl_(std::make_unique<impl>()) {
@@ -51,8 +53,19 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
   s.options = std::move(options);
   const server_options& o = s.options;
   if (o.threads == 0) throw setup_error("--threads must be at least 1");
-  if (!o.udp && !o.tcp && !o.tls) throw setup_error("the responder needs at least one listener");
-  if (o.tls) {
+  if (!o.udp && !o.tcp && !o.tls && !o.doh) {
+    throw setup_error("the responder needs at least one listener");
+  }
+  if (o.doh) {
+    if (o.doh_path.empty() || o.doh_path.front() != '/' ||
+        o.doh_path.find_first_of("?# ") != std::string::npos) {
+      throw setup_error(
+          fmt::format("--doh-path: \"{}\" is not an absolute path without query (e.g. /dns-query)",
+                      o.doh_path));
+    }
+    if (o.doh_max_streams == 0) throw setup_error("--doh-max-streams must be at least 1");
+  }
+  if (o.tls || o.doh) {
     tls_server_options tls_options = o.tls_options;
     if (tls_options.certificate_file.empty() != tls_options.key_file.empty()) {
       throw setup_error("give both a TLS certificate and its key, or neither");
@@ -68,7 +81,11 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
     } else {
       s.certificate = {tls_options.certificate_file, tls_options.key_file};
     }
-    s.tls = detail::make_tls_server_context(tls_options);
+    if (o.tls) s.tls = detail::make_tls_server_context(tls_options);
+    if (o.doh) {
+      tls_options.alpn = {"h2"};
+      s.doh = detail::make_tls_server_context(tls_options);
+    }
   }
 
   auto address_of = [](const endpoint& e, std::string_view what) {
@@ -76,7 +93,7 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
     return boost::asio::ip::make_address(e.address);
   };
   for (unsigned i = 0; i < o.threads; ++i) {
-    auto t = std::make_unique<detail::server_thread>(s.options, s.tls.get());
+    auto t = std::make_unique<detail::server_thread>(s.options, s.tls.get(), s.doh.get());
     if (o.udp) {
       s.udp_port = t->open_udp({address_of(*o.udp, "--listen"), i == 0 ? o.udp->port : s.udp_port});
     }
@@ -85,6 +102,9 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
     }
     if (o.tls) {
       s.tls_port = t->open_tls({address_of(*o.tls, "--tls"), i == 0 ? o.tls->port : s.tls_port});
+    }
+    if (o.doh) {
+      s.doh_port = t->open_doh({address_of(*o.doh, "--doh"), i == 0 ? o.doh->port : s.doh_port});
     }
     s.threads.push_back(std::move(t));
   }
@@ -122,6 +142,9 @@ std::uint16_t server::port(transport_kind transport) const noexcept {
 std::uint16_t server::tls_port() const noexcept {
   return impl_->tls_port;
 }
+std::uint16_t server::doh_port() const noexcept {
+  return impl_->doh_port;
+}
 const certificate_files& server::certificate() const noexcept {
   return impl_->certificate;
 }
@@ -137,6 +160,7 @@ server_stats server::stats() const {
     total.udp_queries += c.udp_queries.load(std::memory_order_relaxed);
     total.tcp_queries += c.tcp_queries.load(std::memory_order_relaxed);
     total.tls_queries += c.tls_queries.load(std::memory_order_relaxed);
+    total.doh_queries += c.doh_queries.load(std::memory_order_relaxed);
     total.connections_accepted += c.connections_accepted.load(std::memory_order_relaxed);
     total.tls_handshakes_failed += c.tls_handshakes_failed.load(std::memory_order_relaxed);
     total.tls_resumed += c.tls_resumed.load(std::memory_order_relaxed);

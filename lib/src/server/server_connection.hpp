@@ -14,15 +14,15 @@
 
 namespace dnstransport::detail {
 
-class server_connection : public std::enable_shared_from_this<server_connection> {
+class server_connection : public accepted_connection,
+                          public std::enable_shared_from_this<server_connection> {
  public:
   // `queries` counts the answers of this listener (TCP or TLS).
   server_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
                     stream_acceptor& streams, std::atomic<std::uint64_t>& queries);
 
-  void start();
-  // Closes the connection if it has been idle longer than the configured timeout.
-  void check_idle(std::uint64_t now);
+  void start() override;
+  void check_idle(std::uint64_t now) override;
   void close();
 
  private:

@@ -13,6 +13,7 @@
 
 #include "server/responder.hpp"
 #include "server/server_connection.hpp"
+#include "server/server_doh_connection.hpp"
 #include "transport/stream/byte_stream.hpp"
 #include "util/clock.hpp"
 #include "util/cpu_pinning.hpp"
@@ -34,10 +35,12 @@ std::string describe(const Endpoint& where) {
 
 }  // namespace
 
-server_thread::server_thread(const server_options& options, tls_server_context* tls)
+server_thread::server_thread(const server_options& options, tls_server_context* tls,
+                             tls_server_context* doh)
     : options_(options),
       tcp_streams_(make_tcp_acceptor()),
       tls_streams_(tls != nullptr ? make_tls_acceptor(*tls) : nullptr),
+      doh_streams_(doh != nullptr ? make_tls_acceptor(*doh) : nullptr),
       sweep_timer_(io_),
       answer_scratch_(65535 + answer_overhead) {}
 
@@ -98,10 +101,15 @@ std::uint16_t server_thread::open_tls(const boost::asio::ip::tcp::endpoint& wher
   return open_acceptor(tls_acceptor_, io_, where, "TLS");
 }
 
+std::uint16_t server_thread::open_doh(const boost::asio::ip::tcp::endpoint& where) {
+  return open_acceptor(doh_acceptor_, io_, where, "DoH");
+}
+
 void server_thread::start(std::optional<int> cpu) {
   if (udp_) wait_udp();
   if (tcp_) accept(*tcp_, *tcp_streams_, counters.tcp_queries);
   if (tls_acceptor_) accept(*tls_acceptor_, *tls_streams_, counters.tls_queries);
+  if (doh_acceptor_) accept_doh();
   if (options_.idle_timeout_seconds > 0) schedule_sweep();
   thread_ = std::thread([this, cpu] {
     if (cpu) pin_current_thread(*cpu);
@@ -116,7 +124,7 @@ void server_thread::stop() {
   connections_.clear();
 }
 
-void server_thread::forget(server_connection* connection) {
+void server_thread::forget(accepted_connection* connection) {
   connections_.erase(connection);
 }
 
@@ -188,13 +196,28 @@ void server_thread::accept(boost::asio::ip::tcp::acceptor& acceptor, stream_acce
     if (ec == boost::asio::error::operation_aborted) return;
     if (!ec) {
       counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
-      auto connection =
-          std::make_shared<server_connection>(*this, std::move(socket), streams, queries);
-      connections_.emplace(connection.get(), connection);
-      connection->start();
+      adopt(std::make_shared<server_connection>(*this, std::move(socket), streams, queries));
     }
     accept(acceptor, streams, queries);
   });
+}
+
+void server_thread::accept_doh() {
+  doh_acceptor_->async_accept(
+      [this](const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket) {
+        if (ec == boost::asio::error::operation_aborted) return;
+        if (!ec) {
+          counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
+          adopt(std::make_shared<server_doh_connection>(*this, std::move(socket), *doh_streams_));
+        }
+        accept_doh();
+      });
+}
+
+void server_thread::adopt(std::shared_ptr<accepted_connection> connection) {
+  accepted_connection* key = connection.get();
+  connections_.emplace(key, connection);
+  connection->start();
 }
 
 void server_thread::schedule_sweep() {
@@ -202,7 +225,7 @@ void server_thread::schedule_sweep() {
   sweep_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
     const std::uint64_t now = monotonic_ns();
-    std::vector<std::shared_ptr<server_connection>> open;
+    std::vector<std::shared_ptr<accepted_connection>> open;
     open.reserve(connections_.size());
     for (auto& [key, connection] : connections_) open.push_back(connection);
     for (auto& connection : open) connection->check_idle(now);

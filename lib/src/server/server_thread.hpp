@@ -1,6 +1,6 @@
 #pragma once
 // Internal: one thread of the built-in responder. Every thread has its own io_context and
-// its own SO_REUSEPORT sockets (UDP, TCP, TLS), so the kernel spreads queries and
+// its own SO_REUSEPORT sockets (UDP, TCP, TLS, DoH), so the kernel spreads queries and
 // connections over threads and nothing is shared between them.
 
 #include <atomic>
@@ -22,22 +22,35 @@
 namespace dnstransport::detail {
 
 class tls_server_context;
-class server_connection;
 class stream_acceptor;
 
 struct server_counters {
   std::atomic<std::uint64_t> udp_queries{0};
   std::atomic<std::uint64_t> tcp_queries{0};
   std::atomic<std::uint64_t> tls_queries{0};
+  std::atomic<std::uint64_t> doh_queries{0};
   std::atomic<std::uint64_t> connections_accepted{0};
   std::atomic<std::uint64_t> tls_handshakes_failed{0};
   std::atomic<std::uint64_t> tls_resumed{0};
   std::atomic<std::uint64_t> malformed_queries{0};
 };
 
+// What the thread knows of a connection it accepted (a server_connection for TCP and TLS,
+// a server_doh_connection for DoH): it keeps it alive until the connection calls forget(),
+// and sweeps it for idleness.
+class accepted_connection {
+ public:
+  virtual ~accepted_connection() = default;
+  virtual void start() = 0;
+  // Closes the connection if it has been idle longer than the configured timeout.
+  virtual void check_idle(std::uint64_t now) = 0;
+};
+
 class server_thread {
  public:
-  server_thread(const server_options& options, tls_server_context* tls);
+  // `tls` (DoT) and `doh` (the same certificate, ALPN "h2") may be null when that listener
+  // is off.
+  server_thread(const server_options& options, tls_server_context* tls, tls_server_context* doh);
   ~server_thread();
 
   // Binds the listeners; a port of 0 binds a free port the first time (later threads then
@@ -45,6 +58,7 @@ class server_thread {
   std::uint16_t open_udp(const boost::asio::ip::udp::endpoint& where);
   std::uint16_t open_tcp(const boost::asio::ip::tcp::endpoint& where);
   std::uint16_t open_tls(const boost::asio::ip::tcp::endpoint& where);
+  std::uint16_t open_doh(const boost::asio::ip::tcp::endpoint& where);
 
   void start(std::optional<int> cpu);
   void stop();
@@ -52,7 +66,7 @@ class server_thread {
   server_counters counters;
   const server_options& options() const noexcept { return options_; }
   boost::asio::io_context& io() noexcept { return io_; }
-  void forget(server_connection* connection);
+  void forget(accepted_connection* connection);
   // Where a connection builds one answer before framing it; shared by the thread's
   // connections, which run one at a time.
   std::span<std::uint8_t> answer_scratch() noexcept { return answer_scratch_; }
@@ -62,17 +76,21 @@ class server_thread {
   void on_udp_readable();
   void accept(boost::asio::ip::tcp::acceptor& acceptor, stream_acceptor& streams,
               std::atomic<std::uint64_t>& queries);
+  void accept_doh();
+  void adopt(std::shared_ptr<accepted_connection> connection);
   void schedule_sweep();
 
   const server_options& options_;
   std::unique_ptr<stream_acceptor> tcp_streams_;
   std::unique_ptr<stream_acceptor> tls_streams_;  // when the responder has TLS
+  std::unique_ptr<stream_acceptor> doh_streams_;  // when the responder has DoH
   boost::asio::io_context io_{1};
   std::optional<boost::asio::ip::udp::socket> udp_;
   std::optional<boost::asio::ip::tcp::acceptor> tcp_;
   std::optional<boost::asio::ip::tcp::acceptor> tls_acceptor_;
+  std::optional<boost::asio::ip::tcp::acceptor> doh_acceptor_;
   boost::asio::steady_timer sweep_timer_;
-  std::unordered_map<server_connection*, std::shared_ptr<server_connection>> connections_;
+  std::unordered_map<accepted_connection*, std::shared_ptr<accepted_connection>> connections_;
   std::vector<std::uint8_t> in_;
   std::vector<std::uint8_t> out_;
   std::vector<std::uint8_t> answer_scratch_;

@@ -1,0 +1,510 @@
+#include "server/server_doh_connection.hpp"
+
+#include <nghttp2/nghttp2.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+
+#include "server/responder.hpp"
+#include "transport/doh/doh_message.hpp"
+#include "util/clock.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+// TLS records carry at most 16 KiB; one read takes one record.
+constexpr std::size_t read_size = 16384;
+// How much HTTP/2 output is gathered from nghttp2 before it is handed to the stream.
+constexpr std::size_t write_batch = 65536;
+// How long a closing connection waits for the peer's FIN after its own.
+constexpr auto linger_time = std::chrono::seconds(2);
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+           return lower(x) == lower(y);
+         });
+}
+
+std::string_view trim(std::string_view text) noexcept {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+std::string_view as_view(const std::uint8_t* data, std::size_t size) noexcept {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+nghttp2_nv header(std::string_view name, std::string_view value) noexcept {
+  // nghttp2 copies names and values when the response is submitted.
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+std::string_view status_text(unsigned status) noexcept {
+  switch (status) {
+    case 200:
+      return "200";
+    case 400:
+      return "400";
+    case 404:
+      return "404";
+    case 405:
+      return "405";
+    case 413:
+      return "413";
+    case 415:
+      return "415";
+  }
+  return "500";
+}
+
+}  // namespace
+
+doh_target split_doh_target(std::string_view target) noexcept {
+  const auto question = target.find('?');
+  if (question == std::string_view::npos) return {target, {}};
+  return {target.substr(0, question), target.substr(question + 1)};
+}
+
+std::optional<std::string_view> doh_dns_parameter(std::string_view query) noexcept {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.starts_with("dns=")) return pair.substr(4);
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+bool is_doh_media_type(std::string_view content_type) noexcept {
+  return equal_ignoring_case(trim(content_type.substr(0, content_type.find(';'))), doh_media_type);
+}
+
+struct server_doh_connection::request {
+  enum class verb { none, get, post, other };
+  verb method = verb::none;
+  std::string target;  // :path
+  bool dns_content_type = false;
+  bool too_large = false;
+  std::vector<std::uint8_t> body;
+  std::vector<std::uint8_t> answer;
+  std::size_t sent = 0;  // of answer
+
+  void reset() {
+    method = verb::none;
+    target.clear();
+    dns_content_type = false;
+    too_large = false;
+    body.clear();
+    answer.clear();
+    sent = 0;
+  }
+};
+
+// nghttp2's callbacks, with the connection as user data.
+struct doh_callbacks {
+  using request = server_doh_connection::request;
+
+  static server_doh_connection& self(void* user_data) {
+    return *static_cast<server_doh_connection*>(user_data);
+  }
+  static request* of(nghttp2_session* session, std::int32_t stream_id) {
+    return static_cast<request*>(nghttp2_session_get_stream_user_data(session, stream_id));
+  }
+
+  static int on_begin_headers(nghttp2_session* session, const nghttp2_frame* frame,
+                              void* user_data) {
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    request* r = self(user_data).take_request();
+    nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, r);
+    return 0;
+  }
+
+  static int on_header(nghttp2_session* session, const nghttp2_frame* frame,
+                       const std::uint8_t* name, std::size_t name_size, const std::uint8_t* value,
+                       std::size_t value_size, std::uint8_t /*flags*/, void* /*user_data*/) {
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    request* r = of(session, frame->hd.stream_id);
+    if (r == nullptr) return 0;
+    const std::string_view n = as_view(name, name_size);
+    const std::string_view v = as_view(value, value_size);
+    if (n == ":method") {
+      r->method = v == "GET"    ? request::verb::get
+                  : v == "POST" ? request::verb::post
+                                : request::verb::other;
+    } else if (n == ":path") {
+      r->target.assign(v);
+    } else if (n == "content-type") {
+      r->dns_content_type = is_doh_media_type(v);
+    }
+    return 0;
+  }
+
+  static int on_data_chunk(nghttp2_session* session, std::uint8_t /*flags*/, std::int32_t stream_id,
+                           const std::uint8_t* data, std::size_t size, void* /*user_data*/) {
+    request* r = of(session, stream_id);
+    if (r == nullptr || r->too_large) return 0;
+    if (r->body.size() + size > doh_max_message) {
+      r->too_large = true;
+      r->body.clear();
+      return 0;
+    }
+    r->body.insert(r->body.end(), data, data + size);
+    return 0;
+  }
+
+  static int on_frame(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
+    request* r = of(session, frame->hd.stream_id);
+    if (r != nullptr) self(user_data).answer(frame->hd.stream_id, *r);
+    return 0;
+  }
+
+  static int on_stream_close(nghttp2_session* session, std::int32_t stream_id,
+                             std::uint32_t /*error_code*/, void* user_data) {
+    request* r = of(session, stream_id);
+    if (r != nullptr) {
+      nghttp2_session_set_stream_user_data(session, stream_id, nullptr);
+      self(user_data).release(r);
+    }
+    return 0;
+  }
+
+  static ssize_t read_answer(nghttp2_session* /*session*/, std::int32_t /*stream_id*/,
+                             std::uint8_t* buffer, std::size_t length, std::uint32_t* flags,
+                             nghttp2_data_source* source, void* /*user_data*/) {
+    request& r = *static_cast<request*>(source->ptr);
+    const std::size_t n = std::min(length, r.answer.size() - r.sent);
+    std::memcpy(buffer, r.answer.data() + r.sent, n);
+    r.sent += n;
+    if (r.sent == r.answer.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+  }
+};
+
+server_doh_connection::server_doh_connection(server_thread& owner,
+                                             boost::asio::ip::tcp::socket socket,
+                                             stream_acceptor& streams)
+    : owner_(owner), socket_(std::move(socket)), linger_timer_(owner.io()), in_(read_size) {
+  boost::system::error_code ec;
+  socket_.non_blocking(true, ec);
+  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
+  stream_ = streams.open(socket_.native_handle());
+  last_activity_ns_ = monotonic_ns();
+}
+
+server_doh_connection::~server_doh_connection() {
+  if (session_ != nullptr) nghttp2_session_del(session_);
+}
+
+void server_doh_connection::start() {
+  step();
+}
+
+void server_doh_connection::wait(boost::asio::socket_base::wait_type type) {
+  if (waiting_ || closed_) return;
+  waiting_ = true;
+  socket_.async_wait(type, [self = shared_from_this()](const boost::system::error_code& ec) {
+    self->waiting_ = false;
+    if (ec || self->closed_) return;
+    self->step();
+  });
+}
+
+void server_doh_connection::step() {
+  if (closed_) return;
+  if (lingering_) {
+    linger();
+    return;
+  }
+  if (handshaking_) {
+    do_handshake();
+    if (handshaking_ || closed_) return;
+  }
+  // Output not yet written goes first: no more is read until the stream took it.
+  if (!flush() || written_ < out_.size()) return;
+  if (!closing_) {
+    if (!read_requests()) return;
+    if (!flush() || written_ < out_.size()) return;
+  }
+  // The session ends when the peer went away, or once a GOAWAY was sent and every stream
+  // it left open is answered.
+  if (closing_ ||
+      (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0)) {
+    finish_close();
+    return;
+  }
+  wait(boost::asio::socket_base::wait_read);
+}
+
+void server_doh_connection::do_handshake() {
+  switch (stream_->handshake()) {
+    case stream_io::done:
+      handshaking_ = false;
+      if (stream_->resumed()) owner_.counters.tls_resumed.fetch_add(1, std::memory_order_relaxed);
+      if (!start_session()) close();
+      return;
+    case stream_io::want_read:
+      wait(boost::asio::socket_base::wait_read);
+      return;
+    case stream_io::want_write:
+      wait(boost::asio::socket_base::wait_write);
+      return;
+    case stream_io::closed:
+    case stream_io::failed:
+      owner_.counters.tls_handshakes_failed.fetch_add(1, std::memory_order_relaxed);
+      close();
+      return;
+  }
+}
+
+bool server_doh_connection::start_session() {
+  nghttp2_session_callbacks* callbacks = nullptr;
+  if (nghttp2_session_callbacks_new(&callbacks) != 0) return false;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks,
+                                                          &doh_callbacks::on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, &doh_callbacks::on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks,
+                                                            &doh_callbacks::on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &doh_callbacks::on_frame);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
+                                                         &doh_callbacks::on_stream_close);
+  const int rv = nghttp2_session_server_new(&session_, callbacks, this);
+  nghttp2_session_callbacks_del(callbacks);
+  if (rv != 0) {
+    session_ = nullptr;
+    return false;
+  }
+  const std::array<nghttp2_settings_entry, 1> settings{{
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, owner_.options().doh_max_streams},
+  }};
+  return nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size()) ==
+         0;
+}
+
+bool server_doh_connection::read_requests() {
+  for (;;) {
+    std::size_t n = 0;
+    switch (stream_->read(in_, n)) {
+      case stream_io::done:
+        break;
+      case stream_io::want_read:
+        return true;
+      case stream_io::want_write:
+        wait(boost::asio::socket_base::wait_write);
+        return true;
+      case stream_io::closed:
+      case stream_io::failed:
+        closing_ = true;
+        return true;
+    }
+    last_activity_ns_ = monotonic_ns();
+    if (nghttp2_session_mem_recv(session_, in_.data(), n) < 0) {
+      // Not HTTP/2 (no client preface) or a fatal session error: send what nghttp2 queued.
+      closing_ = true;
+      return true;
+    }
+    if (n < in_.size() && !stream_->has_buffered_input()) return true;
+  }
+}
+
+bool server_doh_connection::flush() {
+  for (;;) {
+    if (written_ == out_.size()) {
+      out_.clear();
+      written_ = 0;
+      while (session_ != nullptr && out_.size() < write_batch) {
+        const std::uint8_t* data = nullptr;
+        const ssize_t n = nghttp2_session_mem_send(session_, &data);
+        if (n < 0) {
+          close();
+          return false;
+        }
+        if (n == 0) break;
+        out_.insert(out_.end(), data, data + n);
+      }
+      if (out_.empty()) return true;
+    }
+    const iovec piece{out_.data() + written_, out_.size() - written_};
+    std::size_t n = 0;
+    switch (stream_->write({&piece, 1}, n)) {
+      case stream_io::done:
+        written_ += n;
+        break;
+      case stream_io::want_read:
+        wait(boost::asio::socket_base::wait_read);
+        return true;
+      case stream_io::want_write:
+        wait(boost::asio::socket_base::wait_write);
+        return true;
+      case stream_io::closed:
+      case stream_io::failed:
+        close();
+        return false;
+    }
+  }
+}
+
+server_doh_connection::request* server_doh_connection::take_request() {
+  if (free_requests_.empty()) {
+    requests_.push_back(std::make_unique<request>());
+    return requests_.back().get();
+  }
+  request* r = free_requests_.back();
+  free_requests_.pop_back();
+  return r;
+}
+
+void server_doh_connection::release(request* r) {
+  r->reset();
+  free_requests_.push_back(r);
+}
+
+void server_doh_connection::answer(std::int32_t stream_id, request& r) {
+  // Streams above a GOAWAY's last stream are closed by nghttp2 once it is sent.
+  if (goaway_ && stream_id > goaway_last_stream_) return;
+  const server_options& options = owner_.options();
+  const doh_target target = split_doh_target(r.target);
+  if (target.path != options.doh_path) return respond(stream_id, r, 404);
+  switch (r.method) {
+    case request::verb::get: {
+      const auto parameter = doh_dns_parameter(target.query);
+      auto query = parameter ? base64url_decode(*parameter) : std::nullopt;
+      if (!query || query->size() > doh_max_message) {
+        owner_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
+        return respond(stream_id, r, 400);
+      }
+      r.body.assign(query->begin(), query->end());
+      break;
+    }
+    case request::verb::post:
+      if (!r.dns_content_type) return respond(stream_id, r, 415);
+      if (r.too_large) return respond(stream_id, r, 413);
+      break;
+    case request::verb::none:
+    case request::verb::other:
+      return respond(stream_id, r, 405);
+  }
+  r.answer.resize(r.body.size() + answer_overhead);
+  const std::size_t size = build_answer(r.body, options.mode, r.answer);
+  if (size == 0) {
+    owner_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
+    return respond(stream_id, r, 400);
+  }
+  r.answer.resize(size);
+  respond(stream_id, r, 200);
+  owner_.counters.doh_queries.fetch_add(1, std::memory_order_relaxed);
+  ++answered_;
+  if (options.close_after_queries != 0 && answered_ >= options.close_after_queries) {
+    goaway_ = true;
+    goaway_last_stream_ = stream_id;
+    nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_NO_ERROR, nullptr, 0);
+  }
+}
+
+void server_doh_connection::respond(std::int32_t stream_id, request& r, unsigned status) {
+  std::array<char, 24> length_text{};
+  const std::size_t length = status == 200 ? r.answer.size() : 0;
+  const auto end =
+      std::to_chars(length_text.data(), length_text.data() + length_text.size(), length).ptr;
+  const std::string_view length_view(length_text.data(),
+                                     static_cast<std::size_t>(end - length_text.data()));
+  std::array<nghttp2_nv, 3> headers{};
+  std::size_t count = 0;
+  headers[count++] = header(":status", status_text(status));
+  if (status == 200) {
+    headers[count++] = header("content-type", doh_media_type);
+  } else if (status == 405) {
+    headers[count++] = header("allow", "GET, POST");
+  }
+  headers[count++] = header("content-length", length_view);
+  int rv = 0;
+  if (status == 200) {
+    r.sent = 0;
+    nghttp2_data_provider provider{};
+    provider.source.ptr = &r;
+    provider.read_callback = &doh_callbacks::read_answer;
+    rv = nghttp2_submit_response(session_, stream_id, headers.data(), count, &provider);
+  } else {
+    rv = nghttp2_submit_response(session_, stream_id, headers.data(), count, nullptr);
+  }
+  if (rv != 0) {
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_INTERNAL_ERROR);
+  }
+}
+
+void server_doh_connection::check_idle(std::uint64_t now) {
+  const double timeout = owner_.options().idle_timeout_seconds;
+  if (timeout <= 0 || closed_ || lingering_) return;
+  if (now - last_activity_ns_ < seconds_to_ns(timeout)) return;
+  if (session_ == nullptr) {
+    close();
+    return;
+  }
+  // GOAWAY (NO_ERROR), then close once it is written.
+  if (!goaway_) {
+    goaway_ = true;
+    goaway_last_stream_ = nghttp2_session_get_last_proc_stream_id(session_);
+    nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+  }
+  closing_ = true;
+  step();
+}
+
+// Closing a socket with unread input resets the connection, and a reset can destroy the
+// last answers before the peer read them: the peer still sends HTTP/2 frames (SETTINGS
+// acknowledgements, WINDOW_UPDATE) while they arrive. So the connection sends its FIN, then
+// reads and drops whatever comes until the peer's FIN (or linger_time), and only then closes.
+void server_doh_connection::finish_close() {
+  if (!handshaking_) stream_->shutdown();
+  stream_.reset();
+  boost::system::error_code ec;
+  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
+  if (ec) {
+    close();
+    return;
+  }
+  lingering_ = true;
+  linger_timer_.expires_after(linger_time);
+  linger_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+    if (!e) self->close();
+  });
+  linger();
+}
+
+void server_doh_connection::linger() {
+  for (;;) {
+    const ssize_t n = ::recv(socket_.native_handle(), in_.data(), in_.size(), MSG_DONTWAIT);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      wait(boost::asio::socket_base::wait_read);
+      return;
+    }
+    close();  // the peer's FIN, or an error
+    return;
+  }
+}
+
+void server_doh_connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  linger_timer_.cancel();
+  stream_.reset();
+  boost::system::error_code ec;
+  socket_.close(ec);
+  owner_.forget(this);
+}
+
+}  // namespace dnstransport::detail

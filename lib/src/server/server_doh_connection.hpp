@@ -1,0 +1,100 @@
+#pragma once
+// Internal: one DNS-over-HTTPS connection (RFC 8484) accepted by the built-in responder: TLS
+// on the same byte_stream as the other listeners, then HTTP/2 through an nghttp2 server
+// session fed from the stream's reads (nghttp2_session_mem_recv) and drained into its
+// writes (nghttp2_session_mem_send). Every request is a stream of its own; many run at once
+// on one connection. Readiness waits are the same Asio waits as server_connection's.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "server/server_thread.hpp"
+#include "transport/stream/byte_stream.hpp"
+
+struct nghttp2_session;
+
+namespace dnstransport::detail {
+
+// Largest DNS message a request may carry (RFC 8484 §6: the DNS message size limit).
+inline constexpr std::size_t doh_max_message = 65535;
+
+// The parts of a request target ("/dns-query?dns=AAAB"): `path` before '?', `query` after.
+struct doh_target {
+  std::string_view path;
+  std::string_view query;
+};
+doh_target split_doh_target(std::string_view target) noexcept;
+
+// The value of the `dns` parameter in a query string ("ct&dns=AAAB" -> "AAAB"); nothing
+// when there is none.
+std::optional<std::string_view> doh_dns_parameter(std::string_view query) noexcept;
+
+// Whether a Content-Type value names application/dns-message (case-insensitive, parameters
+// after ';' ignored).
+bool is_doh_media_type(std::string_view content_type) noexcept;
+
+class server_doh_connection : public accepted_connection,
+                              public std::enable_shared_from_this<server_doh_connection> {
+ public:
+  server_doh_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
+                        stream_acceptor& streams);
+  ~server_doh_connection() override;
+  server_doh_connection(const server_doh_connection&) = delete;
+  server_doh_connection& operator=(const server_doh_connection&) = delete;
+
+  void start() override;
+  void check_idle(std::uint64_t now) override;
+
+  // One HTTP/2 request stream; reused from a free list once the stream closes.
+  struct request;
+
+ private:
+  friend struct doh_callbacks;
+
+  void wait(boost::asio::socket_base::wait_type type);
+  void step();
+  void do_handshake();
+  bool start_session();  // false when nghttp2 could not be set up
+  bool read_requests();  // false when the connection closed
+  bool flush();          // false when the connection closed
+  void finish_close();
+  void linger();
+  void close();
+
+  request* take_request();
+  void release(request* r);
+  void answer(std::int32_t stream_id, request& r);
+  void respond(std::int32_t stream_id, request& r, unsigned status);
+  void begin_goaway();
+
+  server_thread& owner_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer linger_timer_;
+  std::unique_ptr<byte_stream> stream_;
+  nghttp2_session* session_ = nullptr;
+  std::vector<std::uint8_t> in_;
+  std::vector<std::uint8_t> out_;  // HTTP/2 output the stream has not taken yet
+  std::size_t written_ = 0;        // of out_
+  std::vector<std::unique_ptr<request>> requests_;
+  std::vector<request*> free_requests_;
+  std::uint64_t answered_ = 0;
+  std::uint64_t last_activity_ns_ = 0;
+  std::int32_t goaway_last_stream_ = 0;
+  bool goaway_ = false;  // GOAWAY submitted: answer streams up to goaway_last_stream_ only
+  bool handshaking_ = true;
+  bool closing_ = false;    // stop reading, flush, then close
+  bool lingering_ = false;  // FIN sent: discard input until the peer's FIN, then close
+  bool closed_ = false;
+  bool waiting_ = false;
+};
+
+}  // namespace dnstransport::detail
