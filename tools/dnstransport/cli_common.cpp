@@ -259,7 +259,9 @@ std::unique_ptr<server> start_builtin_server(const run_options& o, load_spec& sp
     if (t == transport_kind::udp) s.udp = loopback;
     if (t == transport_kind::tcp) s.tcp = loopback;
     if (t == transport_kind::tls) s.tls = loopback;
+    if (t == transport_kind::doh) s.doh = loopback;
   }
+  s.doh_path = spec.doh_path;
   auto responder = std::make_unique<server>(s);
   spec.server = "127.0.0.1";
   spec.port = responder->port(spec.transport);

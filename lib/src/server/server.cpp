@@ -134,7 +134,7 @@ std::uint16_t server::port(transport_kind transport) const noexcept {
     case transport_kind::tls:
       return tls_port();
     case transport_kind::doh:
-      return 0;  // until the responder serves DoH
+      return doh_port();
   }
   return 0;
 }

@@ -40,7 +40,8 @@ std::vector<calibration_result> calibrate(const calibration_options& options) {
         responder_options.tls = loopback;
         break;
       case transport_kind::doh:
-        break;  // until the responder serves DoH
+        responder_options.doh = loopback;
+        break;
     }
     server responder(responder_options);
 
