@@ -62,6 +62,9 @@ inline std::string summary(const run_result& r) {
         c.opened, c.closed_by_client, c.closed_by_server, c.reset_by_server, c.failed);
   }
   for (const auto& [cause, n] : r.connections.failures) text += fmt::format(" {}={}", cause, n);
+  if (r.http_failed != 0) text += fmt::format(" | http_failed {}", r.http_failed);
+  for (const auto& [cause, n] : r.http_failures) text += fmt::format(" {}={}", cause, n);
+  if (r.connections.goaway != 0) text += fmt::format(" goaway {}", r.connections.goaway);
   return text;
 }
 

@@ -6,7 +6,6 @@
 #include <sys/uio.h>
 
 #include <algorithm>
-#include <cctype>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -34,16 +33,16 @@ nghttp2_nv header(std::string_view name, std::string_view value) {
           value.size(), NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
 }
 
-// "application/dns-message", in any case, with or without parameters.
+// "application/dns-message", in any case, with or without parameters. Every answer passes
+// here: the exact spelling is checked first, without a per-character case fold.
 bool is_dns_message(std::string_view value) {
+  if (value == doh_media_type) return true;
   const std::size_t end = value.find(';');
   std::string_view type = value.substr(0, end);
   while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
   return std::equal(type.begin(), type.end(), doh_media_type.begin(), doh_media_type.end(),
-                    [](char a, char b) {
-                      return std::tolower(static_cast<unsigned char>(a)) ==
-                             std::tolower(static_cast<unsigned char>(b));
-                    });
+                    [&lower](char a, char b) { return lower(a) == b; });
 }
 
 }  // namespace
@@ -229,6 +228,15 @@ bool doh_client::read_available() {
       session_failed("http2", static_cast<int>(used));
       return false;
     }
+    if (!goaway_ && nghttp2_session_want_write(session_) != 0) {
+      // A protocol error ends the session with a GOAWAY, queued now; once it is sent the
+      // session wants nothing more.
+      if (!send_output()) return false;
+      if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {
+        session_failed("http2", NGHTTP2_ERR_PROTO);
+        return false;
+      }
+    }
     if (n < buffer.size() && !stream.has_buffered_input()) return send_output();
   }
 }
@@ -263,15 +271,25 @@ void doh_client::connection_ended() noexcept {
   }
   open_streams_ = 0;
   settings_received_ = goaway_ = false;
+  last_error_.clear();
   goaway_last_stream_ = 0;
 }
 
 void doh_client::session_failed(const char* what, int error) {
   if (counted_) {
-    connections().record_failure("http2_error",
-                                 fmt::format("{}: {} ({})", what, nghttp2_strerror(error), error));
+    connections().record_failure(
+        "http2_error", last_error_.empty()
+                           ? fmt::format("{}: {} ({})", what, nghttp2_strerror(error), error)
+                           : fmt::format("{}: {}", what, last_error_));
   }
   server_closed(true);
+}
+
+int doh_client::on_error(nghttp2_session*, int, const char* message, std::size_t size,
+                         void* user_data) {
+  auto& self = *static_cast<doh_client*>(user_data);
+  if (self.last_error_.empty()) self.last_error_.assign(message, size);
+  return 0;
 }
 
 void doh_client::finish(request& r, std::uint64_t now) {

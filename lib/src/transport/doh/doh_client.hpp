@@ -34,6 +34,8 @@ class doh_client final : public stream_client {
   static int on_frame(nghttp2_session* session, const nghttp2_frame* frame, void* user_data);
   static int on_stream_close(nghttp2_session* session, std::int32_t stream_id,
                              std::uint32_t error_code, void* user_data);
+  static int on_error(nghttp2_session* session, int code, const char* message, std::size_t size,
+                      void* user_data);
 
  private:
   // One request stream in flight; as many as the client may have queries in flight.
@@ -81,6 +83,7 @@ class doh_client final : public stream_client {
   std::uint32_t open_streams_ = 0;
   bool settings_received_ = false;
   bool goaway_ = false;
+  std::string last_error_;  // nghttp2's words for it
   std::int32_t goaway_last_stream_ = 0;
   std::uint64_t now_ = 0;          // the time of the read being processed, for the callbacks
   std::vector<std::uint8_t> out_;  // nghttp2's output, gathered into one write
