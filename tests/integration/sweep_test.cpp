@@ -45,14 +45,16 @@ struct responder_fixture : ::testing::Test {
           o.udp = endpoint{"127.0.0.1", 0};
           o.tcp = endpoint{"127.0.0.1", 0};
           o.tls = endpoint{"127.0.0.1", 0};
+          o.doh = endpoint{"127.0.0.1", 0};
           o.certificate_directory = scratch_directory("sweep-certificate").string();
           return o;
         }()) {}
 
-  // udp, tcp, tls x 1, 2 clients x 1, unlimited queries per connection, short runs.
+  // udp, tcp, tls, doh x 1, 2 clients x 1, unlimited queries per connection, short runs.
   sweep_plan tiny_plan() const {
     sweep_plan plan;
-    plan.ports = {responder.udp_port(), responder.tcp_port(), responder.tls_port()};
+    plan.ports = {responder.udp_port(), responder.tcp_port(), responder.tls_port(),
+                  responder.doh_port()};
     plan.clients = {1, 2};
     plan.queries_per_connection = {1, 0};
     plan.repeats = 1;
@@ -72,7 +74,7 @@ TEST_F(sweep_integration_test, measures_every_point_and_derives_the_answers) {
   // pause) and the time runs really take differ: the ETA must follow the latter.
   sweep_plan plan = tiny_plan();
   plan.pause_seconds = 0.25;
-  constexpr std::size_t runs = 10;
+  constexpr std::size_t runs = 14;
   using steady = std::chrono::steady_clock;
   const auto seconds_since = [](steady::time_point t) {
     return std::chrono::duration<double>(steady::now() - t).count();
@@ -118,12 +120,12 @@ TEST_F(sweep_integration_test, measures_every_point_and_derives_the_answers) {
     EXPECT_GT(p.summary.responses_received, 0u) << describe(p.point);
     EXPECT_EQ(p.repeats[0].port, plan.ports.of(p.point.transport.transport));
   }
-  EXPECT_EQ(r.percent_of_udp.size(), 8u);
-  // tcp, tls x 1, 2 clients, each measured at 1 and unlimited queries per connection: two
+  EXPECT_EQ(r.percent_of_udp.size(), 12u);
+  // tcp, tls, doh x 1, 2 clients, each measured at 1 and unlimited queries per connection: two
   // samples, through which T(N) = t_inf N / (N + h) passes exactly, so t_inf is the
   // unlimited figure and h = T(unlimited) / T(1) - 1. A connection per query costs more than
   // a query on a kept connection (more than twice the time): h > 1.
-  ASSERT_EQ(r.amortization.size(), 4u);
+  ASSERT_EQ(r.amortization.size(), 6u);
   for (const auto& f : r.amortization) {
     double at_one = 0;
     double unlimited = 0;
@@ -153,9 +155,9 @@ TEST_F(sweep_integration_test, stop_keeps_what_was_measured) {
   const sweep_result r = run_sweep(plan, callbacks);
   EXPECT_TRUE(r.interrupted);
   EXPECT_EQ(r.points.size(), 2u);
-  EXPECT_EQ(r.planned_points, 10u);
+  EXPECT_EQ(r.planned_points, 14u);
   ASSERT_FALSE(r.warnings.empty());
-  EXPECT_NE(r.warnings.front().find("interrupted: 2 of 10 points"), std::string::npos);
+  EXPECT_NE(r.warnings.front().find("interrupted: 2 of 14 points"), std::string::npos);
 }
 
 #ifdef DNSTRANSPORT_CLI_PATH
@@ -185,7 +187,7 @@ TEST(sweep_cli_test, sweep_and_report_write_json_csv_plots_and_index) {
   std::size_t lines = 0;
   while (std::getline(csv, line)) ++lines;
   EXPECT_EQ(lines, 11u);
-  EXPECT_NE(contents(directory / "sweep.log").find("TCP/TLS throughput as % of UDP"),
+  EXPECT_NE(contents(directory / "sweep.log").find("TCP, TLS and DoH throughput as % of UDP"),
             std::string::npos);
 
   const auto report = directory / "report";

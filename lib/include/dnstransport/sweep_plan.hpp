@@ -66,7 +66,8 @@ struct sweep_plan {
   sweep_ports ports;
   std::vector<sweep_transport> transports{{transport_kind::udp, std::nullopt},
                                           {transport_kind::tcp, std::nullopt},
-                                          {transport_kind::tls, tls_backend::openssl}};
+                                          {transport_kind::tls, tls_backend::openssl},
+                                          {transport_kind::doh, tls_backend::openssl}};
   std::vector<unsigned> clients{1, 4, 16};
   /// TCP/TLS: queries per connection; 0 = unlimited (one connection for the whole run).
   std::vector<std::uint64_t> queries_per_connection{1, 10, 100, 0};

@@ -101,7 +101,8 @@ void add_qps_against_clients(const sweep_result& r, plot_set& into) {
 void add_percent_of_udp(const sweep_result& r, plot_set& into) {
   if (r.percent_of_udp.empty()) {
     into.skipped.push_back(
-        "TCP/TLS as % of UDP: needs UDP and TCP or TLS points with the same client counts");
+        "TCP/TLS/DoH as % of UDP: needs UDP and TCP, TLS or DoH points with the same client "
+        "counts");
     return;
   }
   std::vector<unsigned> clients;

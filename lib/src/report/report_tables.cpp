@@ -71,7 +71,7 @@ report_table points_table(const sweep_result& r) {
 // One row per (transport, queries per connection), one column per client count.
 report_table percent_table(const sweep_result& r) {
   report_table t;
-  t.title = "TCP/TLS throughput as % of UDP with the same number of clients";
+  t.title = "TCP, TLS and DoH throughput as % of UDP with the same number of clients";
   std::vector<unsigned> clients;
   std::vector<std::pair<sweep_transport, std::uint64_t>> series;
   for (const auto& e : r.percent_of_udp) {

@@ -141,15 +141,16 @@ std::uint16_t sweep_ports::of(transport_kind transport) const noexcept {
 void apply_preset(sweep_plan& plan, std::string_view name) {
   const sweep_transport tcp{transport_kind::tcp, std::nullopt};
   const sweep_transport tls{transport_kind::tls, plan.base.tls.backend};
+  const sweep_transport doh{transport_kind::doh, plan.base.tls.backend};
   if (name == "load") {
-    plan.transports = {{transport_kind::udp, std::nullopt}, tcp, tls};
+    plan.transports = {{transport_kind::udp, std::nullopt}, tcp, tls, doh};
     plan.clients = {1, 2, 4, 8, 16};
     plan.queries_per_connection = {0};
     plan.repeats = 3;
     plan.duration_seconds = 5;
     plan.pause_seconds = 1;
   } else if (name == "amortization") {
-    plan.transports = {tcp, tls};
+    plan.transports = {tcp, tls, doh};
     plan.clients = {8};
     plan.queries_per_connection = {1,   2,    5,    10,   20,    50,    100, 200,
                                    500, 1000, 2000, 5000, 10000, 20000, 0};

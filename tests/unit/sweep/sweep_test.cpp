@@ -21,6 +21,8 @@ const sweep_transport udp{transport_kind::udp, std::nullopt};
 const sweep_transport tcp{transport_kind::tcp, std::nullopt};
 const sweep_transport tls_openssl{transport_kind::tls, tls_backend::openssl};
 const sweep_transport tls_gnutls{transport_kind::tls, tls_backend::gnutls};
+const sweep_transport doh_openssl{transport_kind::doh, tls_backend::openssl};
+const sweep_transport doh_gnutls{transport_kind::doh, tls_backend::gnutls};
 
 template <typename F>
 std::string setup_error_of(F f) {
@@ -149,16 +151,19 @@ TEST(sweep_test, parses_client_and_per_connection_lists) {
 TEST(sweep_test, expands_transports_then_clients_then_queries_per_connection) {
   const sweep_plan plan;
   const auto points = expand(plan);
-  // udp once per client count; tcp and tls once per client count and per-connection value.
-  ASSERT_EQ(points.size(), 3u + 2 * 3 * 4);
+  // udp once per client count; tcp, tls and doh once per client count and per-connection
+  // value.
+  ASSERT_EQ(points.size(), 3u + 3 * 3 * 4);
   EXPECT_EQ(points[0], (sweep_point{udp, 1, 0}));
   EXPECT_EQ(points[2], (sweep_point{udp, 16, 0}));
   EXPECT_EQ(points[3], (sweep_point{tcp, 1, 1}));
   EXPECT_EQ(points[6], (sweep_point{tcp, 1, 0}));
   EXPECT_EQ(points[7], (sweep_point{tcp, 4, 1}));
-  EXPECT_EQ(points.back(), (sweep_point{tls_openssl, 16, 0}));
+  EXPECT_EQ(points[26], (sweep_point{tls_openssl, 16, 0}));
+  EXPECT_EQ(points.back(), (sweep_point{doh_openssl, 16, 0}));
   EXPECT_EQ(describe(points[3]), "tcp, 1 client, 1 query/connection");
-  EXPECT_EQ(describe(points.back()), "tls-openssl, 16 clients, persistent connections");
+  EXPECT_EQ(describe(points[26]), "tls-openssl, 16 clients, persistent connections");
+  EXPECT_EQ(describe(points.back()), "doh-openssl, 16 clients, persistent connections");
 }
 
 TEST(sweep_test, rejects_contradictions) {
@@ -216,12 +221,12 @@ TEST(sweep_test, presets_set_the_classic_studies) {
   apply_preset(plan, "load");
   EXPECT_EQ(plan.clients, (std::vector<unsigned>{1, 2, 4, 8, 16}));
   EXPECT_EQ(plan.queries_per_connection, std::vector<std::uint64_t>{0});
-  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{udp, tcp, tls_gnutls}));
+  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{udp, tcp, tls_gnutls, doh_gnutls}));
   apply_preset(plan, "amortization");
-  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{tcp, tls_gnutls}));
+  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{tcp, tls_gnutls, doh_gnutls}));
   EXPECT_EQ(plan.queries_per_connection.size(), 15u);
   EXPECT_EQ(plan.queries_per_connection.back(), 0u);
-  EXPECT_EQ(expand(plan).size(), 30u);
+  EXPECT_EQ(expand(plan).size(), 45u);
   EXPECT_NE(setup_error_of([&] { apply_preset(plan, "fast"); }).find("--preset"),
             std::string::npos);
 }
@@ -324,7 +329,7 @@ TEST(sweep_test, csv_has_one_row_per_point) {
 TEST(sweep_test, tables_show_points_percent_of_udp_and_fits) {
   const std::string tables = format_tables(synthetic_sweep());
   for (const char* text :
-       {"Points (queries/s", "TCP/TLS throughput as % of UDP", "Handshake amortization",
+       {"Points (queries/s", "TCP, TLS and DoH throughput as % of UDP", "Handshake amortization",
         "measured against the models", "client-bound", "yes (95 %)", "70.0 %", "Warnings"}) {
     EXPECT_NE(tables.find(text), std::string::npos) << text;
   }
