@@ -39,6 +39,7 @@ TEST_P(threads_test, two_engine_threads_against_two_responder_threads_answer_eve
   o.udp = endpoint{"127.0.0.1", 0};
   o.tcp = endpoint{"127.0.0.1", 0};
   o.tls = endpoint{"127.0.0.1", 0};
+  o.doh = endpoint{"127.0.0.1", 0};
   o.tls_options.backend = c.server_backend;
   o.certificate_directory =
       (std::filesystem::path(::testing::TempDir()) /
@@ -48,9 +49,7 @@ TEST_P(threads_test, two_engine_threads_against_two_responder_threads_answer_eve
 
   load_spec spec;
   spec.transport = c.transport;
-  spec.port = c.transport == transport_kind::udp   ? responder.udp_port()
-              : c.transport == transport_kind::tcp ? responder.tcp_port()
-                                                   : responder.tls_port();
+  spec.port = responder.port(c.transport);
   spec.threads = 2;
   spec.clients = 4;
   spec.outstanding = 8;
@@ -69,7 +68,7 @@ TEST_P(threads_test, two_engine_threads_against_two_responder_threads_answer_eve
     EXPECT_EQ(r.connections.opened, 2000u / 25);
     EXPECT_EQ(r.connections.failed, 0u);
   }
-  if (c.transport == transport_kind::tls) {
+  if (traits_of(c.transport).has_tls) {
     EXPECT_EQ(r.handshakes_full + r.handshakes_resumed, 2000u / 25);
     EXPECT_GT(r.handshakes_resumed, 0u);
   }
@@ -77,7 +76,8 @@ TEST_P(threads_test, two_engine_threads_against_two_responder_threads_answer_eve
   const server_stats stats = responder.stats();
   const std::uint64_t served = c.transport == transport_kind::udp   ? stats.udp_queries
                                : c.transport == transport_kind::tcp ? stats.tcp_queries
-                                                                    : stats.tls_queries;
+                               : c.transport == transport_kind::tls ? stats.tls_queries
+                                                                    : stats.doh_queries;
   EXPECT_EQ(served, 2000u);
 }
 
@@ -90,7 +90,11 @@ INSTANTIATE_TEST_SUITE_P(
                      tls_backend::openssl},
         threads_case{"tls_gnutls", transport_kind::tls, tls_backend::gnutls, tls_backend::gnutls},
         threads_case{"tls_openssl_to_gnutls", transport_kind::tls, tls_backend::openssl,
-                     tls_backend::gnutls}),
+                     tls_backend::gnutls},
+        threads_case{"doh_openssl", transport_kind::doh, tls_backend::openssl,
+                     tls_backend::openssl},
+        threads_case{"doh_gnutls_to_openssl", transport_kind::doh, tls_backend::gnutls,
+                     tls_backend::openssl}),
     case_name);
 
 }  // namespace
