@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
 """Answer-data check for the interop suite, independent of dnstransport.
 
-Asks a server for every record of the test zone over one transport (udp, tcp or tls) and
-compares the answer RRset with the expected data; asks for names that do not exist and
+Asks a server for every record of the test zone over one transport (udp, tcp, tls or doh)
+and compares the answer RRset with the expected data; asks for names that do not exist and
 expects NXDOMAIN. dnstransport counts rcodes but does not look at RDATA, so this is what
-proves that the servers serve the zone the suite thinks they serve.
+proves that the servers serve the zone the suite thinks they serve. DNS over HTTPS needs
+HTTP/2, which Python's standard library does not speak: those questions are asked with
+kdig (knot-dnsutils, +https, POST or GET by --doh-method) and its RFC 8427 JSON output is
+read, so the DoH answer data is checked by a client independent of dnstransport too.
 
 Records come from a tab-separated file: name, type, data (A, AAAA or TXT). Absent names
 come from a query file ("name TYPE" per line). Prints one line per problem; exit 1 if any.
 """
 import argparse
 import ipaddress
+import json
 import random
 import socket
 import ssl
 import struct
+import subprocess
 import sys
 
 TYPES = {"A": 1, "AAAA": 28, "TXT": 16}
@@ -57,17 +62,46 @@ def parse(msg: bytes, qid: int, qtype: int):
         rtype, _, _, rdlen = struct.unpack("!HHIH", msg[pos:pos + 10])
         rdata = msg[pos + 10:pos + 10 + rdlen]
         pos += 10 + rdlen
-        if rtype != qtype:
-            continue
-        if rtype in (1, 28):
-            data.append(str(ipaddress.ip_address(rdata)))
-        elif rtype == 16:
-            strings, i = [], 0
-            while i < len(rdata):
-                strings.append(rdata[i + 1:i + 1 + rdata[i]].decode("ascii", "replace"))
-                i += 1 + rdata[i]
-            data.append("".join(strings))
+        if rtype == qtype:
+            data.append(rdata_text(rtype, rdata))
     return RCODES.get(flags & 0xF, str(flags & 0xF)), sorted(data)
+
+
+def rdata_text(rtype: int, rdata: bytes) -> str:
+    if rtype in (1, 28):
+        return str(ipaddress.ip_address(rdata))
+    strings, i = [], 0  # TXT
+    while i < len(rdata):
+        strings.append(rdata[i + 1:i + 1 + rdata[i]].decode("ascii", "replace"))
+        i += 1 + rdata[i]
+    return "".join(strings)
+
+
+def ask_kdig(args, name: str, qtype_name: str):
+    """DoH through kdig: returns (rcode name, sorted answer data of qtype as text)."""
+    cmd = [args.kdig, f"@{args.server}", "-p", str(args.port),
+           f"+https={args.doh_path}", "+json", "+tls-hostname=" + args.sni,
+           "+timeout=" + str(max(1, int(args.timeout))), "+retry=0", name, "-t", qtype_name]
+    if args.doh_method == "get":
+        cmd.insert(4, "+https-get")
+    if args.ca_file:
+        cmd.insert(4, "+tls-ca=" + args.ca_file)
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout + 5,
+                             check=False)
+    except subprocess.TimeoutExpired as e:
+        raise OSError(f"kdig did not finish: {' '.join(cmd)}") from e
+    try:
+        msg = json.loads(run.stdout)
+    except ValueError:
+        msg = None
+    if run.returncode != 0 or not isinstance(msg, dict) or "RCODE" not in msg:
+        said = " ".join((run.stdout + run.stderr).split())[:300]
+        raise OSError(f"kdig exited {run.returncode} without an answer: {said}")
+    qtype = TYPES[qtype_name]
+    data = [rdata_text(rr["TYPE"], bytes.fromhex(rr["RDATAHEX"]))
+            for rr in msg.get("answerRRs", []) if rr.get("TYPE") == qtype]
+    return RCODES.get(msg["RCODE"], str(msg["RCODE"])), sorted(data)
 
 
 def exchange(args, wire: bytes) -> bytes:
@@ -94,6 +128,8 @@ def exchange(args, wire: bytes) -> bytes:
 def ask(args, name: str, qtype_name: str):
     qid = random.randrange(65536)
     qtype = TYPES[qtype_name]
+    if args.transport == "doh":
+        return ask_kdig(args, name, qtype_name)
     return parse(exchange(args, query(qid, name, qtype)), qid, qtype)
 
 
@@ -101,7 +137,10 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--server", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--transport", choices=["udp", "tcp", "tls"], default="udp")
+    p.add_argument("--transport", choices=["udp", "tcp", "tls", "doh"], default="udp")
+    p.add_argument("--doh-method", choices=["post", "get"], default="post")
+    p.add_argument("--doh-path", default="/dns-query")
+    p.add_argument("--kdig", default="kdig", help="doh: the kdig binary (knot-dnsutils)")
     p.add_argument("--records", required=True)
     p.add_argument("--absent", required=True)
     p.add_argument("--ca-file")

@@ -9,16 +9,22 @@
 #   - runs in the foreground with one worker, so that the caller can pin it with taskset
 #     and stop it by its own process id.
 #
-# interop_write_config SERVER DIR UDP_TCP_PORT TLS_PORT writes DIR/* and sets:
+# interop_write_config SERVER DIR UDP_TCP_PORT TLS_PORT [DOH_PORT] writes DIR/* and sets:
 #   SRV_CMD            the command that runs the server in the foreground (array)
 #   SRV_TLS_REASON     empty when the server serves DNS-over-TLS, else why not
 #   SRV_RESUME_REASON  empty when TLS sessions resume, else why not
+#   SRV_DOH_REASON     empty when the server serves DNS-over-HTTPS (HTTP/2 over TLS, path
+#                      $INTEROP_DOH_PATH) on DOH_PORT, else why not; without a DOH_PORT
+#                      no DoH listener is configured and the reason says so
+#   SRV_DOH_REFUSED_REASON  empty, or why the DoH listener may refuse a few POST streams
+#                      (RST_STREAM REFUSED_STREAM) when a connection carries many queries
 # The certificate is taken from $INTEROP_CERT and $INTEROP_KEY (see interop_make_cert).
 # INTEROP_LIMITS=default leaves out the raised TCP connection limits and idle timeouts,
 # to observe each server's defaults (tools/bench/probe-stream-limits); "raised" otherwise.
 
 INTEROP_ZONE=interop.test.
 INTEROP_SERVERS_ALL=(unbound nsd knot kresd dnsdist named)
+INTEROP_DOH_PATH=/dns-query
 
 # name (relative to the zone), type, data. TXT data has no spaces.
 INTEROP_RECORDS=(
@@ -130,7 +136,7 @@ interop_zone_file() {  # standard master file of the zone
 }
 
 interop_write_unbound() {
-  local dir=$1 port=$2 tls=$3 r name type data
+  local dir=$1 port=$2 tls=$3 doh=${4:-} r name type data
   {
     cat <<EOF
 server:
@@ -153,6 +159,7 @@ server:
   tls-port: $tls
   tls-service-key: "$INTEROP_KEY"
   tls-service-pem: "$INTEROP_CERT"
+$([ -z "$doh" ] || printf '  interface: 127.0.0.1@%s\n  https-port: %s\n  http-endpoint: "%s"\n' "$doh" "$doh" "$INTEROP_DOH_PATH")
 $(interop_raised "  incoming-num-tcp: 1000")
   access-control: 127.0.0.0/8 allow
   module-config: "iterator"
@@ -178,6 +185,11 @@ EOF
   SRV_CMD=(unbound -d -p -c "$dir/unbound.conf")
   SRV_TLS_REASON=""
   SRV_RESUME_REASON=""
+  SRV_DOH_REASON=""
+  if ! unbound -V 2>/dev/null | grep -q -- '--with-libnghttp2'; then
+    SRV_DOH_REASON="this unbound is built without libnghttp2 (unbound -V), so it has no DNS-over-HTTPS listener"
+  fi
+  interop_no_doh_port "$doh"
 }
 
 interop_write_nsd() {
@@ -218,6 +230,7 @@ EOF
   SRV_CMD=(nsd -d -c "$dir/nsd.conf")
   SRV_TLS_REASON=""
   SRV_RESUME_REASON=""
+  SRV_DOH_REASON="NSD $(interop_version nsd) has no DNS-over-HTTPS listener (UDP, TCP and TLS only)"
 }
 
 interop_write_knot() {
@@ -252,10 +265,11 @@ EOF
   SRV_CMD=(knotd -c "$dir/knot.conf")
   SRV_TLS_REASON="Knot DNS $(interop_version knot) has no DNS-over-TLS listener (UDP and TCP only; its one encrypted transport is DNS-over-QUIC in XDP mode)"
   SRV_RESUME_REASON=$SRV_TLS_REASON
+  SRV_DOH_REASON="Knot DNS $(interop_version knot) has no DNS-over-HTTPS listener (an authoritative server: UDP and TCP only)"
 }
 
 interop_write_kresd() {
-  local dir=$1 port=$2 tls=$3 r name type data prev="" lua=""
+  local dir=$1 port=$2 tls=$3 doh=${4:-} r name type data prev="" lua=""
   mkdir -p "$dir/cache"
   # One policy.ANSWER rule per name, built from the record table; NODATA for other types.
   local -A rrsets=()
@@ -289,6 +303,7 @@ interop_write_kresd() {
 net.ipv6 = false
 net.listen('127.0.0.1', $port, { kind = 'dns' })
 net.listen('127.0.0.1', $tls, { kind = 'tls' })
+$([ -z "$doh" ] || echo "net.listen('127.0.0.1', $doh, { kind = 'doh2' })  -- serves $INTEROP_DOH_PATH (and /doh)")
 net.tls('$INTEROP_CERT', '$INTEROP_KEY')
 cache.open(10 * MB, 'lmdb://$dir/cache')
 $(interop_raised "net.tcp_in_idle(30000)")
@@ -305,10 +320,18 @@ EOF
   SRV_CMD=(kresd -n -q -c "$dir/kresd.conf" "$dir")
   SRV_TLS_REASON=""
   SRV_RESUME_REASON=""
+  SRV_DOH_REASON=""
+  # kresd 5.6 (daemon/http.c) assembles POST bodies in one buffer per connection and does
+  # not take DATA of two streams interleaved: a stream whose HEADERS arrive while another
+  # stream's DATA is still to come is refused with RST_STREAM(REFUSED_STREAM), unprocessed
+  # (knot-resolver issue #619). An HTTP/2 client that sends several requests' HEADERS
+  # before their DATA (nghttp2 queues HEADERS ahead of DATA) meets it on a busy connection.
+  SRV_DOH_REFUSED_REASON="kresd $(interop_version kresd) refuses a POST stream (REFUSED_STREAM) whose HEADERS arrive while another stream's DATA is pending (one request buffer per connection, knot-resolver issue #619)"
+  interop_no_doh_port "$doh"
 }
 
 interop_write_dnsdist() {
-  local dir=$1 port=$2 tls=$3 r name type data key
+  local dir=$1 port=$2 tls=$3 doh=${4:-} r name type data key
   local -A addrs=()
   local -a keys=()
   {
@@ -317,6 +340,7 @@ interop_write_dnsdist() {
 setSecurityPollSuffix('')
 setLocal('127.0.0.1:$port', { reusePort = false })
 addTLSLocal('127.0.0.1:$tls', '$INTEROP_CERT', '$INTEROP_KEY', { provider = 'openssl' })
+$([ -z "$doh" ] || echo "addDOHLocal('127.0.0.1:$doh', '$INTEROP_CERT', '$INTEROP_KEY', '$INTEROP_DOH_PATH', { reusePort = false })")
 setMaxTCPClientThreads(1)
 $(interop_raised "setTCPRecvTimeout(30)")
 EOF
@@ -345,10 +369,12 @@ EOF
   SRV_CMD=(dnsdist --supervised --disable-syslog -C "$dir/dnsdist.conf")
   SRV_TLS_REASON=""
   SRV_RESUME_REASON=""
+  SRV_DOH_REASON=""
+  interop_no_doh_port "$doh"
 }
 
 interop_write_named() {
-  local dir=$1 port=$2 tls=$3
+  local dir=$1 port=$2 tls=$3 doh=${4:-}
   interop_zone_file >"$dir/interop.test.zone"
   cat >"$dir/named.conf" <<EOF
 options {
@@ -358,6 +384,7 @@ options {
   managed-keys-directory "$dir";
   listen-on port $port { 127.0.0.1; };
   listen-on port $tls tls local-tls { 127.0.0.1; };
+$([ -z "$doh" ] || echo "  listen-on port $doh tls local-tls http local-http-server { 127.0.0.1; };")
   listen-on-v6 { none; };
   recursion no;
   notify no;
@@ -369,6 +396,9 @@ tls local-tls {
   key-file "$INTEROP_KEY";
   cert-file "$INTEROP_CERT";
 };
+http local-http-server {
+  endpoints { "$INTEROP_DOH_PATH"; };
+};
 controls { };
 zone "$INTEROP_ZONE" {
   type primary;
@@ -378,11 +408,19 @@ EOF
   SRV_CMD=(named -g -n 1 -c "$dir/named.conf")
   SRV_TLS_REASON=""
   SRV_RESUME_REASON=""
+  SRV_DOH_REASON=""
+  interop_no_doh_port "$doh"
 }
 
-interop_write_config() {  # SERVER DIR UDP_TCP_PORT TLS_PORT
+# For a server that has DoH: when the caller gave no DoH port, say so in SRV_DOH_REASON.
+interop_no_doh_port() {
+  [ -n "$1" ] || SRV_DOH_REASON=${SRV_DOH_REASON:-"no DoH port given: no DoH listener configured"}
+}
+
+interop_write_config() {  # SERVER DIR UDP_TCP_PORT TLS_PORT [DOH_PORT]
   local server=$1
   mkdir -p "$2"
+  SRV_DOH_REFUSED_REASON=""
   "interop_write_$server" "${@:2}"
 }
 
