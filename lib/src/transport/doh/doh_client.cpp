@@ -103,10 +103,38 @@ void doh_client::fill(std::uint64_t now) {
   if (state_ != conn_state::established || session_ == nullptr || channel_.output_pending()) {
     return;
   }
+  // Each request's frames are taken from nghttp2 as soon as it is submitted, so that a
+  // stream's HEADERS and DATA travel together: servers with one request buffer per
+  // connection (Knot Resolver 5) refuse a stream whose HEADERS arrive between another's
+  // HEADERS and DATA. They still leave in one write.
+  out_.clear();
   for (std::uint32_t room = stream_room(now); room > 0; --room) {
-    if (!submit(now)) break;
+    if (!submit(now) || !take_output()) break;
   }
-  send_output();
+  write_output();
+}
+
+bool doh_client::take_output() {
+  for (;;) {
+    const std::uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session_, &data);
+    if (n < 0) {
+      session_failed("http2 send", static_cast<int>(n));
+      return false;
+    }
+    if (n == 0) return true;
+    out_.insert(out_.end(), data, data + n);
+  }
+}
+
+bool doh_client::write_output() {
+  if (session_ == nullptr) return false;
+  if (!take_output()) return false;
+  if (out_.empty()) return true;
+  const iovec piece{out_.data(), out_.size()};
+  const bool alive = after_write(channel_.send({&piece, 1}));
+  out_.clear();
+  return alive;
 }
 
 bool doh_client::submit(std::uint64_t now) {
@@ -182,19 +210,7 @@ bool doh_client::send_output() {
   }
   // Everything nghttp2 has to send, in one write (one TLS record for many frames).
   out_.clear();
-  for (;;) {
-    const std::uint8_t* data = nullptr;
-    const ssize_t n = nghttp2_session_mem_send(session_, &data);
-    if (n < 0) {
-      session_failed("http2 send", static_cast<int>(n));
-      return false;
-    }
-    if (n == 0) break;
-    out_.insert(out_.end(), data, data + n);
-  }
-  if (out_.empty()) return true;
-  const iovec piece{out_.data(), out_.size()};
-  return after_write(channel_.send({&piece, 1}));
+  return write_output();
 }
 
 bool doh_client::flush() {

@@ -64,6 +64,10 @@ class doh_client final : public stream_client {
 
   // Hands nghttp2's output to the stream. False when the connection is gone.
   bool send_output();
+  // Appends what nghttp2 has to send to out_. False when the session failed.
+  bool take_output();
+  // Takes nghttp2's output and writes out_ in one go. False when the connection is gone.
+  bool write_output();
   // Streams the client may open now: its send allowance, the server's limit, GOAWAY.
   std::uint32_t stream_room(std::uint64_t now) const noexcept;
   bool submit(std::uint64_t now);
