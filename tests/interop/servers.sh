@@ -16,7 +16,6 @@
 #   SRV_DOH_REASON     empty when the server serves DNS-over-HTTPS (HTTP/2 over TLS, path
 #                      $INTEROP_DOH_PATH) on DOH_PORT, else why not; without a DOH_PORT
 #                      no DoH listener is configured and the reason says so
-#   SRV_DOH_REFUSED_REASON  empty, or why the DoH listener may refuse a few POST streams
 #                      (RST_STREAM REFUSED_STREAM) when a connection carries many queries
 # The certificate is taken from $INTEROP_CERT and $INTEROP_KEY (see interop_make_cert).
 # INTEROP_LIMITS=default leaves out the raised TCP connection limits and idle timeouts,
@@ -326,7 +325,6 @@ EOF
   # stream's DATA is still to come is refused with RST_STREAM(REFUSED_STREAM), unprocessed
   # (knot-resolver issue #619). An HTTP/2 client that sends several requests' HEADERS
   # before their DATA (nghttp2 queues HEADERS ahead of DATA) meets it on a busy connection.
-  SRV_DOH_REFUSED_REASON="kresd $(interop_version kresd) refuses a POST stream (REFUSED_STREAM) whose HEADERS arrive while another stream's DATA is pending (one request buffer per connection, knot-resolver issue #619)"
   interop_no_doh_port "$doh"
 }
 
@@ -420,7 +418,6 @@ interop_no_doh_port() {
 interop_write_config() {  # SERVER DIR UDP_TCP_PORT TLS_PORT [DOH_PORT]
   local server=$1
   mkdir -p "$2"
-  SRV_DOH_REFUSED_REASON=""
   "interop_write_$server" "${@:2}"
 }
 
