@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -191,7 +192,8 @@ class h2_client {
     std::size_t offset = 0;
   };
 
-  static nghttp2_nv nv(const std::string& name, const std::string& value) {
+  // Views, not strings: a literal must not become a temporary that dies before the submit.
+  static nghttp2_nv nv(std::string_view name, std::string_view value) {
     return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
             reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
             value.size(), NGHTTP2_NV_FLAG_NONE};
