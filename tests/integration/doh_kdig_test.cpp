@@ -17,6 +17,7 @@
 #include <dnstransport/tls.hpp>
 
 #include "child_process.hpp"
+#include "hostile_checks.hpp"
 #include "scratch_dir.hpp"
 
 namespace dnstransport {
@@ -100,12 +101,8 @@ TEST_P(doh_kdig_test, post_and_get_are_answered) {
   EXPECT_EQ(responder.stats().tls_handshakes_failed, 0u);
 }
 
-std::string backend_name(const ::testing::TestParamInfo<tls_backend>& param) {
-  return std::string(tls_backend_name(param.param));
-}
-
 INSTANTIATE_TEST_SUITE_P(backends, doh_kdig_test, ::testing::ValuesIn(available_tls_backends()),
-                         backend_name);
+                         hostile::backend_name);
 
 }  // namespace
 }  // namespace dnstransport

@@ -29,6 +29,7 @@
 #include <dnstransport/message.hpp>
 #include <dnstransport/tls.hpp>
 
+#include "hostile_checks.hpp"
 #include "scratch_dir.hpp"
 #include "transport/doh/doh_message.hpp"
 #include "transport/tls/tls_backend.hpp"
@@ -493,12 +494,8 @@ TEST_P(doh_server_test, a_peer_that_does_not_speak_h2_is_closed_and_others_go_on
   expect_answer(client.response(id), query);
 }
 
-std::string backend_name(const ::testing::TestParamInfo<tls_backend>& param) {
-  return std::string(tls_backend_name(param.param));
-}
-
 INSTANTIATE_TEST_SUITE_P(backends, doh_server_test, ::testing::ValuesIn(available_tls_backends()),
-                         backend_name);
+                         hostile::backend_name);
 
 }  // namespace
 }  // namespace dnstransport
