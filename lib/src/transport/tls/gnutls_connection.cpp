@@ -18,7 +18,7 @@
 namespace dnstransport::detail {
 namespace {
 
-bool is_certificate_alert(gnutls_alert_description_t alert) {
+bool is_certificate_alert(int alert) {
   switch (alert) {
     case GNUTLS_A_BAD_CERTIFICATE:
     case GNUTLS_A_UNSUPPORTED_CERTIFICATE:
@@ -165,13 +165,19 @@ tls_io gnutls_connection::finish(int result) {
       send_alert(result);
       return fail(tls_failure::certificate, verification_message(result));
     case GNUTLS_E_FATAL_ALERT_RECEIVED: {
-      const gnutls_alert_description_t alert = gnutls_alert_get(session_);
+      // The peer picks the alert byte, so it may be no value of GnuTLS's enum: keep it as
+      // an integer and ask for a name only within the enum's range.
+      const int alert = static_cast<int>(gnutls_alert_get(session_));
       const tls_failure kind = alert == GNUTLS_A_PROTOCOL_VERSION ? tls_failure::protocol_version
                                : is_certificate_alert(alert)      ? tls_failure::certificate
                                                                   : tls_failure::handshake_alert;
-      const char* name = gnutls_alert_get_name(alert);
-      return fail(kind, fmt::format("{} ({})", gnutls_strerror(result),
-                                    name != nullptr ? name : "unknown alert"));
+      const char* name = alert >= 0 && alert <= GNUTLS_A_MAX
+                             ? gnutls_alert_get_name(static_cast<gnutls_alert_description_t>(alert))
+                             : nullptr;
+      if (name == nullptr) {
+        return fail(kind, fmt::format("{} (unknown alert {})", gnutls_strerror(result), alert));
+      }
+      return fail(kind, fmt::format("{} ({})", gnutls_strerror(result), name));
     }
     case GNUTLS_E_UNSUPPORTED_VERSION_PACKET:
     case GNUTLS_E_NO_PRIORITIES_WERE_SET:

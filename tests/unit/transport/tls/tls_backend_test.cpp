@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <dnstransport/error.hpp>
@@ -711,6 +712,36 @@ TEST(tls_backend_test, plain_dns_peer_is_not_tls) {
           handshake_against_raw_peer(*server, sockets.server(), sockets.client(), framed_query()),
           tls_io::error);
       EXPECT_EQ(server->failure(), tls_failure::not_tls) << server->error_message();
+    }
+  }
+}
+
+// The alert's description byte is the peer's choice: an assigned certificate alert is a
+// certificate failure, an unassigned one (151, found by fuzz_tls) a plain alert failure
+// whose message carries the number.
+TEST(tls_backend_test, fatal_alert_in_answer_to_the_hello_names_it) {
+  struct alert_case {
+    std::uint8_t description;
+    tls_failure failure;
+    const char* message;
+  };
+  const std::array<alert_case, 3> cases{{
+      {45, tls_failure::certificate, "xpired"},
+      {70, tls_failure::protocol_version, ""},
+      {151, tls_failure::handshake_alert, "151"},
+  }};
+  for (const tls_backend backend : available_tls_backends()) {
+    for (const alert_case& c : cases) {
+      SCOPED_TRACE(fmt::format("{}, alert {}", tls_backend_name(backend), c.description));
+      const auto client_context = make_tls_client_context(client_options(backend));
+      socket_pair sockets;
+      const auto client = client_context->connect(sockets.client(), nullptr);
+      const std::vector<std::uint8_t> alert{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, c.description};
+      EXPECT_EQ(handshake_against_raw_peer(*client, sockets.client(), sockets.server(), alert),
+                tls_io::error);
+      EXPECT_EQ(client->failure(), c.failure) << client->error_message();
+      EXPECT_NE(client->error_message().find(c.message), std::string::npos)
+          << client->error_message();
     }
   }
 }
