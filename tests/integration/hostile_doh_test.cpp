@@ -11,6 +11,8 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "h2_peer.hpp"
 #include "hostile_checks.hpp"
@@ -221,7 +223,38 @@ TEST_P(hostile_doh_test, a_body_longer_than_its_content_length_is_a_broken_respo
   const run_result r = run_checked(client_spec(server)).result;
   EXPECT_EQ(r.queries_sent, 200u);
   EXPECT_EQ(r.responses_received, 0u) << summary(r);
-  EXPECT_EQ(cause(r.http_failures, "stream_error"), 200u) << summary(r);
+  EXPECT_EQ(cause(r.http_failures, "content_length"), 200u) << summary(r);
+}
+
+TEST_P(hostile_doh_test, a_body_shorter_than_its_content_length_is_a_broken_response) {
+  hostile_server server(server_options(), serve_doh([](h2_session& s, const h2_request& r) {
+                          bytes answer = answer_to(r.query);
+                          const std::size_t claimed = answer.size() + 5;
+                          s.respond(r.stream_id, 200, detail::doh_media_type, std::move(answer),
+                                    claimed);
+                        }));
+  const run_result r = run_checked(client_spec(server)).result;
+  EXPECT_EQ(r.queries_sent, 200u);
+  EXPECT_EQ(r.responses_received, 0u) << summary(r);
+  EXPECT_EQ(cause(r.http_failures, "content_length"), 200u) << summary(r);
+}
+
+// Responses without a valid :status (none, or not three digits), otherwise a good answer.
+TEST_P(hostile_doh_test, a_response_without_a_valid_status_is_no_answer) {
+  for (const std::string status : {"", "20", "2000", "2x0"}) {
+    SCOPED_TRACE(status.empty() ? std::string("no :status") : ":status " + status);
+    hostile_server server(server_options(), serve_doh([status](h2_session& s, const h2_request& r) {
+                            std::vector<std::pair<std::string, std::string>> headers{
+                                {"content-type", std::string(detail::doh_media_type)}};
+                            if (!status.empty())
+                              headers.insert(headers.begin(), {":status", status});
+                            s.respond_with(r.stream_id, headers, answer_to(r.query));
+                          }));
+    const run_result r = run_checked(client_spec(server)).result;
+    EXPECT_EQ(r.queries_sent, 200u);
+    EXPECT_EQ(r.responses_received, 0u) << summary(r);
+    EXPECT_EQ(cause(r.http_failures, "no_status"), 200u) << summary(r);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(hostile, hostile_doh_test, ::testing::ValuesIn(available_tls_backends()),

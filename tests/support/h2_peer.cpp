@@ -161,15 +161,22 @@ std::optional<h2_request> h2_session::next_request(milliseconds wait) {
 
 void h2_session::respond(std::int32_t stream_id, unsigned status, std::string_view content_type,
                          bytes body, std::optional<std::size_t> content_length) {
-  const std::string status_text = std::to_string(status);
-  const std::string length_text = std::to_string(content_length.value_or(body.size()));
-  const auto nv = [](std::string_view name, std::string_view value) {
-    return nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-                      reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
-                      value.size(), NGHTTP2_NV_FLAG_NONE};
-  };
-  std::vector<nghttp2_nv> headers{nv(":status", status_text), nv("content-length", length_text)};
-  if (!content_type.empty()) headers.push_back(nv("content-type", content_type));
+  std::vector<std::pair<std::string, std::string>> headers{
+      {":status", std::to_string(status)},
+      {"content-length", std::to_string(content_length.value_or(body.size()))}};
+  if (!content_type.empty()) headers.emplace_back("content-type", content_type);
+  respond_with(stream_id, headers, std::move(body));
+}
+
+void h2_session::respond_with(std::int32_t stream_id,
+                              const std::vector<std::pair<std::string, std::string>>& fields,
+                              bytes body) {
+  std::vector<nghttp2_nv> headers;
+  for (const auto& [name, value] : fields) {
+    headers.push_back({reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+                       reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())),
+                       name.size(), value.size(), NGHTTP2_NV_FLAG_NONE});
+  }
   const bool has_body = !body.empty();
   impl_->bodies[stream_id] = {std::move(body), 0};
   nghttp2_data_provider provider{};

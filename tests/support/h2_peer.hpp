@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "hostile_server.hpp"
 #include "stream_peer.hpp"
@@ -46,6 +48,9 @@ class h2_session {
   /// body's size unless `content_length` says otherwise (to lie about it).
   void respond(std::int32_t stream_id, unsigned status, std::string_view content_type, bytes body,
                std::optional<std::size_t> content_length = std::nullopt);
+  /// A response with exactly these header fields (none added), to break the rules.
+  void respond_with(std::int32_t stream_id,
+                    const std::vector<std::pair<std::string, std::string>>& headers, bytes body);
   /// 200, application/dns-message, the usual answer to `r`'s query (id 0, as sent).
   void answer(const h2_request& r);
   void reset(std::int32_t stream_id, std::uint32_t error_code = NGHTTP2_INTERNAL_ERROR);

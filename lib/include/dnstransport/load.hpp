@@ -152,8 +152,9 @@ struct run_result {
   /// body, the stream reset); by cause in http_failures.
   std::uint64_t http_failed = 0;
   /// http_failed by cause: "status_404", "content_type", "empty_body", "stream_reset" (the
-  /// server sent RST_STREAM), "stream_error" (the response broke HTTP/2, e.g. a body longer
-  /// than its content-length), "body_too_large".
+  /// server sent RST_STREAM), "content_length" (the body's length is not its
+  /// content-length), "no_status" (no valid :status), "stream_error" (the stream closed before
+  /// its response ended), "body_too_large".
   std::map<std::string, std::uint64_t> http_failures;
   /// TC answers whose query was retried over TCP (tc_retry_tcp); each retry then ends in
   /// one of the buckets above, not in `truncated`.

@@ -66,7 +66,9 @@ std::string http_failure_text(std::string_view cause) {
   if (cause == "content_type") return "wrong content type";
   if (cause == "empty_body") return "empty body";
   if (cause == "stream_reset") return "stream reset by server (RST_STREAM)";
-  if (cause == "stream_error") return "broken HTTP/2 response";
+  if (cause == "stream_error") return "stream closed before the response ended";
+  if (cause == "content_length") return "body length is not its content-length";
+  if (cause == "no_status") return "no valid :status";
   if (cause == "body_too_large") return "body over 65535 octets";
   return std::string(cause);
 }

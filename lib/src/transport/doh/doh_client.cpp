@@ -73,13 +73,16 @@ void doh_client::established(std::uint64_t now) {
                                  : fmt::format("the server did not select h2 in ALPN ({})", alpn));
     return;
   }
-  if (nghttp2_session_client_new(&session_, doh_.callbacks(), this) != 0) {
+  if (nghttp2_session_client_new2(&session_, doh_.callbacks(), this, doh_.options()) != 0) {
     session_ = nullptr;
     fail_connection("doh", "http2_error", "cannot create an HTTP/2 session (out of memory)");
     return;
   }
   failed_in_a_row_ = 0;
-  const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
+  // No RFC 7540 priority tree (RFC 9218 §2.1): every stream is alike, and nghttp2 keeps
+  // the tree up to date for every stream otherwise.
+  const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                             {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1}};
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, connection_window);
   fill(now);
@@ -146,6 +149,7 @@ bool doh_client::submit(std::uint64_t now) {
   r.id = s.id;
   r.finished = r.reset_by_server = r.too_large = r.content_type_ok = false;
   r.status = 0;
+  r.content_length = -1;
   r.query_sent = 0;
   r.answer.clear();
 
@@ -162,7 +166,7 @@ bool doh_client::submit(std::uint64_t now) {
     };
     stream_id = nghttp2_submit_request(session_, nullptr, headers, std::size(headers), nullptr, &r);
   } else {
-    r.content_length = std::to_string(r.query.size());
+    r.length_text = std::to_string(r.query.size());
     const nghttp2_nv headers[] = {
         header(":method", "POST"),
         header(":scheme", "https"),
@@ -170,7 +174,7 @@ bool doh_client::submit(std::uint64_t now) {
         header(":path", d.path),
         header("accept", doh_media_type),
         header("content-type", doh_media_type),
-        header("content-length", r.content_length),
+        header("content-length", r.length_text),
     };
     nghttp2_data_provider body{};
     body.source.ptr = &r;
@@ -285,6 +289,7 @@ void doh_client::connection_ended() noexcept {
     it->in_use = false;
     free_.push_back(&*it);
   }
+  last_ = nullptr;
   open_streams_ = 0;
   settings_received_ = goaway_ = false;
   last_error_.clear();
@@ -312,7 +317,11 @@ void doh_client::finish(request& r, std::uint64_t now) {
   r.finished = true;
   if (r.status != 200) {
     fail_exchange(r.id, now,
-                  r.status == 0 ? std::string("stream_error") : fmt::format("status_{}", r.status));
+                  r.status == 0 ? std::string("no_status") : fmt::format("status_{}", r.status));
+  } else if (r.content_length != -1 &&
+             (r.too_large || r.content_length != static_cast<std::int64_t>(r.answer.size()))) {
+    // A content-length that is not a number, or not the body's length (RFC 9113 §8.1.1).
+    fail_exchange(r.id, now, "content_length");
   } else if (!r.content_type_ok) {
     fail_exchange(r.id, now, "content_type");
   } else if (r.too_large) {
@@ -330,28 +339,45 @@ void doh_client::release_request(request& r) noexcept {
   free_.push_back(&r);
 }
 
-int doh_client::on_header(nghttp2_session* session, const nghttp2_frame* frame,
-                          const std::uint8_t* name, std::size_t name_size,
-                          const std::uint8_t* value, std::size_t value_size, std::uint8_t, void*) {
+doh_client::request* doh_client::stream_request(std::int32_t stream_id) noexcept {
+  if (last_ != nullptr && last_->in_use && last_->stream_id == stream_id) return last_;
+  auto* r = static_cast<request*>(nghttp2_session_get_stream_user_data(session_, stream_id));
+  if (r != nullptr) last_ = r;
+  return r;
+}
+
+int doh_client::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                          std::size_t name_size, const std::uint8_t* value, std::size_t value_size,
+                          std::uint8_t, void* user_data) {
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-  auto* r =
-      static_cast<request*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
+  request* r = static_cast<doh_client*>(user_data)->stream_request(frame->hd.stream_id);
   if (r == nullptr) return 0;
   const std::string_view n(reinterpret_cast<const char*>(name), name_size);
   const std::string_view v(reinterpret_cast<const char*>(value), value_size);
   if (n == ":status") {
+    // Three digits (RFC 9110 §15); anything else is no status, a broken response.
     unsigned status = 0;
-    for (const char c : v) status = status * 10 + static_cast<unsigned>(c - '0');
-    r->status = status;  // nghttp2 checked it is three digits
+    for (const char c : v) {
+      status = c >= '0' && c <= '9' ? status * 10 + static_cast<unsigned>(c - '0') : 0;
+      if (status == 0) break;
+    }
+    r->status = v.size() == 3 ? status : 0;
   } else if (n == "content-type") {
     r->content_type_ok = is_dns_message(v);
+  } else if (n == "content-length") {
+    std::size_t length = 0;
+    const bool digits = !v.empty() && v.size() <= 9 && std::all_of(v.begin(), v.end(), [](char c) {
+      return c >= '0' && c <= '9';
+    });
+    for (const char c : v) length = length * 10 + static_cast<std::size_t>(c - '0');
+    r->content_length = digits ? static_cast<std::int64_t>(length) : -2;
   }
   return 0;
 }
 
-int doh_client::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
-                              const std::uint8_t* data, std::size_t size, void*) {
-  auto* r = static_cast<request*>(nghttp2_session_get_stream_user_data(session, stream_id));
+int doh_client::on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
+                              const std::uint8_t* data, std::size_t size, void* user_data) {
+  request* r = static_cast<doh_client*>(user_data)->stream_request(stream_id);
   if (r == nullptr || r->too_large) return 0;
   if (r->answer.size() + size > max_dns_message) {
     r->too_large = true;
@@ -361,7 +387,7 @@ int doh_client::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32
   return 0;
 }
 
-int doh_client::on_frame(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+int doh_client::on_frame(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
   auto& self = *static_cast<doh_client*>(user_data);
   switch (frame->hd.type) {
     case NGHTTP2_SETTINGS:
@@ -374,16 +400,14 @@ int doh_client::on_frame(nghttp2_session* session, const nghttp2_frame* frame, v
       self.goaway_last_stream_ = frame->goaway.last_stream_id;
       return 0;
     case NGHTTP2_RST_STREAM:
-      if (auto* r = static_cast<request*>(
-              nghttp2_session_get_stream_user_data(session, frame->hd.stream_id))) {
+      if (request* r = self.stream_request(frame->hd.stream_id)) {
         r->reset_by_server = true;
       }
       return 0;
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
       if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
-        auto* r = static_cast<request*>(
-            nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
+        request* r = self.stream_request(frame->hd.stream_id);
         if (r != nullptr && !r->finished) self.finish(*r, self.now_);
       }
       return 0;
@@ -392,10 +416,10 @@ int doh_client::on_frame(nghttp2_session* session, const nghttp2_frame* frame, v
   }
 }
 
-int doh_client::on_stream_close(nghttp2_session* session, std::int32_t stream_id,
-                                std::uint32_t error_code, void* user_data) {
+int doh_client::on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
+                                void* user_data) {
   auto& self = *static_cast<doh_client*>(user_data);
-  auto* r = static_cast<request*>(nghttp2_session_get_stream_user_data(session, stream_id));
+  request* r = self.stream_request(stream_id);
   if (r == nullptr || !r->in_use) return 0;
   if (!r->finished) {
     const std::uint64_t now = self.now_ != 0 ? self.now_ : monotonic_ns();

@@ -47,12 +47,13 @@ class doh_client final : public stream_client {
     bool reset_by_server = false;
     bool too_large = false;
     bool content_type_ok = false;
-    unsigned status = 0;
-    std::vector<std::uint8_t> query;  // the query with id 0 (POST body, GET parameter)
-    std::size_t query_sent = 0;       // POST body octets nghttp2 has taken
+    unsigned status = 0;               // 0: none, or not three digits
+    std::int64_t content_length = -1;  // -1: none, -2: not a number
+    std::vector<std::uint8_t> query;   // the query with id 0 (POST body, GET parameter)
+    std::size_t query_sent = 0;        // POST body octets nghttp2 has taken
     std::vector<std::uint8_t> answer;
-    std::string path;            // GET: path?dns=...
-    std::string content_length;  // POST
+    std::string path;         // GET: path?dns=...
+    std::string length_text;  // POST: the query's content-length
   };
 
   void established(std::uint64_t now) override;
@@ -72,6 +73,9 @@ class doh_client final : public stream_client {
   std::uint32_t stream_room(std::uint64_t now) const noexcept;
   bool submit(std::uint64_t now);
   void finish(request& r, std::uint64_t now);
+  // The request of a stream; the last one found is kept, for the callbacks of one response
+  // come one after another.
+  request* stream_request(std::int32_t stream_id) noexcept;
   void release_request(request& r) noexcept;
   // The session broke (HTTP/2 protocol error from either side): counted, connection dropped.
   void session_failed(const char* what, int error);
@@ -84,6 +88,7 @@ class doh_client final : public stream_client {
   nghttp2_session* session_ = nullptr;
   std::vector<request> requests_;
   std::vector<request*> free_;
+  request* last_ = nullptr;
   std::uint32_t open_streams_ = 0;
   bool settings_received_ = false;
   bool goaway_ = false;

@@ -16,9 +16,18 @@ doh_transport::doh_transport(const stream_settings& stream, doh_settings doh,
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks_, &doh_client::on_frame);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks_, &doh_client::on_stream_close);
   nghttp2_session_callbacks_set_error_callback2(callbacks_, &doh_client::on_error);
+  if (nghttp2_option_new(&options_) != 0) {
+    nghttp2_session_callbacks_del(callbacks_);
+    throw std::bad_alloc();
+  }
+  // The client checks what it needs of a response itself (:status, content-type,
+  // content-length against the body): nghttp2's general HTTP checks of every header cost
+  // more than the rest of an answer's handling.
+  nghttp2_option_set_no_http_messaging(options_, 1);
 }
 
 doh_transport::~doh_transport() {
+  nghttp2_option_del(options_);
   nghttp2_session_callbacks_del(callbacks_);
 }
 

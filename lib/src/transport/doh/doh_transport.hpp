@@ -38,11 +38,14 @@ class doh_transport final : public client_transport {
   const doh_settings& settings() const noexcept { return doh_; }
   // nghttp2's callbacks, set once for every session of the run.
   const nghttp2_session_callbacks* callbacks() const noexcept { return callbacks_; }
+  // The sessions' options, set once for the run.
+  const nghttp2_option* options() const noexcept { return options_; }
 
  private:
   stream_transport stream_;
   doh_settings doh_;
   nghttp2_session_callbacks* callbacks_ = nullptr;
+  nghttp2_option* options_ = nullptr;
 };
 
 }  // namespace dnstransport::detail
