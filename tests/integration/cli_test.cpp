@@ -204,6 +204,37 @@ class interrupted_run {
   bool started_ = false;
 };
 
+// TCP Fast Open in a network namespace of its own (the sysctl is per namespace), where the
+// kernel may both send and accept data in the SYN: once a client holds a cookie, connect()
+// returns at once and sends nothing; the connection counts as opened, and its connect
+// latency is taken, only when the SYN-ACK came back, never as 0.
+TEST(cli_test, fast_open_connections_count_once_established) {
+  const std::string unshare = "/usr/bin/unshare";
+  if (::geteuid() != 0 || !std::filesystem::exists(unshare) ||
+      run_process(unshare, {"-n", "true"}, 10s).exit_code != 0) {
+    GTEST_SKIP() << "needs root and unshare -n for a network namespace of its own";
+  }
+  const scratch files;
+  const std::string json = files.path("fastopen.json");
+  const std::string script =
+      "ip link set lo up && sysctl -qw net.ipv4.tcp_fastopen=3 && exec '" + cli +
+      "' run --transport tcp --tcp-fastopen --queries-per-connection 1 --clients 2 "
+      "--outstanding 1 --count 400 --quiet --json '" +
+      json + "'";
+  const process_result r = run_process(unshare, {"-n", "sh", "-c", script}, 30s);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const run_result result = run_result_from_json(text, json);
+  EXPECT_EQ(result.responses_received, 400u);
+  EXPECT_EQ(result.connections.opened, 400u);
+  EXPECT_EQ(result.connections.failed, 0u);
+  EXPECT_GT(result.connections.fastopen_data_in_syn, 0u);
+  EXPECT_EQ(result.connect_latency.count(), 400u);
+  EXPECT_GT(result.connect_latency.min(), 0u);
+}
+
 TEST(cli_test, sigint_stops_within_a_second_and_writes_the_results) {
   const scratch files;
   interrupted_run run(files, "udp");

@@ -178,6 +178,7 @@ class scripted_socket final : public detail::stream_socket {
   }
 
   bool syn_data_accepted() override { return false; }
+  bool established() override { return current_ != nullptr; }
   bool is_open() const override { return current_ != nullptr; }
 
   void close(bool abortive) override {

@@ -32,6 +32,7 @@ void stream_client::wait_ended(bool reading, std::uint64_t generation, bool ok) 
 
 void stream_client::on_ready() {
   const std::uint64_t now = monotonic_ns();
+  if (syn_pending_ && state_ != conn_state::idle && !confirm_syn(now)) return;
   switch (state_) {
     case conn_state::idle:
       return;

@@ -75,6 +75,9 @@ class stream_client : public client_base {
   // The connection's life cycle (stream_client_connection.cpp).
   void connect(std::uint64_t now);
   void on_connected(std::uint64_t now);
+  // A deferred Fast Open connection became ready: counts it opened once established, or
+  // fails it (false) when the SYN was refused.
+  bool confirm_syn(std::uint64_t now);
   // The stream's own set-up above TCP (TLS); a stream without one is ready at once.
   void handshake(std::uint64_t now);
   // A connect (or socket set-up) that failed with `error`, counted by its errno name.
@@ -122,7 +125,10 @@ class stream_client : public client_base {
   bool waiting_read_ = false;
   bool waiting_write_ = false;
   bool in_setup_ = false;  // counted in the worker's set-ups in flight
-  bool counted_ = false;   // set-up began after the warm-up: the connection is counted
+  // A deferred Fast Open connection whose SYN-ACK has not come yet: it is neither opened
+  // nor its connect latency known; the first readiness after it tells (confirm_syn).
+  bool syn_pending_ = false;
+  bool counted_ = false;  // set-up began after the warm-up: the connection is counted
 
   unsigned failed_in_a_row_ = 0;  // connects/handshakes failed since the last success
 };

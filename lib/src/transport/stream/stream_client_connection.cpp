@@ -29,10 +29,16 @@ void stream_client::tick(std::uint64_t now) {
       return;
     }
     if (now - connection_started_ns_ >= plan().timeout_ns) {
-      fail_connection(
-          state_ == conn_state::connecting ? std::string("tcp connect") : handshake_name(),
-          ETIMEDOUT);
+      fail_connection(state_ == conn_state::connecting || syn_pending_ ? std::string("tcp connect")
+                                                                       : handshake_name(),
+                      ETIMEDOUT);
     }
+    return;
+  }
+  if (syn_pending_ && now - connection_started_ns_ >= plan().timeout_ns) {
+    // The SYN that carried the first query was never answered.
+    syn_pending_ = false;
+    fail_connection("tcp connect", ETIMEDOUT);
     return;
   }
   if (state_ == conn_state::established) {
@@ -92,6 +98,13 @@ void stream_client::connect(std::uint64_t now) {
     case tcp_dial::outcome::connected:
       on_connected(now);
       return;
+    case tcp_dial::outcome::deferred:
+      // Fast Open with a cookie: nothing was sent yet. The first query (or ClientHello)
+      // goes out in the SYN; the connection counts as opened once the SYN-ACK came.
+      syn_pending_ = true;
+      on_connected(now);
+      if (syn_pending_) wait(boost::asio::socket_base::wait_write);
+      return;
     case tcp_dial::outcome::in_progress:
       wait(boost::asio::socket_base::wait_write);
       return;
@@ -101,8 +114,25 @@ void stream_client::connect(std::uint64_t now) {
   }
 }
 
+bool stream_client::confirm_syn(std::uint64_t now) {
+  if (socket_->established()) {
+    syn_pending_ = false;
+    if (counted_) {
+      ++connections().opened;
+      connections().connect_latency.record(now - connection_started_ns_);
+    }
+    return true;
+  }
+  if (const int error = socket_->connect_error(); error != 0) {
+    fail_connection("tcp connect", error);
+    return false;
+  }
+  wait(boost::asio::socket_base::wait_write);  // still waiting for the SYN-ACK
+  return true;
+}
+
 void stream_client::on_connected(std::uint64_t now) {
-  if (counted_) {
+  if (counted_ && !syn_pending_) {
     ++connections().opened;
     connections().connect_latency.record(now - connection_started_ns_);
   }
@@ -173,6 +203,13 @@ void stream_client::connection_failed() {
 }
 
 void stream_client::server_closed(bool reset) {
+  if (syn_pending_) {
+    // A Fast Open connection refused or reset before its SYN-ACK never opened.
+    const int error = socket_->connect_error();
+    syn_pending_ = false;
+    fail_connection("tcp connect", error != 0 ? error : ECONNREFUSED);
+    return;
+  }
   auto& c = connections();
   if (counted_) ++(reset ? c.reset_by_server : c.closed_by_server);
   fail_in_flight(false);
@@ -210,6 +247,7 @@ void stream_client::drop_socket(bool abortive) {
   if (sent_on_connection_ > 0 && counted_ && socket_->syn_data_accepted()) {
     ++connections().fastopen_data_in_syn;
   }
+  syn_pending_ = false;
   ++generation_;
   socket_->close(abortive);
   waiting_read_ = waiting_write_ = false;

@@ -24,7 +24,10 @@ struct tcp_dial_options {
 };
 
 struct tcp_dial {
-  enum class outcome { connected, in_progress, failed };
+  // deferred: TCP Fast Open with a cookie, connect() returned at once and sent nothing; the
+  // SYN leaves with the first write and the connection is established only after the
+  // SYN-ACK (wait until writable, then ask established()).
+  enum class outcome { connected, deferred, in_progress, failed };
   outcome result = outcome::failed;
   const char* what = "";  // failed: the step, "tcp socket", "tcp bind" or "tcp connect"
   int error = 0;          // failed: errno
@@ -53,6 +56,8 @@ class stream_socket {
   virtual void async_wait(bool readable, std::uint64_t generation) = 0;
   // Whether the SYN carried data the server accepted (TCP Fast Open), known after the SYN-ACK.
   virtual bool syn_data_accepted() = 0;
+  // Whether the handshake is over (a deferred Fast Open connection past its SYN-ACK).
+  virtual bool established() = 0;
   virtual bool is_open() const = 0;
   // Closes the connection; `abortive`: RST and no TIME_WAIT instead of FIN.
   virtual void close(bool abortive) = 0;

@@ -52,7 +52,7 @@ class tcp_socket final : public stream_socket {
     std::memcpy(&address, server.data(), server.size());
     if (::connect(fd, reinterpret_cast<sockaddr*>(&address),
                   static_cast<socklen_t>(server.size())) == 0) {
-      dial.result = tcp_dial::outcome::connected;
+      dial.result = fastopen_ ? tcp_dial::outcome::deferred : tcp_dial::outcome::connected;
     } else if (errno == EINPROGRESS) {
       dial.result = tcp_dial::outcome::in_progress;
     } else {
@@ -91,6 +91,14 @@ class tcp_socket final : public stream_socket {
     socklen_t length = sizeof info;
     return getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
            (info.tcpi_options & TCPI_OPT_SYN_DATA) != 0;
+  }
+
+  bool established() override {
+    tcp_info info{};
+    socklen_t length = sizeof info;
+    return socket_.is_open() &&
+           getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
+           info.tcpi_state != TCP_SYN_SENT && info.tcpi_state != TCP_CLOSE;
   }
 
   bool is_open() const override { return socket_.is_open(); }
