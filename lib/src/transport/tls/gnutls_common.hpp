@@ -144,6 +144,8 @@ class gnutls_connection final : public tls_connection {
 
  private:
   tls_io finish(int result);
+  // The peer has shut down its side and nothing is left to read (MSG_PEEK).
+  bool peer_ended() const noexcept;
 
   // Records which of our versions the client offers, for telling a version mismatch apart
   // from other negotiation failures.

@@ -62,6 +62,12 @@ tls_io gnutls_connection::handshake() {
       handshake_done_ = true;
       return tls_io::done;
     }
+    if ((result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED) &&
+        gnutls_record_get_direction(session_) == 0 && peer_ended()) {
+      // GnuTLS can keep asking for more after the peer's EOF (a server fed SSLv2-style
+      // records, found by fuzz_tls): the socket would stay readable and the caller spin.
+      return end(tls_io::closed);
+    }
     // Warning alerts are not fatal; the handshake goes on.
     if (result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED ||
         gnutls_error_is_fatal(result) != 0) {
@@ -148,6 +154,11 @@ std::string gnutls_connection::version() const {
       return name != nullptr ? name : "unknown";
     }
   }
+}
+
+bool gnutls_connection::peer_ended() const noexcept {
+  std::uint8_t byte = 0;
+  return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 tls_io gnutls_connection::finish(int result) {
