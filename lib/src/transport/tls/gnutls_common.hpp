@@ -144,8 +144,9 @@ class gnutls_connection final : public tls_connection {
 
  private:
   tls_io finish(int result);
-  // The peer has shut down its side and nothing is left to read (MSG_PEEK).
-  bool peer_ended() const noexcept;
+  // What the socket holds for us (MSG_PEEK): nothing yet, octets, or the peer's EOF.
+  enum class input_state { none, waiting, ended };
+  input_state peer_input() const noexcept;
 
   // Records which of our versions the client offers, for telling a version mismatch apart
   // from other negotiation failures.

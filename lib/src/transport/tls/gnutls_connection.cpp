@@ -56,6 +56,8 @@ gnutls_connection::~gnutls_connection() {
 
 tls_io gnutls_connection::handshake() {
   if (final_) return *final_;
+  constexpr int max_records_in_a_row = 64;
+  int records_in_a_row = 0;
   for (;;) {
     const int result = gnutls_handshake(session_);
     if (result == GNUTLS_E_SUCCESS) {
@@ -63,10 +65,14 @@ tls_io gnutls_connection::handshake() {
       return tls_io::done;
     }
     if ((result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED) &&
-        gnutls_record_get_direction(session_) == 0 && peer_ended()) {
-      // GnuTLS can keep asking for more after the peer's EOF (a server fed SSLv2-style
-      // records, found by fuzz_tls): the socket would stay readable and the caller spin.
-      return end(tls_io::closed);
+        gnutls_record_get_direction(session_) == 0) {
+      // GnuTLS can ask for more while the next records already wait in the socket (it
+      // takes one SSLv2-style record per call), or after the peer's EOF (found by
+      // fuzz_tls): go on while there is input, end at EOF, so the caller never waits on a
+      // socket that is already readable.
+      const input_state input = peer_input();
+      if (input == input_state::ended) return end(tls_io::closed);
+      if (input == input_state::waiting && ++records_in_a_row < max_records_in_a_row) continue;
     }
     // Warning alerts are not fatal; the handshake goes on.
     if (result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED ||
@@ -156,9 +162,10 @@ std::string gnutls_connection::version() const {
   }
 }
 
-bool gnutls_connection::peer_ended() const noexcept {
+gnutls_connection::input_state gnutls_connection::peer_input() const noexcept {
   std::uint8_t byte = 0;
-  return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+  const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 ? input_state::waiting : n == 0 ? input_state::ended : input_state::none;
 }
 
 tls_io gnutls_connection::finish(int result) {
