@@ -18,6 +18,7 @@
 
 #include "child_process.hpp"
 #include "hostile_checks.hpp"
+#include "in_ci.hpp"
 #include "scratch_dir.hpp"
 
 namespace dnstransport {
@@ -39,17 +40,12 @@ std::optional<std::string> find_program(const std::string& name) {
   return std::nullopt;
 }
 
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string_view(ci) == "true";
-}
-
 class doh_kdig_test : public ::testing::TestWithParam<tls_backend> {
  protected:
   void SetUp() override {
     kdig_ = find_program("kdig");
     if (!kdig_) {
-      if (in_ci()) FAIL() << "kdig is not installed (Debian: knot-dnsutils); CI needs it";
+      if (hostile::in_ci()) FAIL() << "kdig is not installed (Debian: knot-dnsutils); CI needs it";
       GTEST_SKIP() << "kdig is not installed (Debian: knot-dnsutils)";
     }
   }
