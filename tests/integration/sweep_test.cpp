@@ -210,6 +210,82 @@ TEST(sweep_cli_test, sweep_and_report_write_json_csv_plots_and_index) {
   }
 }
 
+TEST(sweep_cli_test, report_of_two_saved_sweeps_overlays_them_and_lists_what_one_lacks) {
+  const auto directory = scratch_directory("compare-cli");
+  const std::string common = "--repeats 1 --duration 0.2 --pause 0 --outstanding 20 --quiet ";
+  // A: udp, tcp and tls with 1 and 2 clients, labelled; B: no tls, but 4 clients as well.
+  ASSERT_EQ(run_cli("sweep --transports udp,tcp,tls --clients 1,2 --queries-per-connection "
+                    "1,unlimited --label 'server A' " +
+                        common + "--json " + (directory / "a.json").string(),
+                    directory / "a.log"),
+            0)
+      << contents(directory / "a.log");
+  ASSERT_EQ(run_cli("sweep --transports udp,tcp --clients 1,2,4 --queries-per-connection "
+                    "1,unlimited " +
+                        common + "--json " + (directory / "b.json").string(),
+                    directory / "b.log"),
+            0)
+      << contents(directory / "b.log");
+  EXPECT_EQ(sweep_result_from_json(contents(directory / "a.json"), "a.json").plan.base.label,
+            "server A");
+
+  const auto report = directory / "report";
+  ASSERT_EQ(run_cli("report " + (directory / "a.json").string() + " " +
+                        (directory / "b.json").string() + " --out " + report.string(),
+                    directory / "report.log"),
+            0)
+      << contents(directory / "report.log");
+  const std::string printed = contents(directory / "report.log");
+  // Named by the label, and by the file name where there is none.
+  EXPECT_NE(printed.find("server A (from " + (directory / "a.json").string() + "):"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("b (from " + (directory / "b.json").string() + "):"), std::string::npos);
+  EXPECT_NE(printed.find("Comparison: UDP queries/s"), std::string::npos);
+  EXPECT_NE(printed.find("b: no tls-openssl points (measured for server A)"), std::string::npos);
+  EXPECT_NE(printed.find("server A: udp not measured with 4 clients"), std::string::npos);
+  const std::string index = contents(report / "index.html");
+  EXPECT_NE(index.find("DNS servers compared: server A, b"), std::string::npos);
+  EXPECT_FALSE(contents(report / "comparison.csv").empty());
+  if (!std::filesystem::exists("/usr/bin/gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  for (const std::string plot :
+       {"qps_vs_clients", "percent_of_udp", "amortization_tcp", "amortization_tls-openssl",
+        "latency_1_clients", "latency_2_clients", "latency_4_clients"}) {
+    for (const std::string extension : {".png", ".svg"}) {
+      EXPECT_GT(std::filesystem::file_size(report / (plot + extension)), 1000u)
+          << plot << extension;
+    }
+    EXPECT_NE(index.find("src=\"" + plot + ".png\""), std::string::npos) << plot;
+  }
+  // Both servers are in the SVGs where both were measured; only A where only A was.
+  EXPECT_NE(contents(report / "amortization_tcp.svg").find("server A, 2 clients"),
+            std::string::npos);
+  EXPECT_NE(contents(report / "amortization_tcp.svg").find("b, 4 clients"), std::string::npos);
+  EXPECT_EQ(contents(report / "amortization_tls-openssl.svg").find("b, "), std::string::npos);
+}
+
+TEST(sweep_cli_test, report_refuses_unreadable_and_foreign_files_by_name) {
+  const auto directory = scratch_directory("compare-cli-errors");
+  std::ofstream(directory / "run.json") << "{\"schema\": \"dnstransport.run/1\"}";
+  std::ofstream(directory / "broken.json") << "{\"schema\": ";
+  const auto missing = (directory / "missing.json").string();
+  EXPECT_EQ(
+      run_cli("report " + (directory / "run.json").string() + " " + missing, directory / "a.log"),
+      2);
+  EXPECT_NE(contents(directory / "a.log").find("single run"), std::string::npos);
+  EXPECT_EQ(
+      run_cli("report " + missing + " " + (directory / "run.json").string(), directory / "b.log"),
+      2);
+  EXPECT_NE(contents(directory / "b.log").find("cannot read \"" + missing + "\""),
+            std::string::npos)
+      << contents(directory / "b.log");
+  EXPECT_EQ(run_cli("report " + (directory / "broken.json").string() + " " + missing,
+                    directory / "c.log"),
+            2);
+  EXPECT_NE(contents(directory / "c.log").find("broken.json: not valid JSON"), std::string::npos)
+      << contents(directory / "c.log");
+}
+
 TEST(sweep_cli_test, contradictions_and_foreign_files_exit_with_usage_status) {
   const auto directory = scratch_directory("sweep-cli-errors");
   EXPECT_EQ(run_cli("sweep --transports udp --queries-per-connection 10", directory / "a.log"), 2);

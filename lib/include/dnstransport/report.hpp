@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <dnstransport/load.hpp>
@@ -74,5 +75,38 @@ struct report_output {
 /// a missing or failing gnuplot is reported in plot_problem, not thrown.
 report_output write_report(const sweep_result& result, const std::filesystem::path& directory,
                            std::string_view source_name);
+
+/// One sweep in a comparison of servers, under the name the report gives it.
+struct compared_sweep {
+  std::string name;    ///< its label; the file name (without .json) when it has none
+  std::string source;  ///< the file it was read from
+  sweep_result result;
+};
+
+/// The sweeps read from `files` (file name, result), in the order given, each named by its
+/// label or, without one, its file name; a name given twice gets its place in the list
+/// ("sweep #1", "sweep #3").
+std::vector<compared_sweep> comparison_of(
+    const std::vector<std::pair<std::string, sweep_result>>& files);
+
+/// What some sweeps measured and others did not, one line per sweep and transport: a
+/// transport it has no point of, or the grid cells (clients, queries per connection) it
+/// lacks. Empty when every sweep has the same grid. A comparison draws what exists.
+std::vector<std::string> missing_points(const std::vector<compared_sweep>& sweeps);
+
+/// The tables of a comparison: each sweep's description (file, dnstransport version,
+/// machine, target, grid), a note when the machines or versions differ, the comparison
+/// table (per server: UDP queries/s and each transport's % of UDP at every client count, h
+/// and n90 per transport), % of UDP for every queries-per-connection value side by side, the
+/// amortization fits of every server, and the points missing from some sweeps.
+std::string format_comparison(const std::vector<compared_sweep>& sweeps);
+
+/// Writes a comparison into `directory` (created if needed): tables.txt, comparison.csv (a
+/// row per server and point), gnuplot scripts and, with gnuplot, PNG/SVG plots overlaying the
+/// servers (queries/s against clients per server and transport, % of UDP grouped by server,
+/// amortization per transport with each server's fit, latency percentiles per client count),
+/// and index.html. Throws setup_error when a file cannot be written.
+report_output write_comparison_report(const std::vector<compared_sweep>& sweeps,
+                                      const std::filesystem::path& directory);
 
 }  // namespace dnstransport
