@@ -38,6 +38,28 @@ const sweep_point_result* point_at(const sweep_result& r, const sweep_point& poi
   return nullptr;
 }
 
+// One sweep per target of a sweep of several servers, each as if it had been run alone.
+std::vector<sweep_result> split_by_target(const sweep_result& r) {
+  std::vector<sweep_result> out;
+  for (const auto& target : r.plan.targets) {
+    sweep_result one = r;
+    one.plan.targets.clear();
+    one.plan.base.server = target.server;
+    one.plan.ports = target.ports;
+    one.plan.target_description = target.description;
+    one.planned_points = r.planned_points / r.plan.targets.size();
+    one.points.clear();
+    for (const auto& p : r.points) {
+      if (p.point.target != target.name) continue;
+      one.points.push_back(p);
+      one.points.back().point.target.clear();
+    }
+    derive_results(one);
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<compared_sweep> comparison_of(
@@ -46,7 +68,17 @@ std::vector<compared_sweep> comparison_of(
   for (const auto& [source, result] : files) {
     std::string name = result.plan.base.label;
     if (name.empty()) name = std::filesystem::path(source).stem().string();
-    sweeps.push_back({name, source, result});
+    if (result.plan.targets.empty()) {
+      sweeps.push_back({name, source, result});
+      continue;
+    }
+    // A sweep of several servers: one entry per server, named by its target (and by the
+    // file too when several files are compared).
+    const auto parts = split_by_target(result);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const std::string& target = result.plan.targets[i].name;
+      sweeps.push_back({files.size() == 1 ? target : name + "/" + target, source, parts[i]});
+    }
   }
   // Two sweeps of one name (unlabelled files of one name in different directories, or one
   // label given twice) are told apart by their place in the list.

@@ -244,6 +244,7 @@ std::string render_text(const report_table& t) {
 }  // namespace detail
 
 std::string format_tables(const sweep_result& result) {
+  if (!result.plan.targets.empty()) return format_comparison(comparison_of({{"", result}}));
   std::string out;
   for (const auto& line : detail::sweep_description(result)) out += fmt::format("{}\n", line);
   for (const auto& table : detail::sweep_tables(result)) {

@@ -68,6 +68,9 @@ void draw_plots(const plot_set& plots, const std::filesystem::path& directory,
 
 report_output write_report(const sweep_result& result, const std::filesystem::path& directory,
                            std::string_view source_name) {
+  if (!result.plan.targets.empty()) {
+    return write_comparison_report(comparison_of({{std::string(source_name), result}}), directory);
+  }
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec) {
