@@ -210,6 +210,185 @@ TEST(sweep_cli_test, sweep_and_report_write_json_csv_plots_and_index) {
   }
 }
 
+TEST(sweep_cli_test, report_of_two_saved_sweeps_overlays_them_and_lists_what_one_lacks) {
+  const auto directory = scratch_directory("compare-cli");
+  const std::string common = "--repeats 1 --duration 0.2 --pause 0 --outstanding 20 --quiet ";
+  // A: udp, tcp and tls with 1 and 2 clients, labelled; B: no tls, but 4 clients as well.
+  ASSERT_EQ(run_cli("sweep --transports udp,tcp,tls --clients 1,2 --queries-per-connection "
+                    "1,unlimited --label 'server A' " +
+                        common + "--json " + (directory / "a.json").string(),
+                    directory / "a.log"),
+            0)
+      << contents(directory / "a.log");
+  ASSERT_EQ(run_cli("sweep --transports udp,tcp --clients 1,2,4 --queries-per-connection "
+                    "1,unlimited " +
+                        common + "--json " + (directory / "b.json").string(),
+                    directory / "b.log"),
+            0)
+      << contents(directory / "b.log");
+  EXPECT_EQ(sweep_result_from_json(contents(directory / "a.json"), "a.json").plan.base.label,
+            "server A");
+
+  const auto report = directory / "report";
+  ASSERT_EQ(run_cli("report " + (directory / "a.json").string() + " " +
+                        (directory / "b.json").string() + " --out " + report.string(),
+                    directory / "report.log"),
+            0)
+      << contents(directory / "report.log");
+  const std::string printed = contents(directory / "report.log");
+  // Named by the label, and by the file name where there is none.
+  EXPECT_NE(printed.find("server A (from " + (directory / "a.json").string() + "):"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("b (from " + (directory / "b.json").string() + "):"), std::string::npos);
+  EXPECT_NE(printed.find("Comparison: UDP queries/s"), std::string::npos);
+  EXPECT_NE(printed.find("b: no tls-openssl points (measured for server A)"), std::string::npos);
+  EXPECT_NE(printed.find("server A: udp not measured with 4 clients"), std::string::npos);
+  const std::string index = contents(report / "index.html");
+  EXPECT_NE(index.find("DNS servers compared: server A, b"), std::string::npos);
+  EXPECT_FALSE(contents(report / "comparison.csv").empty());
+  if (!std::filesystem::exists("/usr/bin/gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  for (const std::string plot :
+       {"qps_vs_clients", "percent_of_udp", "amortization_tcp", "amortization_tls-openssl",
+        "latency_1_clients", "latency_2_clients", "latency_4_clients"}) {
+    for (const std::string extension : {".png", ".svg"}) {
+      EXPECT_GT(std::filesystem::file_size(report / (plot + extension)), 1000u)
+          << plot << extension;
+    }
+    EXPECT_NE(index.find("src=\"" + plot + ".png\""), std::string::npos) << plot;
+  }
+  // Both servers are in the SVGs where both were measured; only A where only A was.
+  EXPECT_NE(contents(report / "amortization_tcp.svg").find("server A, 2 clients"),
+            std::string::npos);
+  EXPECT_NE(contents(report / "amortization_tcp.svg").find("b, 4 clients"), std::string::npos);
+  EXPECT_EQ(contents(report / "amortization_tls-openssl.svg").find("b, "), std::string::npos);
+}
+
+TEST(sweep_cli_test, report_refuses_unreadable_and_foreign_files_by_name) {
+  const auto directory = scratch_directory("compare-cli-errors");
+  std::ofstream(directory / "run.json") << "{\"schema\": \"dnstransport.run/1\"}";
+  std::ofstream(directory / "broken.json") << "{\"schema\": ";
+  const auto missing = (directory / "missing.json").string();
+  EXPECT_EQ(
+      run_cli("report " + (directory / "run.json").string() + " " + missing, directory / "a.log"),
+      2);
+  EXPECT_NE(contents(directory / "a.log").find("single run"), std::string::npos);
+  EXPECT_EQ(
+      run_cli("report " + missing + " " + (directory / "run.json").string(), directory / "b.log"),
+      2);
+  EXPECT_NE(contents(directory / "b.log").find("cannot read \"" + missing + "\""),
+            std::string::npos)
+      << contents(directory / "b.log");
+  EXPECT_EQ(run_cli("report " + (directory / "broken.json").string() + " " + missing,
+                    directory / "c.log"),
+            2);
+  EXPECT_NE(contents(directory / "c.log").find("broken.json: not valid JSON"), std::string::npos)
+      << contents(directory / "c.log");
+}
+
+// A responder answering UDP and TCP on one port, as a --target names them: TCP on a free
+// port, then UDP on the same number.
+struct one_port_responder {
+  explicit one_port_responder(std::uint64_t close_after)
+      : tcp([close_after] {
+          server_options o;
+          o.tcp = endpoint{"127.0.0.1", 0};
+          o.close_after_queries = close_after;
+          return o;
+        }()),
+        udp([this] {
+          server_options o;
+          o.udp = endpoint{"127.0.0.1", tcp.tcp_port()};
+          return o;
+        }()) {}
+
+  server tcp;
+  server udp;
+};
+
+TEST(sweep_cli_test, a_sweep_of_two_targets_interleaves_them_and_reports_both) {
+  const auto directory = scratch_directory("targets-cli");
+  const one_port_responder plain(0);
+  const one_port_responder closing(50);  // closes each TCP connection after 50 answers
+  const auto json = directory / "two.json";
+  ASSERT_EQ(run_cli(fmt::format("sweep --target plain=127.0.0.1:{} --target closing=127.0.0.1:{} "
+                                "--transports udp,tcp --clients 1,2 --queries-per-connection "
+                                "unlimited --repeats 1 --duration 0.3 --pause 0 --outstanding 10 "
+                                "--json {}",
+                                plain.tcp.tcp_port(), closing.tcp.tcp_port(), json.string()),
+                    directory / "sweep.log"),
+            0)
+      << contents(directory / "sweep.log");
+  const sweep_result r = sweep_result_from_json(contents(json), json.string());
+  ASSERT_EQ(r.plan.targets.size(), 2u);
+  ASSERT_EQ(r.points.size(), 8u);
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    const auto& p = r.points[i];
+    // Point by point, each target in turn, each run sent to its target's port.
+    EXPECT_EQ(p.point.target, i % 2 == 0 ? "plain" : "closing") << i;
+    const auto& responder = i % 2 == 0 ? plain : closing;
+    EXPECT_EQ(p.repeats.at(0).port, responder.tcp.tcp_port()) << describe(p.point);
+    EXPECT_GT(p.summary.responses_received, 0u) << describe(p.point);
+    if (p.point.transport.transport != transport_kind::tcp) continue;
+    if (p.point.target == "plain") {
+      EXPECT_EQ(p.summary.connections_opened, p.point.clients) << describe(p.point);
+    } else {
+      // 50 answers per connection: at least one new connection per 50 answers.
+      EXPECT_GE(p.summary.connections_opened, p.summary.responses_received / 50)
+          << describe(p.point);
+    }
+  }
+  ASSERT_EQ(r.percent_of_udp.size(), 4u);
+  EXPECT_EQ(r.percent_of_udp[0].target, "plain");
+  EXPECT_EQ(r.percent_of_udp[1].target, "closing");
+  const std::string printed = contents(directory / "sweep.log");
+  EXPECT_NE(printed.find("Comparison of 2 sweeps"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("plain:"), std::string::npos);
+  EXPECT_NE(printed.find("closing:"), std::string::npos);
+
+  const auto report = directory / "report";
+  ASSERT_EQ(
+      run_cli("report " + json.string() + " --out " + report.string(), directory / "report.log"), 0)
+      << contents(directory / "report.log");
+  const std::string tables = contents(report / "tables.txt");
+  // The comparison table: a row per target and transport.
+  for (const std::string row :
+       {"\n  plain   udp ", "\n  plain   tcp ", "\n  closing udp ", "\n  closing tcp "}) {
+    EXPECT_NE(tables.find(row), std::string::npos) << row << "\n" << tables;
+  }
+  EXPECT_NE(contents(report / "index.html").find("DNS servers compared: plain, closing"),
+            std::string::npos);
+  for (const std::string script :
+       {"qps_vs_clients.gp", "percent_of_udp.gp", "latency_1_clients.gp", "latency_2_clients.gp"}) {
+    const std::string text = contents(report / script);
+    EXPECT_NE(text.find("plain"), std::string::npos) << script;
+    EXPECT_NE(text.find("closing"), std::string::npos) << script;
+  }
+  if (!std::filesystem::exists("/usr/bin/gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  for (const std::string plot : {"qps_vs_clients", "percent_of_udp", "latency_2_clients"}) {
+    EXPECT_GT(std::filesystem::file_size(report / (plot + ".svg")), 1000u) << plot;
+    EXPECT_NE(contents(report / (plot + ".svg")).find("closing"), std::string::npos) << plot;
+  }
+}
+
+TEST(sweep_cli_test, bad_targets_exit_with_usage_status_naming_the_flag) {
+  const auto directory = scratch_directory("targets-cli-errors");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--target 127.0.0.1", "--target: \"127.0.0.1\" is not NAME=HOST"},
+      {"--target a=127.0.0.1,tls=x", "--target a: \"x\" is not a positive number"},
+      {"--target a=127.0.0.1,quic=1", "--target a: \"quic=1\" is not tls=PORT or doh=PORT"},
+      {"--target a=127.0.0.1 --target a=127.0.0.2", "the name a appears twice"},
+      {"--target a=127.0.0.1 --server 127.0.0.1", "--target and --server"},
+      {"--target a=127.0.0.1 --tls-port 853", "give a --target its ports"}};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto log = directory / fmt::format("{}.log", i);
+    EXPECT_EQ(run_cli("sweep --transports udp --clients 1 " + cases[i].first, log), 2)
+        << cases[i].first;
+    EXPECT_NE(contents(log).find(cases[i].second), std::string::npos)
+        << cases[i].first << ": " << contents(log);
+  }
+}
+
 TEST(sweep_cli_test, contradictions_and_foreign_files_exit_with_usage_status) {
   const auto directory = scratch_directory("sweep-cli-errors");
   EXPECT_EQ(run_cli("sweep --transports udp --queries-per-connection 10", directory / "a.log"), 2);

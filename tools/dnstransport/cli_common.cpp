@@ -47,6 +47,9 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_option("--server", o.server,
                  "Server to load, HOST[:PORT] or [IPv6]:PORT (port 53 by default; 853 for tls). "
                  "Without it the built-in responder is started on 127.0.0.1 in this process.");
+  app.add_option("--label", o.label,
+                 "A name for this result (e.g. the server and its version), kept in the JSON; "
+                 "`report` names the result by it (by the file name when absent)");
   if (with_axes) {
     app.add_option("--transport", o.transport,
                    "udp, tcp, tls (DNS over TLS, port 853) or doh (DNS over HTTPS on HTTP/2, "
@@ -134,6 +137,7 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
 
 load_spec make_load_spec(const run_options& o) {
   load_spec spec;
+  spec.label = o.label;
   const auto transport = parse_transport(o.transport);
   if (!transport) {
     throw setup_error(fmt::format("--transport: \"{}\" is not one of udp, tcp, tls", o.transport));

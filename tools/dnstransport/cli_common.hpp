@@ -82,6 +82,7 @@ struct run_options {
   std::string server_mode = "answer";
   std::string server_tls_backend;
   // Output.
+  std::string label;
   std::string json_file;
   bool quiet = false;
   bool progress = false;

@@ -12,7 +12,7 @@ namespace dnstransport::cli {
 namespace {
 
 struct report_flags {
-  std::string file;
+  std::vector<std::string> files;
   std::string out_dir;
   bool quiet = false;
 };
@@ -21,23 +21,39 @@ struct report_flags {
 
 action add_report_command(CLI::App& app) {
   auto* report = app.add_subcommand(
-      "report", "Print the tables of a saved sweep; with --out, also write plots and index.html");
+      "report",
+      "Print the tables of a saved sweep, or compare several; with --out, also write plots and "
+      "index.html");
   auto f = std::make_shared<report_flags>();
-  report->add_option("FILE", f->file, "A JSON file written by dnstransport sweep")->required();
+  report
+      ->add_option("FILE", f->files,
+                   "JSON files written by dnstransport sweep; with two or more, the servers are "
+                   "compared: each is named by its --label, or its file name")
+      ->required();
   report->add_option("--out", f->out_dir,
                      "Write tables, CSV, gnuplot scripts, PNG and SVG plots and index.html here");
   report->add_flag("--quiet", f->quiet, "Do not print the tables");
   report->footer(
-      "Example: dnstransport report dnstransport-sweep-20250101-120000.json --out report\n"
+      "Examples: dnstransport report dnstransport-sweep-20250101-120000.json --out report\n"
+      "          dnstransport report unbound.json knot.json --out compared\n"
       "The plots are drawn by gnuplot (apt-get install gnuplot-nox); without it the tables, CSV "
       "and gnuplot scripts are still written.\n"
-      "Exit status: 0 written; 2 the file cannot be read or is not a sweep result.");
+      "Exit status: 0 written; 2 a file cannot be read or is not a sweep result.");
   return [report, f]() -> int {
     if (!report->parsed()) return -1;
-    const sweep_result result = sweep_result_from_json(read_file(f->file), f->file);
-    if (!f->quiet) fmt::print("{}", format_tables(result));
+    std::vector<std::pair<std::string, sweep_result>> read;
+    for (const auto& file : f->files) {
+      read.emplace_back(file, sweep_result_from_json(read_file(file), file));
+    }
+    const bool compare = read.size() > 1;
+    const auto sweeps = compare ? comparison_of(read) : std::vector<compared_sweep>{};
+    if (!f->quiet) {
+      fmt::print("{}", compare ? format_comparison(sweeps) : format_tables(read.front().second));
+    }
     if (f->out_dir.empty()) return exit_ok;
-    const report_output written = write_report(result, f->out_dir, f->file);
+    const report_output written =
+        compare ? write_comparison_report(sweeps, f->out_dir)
+                : write_report(read.front().second, f->out_dir, read.front().first);
     for (const auto& skipped : written.skipped_plots)
       fmt::print(stderr, "not plotted: {}\n", skipped);
     if (!written.plot_problem.empty()) fmt::print(stderr, "note: {}\n", written.plot_problem);

@@ -28,6 +28,7 @@ struct sweep_flags {
   std::string out_dir;
   std::uint16_t tls_port = 0;
   std::uint16_t doh_port = 0;
+  std::vector<std::string> targets;
 };
 
 std::string clock_text(double seconds) {
@@ -109,6 +110,10 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
   sweep.add_option("--tls-port", f.tls_port,
                    "With --server: port of its DNS-over-TLS listener (default 853, or the --server "
                    "port when every transport is tls)");
+  sweep.add_option("--target", f.targets,
+                   "NAME=HOST[:PORT][,tls=PORT][,doh=PORT]: a server to measure (repeat it for "
+                   "several); each point is run against every target in turn, and the report "
+                   "compares them. Instead of --server");
   sweep.add_option("--doh-port", f.doh_port,
                    "With --server: port of its DNS-over-HTTPS listener (default 443, or the "
                    "--server port when every transport is doh)");
@@ -139,11 +144,24 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
   if (use("--repeats")) plan.repeats = f.repeats;
   if (use("--duration")) plan.duration_seconds = o.duration;
   if (use("--pause")) plan.pause_seconds = f.pause;
+  if (!f.targets.empty()) {
+    if (!o.server.empty()) throw setup_error("--target and --server: give one or the other");
+    if (f.tls_port != 0 || f.doh_port != 0) {
+      throw setup_error(
+          "--tls-port and --doh-port apply to --server; give a --target its ports as "
+          "NAME=HOST:PORT,tls=PORT,doh=PORT");
+    }
+    for (const auto& text : f.targets) plan.targets.push_back(parse_sweep_target(text));
+    plan.base.server = plan.targets.front().server;
+    plan.ports = plan.targets.front().ports;
+    plan.target_description = fmt::format("{} targets", plan.targets.size());
+  }
   return plan;
 }
 
 // Points the plan at --server, or at a built-in responder listening for every transport.
 std::unique_ptr<server> set_target(sweep_plan& plan, const run_options& o, const sweep_flags& f) {
+  if (!plan.targets.empty()) return nullptr;
   if (o.server.empty()) {
     if (f.tls_port != 0) throw setup_error("--tls-port applies to a --server only");
     if (f.doh_port != 0) throw setup_error("--doh-port applies to a --server only");
@@ -234,8 +252,15 @@ action add_sweep_command(CLI::App& app, std::string command) {
     if (!o->quiet) {
       const std::string each = plan.base.count != 0 ? fmt::format("{} queries", plan.base.count)
                                                     : fmt::format("{:g} s", plan.duration_seconds);
+      std::string against = plan.base.server;
+      if (!plan.targets.empty()) {
+        against.clear();
+        for (const auto& t : plan.targets) {
+          against += fmt::format("{}{} ({})", against.empty() ? "" : ", ", t.name, t.server);
+        }
+      }
       fmt::print(stderr, "sweep: {} points x {} run{} of {} against {}{}; results go to {}\n",
-                 points.size(), plan.repeats, plan.repeats == 1 ? "" : "s", each, plan.base.server,
+                 points.size(), plan.repeats, plan.repeats == 1 ? "" : "s", each, against,
                  responder ? " (built-in responder)" : "", json_path.string());
     }
     sweep_display display(o->progress || stderr_is_terminal(), o->quiet);

@@ -55,6 +55,9 @@ struct load_progress {
 /// Everything one load needs.
 struct load_spec {
   std::string server = "127.0.0.1";  ///< IPv4 or IPv6 address, or a host name resolved once
+  /// A name for what is measured ("unbound 1.17, 1 thread"), kept in the result and its JSON
+  /// (`--label`); reports name the result by it. Empty: no name.
+  std::string label;
   std::uint16_t port = 53;
   transport_kind transport = transport_kind::udp;
 
@@ -127,6 +130,7 @@ struct connection_stats {
 /// http_failed, abandoned. Connection figures count only connections opened after the warm-up.
 struct run_result {
   // What was run.
+  std::string label;  ///< load_spec::label
   std::string server;
   std::uint16_t port = 0;
   transport_kind transport = transport_kind::udp;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <dnstransport/load.hpp>
@@ -48,13 +49,15 @@ std::string to_json(const sweep_result& result);
 /// or not a dnstransport document at all.
 sweep_result sweep_result_from_json(std::string_view text, std::string_view source_name);
 
-/// One CSV row per point (header first): transport, clients, queries per connection (0 =
-/// unlimited), queries/s statistics, latency percentiles, percent of UDP, client-bound.
+/// One CSV row per point (header first): target (only in a sweep of several servers), transport,
+/// clients, queries per connection (0 = unlimited), queries/s statistics, latency percentiles,
+/// percent of UDP, client-bound.
 std::string to_csv(const sweep_result& result);
 
 /// The tables printed after a sweep and by `report`: what was run, the points (queries/s
 /// mean/median/min/max/stddev, p50/p99 latency, client-bound), TCP/TLS as % of UDP, the
-/// amortization fits with measured-versus-model detail, and the warnings.
+/// amortization fits with measured-versus-model detail, and the warnings. A sweep of several
+/// servers (plan.targets) is shown as their comparison (format_comparison).
 std::string format_tables(const sweep_result& result);
 
 /// What write_report wrote.
@@ -71,8 +74,44 @@ struct report_output {
 /// amortization.csv, one gnuplot script per plot, PNG and SVG plots drawn by running
 /// `gnuplot` (when installed), and index.html showing every plot and table. `source_name`
 /// (the JSON file) is named on the page. Throws setup_error when a file cannot be written;
-/// a missing or failing gnuplot is reported in plot_problem, not thrown.
+/// a missing or failing gnuplot is reported in plot_problem, not thrown. A sweep of several
+/// servers (plan.targets) is written as their comparison (write_comparison_report).
 report_output write_report(const sweep_result& result, const std::filesystem::path& directory,
                            std::string_view source_name);
+
+/// One sweep in a comparison of servers, under the name the report gives it.
+struct compared_sweep {
+  std::string name;    ///< its label; the file name (without .json) when it has none
+  std::string source;  ///< the file it was read from
+  sweep_result result;
+};
+
+/// The sweeps read from `files` (file name, result), in the order given, each named by its
+/// label or, without one, its file name; a sweep of several servers gives one entry per
+/// server, named by its target (prefixed by the file's name when several files are given); a name
+/// given twice gets its place in the list
+/// ("sweep #1", "sweep #3").
+std::vector<compared_sweep> comparison_of(
+    const std::vector<std::pair<std::string, sweep_result>>& files);
+
+/// What some sweeps measured and others did not, one line per sweep and transport: a
+/// transport it has no point of, or the grid cells (clients, queries per connection) it
+/// lacks. Empty when every sweep has the same grid. A comparison draws what exists.
+std::vector<std::string> missing_points(const std::vector<compared_sweep>& sweeps);
+
+/// The tables of a comparison: each sweep's description (file, dnstransport version,
+/// machine, target, grid), a note when the machines or versions differ, the comparison
+/// table (per server: UDP queries/s and each transport's % of UDP at every client count, h
+/// and n90 per transport), % of UDP for every queries-per-connection value side by side, the
+/// amortization fits of every server, and the points missing from some sweeps.
+std::string format_comparison(const std::vector<compared_sweep>& sweeps);
+
+/// Writes a comparison into `directory` (created if needed): tables.txt, comparison.csv (a
+/// row per server and point), gnuplot scripts and, with gnuplot, PNG/SVG plots overlaying the
+/// servers (queries/s against clients per server and transport, % of UDP grouped by server,
+/// amortization per transport with each server's fit, latency percentiles per client count),
+/// and index.html. Throws setup_error when a file cannot be written.
+report_output write_comparison_report(const std::vector<compared_sweep>& sweeps,
+                                      const std::filesystem::path& directory);
 
 }  // namespace dnstransport

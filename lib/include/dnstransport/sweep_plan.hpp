@@ -53,7 +53,24 @@ struct sweep_ports {
 
   /// The port for `transport`.
   std::uint16_t of(transport_kind transport) const noexcept;
+
+  friend bool operator==(const sweep_ports&, const sweep_ports&) = default;
 };
+
+/// One of several servers a sweep measures side by side (`--target`).
+struct sweep_target {
+  std::string name;    ///< names the server in the points, tables and plots
+  std::string server;  ///< address or host name
+  sweep_ports ports;
+  std::string description;  ///< what it is, for the record
+
+  friend bool operator==(const sweep_target&, const sweep_target&) = default;
+};
+
+/// Parses `NAME=HOST[:PORT][,tls=PORT][,doh=PORT]`: UDP and TCP on PORT (53), DNS over TLS
+/// on the tls port (853) and DNS over HTTPS on the doh port (443). Throws setup_error naming
+/// --target and the text for an empty name, a bad address or port, or an unknown key.
+sweep_target parse_sweep_target(std::string_view text);
 
 /// A grid of loads. Each point is one (transport, clients, queries per connection) cell; UDP
 /// has no connections, so it is run once per client count whatever the queries-per-connection
@@ -64,6 +81,10 @@ struct sweep_plan {
   /// and on_progress are replaced for each point.
   load_spec base;
   sweep_ports ports;
+  /// Several servers measured with the same grid: every point is run against each target in
+  /// turn before the next point, so that whatever else loads the machine hits them alike.
+  /// Empty: the one server of `base` on `ports`.
+  std::vector<sweep_target> targets;
   std::vector<sweep_transport> transports{{transport_kind::udp, std::nullopt},
                                           {transport_kind::tcp, std::nullopt},
                                           {transport_kind::tls, tls_backend::openssl},
@@ -90,22 +111,26 @@ struct sweep_point {
   sweep_transport transport;
   unsigned clients = 1;
   std::uint64_t queries_per_connection = 0;  ///< 0: unlimited (always 0 for udp)
+  std::string target{};  ///< the sweep_target's name; empty when the sweep has one server
 
   friend bool operator==(const sweep_point&, const sweep_point&) = default;
 };
 
-/// "tcp, 4 clients, 100 queries/connection": a point as a reader names it.
+/// "tcp, 4 clients, 100 queries/connection" ("unbound: tcp, ..." with a target): a point as a
+/// reader names it.
 std::string describe(const sweep_point& point);
 
 /// The points of a plan in the order they are run: transports, then client counts, then
-/// queries per connection, each in the order given. Throws setup_error for an empty axis, a
+/// queries per connection, each in the order given; with targets, each of those points for
+/// every target in turn. Throws setup_error for targets without a name or with one name
+/// twice, an empty axis, a
 /// repeated value, zero clients or repeats, a duration or pause out of range, and
 /// contradictions such as queries-per-connection values other than unlimited when every
 /// transport is UDP.
 std::vector<sweep_point> expand(const sweep_plan& plan);
 
 /// The load_spec of one point: plan.base with the point's transport, port, clients, queries
-/// per connection and the plan's duration.
+/// per connection and the plan's duration, and the server and ports of the point's target.
 load_spec point_spec(const sweep_plan& plan, const sweep_point& point);
 
 }  // namespace dnstransport

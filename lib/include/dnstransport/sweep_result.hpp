@@ -60,6 +60,7 @@ struct sweep_point_result {
 
 /// A TCP/TLS point's throughput relative to UDP with the same number of clients.
 struct percent_of_udp_entry {
+  std::string target;  ///< the point's target (its UDP reference is the same target's)
   sweep_transport transport;
   unsigned clients = 0;
   std::uint64_t queries_per_connection = 0;
@@ -69,8 +70,8 @@ struct percent_of_udp_entry {
   bool client_bound = false;  ///< this point or its UDP reference was client-bound
 };
 
-/// For every TCP/TLS point that has a UDP point with the same client count (and answers), in
-/// the order of `points`.
+/// For every TCP/TLS point that has a UDP point with the same client count and target (and
+/// answers), in the order of `points`.
 std::vector<percent_of_udp_entry> compute_percent_of_udp(
     const std::vector<sweep_point_result>& points);
 
@@ -92,6 +93,7 @@ inline constexpr double amortization_departure_tolerance = 0.15;
 
 /// The handshake-amortization answer for one transport and client count.
 struct amortization_fit {
+  std::string target;  ///< empty when the sweep has one server
   sweep_transport transport;
   unsigned clients = 0;
   amortization_model model;
@@ -105,8 +107,8 @@ struct amortization_fit {
   std::vector<std::uint64_t> departures;
 };
 
-/// One fit per TCP/TLS transport and client count with at least two queries-per-connection
-/// values measured, in the order the points were run.
+/// One fit per target, TCP/TLS transport and client count with at least two
+/// queries-per-connection values measured, in the order the points were run.
 std::vector<amortization_fit> compute_amortization(const std::vector<sweep_point_result>& points);
 
 /// The machine a sweep ran on.

@@ -272,6 +272,7 @@ run_result run_load(const load_spec& spec) {
   if (!queries) queries = std::make_shared<const query_set>(default_queries());
 
   run_result result;
+  result.label = spec.label;
   result.server = spec.server;
   result.port = spec.port;
   result.transport = spec.transport;

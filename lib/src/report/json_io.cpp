@@ -205,6 +205,7 @@ json::object run_result_to_json(const run_result& r) {
   return {
       {"schema", run_schema},
       {"tool_version", library_version()},
+      {"label", r.label},
       {"server", r.server},
       {"port", r.port},
       {"transport", transport_name(r.transport)},
@@ -261,6 +262,10 @@ run_result run_result_from_json_value(const json::value& value) {
                                             std::string_view(schema->get_string()), run_schema));
   }
   run_result r;
+  // Results written before labels existed have none.
+  if (const auto* label = o.if_contains("label"); label != nullptr && label->is_string()) {
+    r.label = label->get_string();
+  }
   r.server = string_at(o, "server");
   r.port = static_cast<std::uint16_t>(count_at(o, "port"));
   const auto transport = parse_transport(string_at(o, "transport"));

@@ -88,6 +88,7 @@ std::string format_table(const run_result& r) {
           : fmt::format(", {} queries per connection",
                         r.queries_per_connection == 0 ? std::string("unlimited")
                                                       : std::to_string(r.queries_per_connection));
+  if (!r.label.empty()) out += r.label + ": ";
   out += fmt::format("{} to {}:{}, {} client{} x {} outstanding{}, {} thread{}, {:.2f} s{}\n",
                      transport, r.server, r.port, r.clients, r.clients == 1 ? "" : "s",
                      r.outstanding, per_connection, r.threads, r.threads == 1 ? "" : "s",

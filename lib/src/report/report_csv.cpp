@@ -14,7 +14,7 @@ std::string transport_columns(const sweep_transport& t) {
 
 const percent_of_udp_entry* percent_for(const sweep_result& r, const sweep_point& p) {
   for (const auto& e : r.percent_of_udp) {
-    if (e.transport == p.transport && e.clients == p.clients &&
+    if (e.target == p.target && e.transport == p.transport && e.clients == p.clients &&
         e.queries_per_connection == p.queries_per_connection) {
       return &e;
     }
@@ -31,7 +31,10 @@ std::string to_csv(const sweep_result& r) {
       "latency_p999_ns,connect_p50_ns,connect_p99_ns,handshake_p50_ns,handshake_p99_ns,"
       "queries_sent,responses_received,lost,connections_opened,max_thread_cpu_share,"
       "client_bound,percent_of_udp\n";
+  const bool targets = !r.plan.targets.empty();
+  if (targets) out = "target," + out;
   for (const auto& p : r.points) {
+    if (targets) out += p.point.target + ",";
     const auto& s = p.summary;
     const auto* percent = percent_for(r, p.point);
     out += fmt::format(

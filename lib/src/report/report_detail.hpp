@@ -31,6 +31,8 @@ std::string render_text(const report_table& table);
 
 // 123456.7 -> "123,457".
 std::string with_thousands(double value);
+// A fitted value (h, N for a share of T_inf) with few digits: "2.86", "33.1", "1,610".
+std::string fitted(double value);
 
 std::string percent_of_udp_csv(const sweep_result& result);
 std::string amortization_csv(const sweep_result& result);
@@ -55,6 +57,38 @@ void add_throughput_plots(const sweep_result& result, plot_set& into);
 void add_amortization_plots(const sweep_result& result, plot_set& into);
 // Plots 4-5: latency percentiles per client count, connection set-up percentiles.
 void add_latency_plots(const sweep_result& result, plot_set& into);
+
+// One fit drawn in an amortization plot: measured points, the fit and the simple model.
+struct amortization_curve {
+  const amortization_fit* fit = nullptr;
+  std::string who;  // "4 clients", "unbound, 4 clients"
+  std::size_t color = 1;
+  std::size_t point_type = 7;
+  bool simple_model = true;  // also draw T_inf * N / (N + 1), dashed
+};
+// The amortization plot of one transport (file stem amortization_<transport>).
+plot_script amortization_plot(const sweep_transport& transport,
+                              const std::vector<amortization_curve>& curves);
+
+// One line of a latency-percentile plot.
+struct latency_curve {
+  std::string title;
+  std::size_t color = 1;
+  std::size_t dash_type = 1;  // 1: solid
+  latency_histogram histogram;
+};
+// Settings, data and plot command of a latency-percentile plot; empty when no curve has data.
+std::string percentile_body(const std::string& title, const std::vector<latency_curve>& curves);
+
+// Writes each plot's script into `directory` and, when gnuplot is installed, draws it; the
+// names of the plots drawn go to `drawn`, the files to output.files, the first problem to
+// output.plot_problem.
+void draw_plots(const plot_set& plots, const std::filesystem::path& directory,
+                std::string_view source_name, report_output& output,
+                std::vector<std::string>& drawn);
+// Writes `text` to `path` and adds it to `written`; throws setup_error naming the path.
+void write_text(const std::filesystem::path& path, const std::string& text,
+                std::vector<std::filesystem::path>& written);
 
 // The queries-per-connection value a transport is shown at where one line per transport is
 // drawn: unlimited when measured, else the largest (0 for udp).
@@ -90,5 +124,27 @@ struct index_contents {
 };
 std::string render_index(const sweep_result& result, const plot_set& plots,
                          const index_contents& contents);
+
+// Comparisons of several sweeps (servers).
+// Every transport measured by any sweep, in the order they first appear.
+std::vector<sweep_transport> transports_of(const std::vector<compared_sweep>& sweeps);
+// Every client count measured by any sweep, smallest first.
+std::vector<unsigned> clients_of(const std::vector<compared_sweep>& sweeps);
+// Each sweep's description under its name, and notes when machines or versions differ.
+std::vector<std::string> comparison_description(const std::vector<compared_sweep>& sweeps);
+// The comparison table, % of UDP side by side, the fits of every server.
+std::vector<report_table> comparison_tables(const std::vector<compared_sweep>& sweeps);
+// The overlays: queries/s against clients, % of UDP by server, amortization per transport,
+// latency percentiles per client count.
+void add_comparison_plots(const std::vector<compared_sweep>& sweeps, plot_set& into);
+
+// HTML pieces shared by the sweep and comparison pages.
+std::string html_escape(std::string_view text);
+std::string render_html(const report_table& table);
+// <!DOCTYPE html> up to the opening <body>, with the page's style.
+std::string html_head(std::string_view title);
+// The plots section: each drawn plot as a figure, the others as links to their scripts,
+// the problem if any, and the plots left out.
+std::string html_plots(const plot_set& plots, const index_contents& contents);
 
 }  // namespace dnstransport::detail

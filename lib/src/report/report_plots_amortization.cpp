@@ -23,13 +23,15 @@ std::string x_tics(double last_decade, bool unlimited) {
   return "set xtics (" + tics + ")\n";
 }
 
+}  // namespace
+
 plot_script amortization_plot(const sweep_transport& transport,
-                              const std::vector<const amortization_fit*>& fits) {
+                              const std::vector<amortization_curve>& curves) {
   std::vector<std::uint64_t> finite;
   bool unlimited = false;
   double largest = 0;
-  for (const auto* f : fits) {
-    for (const auto& s : f->samples) {
+  for (const auto& c : curves) {
+    for (const auto& s : c.fit->samples) {
       largest = std::max({largest, s.measured_max, s.model_qps});
       if (s.queries_per_connection == 0) {
         unlimited = true;
@@ -43,7 +45,7 @@ plot_script amortization_plot(const sweep_transport& transport,
   // The axis ends at a decade beyond both the longest finite connection and 100 h, where
   // every fitted curve is within 1 % of T_inf; unlimited is drawn there.
   double reach = static_cast<double>(finite.back()) * 10;
-  for (const auto* f : fits) reach = std::max(reach, 100 * f->model.h);
+  for (const auto& c : curves) reach = std::max(reach, 100 * c.fit->model.h);
   const double unlimited_x = std::pow(10.0, std::ceil(std::log10(reach)));
   const double divisor = largest >= 10000 ? 1000 : 1;
   const std::string unit = divisor > 1 ? "k queries/s" : "queries/s";
@@ -53,8 +55,8 @@ plot_script amortization_plot(const sweep_transport& transport,
   std::string plot;
   std::vector<std::vector<double>> bound;
   std::vector<std::vector<double>> departing;
-  for (std::size_t k = 0; k < fits.size(); ++k) {
-    const auto& f = *fits[k];
+  for (std::size_t k = 0; k < curves.size(); ++k) {
+    const auto& f = *curves[k].fit;
     const double t_inf = f.model.t_inf / divisor;
     functions += fmt::format("fit{k}(x) = {t} * x / (x + {h})\nsimple{k}(x) = {t} * x / (x + 1)\n",
                              fmt::arg("k", k), fmt::arg("t", gnuplot_number(t_inf)),
@@ -73,18 +75,27 @@ plot_script amortization_plot(const sweep_transport& transport,
     }
     const std::string block = fmt::format("m{}", k);
     data += gnuplot_data(block, rows);
-    const std::string who = fmt::format("{} client{}", f.clients, f.clients == 1 ? "" : "s");
-    // Titles carry enhanced-text markup (T_{∞}) and only numbers: no quoting needed.
+    // The curve's name is quoted for enhanced text; the rest carries markup (T_{∞}) and
+    // only numbers.
+    const std::string who = gnuplot_string(curves[k].who);
+    const std::string bare = who.substr(1, who.size() - 2);
+    const auto short_number = [](double v) {
+      return v < 100 ? fmt::format("{:.3g}", v) : fmt::format("{:.0f}", v);
+    };
     plot += fmt::format(
-        "{sep}${block} using 1:2:3:4 with yerrorbars pt 7 ps 1.3 lc {c} title '{who}: measured', "
+        "{sep}${block} using 1:2:3:4 with yerrorbars pt {pt} ps 1.3 lc {c} title '{who}: "
+        "measured', "
         "\\\n     fit{k}(x) with lines lw 2 lc {c} title '{who}: fit, T_{{∞}} = {t} {unit}, h = "
-        "{h}', "
-        "\\\n     simple{k}(x) with lines lw 1.5 dt 2 lc {c} title '{who}: simple model (h = 1)'",
+        "{h}, n_{{90}} = {n90}'",
         fmt::arg("sep", plot.empty() ? "plot " : ", \\\n     "), fmt::arg("block", block),
-        fmt::arg("c", k + 1), fmt::arg("who", who), fmt::arg("k", k),
-        fmt::arg("t", fmt::format("{:.4g}", t_inf)), fmt::arg("unit", unit),
-        fmt::arg("h", f.model.h < 100 ? fmt::format("{:.3g}", f.model.h)
-                                      : fmt::format("{:.0f}", f.model.h)));
+        fmt::arg("c", curves[k].color), fmt::arg("pt", curves[k].point_type), fmt::arg("who", bare),
+        fmt::arg("k", k), fmt::arg("t", fmt::format("{:.4g}", t_inf)), fmt::arg("unit", unit),
+        fmt::arg("h", short_number(f.model.h)), fmt::arg("n90", short_number(f.n90)));
+    if (curves[k].simple_model) {
+      plot += fmt::format(
+          ", \\\n     simple{}(x) with lines lw 1.5 dt 2 lc {} title '{}: simple model (h = 1)'", k,
+          curves[k].color, bare);
+    }
   }
   if (!departing.empty()) {
     data += gnuplot_data("departing", departing);
@@ -121,17 +132,17 @@ plot_script amortization_plot(const sweep_transport& transport,
   return p;
 }
 
-}  // namespace
-
 void add_amortization_plots(const sweep_result& result, plot_set& into) {
   bool any = false;
   for (const auto& transport : result.plan.transports) {
-    std::vector<const amortization_fit*> fits;
+    std::vector<amortization_curve> curves;
     for (const auto& f : result.amortization) {
-      if (f.transport == transport) fits.push_back(&f);
+      if (!(f.transport == transport)) continue;
+      curves.push_back({&f, fmt::format("{} client{}", f.clients, f.clients == 1 ? "" : "s"),
+                        curves.size() + 1});
     }
-    if (fits.empty()) continue;
-    into.plots.push_back(amortization_plot(transport, fits));
+    if (curves.empty()) continue;
+    into.plots.push_back(amortization_plot(transport, curves));
     any = true;
   }
   if (!any) {

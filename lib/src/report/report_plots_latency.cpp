@@ -25,15 +25,9 @@ std::vector<std::vector<double>> percentile_curve(const latency_histogram& h) {
   return rows;
 }
 
-struct curve {
-  std::string title;
-  std::size_t color = 1;
-  bool dashed = false;
-  latency_histogram histogram;
-};
+}  // namespace
 
-// The settings and plot command shared by both plots; nothing when no curve has data.
-std::string percentile_body(const std::string& title, const std::vector<curve>& curves) {
+std::string percentile_body(const std::string& title, const std::vector<latency_curve>& curves) {
   std::string data;
   std::string plot;
   double widest = 10;
@@ -45,7 +39,8 @@ std::string percentile_body(const std::string& title, const std::vector<curve>& 
     data += gnuplot_data(block, rows);
     plot += fmt::format("{}${} using 1:2 with lines lw 2 lc {}{} title {}",
                         plot.empty() ? "plot " : ", \\\n     ", block, curves[i].color,
-                        curves[i].dashed ? " dt 2" : "", gnuplot_string(curves[i].title));
+                        curves[i].dash_type > 1 ? fmt::format(" dt {}", curves[i].dash_type) : "",
+                        gnuplot_string(curves[i].title));
   }
   if (plot.empty()) return {};
   std::string tics = "'0' 1";
@@ -65,12 +60,14 @@ std::string percentile_body(const std::string& title, const std::vector<curve>& 
          "set grid xtics ytics mytics\nset key top left box opaque\n" + plot + "\n";
 }
 
+namespace {
+
 // (4) One plot per client count, one line per transport (TCP/TLS at their longest-lived
 // connections).
 void add_latency_by_clients(const sweep_result& r, plot_set& into) {
   bool any = false;
   for (const unsigned clients : r.plan.clients) {
-    std::vector<curve> curves;
+    std::vector<latency_curve> curves;
     for (const auto& transport : r.plan.transports) {
       const std::uint64_t per_connection = longest_connections(r, transport);
       for (const auto& p : r.points) {
@@ -83,7 +80,7 @@ void add_latency_by_clients(const sweep_result& r, plot_set& into) {
           title += " (" + connections_label(per_connection) + ")";
         }
         if (p.summary.client_bound) title += " (client-bound)";
-        curves.push_back({title, color_of(r, transport), false, p.summary.latency});
+        curves.push_back({title, color_of(r, transport), 1, p.summary.latency});
       }
     }
     const std::string title =
@@ -107,13 +104,13 @@ void add_latency_by_clients(const sweep_result& r, plot_set& into) {
 
 // (5) TCP connect and TLS handshake time per transport and TLS library, every point merged.
 void add_connection_setup(const sweep_result& r, plot_set& into) {
-  std::vector<curve> curves;
+  std::vector<latency_curve> curves;
   for (const auto& transport : r.plan.transports) {
     if (!traits_of(transport.transport).has_connections) continue;
-    curve connect{
-        sweep_transport_name(transport) + ": TCP connect", color_of(r, transport), true, {}};
-    curve handshake{
-        sweep_transport_name(transport) + ": TLS handshake", color_of(r, transport), false, {}};
+    latency_curve connect{
+        sweep_transport_name(transport) + ": TCP connect", color_of(r, transport), 2, {}};
+    latency_curve handshake{
+        sweep_transport_name(transport) + ": TLS handshake", color_of(r, transport), 1, {}};
     for (const auto& p : r.points) {
       if (!(p.point.transport == transport)) continue;
       connect.histogram.merge(p.summary.connect_latency);

@@ -32,13 +32,6 @@ std::string per_connection_cell(const sweep_point& p) {
              : queries_per_connection_name(p.queries_per_connection);
 }
 
-// Set-up cost, N for a share of T_inf: few digits, as befits a fitted value.
-std::string fitted(double value) {
-  if (value < 10) return fmt::format("{:.2f}", value);
-  if (value < 100) return fmt::format("{:.1f}", value);
-  return with_thousands(value);
-}
-
 report_table points_table(const sweep_result& r) {
   report_table t;
   t.title = "Points (queries/s over the repeats; latency over all repeats)";
@@ -165,6 +158,12 @@ std::string with_thousands(double value) {
   return out;
 }
 
+std::string fitted(double value) {
+  if (value < 10) return fmt::format("{:.2f}", value);
+  if (value < 100) return fmt::format("{:.1f}", value);
+  return with_thousands(value);
+}
+
 std::vector<std::string> sweep_description(const sweep_result& r) {
   const sweep_plan& p = r.plan;
   std::vector<std::string> transports;
@@ -182,6 +181,7 @@ std::vector<std::string> sweep_description(const sweep_result& r) {
     per_connection.push_back(queries_per_connection_name(n));
   }
   std::vector<std::string> lines;
+  if (!p.base.label.empty()) lines.push_back("label: " + p.base.label);
   lines.push_back(fmt::format("dnstransport {} sweep started {}, took {:.1f} s{}", r.tool_version,
                               r.started_at, r.elapsed_seconds,
                               r.interrupted ? " (interrupted)" : ""));
@@ -244,6 +244,7 @@ std::string render_text(const report_table& t) {
 }  // namespace detail
 
 std::string format_tables(const sweep_result& result) {
+  if (!result.plan.targets.empty()) return format_comparison(comparison_of({{"", result}}));
   std::string out;
   for (const auto& line : detail::sweep_description(result)) out += fmt::format("{}\n", line);
   for (const auto& table : detail::sweep_tables(result)) {

@@ -10,7 +10,16 @@
 
 namespace dnstransport {
 
+namespace detail {
+
 namespace {
+
+bool non_empty_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::file_size(path, ec) > 0 && !ec;
+}
+
+}  // namespace
 
 void write_text(const std::filesystem::path& path, const std::string& text,
                 std::vector<std::filesystem::path>& written) {
@@ -23,15 +32,45 @@ void write_text(const std::filesystem::path& path, const std::string& text,
   written.push_back(path);
 }
 
-bool non_empty_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  return std::filesystem::file_size(path, ec) > 0 && !ec;
+void draw_plots(const plot_set& plots, const std::filesystem::path& directory,
+                std::string_view source_name, report_output& output,
+                std::vector<std::string>& drawn) {
+  output.skipped_plots = plots.skipped;
+  for (const auto& p : plots.plots) {
+    write_text(directory / (p.name + ".gp"), gnuplot_file(p, source_name), output.files);
+  }
+  const auto gnuplot = find_program("gnuplot");
+  if (gnuplot.empty()) {
+    output.plot_problem = fmt::format(
+        "gnuplot is not installed, so no PNG or SVG plots were drawn. Install it with "
+        "`apt-get install gnuplot-nox` and run `dnstransport report` again, or draw them with "
+        "`gnuplot NAME.gp` in {}.",
+        directory.string());
+    return;
+  }
+  for (const auto& p : plots.plots) {
+    const std::string problem = run_gnuplot(gnuplot, directory, p.name + ".gp");
+    const auto png = directory / (p.name + ".png");
+    const auto svg = directory / (p.name + ".svg");
+    if (problem.empty() && non_empty_file(png) && non_empty_file(svg)) {
+      drawn.push_back(p.name);
+      output.files.push_back(png);
+      output.files.push_back(svg);
+    } else if (output.plot_problem.empty()) {
+      output.plot_problem =
+          problem.empty() ? fmt::format("gnuplot did not write {}.png and {}.svg", p.name, p.name)
+                          : problem;
+    }
+  }
 }
 
-}  // namespace
+}  // namespace detail
 
 report_output write_report(const sweep_result& result, const std::filesystem::path& directory,
                            std::string_view source_name) {
+  if (!result.plan.targets.empty()) {
+    return write_comparison_report(comparison_of({{std::string(source_name), result}}), directory);
+  }
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec) {
@@ -40,19 +79,15 @@ report_output write_report(const sweep_result& result, const std::filesystem::pa
   }
   report_output output;
   auto& files = output.files;
-  write_text(directory / "tables.txt", format_tables(result), files);
-  write_text(directory / "points.csv", to_csv(result), files);
-  write_text(directory / "percent_of_udp.csv", detail::percent_of_udp_csv(result), files);
-  write_text(directory / "amortization.csv", detail::amortization_csv(result), files);
+  detail::write_text(directory / "tables.txt", format_tables(result), files);
+  detail::write_text(directory / "points.csv", to_csv(result), files);
+  detail::write_text(directory / "percent_of_udp.csv", detail::percent_of_udp_csv(result), files);
+  detail::write_text(directory / "amortization.csv", detail::amortization_csv(result), files);
 
   detail::plot_set plots;
   detail::add_throughput_plots(result, plots);
   detail::add_amortization_plots(result, plots);
   detail::add_latency_plots(result, plots);
-  output.skipped_plots = plots.skipped;
-  for (const auto& p : plots.plots) {
-    write_text(directory / (p.name + ".gp"), detail::gnuplot_file(p, source_name), files);
-  }
 
   detail::index_contents contents;
   contents.source_name = std::string(source_name);
@@ -63,32 +98,10 @@ report_output write_report(const sweep_result& result, const std::filesystem::pa
   if (std::filesystem::equivalent(source, directory / source.filename(), same_ec)) {
     contents.data_files.push_back(source.filename().string());
   }
-  const auto gnuplot = detail::find_program("gnuplot");
-  if (gnuplot.empty()) {
-    output.plot_problem = fmt::format(
-        "gnuplot is not installed, so no PNG or SVG plots were drawn. Install it with "
-        "`apt-get install gnuplot-nox` and run `dnstransport report` again, or draw them with "
-        "`gnuplot NAME.gp` in {}.",
-        directory.string());
-  }
-  for (const auto& p : plots.plots) {
-    if (gnuplot.empty()) break;
-    const std::string problem = detail::run_gnuplot(gnuplot, directory, p.name + ".gp");
-    const auto png = directory / (p.name + ".png");
-    const auto svg = directory / (p.name + ".svg");
-    if (problem.empty() && non_empty_file(png) && non_empty_file(svg)) {
-      contents.drawn.push_back(p.name);
-      files.push_back(png);
-      files.push_back(svg);
-    } else if (output.plot_problem.empty()) {
-      output.plot_problem =
-          problem.empty() ? fmt::format("gnuplot did not write {}.png and {}.svg", p.name, p.name)
-                          : problem;
-    }
-  }
+  detail::draw_plots(plots, directory, source_name, output, contents.drawn);
   contents.plot_problem = output.plot_problem;
   output.index = directory / "index.html";
-  write_text(output.index, detail::render_index(result, plots, contents), files);
+  detail::write_text(output.index, detail::render_index(result, plots, contents), files);
   return output;
 }
 

@@ -1,4 +1,5 @@
 // The sweep JSON document: written whole, read back for `report`.
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -43,8 +44,19 @@ json::object summary_to_json(const point_summary& s) {
           {"max_thread_cpu_share", stable(s.max_thread_cpu_share)}};
 }
 
+// "target": the point's server in a sweep of several; left out with one server.
+void put_target(json::object& into, const std::string& target) {
+  if (!target.empty()) into["target"] = target;
+}
+
+std::string target_of(const json::object& o) {
+  const auto* target = o.if_contains("target");
+  return target != nullptr && target->is_string() ? std::string(target->get_string()) : "";
+}
+
 json::object point_to_json(const sweep_point_result& p) {
   json::object o;
+  put_target(o, p.point.target);
   detail::put_transport(o, p.point.transport);
   o["clients"] = p.point.clients;
   o["queries_per_connection"] = p.point.queries_per_connection;
@@ -58,6 +70,7 @@ json::object point_to_json(const sweep_point_result& p) {
 
 json::object percent_to_json(const percent_of_udp_entry& e) {
   json::object o;
+  put_target(o, e.target);
   detail::put_transport(o, e.transport);
   o["clients"] = e.clients;
   o["queries_per_connection"] = e.queries_per_connection;
@@ -70,6 +83,7 @@ json::object percent_to_json(const percent_of_udp_entry& e) {
 
 json::object fit_to_json(const amortization_fit& f) {
   json::object o;
+  put_target(o, f.target);
   detail::put_transport(o, f.transport);
   o["clients"] = f.clients;
   o["t_inf"] = stable(f.model.t_inf);
@@ -102,6 +116,7 @@ sweep_point_result point_from_json(const json::value& value) {
   if (!value.is_object()) throw std::invalid_argument("a point is not an object");
   const auto& o = value.get_object();
   sweep_point_result p;
+  p.point.target = target_of(o);
   p.point.transport = detail::transport_from_json(o);
   p.point.clients = static_cast<unsigned>(detail::count_at(o, "clients"));
   p.point.queries_per_connection = detail::count_at(o, "queries_per_connection");
@@ -152,6 +167,7 @@ std::string to_json(const sweep_result& r) {
   for (const auto& w : r.warnings) warnings.emplace_back(w);
   const json::object document{
       {"schema", sweep_schema},
+      {"label", r.plan.base.label},
       {"tool_version", r.tool_version},
       {"library_version", library_version()},
       {"started_at", r.started_at},
@@ -159,6 +175,7 @@ std::string to_json(const sweep_result& r) {
       {"interrupted", r.interrupted},
       {"command_line", r.plan.command_line},
       {"target", detail::target_to_json(r.plan)},
+      {"targets", detail::targets_to_json(r.plan)},
       {"machine", detail::machine_to_json(r.machine)},
       {"plan", detail::plan_to_json(r)},
       {"thresholds",
@@ -188,9 +205,25 @@ sweep_result sweep_result_from_json(std::string_view text, std::string_view sour
     r.interrupted = interrupted != nullptr && interrupted->is_bool() && interrupted->get_bool();
     r.plan.command_line = detail::string_at(o, "command_line");
     detail::target_from_json(detail::object_at(o, "target"), r.plan);
+    if (const auto* targets = o.if_contains("targets"); targets != nullptr) {
+      detail::targets_from_json(*targets, r.plan);
+    }
     r.machine = detail::machine_from_json(detail::object_at(o, "machine"));
     detail::plan_from_json(detail::object_at(o, "plan"), r);
-    for (const auto& p : detail::array_at(o, "points")) r.points.push_back(point_from_json(p));
+    // Sweeps written before labels existed have none.
+    if (const auto* label = o.if_contains("label"); label != nullptr && label->is_string()) {
+      r.plan.base.label = label->get_string();
+    }
+    for (const auto& p : detail::array_at(o, "points")) {
+      r.points.push_back(point_from_json(p));
+      const std::string& target = r.points.back().point.target;
+      const bool known = std::any_of(r.plan.targets.begin(), r.plan.targets.end(),
+                                     [&target](const sweep_target& t) { return t.name == target; });
+      if (known != !target.empty() || (target.empty() && !r.plan.targets.empty())) {
+        throw std::invalid_argument(fmt::format(
+            "point {} names a target that is not in \"targets\"", describe(r.points.back().point)));
+      }
+    }
     // The points are the measurement; percent of UDP, fits and warnings follow from them.
     derive_results(r);
     return r;

@@ -15,6 +15,9 @@ void plan_from_json(const boost::json::object& plan, sweep_result& result);
 // "target" (server, ports per transport, description) and "machine".
 boost::json::object target_to_json(const sweep_plan& plan);
 void target_from_json(const boost::json::object& target, sweep_plan& plan);
+// "targets": [{name, server, ports, description}], empty with one server.
+boost::json::array targets_to_json(const sweep_plan& plan);
+void targets_from_json(const boost::json::value& targets, sweep_plan& plan);
 boost::json::object machine_to_json(const machine_info& machine);
 machine_info machine_from_json(const boost::json::object& machine);
 

@@ -189,6 +189,37 @@ void target_from_json(const json::object& o, sweep_plan& plan) {
   plan.target_description = string_at(o, "description");
 }
 
+json::array targets_to_json(const sweep_plan& plan) {
+  json::array out;
+  for (const auto& t : plan.targets) {
+    out.emplace_back(json::object{
+        {"name", t.name},
+        {"server", t.server},
+        {"ports",
+         {{"udp", t.ports.udp}, {"tcp", t.ports.tcp}, {"tls", t.ports.tls}, {"doh", t.ports.doh}}},
+        {"description", t.description}});
+  }
+  return out;
+}
+
+void targets_from_json(const json::value& targets, sweep_plan& plan) {
+  if (!targets.is_array()) throw std::invalid_argument("key \"targets\" is not an array");
+  for (const auto& value : targets.get_array()) {
+    if (!value.is_object()) throw std::invalid_argument("a target is not an object");
+    const auto& o = value.get_object();
+    sweep_target t;
+    t.name = string_at(o, "name");
+    t.server = string_at(o, "server");
+    const auto& ports = object_at(o, "ports");
+    t.ports.udp = static_cast<std::uint16_t>(count_at(ports, "udp"));
+    t.ports.tcp = static_cast<std::uint16_t>(count_at(ports, "tcp"));
+    t.ports.tls = static_cast<std::uint16_t>(count_at(ports, "tls"));
+    t.ports.doh = static_cast<std::uint16_t>(count_at(ports, "doh"));
+    t.description = string_at(o, "description");
+    plan.targets.push_back(std::move(t));
+  }
+}
+
 json::object machine_to_json(const machine_info& m) {
   return {{"cpus", m.cpus}, {"cpu_model", m.cpu_model}, {"kernel", m.kernel}};
 }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <dnstransport/endpoint.hpp>
 #include <dnstransport/error.hpp>
 
 namespace dnstransport {
@@ -162,9 +163,40 @@ void apply_preset(sweep_plan& plan, std::string_view name) {
   }
 }
 
+sweep_target parse_sweep_target(std::string_view text) {
+  const std::size_t equals = text.find('=');
+  if (equals == std::string_view::npos || equals == 0) {
+    throw setup_error(fmt::format(
+        "--target: \"{}\" is not NAME=HOST[:PORT][,tls=PORT][,doh=PORT] (a name is needed)", text));
+  }
+  sweep_target target;
+  target.name = std::string(text.substr(0, equals));
+  if (target.name.find_first_of(",\"") != std::string::npos) {
+    throw setup_error(fmt::format("--target: the name \"{}\" has a comma or a quote", target.name));
+  }
+  const auto items = split_list(text.substr(equals + 1), "--target");
+  const std::string flag = fmt::format("--target {}", target.name);
+  const endpoint where = parse_endpoint(items.front(), 53, flag);
+  target.server = where.address;
+  target.ports.udp = target.ports.tcp = where.port;
+  for (std::size_t i = 1; i < items.size(); ++i) {
+    const std::size_t sign = items[i].find('=');
+    const std::string_view key = items[i].substr(0, sign);
+    if (sign == std::string_view::npos || (key != "tls" && key != "doh")) {
+      throw setup_error(fmt::format("{}: \"{}\" is not tls=PORT or doh=PORT", flag, items[i]));
+    }
+    const std::uint64_t port = parse_positive(items[i].substr(sign + 1), flag);
+    if (port > 65535) throw setup_error(fmt::format("{}: {} is not a port", flag, port));
+    (key == "tls" ? target.ports.tls : target.ports.doh) = static_cast<std::uint16_t>(port);
+  }
+  target.description = std::string(text);
+  return target;
+}
+
 std::string describe(const sweep_point& point) {
-  std::string text = fmt::format("{}, {} client{}", sweep_transport_name(point.transport),
-                                 point.clients, point.clients == 1 ? "" : "s");
+  std::string text = point.target.empty() ? std::string() : point.target + ": ";
+  text += fmt::format("{}, {} client{}", sweep_transport_name(point.transport), point.clients,
+                      point.clients == 1 ? "" : "s");
   if (traits_of(point.transport.transport).has_connections) {
     text += point.queries_per_connection == 0
                 ? ", persistent connections"
@@ -208,16 +240,37 @@ std::vector<sweep_point> expand(const sweep_plan& plan) {
         "tcp or tls in --transports");
   }
 
-  std::vector<sweep_point> points;
+  for (const auto& t : plan.targets) {
+    if (t.name.empty()) throw setup_error("--target: a target has no name");
+  }
+  for (std::size_t i = 0; i < plan.targets.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (plan.targets[i].name == plan.targets[j].name) {
+        throw setup_error(fmt::format("--target: the name {} appears twice", plan.targets[i].name));
+      }
+    }
+  }
+
+  std::vector<sweep_point> grid;
   for (const auto& transport : plan.transports) {
     for (const unsigned clients : plan.clients) {
       if (!traits_of(transport.transport).has_connections) {
-        points.push_back({transport, clients, 0});
+        grid.push_back({transport, clients, 0, {}});
         continue;
       }
       for (const std::uint64_t n : plan.queries_per_connection) {
-        points.push_back({transport, clients, n});
+        grid.push_back({transport, clients, n, {}});
       }
+    }
+  }
+  if (plan.targets.empty()) return grid;
+  // Point by point, every target in turn: a disturbance on the machine during a point hits
+  // all targets alike instead of one target's whole grid.
+  std::vector<sweep_point> points;
+  for (const auto& point : grid) {
+    for (const auto& t : plan.targets) {
+      points.push_back(point);
+      points.back().target = t.name;
     }
   }
   return points;
@@ -227,6 +280,11 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
   load_spec spec = plan.base;
   spec.transport = point.transport.transport;
   spec.port = plan.ports.of(spec.transport);
+  for (const auto& t : plan.targets) {
+    if (t.name != point.target) continue;
+    spec.server = t.server;
+    spec.port = t.ports.of(spec.transport);
+  }
   if (point.transport.backend) spec.tls.backend = *point.transport.backend;
   spec.clients = point.clients;
   spec.queries_per_connection = point.queries_per_connection;

@@ -37,10 +37,10 @@ qps_statistics statistics_of(std::vector<double> values) {
 }
 
 const sweep_point_result* udp_reference(const std::vector<sweep_point_result>& points,
-                                        unsigned clients) {
+                                        const sweep_point& of) {
   for (const auto& p : points) {
-    if (p.point.transport.transport == transport_kind::udp && p.point.clients == clients &&
-        p.summary.qps.mean > 0) {
+    if (p.point.transport.transport == transport_kind::udp && p.point.clients == of.clients &&
+        p.point.target == of.target && p.summary.qps.mean > 0) {
       return &p;
     }
   }
@@ -79,11 +79,12 @@ std::vector<percent_of_udp_entry> compute_percent_of_udp(
   std::vector<percent_of_udp_entry> entries;
   for (const auto& p : points) {
     if (p.point.transport.transport == transport_kind::udp) continue;
-    const auto* udp = udp_reference(points, p.point.clients);
+    const auto* udp = udp_reference(points, p.point);
     if (udp == nullptr) continue;
     const auto& q = p.summary.qps;
     const auto& u = udp->summary.qps;
     percent_of_udp_entry e;
+    e.target = p.point.target;
     e.transport = p.point.transport;
     e.clients = p.point.clients;
     e.queries_per_connection = p.point.queries_per_connection;

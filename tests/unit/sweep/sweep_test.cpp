@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -356,6 +357,141 @@ TEST(sweep_test, report_without_gnuplot_still_writes_tables_csv_and_scripts) {
   EXPECT_NE(html.find("gnuplot-nox"), std::string::npos);
   EXPECT_NE(html.find("<table>"), std::string::npos);
   std::filesystem::remove_all(directory);
+}
+
+}  // namespace
+}  // namespace dnstransport
+
+namespace dnstransport {
+namespace {
+
+TEST(sweep_target_test, parses_name_address_and_ports) {
+  const auto a = parse_sweep_target("unbound=127.0.0.1:5300,tls=8853,doh=8443");
+  EXPECT_EQ(a.name, "unbound");
+  EXPECT_EQ(a.server, "127.0.0.1");
+  EXPECT_EQ(a.ports.udp, 5300);
+  EXPECT_EQ(a.ports.tcp, 5300);
+  EXPECT_EQ(a.ports.tls, 8853);
+  EXPECT_EQ(a.ports.doh, 8443);
+  const auto b = parse_sweep_target("knot 3.2=192.0.2.1");
+  EXPECT_EQ(b.name, "knot 3.2");
+  EXPECT_EQ(b.ports.udp, 53);
+  EXPECT_EQ(b.ports.tls, 853);
+  EXPECT_EQ(b.ports.doh, 443);
+  const auto c = parse_sweep_target("v6=[::1]:5353,doh=443");
+  EXPECT_EQ(c.server, "::1");
+  EXPECT_EQ(c.ports.tcp, 5353);
+  for (const char* bad :
+       {"127.0.0.1", "=127.0.0.1", "a=", "a=127.0.0.1,quic=853", "a=127.0.0.1,tls=70000",
+        "a=127.0.0.1,tls=x", "a=127.0.0.1,,tls=1", "a=127.0.0.1:99999"}) {
+    EXPECT_NE(setup_error_of([&] { parse_sweep_target(bad); }).find("--target"), std::string::npos)
+        << bad;
+  }
+}
+
+TEST(sweep_target_test, every_point_runs_against_each_target_in_turn) {
+  sweep_plan plan;
+  plan.transports = {udp, tcp};
+  plan.clients = {1, 4};
+  plan.queries_per_connection = {0};
+  plan.targets = {parse_sweep_target("a=127.0.0.1:5300,tls=8853"),
+                  parse_sweep_target("b=127.0.0.2:5400")};
+  const auto points = expand(plan);
+  ASSERT_EQ(points.size(), 8u);
+  EXPECT_EQ(points[0], (sweep_point{udp, 1, 0, "a"}));
+  EXPECT_EQ(points[1], (sweep_point{udp, 1, 0, "b"}));
+  EXPECT_EQ(points[2], (sweep_point{udp, 4, 0, "a"}));
+  EXPECT_EQ(points[7], (sweep_point{tcp, 4, 0, "b"}));
+  EXPECT_EQ(describe(points[7]), "b: tcp, 4 clients, persistent connections");
+  const auto spec = point_spec(plan, points[7]);
+  EXPECT_EQ(spec.server, "127.0.0.2");
+  EXPECT_EQ(spec.port, 5400);
+  EXPECT_EQ(point_spec(plan, points[0]).server, "127.0.0.1");
+  EXPECT_EQ(point_spec(plan, {tls_openssl, 1, 0, "a"}).port, 8853);
+  plan.targets.push_back(parse_sweep_target("a=127.0.0.3"));
+  EXPECT_NE(setup_error_of([&] { expand(plan); }).find("--target: the name a appears twice"),
+            std::string::npos);
+}
+
+// The synthetic sweep measured against two targets: "fast" as it is, "slow" at half of it.
+sweep_result two_target_sweep() {
+  const sweep_result one = synthetic_sweep();
+  sweep_result r = one;
+  r.plan.targets = {parse_sweep_target("fast=127.0.0.1:5300,tls=8853"),
+                    parse_sweep_target("slow=127.0.0.2:5300,tls=8853")};
+  r.planned_points = 2 * one.planned_points;
+  r.points.clear();
+  for (const auto& p : one.points) {
+    for (const char* target : {"fast", "slow"}) {
+      sweep_point_result copy = p;
+      copy.point.target = target;
+      if (copy.point.target == "slow") {
+        for (auto& run : copy.repeats) run.qps /= 2;
+        copy.summary = summarize(copy.repeats);
+      }
+      r.points.push_back(std::move(copy));
+    }
+  }
+  derive_results(r);
+  return r;
+}
+
+TEST(sweep_target_test, percent_of_udp_and_fits_are_per_target) {
+  const sweep_result one = synthetic_sweep();
+  const sweep_result r = two_target_sweep();
+  // Each target against its own UDP: both have the single sweep's percentages.
+  ASSERT_EQ(r.percent_of_udp.size(), 2 * one.percent_of_udp.size());
+  for (const auto& e : r.percent_of_udp) {
+    const auto same = std::find_if(one.percent_of_udp.begin(), one.percent_of_udp.end(),
+                                   [&e](const percent_of_udp_entry& o) {
+                                     return o.transport == e.transport && o.clients == e.clients &&
+                                            o.queries_per_connection == e.queries_per_connection;
+                                   });
+    ASSERT_NE(same, one.percent_of_udp.end());
+    EXPECT_NEAR(e.percent, same->percent, 1e-6) << e.target;
+  }
+  ASSERT_EQ(r.amortization.size(), 2 * one.amortization.size());
+  EXPECT_EQ(r.amortization[0].target, "fast");
+  EXPECT_EQ(r.amortization[1].target, "slow");
+  EXPECT_NEAR(r.amortization[1].model.t_inf, r.amortization[0].model.t_inf / 2,
+              1e-6 * r.amortization[0].model.t_inf);
+  EXPECT_NEAR(r.amortization[1].model.h, r.amortization[0].model.h, 1e-6);
+}
+
+TEST(sweep_target_test, json_names_each_points_target_and_reports_compare_the_targets) {
+  const sweep_result r = two_target_sweep();
+  const std::string json = to_json(r);
+  EXPECT_NE(json.find("\"targets\""), std::string::npos);
+  EXPECT_NE(json.find("\"target\": \"slow\""), std::string::npos);
+  const sweep_result read = sweep_result_from_json(json, "two.json");
+  EXPECT_EQ(read.plan.targets, r.plan.targets);
+  ASSERT_EQ(read.points.size(), r.points.size());
+  EXPECT_EQ(read.points[1].point.target, "slow");
+  EXPECT_EQ(to_csv(read), to_csv(r));
+  EXPECT_EQ(to_csv(r).rfind("target,transport,", 0), 0u);
+
+  const auto sweeps = comparison_of({{"two.json", read}});
+  ASSERT_EQ(sweeps.size(), 2u);
+  EXPECT_EQ(sweeps[0].name, "fast");
+  EXPECT_EQ(sweeps[1].name, "slow");
+  EXPECT_EQ(sweeps[1].result.plan.base.server, "127.0.0.2");
+  EXPECT_EQ(sweeps[1].result.points.size(), synthetic_sweep().points.size());
+  EXPECT_EQ(sweeps[1].result.percent_of_udp.size(), synthetic_sweep().percent_of_udp.size());
+  // Printed after the sweep and by `report`: the comparison of its targets.
+  const std::string tables = format_tables(read);
+  EXPECT_NE(tables.find("Comparison of 2 sweeps"), std::string::npos);
+  EXPECT_NE(tables.find("fast:"), std::string::npos);
+  EXPECT_NE(tables.find("slow:"), std::string::npos);
+  // With several files, a target is named by file and target.
+  EXPECT_EQ(comparison_of({{"x/two.json", read}, {"one.json", synthetic_sweep()}})[1].name,
+            "two/slow");
+
+  std::string unknown = json;
+  unknown.replace(unknown.find("\"target\": \"slow\""), 16, "\"target\": \"else\"");
+  EXPECT_NE(setup_error_of([&] {
+              sweep_result_from_json(unknown, "two.json");
+            }).find("names a target that is not in \"targets\""),
+            std::string::npos);
 }
 
 }  // namespace

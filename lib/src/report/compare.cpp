@@ -1,0 +1,366 @@
+// Comparisons of several sweeps: naming them, what each lacks, their descriptions and tables.
+#include <algorithm>
+#include <filesystem>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include <dnstransport/report.hpp>
+
+#include "report/report_detail.hpp"
+
+namespace dnstransport {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+std::string clients_name(unsigned clients) {
+  return fmt::format("{} client{}", clients, clients == 1 ? "" : "s");
+}
+
+bool has_transport(const sweep_result& r, const sweep_transport& transport) {
+  return std::any_of(r.points.begin(), r.points.end(),
+                     [&](const sweep_point_result& p) { return p.point.transport == transport; });
+}
+
+const sweep_point_result* point_at(const sweep_result& r, const sweep_point& point) {
+  for (const auto& p : r.points) {
+    if (p.point == point) return &p;
+  }
+  return nullptr;
+}
+
+// One sweep per target of a sweep of several servers, each as if it had been run alone.
+std::vector<sweep_result> split_by_target(const sweep_result& r) {
+  std::vector<sweep_result> out;
+  for (const auto& target : r.plan.targets) {
+    sweep_result one = r;
+    one.plan.targets.clear();
+    one.plan.base.server = target.server;
+    one.plan.ports = target.ports;
+    one.plan.target_description = target.description;
+    one.planned_points = r.planned_points / r.plan.targets.size();
+    one.points.clear();
+    for (const auto& p : r.points) {
+      if (p.point.target != target.name) continue;
+      one.points.push_back(p);
+      one.points.back().point.target.clear();
+    }
+    derive_results(one);
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<compared_sweep> comparison_of(
+    const std::vector<std::pair<std::string, sweep_result>>& files) {
+  std::vector<compared_sweep> sweeps;
+  for (const auto& [source, result] : files) {
+    std::string name = result.plan.base.label;
+    if (name.empty()) name = std::filesystem::path(source).stem().string();
+    if (result.plan.targets.empty()) {
+      sweeps.push_back({name, source, result});
+      continue;
+    }
+    // A sweep of several servers: one entry per server, named by its target (and by the
+    // file too when several files are compared).
+    const auto parts = split_by_target(result);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const std::string& target = result.plan.targets[i].name;
+      sweeps.push_back({files.size() == 1 ? target : name + "/" + target, source, parts[i]});
+    }
+  }
+  // Two sweeps of one name (unlabelled files of one name in different directories, or one
+  // label given twice) are told apart by their place in the list.
+  for (std::size_t i = 0; i < sweeps.size(); ++i) {
+    bool repeated = false;
+    for (std::size_t j = 0; j < sweeps.size(); ++j) {
+      repeated = repeated || (i != j && sweeps[j].name == sweeps[i].name);
+    }
+    if (!repeated) continue;
+    const std::string name = sweeps[i].name;
+    for (std::size_t j = i; j < sweeps.size(); ++j) {
+      if (sweeps[j].name == name) {
+        sweeps[j].name = fmt::format("{} #{}", name, j + 1);
+      }
+    }
+  }
+  return sweeps;
+}
+
+std::vector<std::string> missing_points(const std::vector<compared_sweep>& sweeps) {
+  std::vector<sweep_point> every;
+  for (const auto& s : sweeps) {
+    for (const auto& p : s.result.points) {
+      if (std::find(every.begin(), every.end(), p.point) == every.end()) every.push_back(p.point);
+    }
+  }
+  std::vector<std::string> lines;
+  for (const auto& s : sweeps) {
+    for (const auto& transport : detail::transports_of(sweeps)) {
+      const std::string name = sweep_transport_name(transport);
+      if (!has_transport(s.result, transport)) {
+        std::vector<std::string> others;
+        for (const auto& o : sweeps) {
+          if (has_transport(o.result, transport)) others.push_back(o.name);
+        }
+        lines.push_back(
+            fmt::format("{}: no {} points (measured for {})", s.name, name, join(others, ", ")));
+        continue;
+      }
+      std::vector<std::string> cells;
+      for (const auto& p : every) {
+        if (!(p.transport == transport) || point_at(s.result, p) != nullptr) continue;
+        cells.push_back(traits_of(transport.transport).has_connections
+                            ? fmt::format("{}, {}", clients_name(p.clients),
+                                          detail::connections_label(p.queries_per_connection))
+                            : clients_name(p.clients));
+      }
+      if (!cells.empty()) {
+        lines.push_back(
+            fmt::format("{}: {} not measured with {}", s.name, name, join(cells, "; ")));
+      }
+    }
+  }
+  return lines;
+}
+
+namespace detail {
+
+std::vector<sweep_transport> transports_of(const std::vector<compared_sweep>& sweeps) {
+  std::vector<sweep_transport> out;
+  for (const auto& s : sweeps) {
+    for (const auto& p : s.result.points) {
+      if (std::find(out.begin(), out.end(), p.point.transport) == out.end()) {
+        out.push_back(p.point.transport);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<unsigned> clients_of(const std::vector<compared_sweep>& sweeps) {
+  std::vector<unsigned> out;
+  for (const auto& s : sweeps) {
+    for (const auto& p : s.result.points) {
+      if (std::find(out.begin(), out.end(), p.point.clients) == out.end()) {
+        out.push_back(p.point.clients);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> comparison_description(const std::vector<compared_sweep>& sweeps) {
+  std::vector<std::string> lines;
+  std::vector<std::string> machines;
+  std::vector<std::string> versions;
+  for (const auto& s : sweeps) {
+    lines.push_back(s.source.empty() ? s.name + ":"
+                                     : fmt::format("{} (from {}):", s.name, s.source));
+    for (const auto& line : sweep_description(s.result)) lines.push_back("  " + line);
+    const auto& m = s.result.machine;
+    const std::string machine = fmt::format("{} CPUs, {}, {}", m.cpus, m.cpu_model, m.kernel);
+    if (std::find(machines.begin(), machines.end(), machine) == machines.end()) {
+      machines.push_back(machine);
+    }
+    if (std::find(versions.begin(), versions.end(), s.result.tool_version) == versions.end()) {
+      versions.push_back(s.result.tool_version);
+    }
+  }
+  if (machines.size() > 1) {
+    lines.push_back(
+        "note: these sweeps ran on different machines (see each one's machine line): a "
+        "difference may be the machines', not the servers'");
+  }
+  if (versions.size() > 1) {
+    lines.push_back(fmt::format(
+        "note: these sweeps were written by different dnstransport versions ({}): compare with "
+        "care",
+        join(versions, ", ")));
+  }
+  return lines;
+}
+
+namespace {
+
+const percent_of_udp_entry* percent_at(const sweep_result& r, const sweep_transport& transport,
+                                       unsigned clients, std::uint64_t per_connection) {
+  for (const auto& e : r.percent_of_udp) {
+    if (e.transport == transport && e.clients == clients &&
+        e.queries_per_connection == per_connection) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+// The fit of `transport` with the most clients; nullptr when there is none.
+const amortization_fit* widest_fit(const sweep_result& r, const sweep_transport& transport) {
+  const amortization_fit* widest = nullptr;
+  for (const auto& f : r.amortization) {
+    if (f.transport == transport && (widest == nullptr || f.clients > widest->clients)) {
+      widest = &f;
+    }
+  }
+  return widest;
+}
+
+// One row per server and transport: UDP queries/s, the others' % of UDP at their longest
+// connections, and the set-up cost from the fit with the most clients.
+report_table comparison_table(const std::vector<compared_sweep>& sweeps) {
+  report_table t;
+  t.title = "Comparison: UDP queries/s, the other transports as % of UDP with the same clients";
+  const auto clients = clients_of(sweeps);
+  t.header = {"server", "transport", "q/conn"};
+  for (const unsigned c : clients) t.header.push_back(clients_name(c));
+  for (const char* column : {"fit clients", "h", "n90"}) t.header.push_back(column);
+  t.left_columns = 3;
+  for (const auto& s : sweeps) {
+    for (const auto& transport : transports_of(sweeps)) {
+      if (!has_transport(s.result, transport)) continue;
+      const bool udp = transport.transport == transport_kind::udp;
+      const std::uint64_t per_connection = longest_connections(s.result, transport);
+      std::vector<std::string> row{s.name, sweep_transport_name(transport),
+                                   udp ? "-" : queries_per_connection_name(per_connection)};
+      for (const unsigned c : clients) {
+        const auto* p = point_at(s.result, {transport, c, per_connection});
+        if (p == nullptr) {
+          row.push_back("-");
+        } else if (udp) {
+          row.push_back(with_thousands(p->summary.qps.mean) +
+                        (p->summary.client_bound ? " *" : ""));
+        } else {
+          const auto* e = percent_at(s.result, transport, c, per_connection);
+          row.push_back(e == nullptr
+                            ? "-"
+                            : fmt::format("{:.1f} %{}", e->percent, e->client_bound ? " *" : ""));
+        }
+      }
+      const auto* fit = widest_fit(s.result, transport);
+      if (fit == nullptr) {
+        row.insert(row.end(), {"-", "-", "-"});
+      } else {
+        row.insert(row.end(),
+                   {std::to_string(fit->clients), fitted(fit->model.h), fitted(fit->n90)});
+      }
+      t.rows.push_back(std::move(row));
+    }
+  }
+  t.notes = {
+      "udp rows: answers per second (mean of the repeats); other rows: % of that server's UDP "
+      "figure with the same clients, at the longest connections measured (q/conn)",
+      "h, n90: the amortization fit with the most clients (set-up cost in queries; 90 % of "
+      "T_inf at n90 queries per connection); '-' where it was not measured",
+      "* this point or its UDP reference was client-bound: it measures the generator",
+      "server CPU per answer is not measured by dnstransport: watch the server's own CPU"};
+  return t;
+}
+
+// One row per transport, queries per connection and clients; one column per server.
+report_table percent_side_by_side(const std::vector<compared_sweep>& sweeps) {
+  report_table t;
+  t.title = "TCP, TLS and DoH as % of UDP, every queries-per-connection value, by server";
+  t.header = {"transport", "q/conn", "clients"};
+  for (const auto& s : sweeps) t.header.push_back(s.name);
+  t.left_columns = 2;
+  std::vector<std::tuple<sweep_transport, std::uint64_t, unsigned>> keys;
+  for (const auto& s : sweeps) {
+    for (const auto& e : s.result.percent_of_udp) {
+      const std::tuple key{e.transport, e.queries_per_connection, e.clients};
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    }
+  }
+  // Transports in the order they were first measured, connections from the shortest to
+  // unlimited, then clients.
+  const auto transports = transports_of(sweeps);
+  const auto order = [&transports](const auto& key) {
+    const auto& [transport, per_connection, clients] = key;
+    return std::tuple{
+        std::find(transports.begin(), transports.end(), transport) - transports.begin(),
+        per_connection == 0, per_connection, clients};
+  };
+  std::stable_sort(keys.begin(), keys.end(),
+                   [&order](const auto& a, const auto& b) { return order(a) < order(b); });
+  for (const auto& [transport, per_connection, clients] : keys) {
+    std::vector<std::string> row{sweep_transport_name(transport),
+                                 queries_per_connection_name(per_connection),
+                                 std::to_string(clients)};
+    for (const auto& s : sweeps) {
+      const auto* e = percent_at(s.result, transport, clients, per_connection);
+      row.push_back(e == nullptr
+                        ? "-"
+                        : fmt::format("{:.1f} % ({:.0f}-{:.0f}){}", e->percent, e->percent_min,
+                                      e->percent_max, e->client_bound ? " *" : ""));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  t.notes = {"in brackets: lowest to highest, from the slowest and fastest repeats",
+             "* client-bound; - not measured for this server"};
+  return t;
+}
+
+report_table fits_by_server(const std::vector<compared_sweep>& sweeps) {
+  report_table t;
+  t.title = "Handshake amortization by server: T(N) = T_inf * N / (N + h)";
+  t.header = {"transport", "server", "clients", "T_inf q/s", "h", "n90", "n99", "fit error"};
+  t.left_columns = 2;
+  for (const auto& transport : transports_of(sweeps)) {
+    for (const unsigned c : clients_of(sweeps)) {
+      for (const auto& s : sweeps) {
+        for (const auto& f : s.result.amortization) {
+          if (!(f.transport == transport) || f.clients != c) continue;
+          t.rows.push_back({sweep_transport_name(transport), s.name, std::to_string(c),
+                            with_thousands(f.model.t_inf), fitted(f.model.h), fitted(f.n90),
+                            fitted(f.n99), fmt::format("{:.1f} %", f.model.residual * 100)});
+        }
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<report_table> comparison_tables(const std::vector<compared_sweep>& sweeps) {
+  std::vector<report_table> tables{comparison_table(sweeps)};
+  const auto side_by_side = percent_side_by_side(sweeps);
+  if (!side_by_side.rows.empty()) tables.push_back(side_by_side);
+  const auto fits = fits_by_server(sweeps);
+  if (!fits.rows.empty()) tables.push_back(fits);
+  return tables;
+}
+
+}  // namespace detail
+
+std::string format_comparison(const std::vector<compared_sweep>& sweeps) {
+  std::string out = fmt::format("Comparison of {} sweeps\n", sweeps.size());
+  for (const auto& line : detail::comparison_description(sweeps)) out += line + "\n";
+  for (const auto& table : detail::comparison_tables(sweeps)) {
+    out += "\n" + detail::render_text(table);
+  }
+  const auto missing = missing_points(sweeps);
+  if (!missing.empty()) {
+    out += "\nNot measured everywhere (drawn where measured)\n";
+    for (const auto& line : missing) out += "  - " + line + "\n";
+  }
+  for (const auto& s : sweeps) {
+    if (s.result.warnings.empty()) continue;
+    out += fmt::format("\nWarnings for {}\n", s.name);
+    for (const auto& w : s.result.warnings) out += "  - " + w + "\n";
+  }
+  return out;
+}
+
+}  // namespace dnstransport

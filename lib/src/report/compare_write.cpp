@@ -1,0 +1,100 @@
+// write_comparison_report: the comparison's tables, CSV, overlay plots and index.html.
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/report.hpp>
+
+#include "report/report_detail.hpp"
+
+namespace dnstransport {
+
+namespace {
+
+std::string csv_field(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// Every sweep's point rows, each led by the server's name.
+std::string comparison_csv(const std::vector<compared_sweep>& sweeps) {
+  std::string out;
+  for (const auto& s : sweeps) {
+    std::istringstream rows(to_csv(s.result));
+    std::string line;
+    std::getline(rows, line);
+    if (out.empty()) out = "server," + line + "\n";
+    while (std::getline(rows, line)) out += csv_field(s.name) + "," + line + "\n";
+  }
+  return out;
+}
+
+std::string render_comparison_index(const std::vector<compared_sweep>& sweeps,
+                                    const detail::plot_set& plots,
+                                    const detail::index_contents& contents) {
+  using detail::html_escape;
+  std::string names;
+  for (const auto& s : sweeps) names += (names.empty() ? "" : ", ") + s.name;
+  std::string out = detail::html_head("dnstransport comparison: " + names) +
+                    fmt::format("<h1>DNS servers compared: {}</h1>\n<ul>\n", html_escape(names));
+  for (const auto& line : detail::comparison_description(sweeps)) {
+    const bool note = line.starts_with("note: ");
+    out += fmt::format("<li{}>{}</li>\n", note ? " class=\"warning\"" : "", html_escape(line));
+  }
+  out += "</ul>\n";
+  const auto missing = missing_points(sweeps);
+  if (!missing.empty()) {
+    out += "<h2>Not measured everywhere (drawn where measured)</h2>\n<ul>\n";
+    for (const auto& line : missing) out += "<li>" + html_escape(line) + "</li>\n";
+    out += "</ul>\n";
+  }
+  out += detail::html_plots(plots, contents);
+  out += "<h2>Tables</h2>\n";
+  for (const auto& table : detail::comparison_tables(sweeps)) out += detail::render_html(table);
+  for (const auto& s : sweeps) {
+    if (s.result.warnings.empty()) continue;
+    out += fmt::format("<h3>Warnings for {}</h3>\n<ul>\n", html_escape(s.name));
+    for (const auto& w : s.result.warnings) {
+      out += "<li class=\"warning\">" + html_escape(w) + "</li>\n";
+    }
+    out += "</ul>\n";
+  }
+  out += "<h2>Data</h2>\n<ul>\n";
+  for (const auto& file : contents.data_files) {
+    out += fmt::format("<li><a href=\"{0}\">{0}</a></li>\n", html_escape(file));
+  }
+  out += "</ul>\n</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace
+
+report_output write_comparison_report(const std::vector<compared_sweep>& sweeps,
+                                      const std::filesystem::path& directory) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) {
+    throw setup_error(
+        fmt::format("cannot create directory \"{}\": {}", directory.string(), ec.message()));
+  }
+  report_output output;
+  detail::write_text(directory / "tables.txt", format_comparison(sweeps), output.files);
+  detail::write_text(directory / "comparison.csv", comparison_csv(sweeps), output.files);
+
+  detail::plot_set plots;
+  detail::add_comparison_plots(sweeps, plots);
+  std::string sources;
+  for (const auto& s : sweeps) sources += (sources.empty() ? "" : ", ") + s.source;
+  detail::index_contents contents;
+  contents.source_name = sources;
+  contents.data_files = {"tables.txt", "comparison.csv"};
+  detail::draw_plots(plots, directory, sources, output, contents.drawn);
+  contents.plot_problem = output.plot_problem;
+  output.index = directory / "index.html";
+  detail::write_text(output.index, render_comparison_index(sweeps, plots, contents), output.files);
+  return output;
+}
+
+}  // namespace dnstransport

@@ -1,0 +1,219 @@
+// Comparisons of saved sweeps: labels kept in the JSON, names, grids that differ, the
+// comparison's tables, and its report directory written without gnuplot.
+#include <dnstransport/report.hpp>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <dnstransport/sweep.hpp>
+
+namespace dnstransport {
+namespace {
+
+const sweep_transport udp{transport_kind::udp, std::nullopt};
+const sweep_transport tcp{transport_kind::tcp, std::nullopt};
+const sweep_transport tls{transport_kind::tls, tls_backend::openssl};
+
+run_result run(const sweep_point& p, double qps) {
+  run_result r;
+  r.server = "127.0.0.1";
+  r.port = 53;
+  r.transport = p.transport.transport;
+  if (p.transport.backend) r.tls_backend = std::string(tls_backend_name(*p.transport.backend));
+  r.clients = p.clients;
+  r.outstanding = 100;
+  r.threads = 1;
+  r.queries_per_connection = p.queries_per_connection;
+  r.elapsed_seconds = 1;
+  r.qps = qps;
+  r.queries_sent = static_cast<std::uint64_t>(qps);
+  r.responses_received = static_cast<std::uint64_t>(qps);
+  r.max_thread_cpu_share = 0.5;
+  for (std::uint64_t i = 1; i <= 100; ++i) r.latency.record(i * 1000);
+  return r;
+}
+
+// A sweep of `transports` x `clients` x 1, 10, unlimited where UDP answers `udp_qps` per
+// client, persistent TCP 70 % of it and TLS 50 %, with set-up costs of 2 and 20 queries.
+sweep_result sweep_of(std::vector<sweep_transport> transports, std::vector<unsigned> clients,
+                      double udp_qps, std::string kernel) {
+  sweep_result r;
+  r.plan.transports = std::move(transports);
+  r.plan.clients = std::move(clients);
+  const bool udp_only = r.plan.transports == std::vector<sweep_transport>{udp};
+  r.plan.queries_per_connection =
+      udp_only ? std::vector<std::uint64_t>{0} : std::vector<std::uint64_t>{1, 10, 0};
+  r.plan.repeats = 1;
+  r.tool_version = "0.1.0";
+  r.machine = {2, "Test CPU", std::move(kernel)};
+  r.started_at = "2025-01-01T12:00:00Z";
+  const auto points = expand(r.plan);
+  r.planned_points = points.size();
+  for (const auto& p : points) {
+    const double share = p.transport == udp ? 1.0 : p.transport == tcp ? 0.7 : 0.5;
+    const double h = p.transport == tls ? 20 : 2;
+    const double t_inf = udp_qps * share * p.clients;
+    const double n = static_cast<double>(p.queries_per_connection);
+    sweep_point_result measured;
+    measured.point = p;
+    measured.repeats.push_back(run(p, p.queries_per_connection == 0 ? t_inf : t_inf * n / (n + h)));
+    measured.summary = summarize(measured.repeats);
+    r.points.push_back(std::move(measured));
+  }
+  derive_results(r);
+  return r;
+}
+
+TEST(compare_test, labels_are_kept_in_run_and_sweep_json) {
+  run_result r = run({udp, 1, 0}, 1000);
+  r.label = "unbound 1.17";
+  EXPECT_EQ(run_result_from_json(to_json(r), "run.json").label, "unbound 1.17");
+  EXPECT_EQ(format_table(r).rfind("unbound 1.17: udp to 127.0.0.1:53", 0), 0u);
+
+  sweep_result s = sweep_of({udp, tcp}, {1}, 1000, "Linux");
+  s.plan.base.label = "knot 3.2";
+  const std::string json = to_json(s);
+  EXPECT_NE(json.find("\"label\": \"knot 3.2\""), std::string::npos);
+  EXPECT_EQ(sweep_result_from_json(json, "s.json").plan.base.label, "knot 3.2");
+  // Files written before labels existed still read, without a label.
+  std::string old = json;
+  old.erase(old.find("\"label\": \"knot 3.2\","), std::string("\"label\": \"knot 3.2\",").size());
+  EXPECT_EQ(sweep_result_from_json(old, "old.json").plan.base.label, "");
+}
+
+TEST(compare_test, sweeps_are_named_by_label_else_file_name_and_kept_apart) {
+  sweep_result labelled = sweep_of({udp}, {1}, 1000, "Linux");
+  labelled.plan.base.label = "unbound";
+  const sweep_result plain = sweep_of({udp}, {1}, 1000, "Linux");
+  const auto sweeps = comparison_of({{"results/unbound-old.json", labelled},
+                                     {"results/knot.json", plain},
+                                     {"a/x.json", plain},
+                                     {"b/x.json", plain}});
+  ASSERT_EQ(sweeps.size(), 4u);
+  EXPECT_EQ(sweeps[0].name, "unbound");
+  EXPECT_EQ(sweeps[1].name, "knot");
+  EXPECT_EQ(sweeps[2].name, "x #3");
+  EXPECT_EQ(sweeps[3].name, "x #4");
+  EXPECT_EQ(sweeps[3].source, "b/x.json");
+}
+
+TEST(compare_test, a_transport_or_cell_in_one_file_only_is_listed_as_missing) {
+  const auto sweeps = comparison_of({{"a.json", sweep_of({udp, tcp, tls}, {1, 2}, 1000, "L")},
+                                     {"b.json", sweep_of({udp, tcp}, {1, 2, 4}, 2000, "L")}});
+  const auto missing = missing_points(sweeps);
+  ASSERT_EQ(missing.size(), 3u) << format_comparison(sweeps);
+  EXPECT_EQ(missing[0], "a: udp not measured with 4 clients");
+  EXPECT_EQ(missing[1],
+            "a: tcp not measured with 4 clients, 1 query/connection; 4 clients, 10 "
+            "queries/connection; 4 clients, persistent connections");
+  EXPECT_EQ(missing[2], "b: no tls-openssl points (measured for a)");
+  EXPECT_TRUE(missing_points(comparison_of({{"a.json", sweep_of({udp}, {1}, 1, "L")},
+                                            {"b.json", sweep_of({udp}, {1}, 2, "L")}}))
+                  .empty());
+}
+
+TEST(compare_test, tables_compare_udp_percentages_and_fits_per_server) {
+  sweep_result b = sweep_of({udp, tcp}, {1, 2, 4}, 2000, "Linux 6.2");
+  b.tool_version = "0.2.0";
+  const auto sweeps = comparison_of(
+      {{"a.json", sweep_of({udp, tcp, tls}, {1, 2}, 1000, "Linux 6.1")}, {"b.json", b}});
+  const std::string text = format_comparison(sweeps);
+  // Each file's description, with the machine and version it was measured with.
+  EXPECT_NE(text.find("a (from a.json):"), std::string::npos) << text;
+  EXPECT_NE(text.find("b (from b.json):"), std::string::npos);
+  EXPECT_NE(text.find("machine: 2 CPUs (Test CPU), Linux 6.1"), std::string::npos);
+  EXPECT_NE(text.find("machine: 2 CPUs (Test CPU), Linux 6.2"), std::string::npos);
+  EXPECT_NE(text.find("dnstransport 0.2.0 sweep"), std::string::npos);
+  EXPECT_NE(text.find("note: these sweeps ran on different machines"), std::string::npos);
+  EXPECT_NE(text.find("different dnstransport versions (0.1.0, 0.2.0)"), std::string::npos);
+  // The comparison table: UDP q/s, persistent TCP at 70 % and TLS at 50 %, h from the fit
+  // with the most clients (2 exactly for TCP: the model fits the points exactly), n90 = 9 h.
+  std::istringstream lines(text);
+  std::string line;
+  std::vector<std::string> rows;
+  while (std::getline(lines, line)) {
+    if (line.starts_with("  a ") || line.starts_with("  b ")) rows.push_back(line);
+  }
+  ASSERT_GE(rows.size(), 5u) << text;
+  const auto columns = [](const std::string& row) {
+    std::istringstream in(row);
+    std::vector<std::string> out;
+    for (std::string word; in >> word;) out.push_back(word);
+    return out;
+  };
+  EXPECT_EQ(columns(rows[0]),
+            (std::vector<std::string>{"a", "udp", "-", "1,000", "2,000", "-", "-", "-", "-"}));
+  EXPECT_EQ(columns(rows[1]), (std::vector<std::string>{"a", "tcp", "unlimited", "70.0", "%",
+                                                        "70.0", "%", "-", "2", "2.00", "18.0"}));
+  EXPECT_EQ(columns(rows[2]),
+            (std::vector<std::string>{"a", "tls-openssl", "unlimited", "50.0", "%", "50.0", "%",
+                                      "-", "2", "20.0", "180"}));
+  EXPECT_EQ(columns(rows[3]),
+            (std::vector<std::string>{"b", "udp", "-", "2,000", "4,000", "8,000", "-", "-", "-"}));
+  EXPECT_EQ(columns(rows[4]),
+            (std::vector<std::string>{"b", "tcp", "unlimited", "70.0", "%", "70.0", "%", "70.0",
+                                      "%", "4", "2.00", "18.0"}));
+  EXPECT_NE(text.find("TCP, TLS and DoH as % of UDP, every queries-per-connection value, by "
+                      "server"),
+            std::string::npos);
+  EXPECT_NE(text.find("Handshake amortization by server"), std::string::npos);
+  EXPECT_NE(text.find("b: no tls-openssl points (measured for a)"), std::string::npos);
+}
+
+TEST(compare_test, report_without_gnuplot_writes_tables_csv_and_overlay_scripts) {
+  const auto directory =
+      std::filesystem::path(::testing::TempDir()) / ("compare-report-" + std::to_string(getpid()));
+  std::filesystem::remove_all(directory);
+  sweep_result a = sweep_of({udp, tcp, tls}, {1, 2}, 1000, "Linux");
+  a.plan.base.label = "server A";
+  sweep_result b = sweep_of({udp, tcp}, {1, 2, 4}, 2000, "Linux");
+  b.plan.base.label = "server B";
+  const auto sweeps = comparison_of({{"a.json", a}, {"b.json", b}});
+  const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  setenv("PATH", "/nonexistent", 1);
+  const auto written = write_comparison_report(sweeps, directory);
+  setenv("PATH", path.c_str(), 1);
+  EXPECT_NE(written.plot_problem.find("apt-get install gnuplot-nox"), std::string::npos);
+  const auto read = [&directory](const char* file) {
+    std::ifstream in(directory / file);
+    return std::string{std::istreambuf_iterator<char>(in), {}};
+  };
+  // Both servers in every overlay that has data for both; TLS only for A.
+  for (const char* script : {"qps_vs_clients.gp", "percent_of_udp.gp", "amortization_tcp.gp",
+                             "latency_1_clients.gp", "latency_2_clients.gp"}) {
+    const std::string text = read(script);
+    EXPECT_NE(text.find("server A"), std::string::npos) << script;
+    EXPECT_NE(text.find("server B"), std::string::npos) << script;
+  }
+  const std::string tls_plot = read("amortization_tls-openssl.gp");
+  EXPECT_NE(tls_plot.find("server A, 2 clients: fit"), std::string::npos);
+  EXPECT_NE(tls_plot.find("n_{90} = 180"), std::string::npos);
+  EXPECT_EQ(tls_plot.find("server B"), std::string::npos);
+  const std::string latency_4 = read("latency_4_clients.gp");
+  EXPECT_EQ(latency_4.find("server A"), std::string::npos);
+  EXPECT_NE(latency_4.find("server B: udp"), std::string::npos);
+  // comparison.csv: a header and one row per server and point.
+  std::istringstream csv(read("comparison.csv"));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line.rfind("server,transport,tls_backend,clients", 0), 0u);
+  std::size_t rows = 0;
+  while (std::getline(csv, line)) ++rows;
+  EXPECT_EQ(rows, a.points.size() + b.points.size());
+  const std::string index = read("index.html");
+  EXPECT_NE(index.find("DNS servers compared: server A, server B"), std::string::npos);
+  EXPECT_NE(index.find("server B: no tls-openssl points (measured for server A)"),
+            std::string::npos);
+  EXPECT_NE(index.find("<table>"), std::string::npos);
+  EXPECT_NE(read("tables.txt").find("Comparison of 2 sweeps"), std::string::npos);
+  std::filesystem::remove_all(directory);
+}
+
+}  // namespace
+}  // namespace dnstransport
