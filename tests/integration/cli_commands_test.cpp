@@ -300,8 +300,8 @@ TEST_P(cli_serve_test, answers_every_transport_and_stops_cleanly_on_a_signal) {
   const process_result r = server.stop(GetParam());
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("answered: 300 udp, 300 tcp, 300 tls, 0 doh; 4 connections accepted; 0 TLS "
-                       "handshakes failed, 0 resumed; 0 malformed queries dropped"),
+  EXPECT_NE(r.out.find("answered: 300 udp, 300 tcp, 300 tls, 0 doh, 0 doq; 4 connections accepted; "
+                       "0 TLS handshakes failed, 0 resumed; 0 malformed queries dropped"),
             std::string::npos)
       << r.out;
 }
@@ -343,7 +343,7 @@ TEST(cli_serve_test, doh_listener_is_printed_and_answers_on_its_path) {
   child.send_signal(SIGINT);
   const process_result r = child.wait(20s);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(fmt::format("0 tls, {} doh;", have_kdig ? 1 : 0)), std::string::npos)
+  EXPECT_NE(r.out.find(fmt::format("0 tls, {} doh, 0 doq;", have_kdig ? 1 : 0)), std::string::npos)
       << r.out;
 }
 
