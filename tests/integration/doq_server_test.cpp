@@ -1,10 +1,10 @@
 // The responder's DNS-over-QUIC listener against the tests' own ngtcp2 client
 // (support/doq_client) and raw datagrams: many queries per connection beyond the stream
 // limit, a query larger than the flow-control windows, streams whose length lies (reset with
-// DOQ_PROTOCOL_ERROR), resumption with 0-RTT accepted or refused, ALPN, Version
+// DOQ_PROTOCOL_ERROR), resumption with 0-RTT accepted, replayed or refused, ALPN, Version
 // Negotiation, datagrams that are no QUIC packet for any connection (dropped and counted),
-// and connections forgotten after they close or idle out. Loopback only; every wait is
-// bounded.
+// random datagrams, and connections forgotten after they close or idle out. Loopback only; every
+// wait is bounded.
 #include <dnstransport/server.hpp>
 
 #include <gtest/gtest.h>
@@ -21,6 +21,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <random>
 #include <span>
 #include <thread>
 #include <vector>
@@ -245,6 +246,45 @@ TEST_F(doq_server_test, a_resumed_session_sends_its_query_in_0rtt) {
   EXPECT_EQ(stats.doq_early_data, 1u);
 }
 
+// GnuTLS's anti-replay check (the responder's table of ClientHellos seen): the same first
+// flight again, from elsewhere, once the first connection is gone, gets no 0-RTT answer.
+TEST_F(doq_server_test, replayed_0rtt_is_not_answered_again) {
+  server responder(options());
+  const auto query = encode_query("www.example.com", rr_type::a);
+  std::optional<hostile::doq_resumption> resumption;
+  {
+    doq_client first = connect(responder);
+    ASSERT_TRUE(first.handshake());
+    ASSERT_TRUE(first.run_until([&] { return first.resumption().has_value(); }));
+    resumption = first.resumption();
+    first.close();
+  }
+  hostile::doq_client_options o;
+  o.resume = &*resumption;
+  o.early_data = true;
+  std::vector<doq_bytes> flight;
+  {
+    doq_client second = connect(responder, o);
+    second.send(framed(query));
+    ASSERT_TRUE(second.run_until(
+        [&] { return second.streams_done() == 1 && responder.stats().doq_early_data == 1; }));
+    flight = second.first_flight();
+    second.close();
+  }
+  ASSERT_FALSE(flight.empty());
+  // Past its draining period the connection and its IDs are gone; the replay starts afresh.
+  std::this_thread::sleep_for(300ms);
+  raw_socket raw(responder.doq_port());
+  for (const auto& datagram : flight) raw.send(datagram);
+  EXPECT_FALSE(raw.receive(2s).empty());  // the handshake goes on, without 0-RTT
+  std::this_thread::sleep_for(200ms);
+  responder.stop();
+  const server_stats stats = responder.stats();
+  EXPECT_EQ(stats.doq_early_data, 1u);
+  EXPECT_EQ(stats.doq_queries, 1u);
+  EXPECT_EQ(stats.connections_accepted, 3u);
+}
+
 TEST_F(doq_server_test, 0rtt_can_be_refused_while_resumption_still_works) {
   server_options o = options();
   o.doq_early_data = false;
@@ -343,6 +383,39 @@ TEST_F(doq_server_test, datagrams_for_no_connection_are_dropped_and_counted) {
   responder.stop();
   EXPECT_EQ(responder.stats().doq_packets_dropped, junk.size());
   EXPECT_EQ(responder.stats().connections_accepted, 1u);
+}
+
+// Random datagrams, some shaped like QUIC headers (long and short, version 1 and others,
+// Initial-sized): whatever the listener makes of each, it keeps answering.
+TEST_F(doq_server_test, random_datagrams_never_stop_the_listener) {
+  server responder(options());
+  {
+    raw_socket raw(responder.doq_port());
+    std::mt19937 random(20240914);
+    std::uniform_int_distribution<int> octet(0, 255);
+    for (int i = 0; i < 2000; ++i) {
+      const std::size_t size = i % 3 == 0 ? 1200 + octet(random) : octet(random) % 80;
+      doq_bytes datagram(size);
+      for (auto& b : datagram) b = static_cast<std::uint8_t>(octet(random));
+      if (size >= 6 && i % 2 == 0) {
+        datagram[0] |= 0xc0;  // long header
+        datagram[1] = datagram[2] = datagram[3] = 0;
+        datagram[4] = i % 4 == 0 ? 1 : datagram[4];  // version 1, or whatever came
+        datagram[5] %= 21;                           // a plausible ID length
+      }
+      raw.send(datagram);
+      if (i % 100 == 0) std::this_thread::sleep_for(1ms);  // stay within the socket buffer
+    }
+  }
+  doq_client client = connect(responder);
+  ASSERT_TRUE(client.handshake());
+  const auto query = encode_query("www.example.com", rr_type::a);
+  const auto id = client.send(framed(query));
+  ASSERT_TRUE(client.run_until([&] { return client.streams_done() == 1; }));
+  EXPECT_TRUE(answered(client.stream(*id), query));
+  responder.stop();
+  EXPECT_GT(responder.stats().doq_packets_dropped, 0u);
+  EXPECT_EQ(responder.stats().doq_queries, 1u);
 }
 
 // After a connection has ended, a packet to its connection ID belongs to nothing: dropped.

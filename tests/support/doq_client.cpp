@@ -237,6 +237,7 @@ doq_bytes doq_client::server_id() const {
 }
 
 void doq_client::send_datagram(const std::uint8_t* data, std::size_t size) {
+  if (!received_) first_flight_.emplace_back(data, data + size);
   (void)::send(fd_, data, size, 0);
 }
 
@@ -293,6 +294,7 @@ void doq_client::read() {
   for (;;) {
     const ssize_t n = ::recv(fd_, buffer.data(), buffer.size(), 0);
     if (n <= 0) return;
+    received_ = true;
     ngtcp2_pkt_info info{};
     const int result = ngtcp2_conn_read_pkt(conn_, &path_, &info, buffer.data(),
                                             static_cast<std::size_t>(n), now_ns());

@@ -84,6 +84,8 @@ class doq_client {
   void close(std::uint64_t code = 0);
   /// The connection ID the server gave for its packets (what a short header carries).
   doq_bytes server_id() const;
+  /// The datagrams sent before the first one came back (Initial, 0-RTT), to replay them.
+  const std::vector<doq_bytes>& first_flight() const { return first_flight_; }
 
  private:
   struct pending {
@@ -129,6 +131,8 @@ class doq_client {
   bool early_data_rejected_ = false;
   bool ended_ = false;
   doq_bytes ticket_;
+  std::vector<doq_bytes> first_flight_;
+  bool received_ = false;
 };
 
 }  // namespace dnstransport::hostile

@@ -162,8 +162,13 @@ void doq_listener::on_readable() {
         dropped();
         continue;
       }
-      on_datagram({&in_[i * datagram_max], messages[i].msg_len}, local, local_size, peers[i],
-                  message.msg_namelen);
+      // Nothing a datagram does may end the thread: whatever throws (memory) drops it.
+      try {
+        on_datagram({&in_[i * datagram_max], messages[i].msg_len}, local, local_size, peers[i],
+                    message.msg_namelen);
+      } catch (const std::exception&) {
+        dropped();
+      }
     }
     if (n < static_cast<int>(receive_batch)) break;
   }
@@ -197,7 +202,12 @@ void doq_listener::on_datagram(std::span<const std::uint8_t> datagram,
   std::shared_ptr<doq_connection> connection;
   if (const auto found = by_id_.find(cid_key(version_cid.dcid, version_cid.dcidlen));
       found != by_id_.end()) {
-    connection = connections_.at(found->second);
+    const auto owner = connections_.find(found->second);
+    if (owner == connections_.end()) {
+      dropped();
+      return;
+    }
+    connection = owner->second;
   } else {
     // Only a client's first Initial (long enough, a valid header) opens a connection;
     // anything else for an unknown ID is dropped (no stateless reset in this step).

@@ -449,7 +449,11 @@ void doq_connection::arm_timer() {
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec) return;
     self->timer_at_ = 0;
-    self->on_timer();
+    try {
+      self->on_timer();
+    } catch (const std::exception&) {
+      self->listener_.remove(*self);  // out of memory: this connection is given up
+    }
   });
 }
 
