@@ -7,7 +7,8 @@
 // query, is reset with DOQ_PROTOCOL_ERROR. Flow control grows as the data is consumed and
 // each closed stream lets the client open another. The connection ends after the idle
 // timeout, after the peer closes (draining), or after its own CONNECTION_CLOSE (closing);
-// in both periods it keeps its IDs for three PTOs so late packets are absorbed.
+// in both periods it keeps its IDs for three PTOs so late packets are absorbed. Life cycle in
+// server_doq_connection.cpp, streams in server_doq_stream.cpp.
 
 #include <gnutls/gnutls.h>
 #include <ngtcp2/ngtcp2.h>
