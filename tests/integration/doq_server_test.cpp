@@ -134,6 +134,7 @@ class doq_server_test : public ::testing::Test {
 TEST_F(doq_server_test, many_queries_on_one_connection_beyond_the_stream_limit) {
   server_options o = options();
   o.doq_max_streams = 4;
+  o.threads = 2;  // DoQ is on the first thread only; the other has nothing to do with it
   server responder(o);
   doq_client client = connect(responder);
   ASSERT_TRUE(client.handshake());
