@@ -300,8 +300,8 @@ TEST_P(cli_serve_test, answers_every_transport_and_stops_cleanly_on_a_signal) {
   const process_result r = server.stop(GetParam());
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("answered: 300 udp, 300 tcp, 300 tls, 0 doh; 4 connections accepted; 0 TLS "
-                       "handshakes failed, 0 resumed; 0 malformed queries dropped"),
+  EXPECT_NE(r.out.find("answered: 300 udp, 300 tcp, 300 tls, 0 doh, 0 doq; 4 connections accepted; "
+                       "0 TLS handshakes failed, 0 resumed; 0 malformed queries dropped"),
             std::string::npos)
       << r.out;
 }
@@ -343,7 +343,7 @@ TEST(cli_serve_test, doh_listener_is_printed_and_answers_on_its_path) {
   child.send_signal(SIGINT);
   const process_result r = child.wait(20s);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(fmt::format("0 tls, {} doh;", have_kdig ? 1 : 0)), std::string::npos)
+  EXPECT_NE(r.out.find(fmt::format("0 tls, {} doh, 0 doq;", have_kdig ? 1 : 0)), std::string::npos)
       << r.out;
 }
 
@@ -351,6 +351,61 @@ TEST(cli_serve_test, a_doh_path_that_is_not_a_path_is_a_usage_error) {
   expect_refused({"serve", "--listen", "off", "--doh", "127.0.0.1:0", "--doh-path", "dns"},
                  "--doh-path");
 }
+
+#ifdef DNSTRANSPORT_HAVE_DOQ
+TEST(cli_serve_test, doq_listener_is_printed_and_answers) {
+  const scratch files("cli-serve-doq");
+  child_process child(
+      cli, {"serve", "--listen", "off", "--doq", "127.0.0.1:0", "--cert-dir", files.path("cert")});
+  ASSERT_TRUE(child.wait_for_stdout("stop with Ctrl-C", 20s)) << child.stdout_so_far();
+  const std::string out = child.stdout_so_far();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      out, m,
+      std::regex(R"(doq  127\.0\.0\.1:(\d+) \(gnutls, 0-RTT accepted\), certificate (\S+))")))
+      << out;
+  const std::string port = m[1];
+  const std::string certificate = m[2];
+  EXPECT_TRUE(std::filesystem::exists(certificate)) << certificate;
+  // An independent client when there is one (doq_kdig_test requires it in CI).
+  const bool have_kdig = ::access("/usr/bin/kdig", X_OK) == 0;
+  if (have_kdig) {
+    const process_result k =
+        run_process("/usr/bin/kdig",
+                    {"@127.0.0.1", "-p", port, "+tls-ca=" + certificate, "+tls-hostname=localhost",
+                     "+quic", "+timeout=5", "+retry=0", "www.example.com", "A"});
+    EXPECT_FALSE(k.timed_out);
+    EXPECT_NE(k.out.find("192.0.2.1"), std::string::npos) << k.out << k.err;
+  }
+  child.send_signal(SIGINT);
+  const process_result r = child.wait(20s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(fmt::format("0 doh, {} doq;", have_kdig ? 1 : 0)), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("doq: 0 connections with 0-RTT accepted, 0 datagrams dropped"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(cli_serve_test, doq_can_refuse_0rtt) {
+  const scratch files("cli-serve-doq-no-0rtt");
+  child_process child(cli, {"serve", "--listen", "off", "--doq", "127.0.0.1:0", "--doq-no-0rtt",
+                            "--cert-dir", files.path("cert")});
+  ASSERT_TRUE(child.wait_for_stdout("stop with Ctrl-C", 20s)) << child.stdout_so_far();
+  EXPECT_NE(child.stdout_so_far().find("(gnutls, 0-RTT refused)"), std::string::npos)
+      << child.stdout_so_far();
+  child.send_signal(SIGTERM);
+  EXPECT_EQ(child.wait(20s).exit_code, 0);
+}
+
+TEST(cli_serve_test, bad_doq_settings_are_usage_errors) {
+  expect_refused({"serve", "--listen", "off", "--doq", "localhost:853"}, "--doq");
+  expect_refused({"serve", "--listen", "off", "--doq", "127.0.0.1:0", "--doq-max-streams", "0"},
+                 "--doq-max-streams");
+  // 192.0.2.1 (TEST-NET-1) is not an address of this machine.
+  expect_refused({"serve", "--listen", "off", "--doq", "192.0.2.1:8853"}, "192.0.2.1");
+}
+#endif
 
 // ---- calibrate ----------------------------------------------------------------------------
 

@@ -18,6 +18,9 @@ struct serve_options {
   std::string tls;
   std::string doh;
   std::string doh_path = "/dns-query";
+  std::string doq;
+  unsigned doq_max_streams = 100;
+  bool doq_no_0rtt = false;
   unsigned threads = 1;
   std::string cpus;
   std::string mode = "answer";
@@ -35,7 +38,8 @@ struct serve_options {
 
 action add_serve_command(CLI::App& app) {
   auto* serve = app.add_subcommand(
-      "serve", "Run the built-in DNS responder until interrupted (UDP, and TCP/TLS/DoH if asked)");
+      "serve",
+      "Run the built-in DNS responder until interrupted (UDP, and TCP/TLS/DoH/DoQ if asked)");
   auto o = std::make_shared<serve_options>();
   serve->add_option("--listen", o->listen, "UDP address and port ('off' for no UDP)")
       ->capture_default_str();
@@ -45,6 +49,15 @@ action add_serve_command(CLI::App& app) {
                     "DNS-over-HTTPS (HTTP/2) address and port, e.g. 127.0.0.1:8443");
   serve->add_option("--doh-path", o->doh_path, "DoH: the path requests go to")
       ->capture_default_str();
+  serve->add_option("--doq", o->doq,
+                    "DNS-over-QUIC (RFC 9250) UDP address and port, e.g. 127.0.0.1:8853; always "
+                    "GnuTLS, on the first thread");
+  serve
+      ->add_option("--doq-max-streams", o->doq_max_streams,
+                   "DoQ: queries (streams) a client may have open at once")
+      ->capture_default_str();
+  serve->add_flag("--doq-no-0rtt", o->doq_no_0rtt,
+                  "DoQ: refuse 0-RTT (tickets allow no early data; resumption still works)");
   serve->add_option("--threads", o->threads, "Threads, each with its own SO_REUSEPORT sockets")
       ->capture_default_str();
   serve->add_option("--cpus", o->cpus, "Pin threads to these CPUs, e.g. 1 or 2-3");
@@ -61,7 +74,8 @@ action add_serve_command(CLI::App& app) {
   serve->add_option("--close-after", o->close_after,
                     "Close a TCP/TLS/DoH connection after this many answers (0: never)");
   serve->add_option("--idle-timeout", o->idle_timeout,
-                    "Close a TCP/TLS/DoH connection idle this many seconds (0: never)");
+                    "Close a TCP/TLS/DoH connection idle this many seconds (0: never); DoQ's "
+                    "QUIC idle timeout (0: 30 s)");
   serve->add_flag("--reverse-order", o->reverse_order,
                   "Answer the queries of each read in reverse order (tests pipelining clients)");
   serve->add_flag("--no-ticket-renewal", o->no_ticket_renewal,
@@ -69,7 +83,7 @@ action add_serve_command(CLI::App& app) {
                   "resume from the ticket they have (like dnsdist; openssl backend only)");
   serve->footer(
       "Example: dnstransport serve --listen 127.0.0.1:5300 --tcp 127.0.0.1:5300 "
-      "--tls 127.0.0.1:8853 --doh 127.0.0.1:8443 --threads 2 --cpus 1\n"
+      "--tls 127.0.0.1:8853 --doh 127.0.0.1:8443 --doq 127.0.0.1:8853 --threads 2 --cpus 1\n"
       "Exit status: 0 after SIGINT/SIGTERM; 2 for bad flags or an address that cannot be bound.");
   return [serve, o]() -> int {
     if (!serve->parsed()) return -1;
@@ -79,6 +93,9 @@ action add_serve_command(CLI::App& app) {
     if (!o->tls.empty()) s.tls = parse_endpoint(o->tls, 853, "--tls");
     if (!o->doh.empty()) s.doh = parse_endpoint(o->doh, 443, "--doh");
     s.doh_path = o->doh_path;
+    if (!o->doq.empty()) s.doq = parse_endpoint(o->doq, 853, "--doq");
+    s.doq_max_streams = o->doq_max_streams;
+    s.doq_early_data = !o->doq_no_0rtt;
     s.threads = o->threads;
     if (!o->cpus.empty()) s.cpus = parse_cpu_list(o->cpus, "--cpus");
     const auto mode = parse_answer_mode(o->mode);
@@ -112,6 +129,12 @@ action add_serve_command(CLI::App& app) {
                  to_string({s.doh->address, responder.doh_port()}), s.doh_path, o->tls_backend,
                  responder.certificate().certificate_file.string());
     }
+    if (s.doq) {
+      fmt::print("doq  {} (gnutls, 0-RTT {}), certificate {}\n",
+                 to_string({s.doq->address, responder.doq_port()}),
+                 s.doq_early_data ? "accepted" : "refused",
+                 responder.certificate().certificate_file.string());
+    }
     fmt::print("mode {}, {} thread{}; stop with Ctrl-C\n", o->mode, s.threads,
                s.threads == 1 ? "" : "s");
     std::fflush(stdout);
@@ -119,10 +142,14 @@ action add_serve_command(CLI::App& app) {
     responder.stop();
     const auto st = responder.stats();
     fmt::print(
-        "answered: {} udp, {} tcp, {} tls, {} doh; {} connections accepted; {} TLS handshakes "
-        "failed, {} resumed; {} malformed queries dropped\n",
-        st.udp_queries, st.tcp_queries, st.tls_queries, st.doh_queries, st.connections_accepted,
-        st.tls_handshakes_failed, st.tls_resumed, st.malformed_queries);
+        "answered: {} udp, {} tcp, {} tls, {} doh, {} doq; {} connections accepted; {} TLS "
+        "handshakes failed, {} resumed; {} malformed queries dropped\n",
+        st.udp_queries, st.tcp_queries, st.tls_queries, st.doh_queries, st.doq_queries,
+        st.connections_accepted, st.tls_handshakes_failed, st.tls_resumed, st.malformed_queries);
+    if (s.doq) {
+      fmt::print("doq: {} connections with 0-RTT accepted, {} datagrams dropped\n",
+                 st.doq_early_data, st.doq_packets_dropped);
+    }
     return exit_ok;
   };
 }

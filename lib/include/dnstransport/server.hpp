@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// The built-in DNS responder: the quickstart target and the calibration target. It answers
-/// UDP, TCP, DNS over TLS and DNS over HTTPS (HTTP/2) as fast as the kernel allows, so a run
-/// against it shows the generator's own ceiling.
+/// UDP, TCP, DNS over TLS, DNS over HTTPS (HTTP/2) and DNS over QUIC as fast as the kernel
+/// allows, so a run against it shows the generator's own ceiling.
 
 #include <cstdint>
 #include <memory>
@@ -36,21 +36,31 @@ struct server_options {
   std::optional<endpoint> doh;          ///< DNS-over-HTTPS listener (RFC 8484, HTTP/2 over TLS)
   std::string doh_path = "/dns-query";  ///< the path DoH requests go to; others get 404
   unsigned doh_max_streams = 100;       ///< SETTINGS_MAX_CONCURRENT_STREAMS announced
+  /// DNS-over-QUIC listener (RFC 9250): one UDP socket on the first thread, TLS 1.3 through
+  /// GnuTLS whatever tls_options.backend says, ALPN "doq". Needs a build with GnuTLS.
+  std::optional<endpoint> doq;
+  unsigned doq_max_streams = 100;  ///< DoQ: queries (streams) a client may have open at once
+  /// DoQ: accept queries sent in 0-RTT by clients resuming a session; false: tickets allow
+  /// no early data and the client sends its queries after the handshake.
+  bool doq_early_data = true;
   unsigned threads = 1;
   std::vector<int> cpus;  ///< pin thread i to cpus[i % size]; empty: no pinning
   answer_mode mode = answer_mode::answer;
-  /// TLS settings of the TLS listener and of the DoH listener (which selects ALPN "h2"
-  /// instead of tls_options.alpn); both use the same certificate.
+  /// TLS settings of the TLS listener, of the DoH listener (which selects ALPN "h2" instead
+  /// of tls_options.alpn) and of the DoQ listener (ALPN "doq", GnuTLS, TLS 1.3); all use the
+  /// same certificate.
   tls_server_options tls_options;
   /// Where a generated certificate is written when tls_options has none.
   std::string certificate_directory;
 
   // Stream behaviour, to exercise clients.
-  /// Close a connection after K answers (DoH: GOAWAY, then close once they are sent);
-  /// 0: never.
+  /// Close a TCP/TLS/DoH connection after K answers (DoH: GOAWAY, then close once they are
+  /// sent); 0: never. DoQ does not follow it yet.
   std::uint64_t close_after_queries = 0;
-  double idle_timeout_seconds = 0;  ///< close a connection idle this long; 0: never
-  bool reverse_order = false;       ///< answer each batch read from a connection last-first
+  /// Close a connection idle this long; 0: never for TCP/TLS/DoH, 30 s for DoQ (QUIC's
+  /// max_idle_timeout, which the client sees).
+  double idle_timeout_seconds = 0;
+  bool reverse_order = false;  ///< answer each batch read from a TCP/TLS connection last-first
 };
 
 /// Counters the responder keeps (approximate while running, exact after stop()).
@@ -58,11 +68,18 @@ struct server_stats {
   std::uint64_t udp_queries = 0;
   std::uint64_t tcp_queries = 0;
   std::uint64_t tls_queries = 0;
-  std::uint64_t doh_queries = 0;  ///< DoH requests answered with 200 and a DNS message
-  std::uint64_t connections_accepted = 0;
-  std::uint64_t tls_handshakes_failed = 0;
+  std::uint64_t doh_queries = 0;            ///< DoH requests answered with 200 and a DNS message
+  std::uint64_t doq_queries = 0;            ///< DoQ streams answered
+  std::uint64_t connections_accepted = 0;   ///< TCP, TLS and DoH connections, QUIC connections
+  std::uint64_t tls_handshakes_failed = 0;  ///< DoQ too: connections that never completed one
   std::uint64_t tls_resumed = 0;
-  std::uint64_t malformed_queries = 0;  ///< dropped, or for DoH: answered 400
+  /// Dropped, or for DoH: answered 400, or for DoQ: the stream reset with
+  /// DOQ_PROTOCOL_ERROR (a length that does not match the data, or no query).
+  std::uint64_t malformed_queries = 0;
+  std::uint64_t doq_early_data = 0;  ///< DoQ connections whose 0-RTT data was accepted
+  /// Datagrams on the DoQ port that are no QUIC packet, or belong to no connection and do
+  /// not open one.
+  std::uint64_t doq_packets_dropped = 0;
 };
 
 /// A running responder. Sockets are bound in the constructor (so a port in use is reported
@@ -80,11 +97,12 @@ class server {
   std::uint16_t tcp_port() const noexcept;
   std::uint16_t tls_port() const noexcept;
   std::uint16_t doh_port() const noexcept;
+  std::uint16_t doq_port() const noexcept;  ///< UDP
   /// The port of the listener for `transport`; 0 when it is off.
   std::uint16_t port(transport_kind transport) const noexcept;
 
-  /// Certificate in use by the TLS and DoH listeners (generated or given); empty without
-  /// either.
+  /// Certificate in use by the TLS, DoH and DoQ listeners (generated or given); empty
+  /// without any of them.
   const certificate_files& certificate() const noexcept;
 
   /// Stops all threads and closes every socket. Idempotent.

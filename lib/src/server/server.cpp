@@ -10,6 +10,10 @@
 
 #include "server/server_thread.hpp"
 #include "transport/tls/tls_backend.hpp"
+#ifdef DNSTRANSPORT_HAVE_DOQ
+#include "server/server_doq.hpp"
+#include "server/server_doq_context.hpp"
+#endif
 
 namespace dnstransport {
 
@@ -41,11 +45,15 @@ struct server::impl {
   certificate_files certificate;
   std::unique_ptr<detail::tls_server_context> tls;
   std::unique_ptr<detail::tls_server_context> doh;  // the same certificate, ALPN "h2"
+#ifdef DNSTRANSPORT_HAVE_DOQ
+  std::unique_ptr<detail::doq_context> doq;  // the same certificate, GnuTLS, ALPN "doq"
+#endif
   std::vector<std::unique_ptr<detail::server_thread>> threads;
   std::uint16_t udp_port = 0;
   std::uint16_t tcp_port = 0;
   std::uint16_t tls_port = 0;
   std::uint16_t doh_port = 0;
+  std::uint16_t doq_port = 0;
 };
 
 server::server(server_options options) : impl_(std::make_unique<impl>()) {
@@ -53,9 +61,17 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
   s.options = std::move(options);
   const server_options& o = s.options;
   if (o.threads == 0) throw setup_error("--threads must be at least 1");
-  if (!o.udp && !o.tcp && !o.tls && !o.doh) {
+  if (!o.udp && !o.tcp && !o.tls && !o.doh && !o.doq) {
     throw setup_error("the responder needs at least one listener");
   }
+#ifndef DNSTRANSPORT_HAVE_DOQ
+  if (o.doq) {
+    throw setup_error(
+        "--doq: DNS over QUIC needs ngtcp2's GnuTLS helper, and this build has no GnuTLS "
+        "(DNSTRANSPORT_WITH_GNUTLS=OFF)");
+  }
+#endif
+  if (o.doq && o.doq_max_streams == 0) throw setup_error("--doq-max-streams must be at least 1");
   if (o.doh) {
     if (o.doh_path.empty() || o.doh_path.front() != '/' ||
         o.doh_path.find_first_of("?# ") != std::string::npos) {
@@ -65,7 +81,7 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
     }
     if (o.doh_max_streams == 0) throw setup_error("--doh-max-streams must be at least 1");
   }
-  if (o.tls || o.doh) {
+  if (o.tls || o.doh || o.doq) {
     tls_server_options tls_options = o.tls_options;
     if (tls_options.certificate_file.empty() != tls_options.key_file.empty()) {
       throw setup_error("give both a TLS certificate and its key, or neither");
@@ -82,6 +98,9 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
       s.certificate = {tls_options.certificate_file, tls_options.key_file};
     }
     if (o.tls) s.tls = detail::make_tls_server_context(tls_options);
+#ifdef DNSTRANSPORT_HAVE_DOQ
+    if (o.doq) s.doq = std::make_unique<detail::doq_context>(tls_options, o.doq_early_data);
+#endif
     if (o.doh) {
       tls_options.alpn = {"h2"};
       s.doh = detail::make_tls_server_context(tls_options);
@@ -106,6 +125,13 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
     if (o.doh) {
       s.doh_port = t->open_doh({address_of(*o.doh, "--doh"), i == 0 ? o.doh->port : s.doh_port});
     }
+#ifdef DNSTRANSPORT_HAVE_DOQ
+    if (o.doq && i == 0) {
+      auto listener = std::make_unique<detail::doq_listener>(*t, *s.doq);
+      s.doq_port = listener->open({address_of(*o.doq, "--doq"), o.doq->port});
+      t->add_listener(std::move(listener));
+    }
+#endif
     s.threads.push_back(std::move(t));
   }
   for (unsigned i = 0; i < o.threads; ++i) {
@@ -145,6 +171,9 @@ std::uint16_t server::tls_port() const noexcept {
 std::uint16_t server::doh_port() const noexcept {
   return impl_->doh_port;
 }
+std::uint16_t server::doq_port() const noexcept {
+  return impl_->doq_port;
+}
 const certificate_files& server::certificate() const noexcept {
   return impl_->certificate;
 }
@@ -161,6 +190,9 @@ server_stats server::stats() const {
     total.tcp_queries += c.tcp_queries.load(std::memory_order_relaxed);
     total.tls_queries += c.tls_queries.load(std::memory_order_relaxed);
     total.doh_queries += c.doh_queries.load(std::memory_order_relaxed);
+    total.doq_queries += c.doq_queries.load(std::memory_order_relaxed);
+    total.doq_early_data += c.doq_early_data.load(std::memory_order_relaxed);
+    total.doq_packets_dropped += c.doq_packets_dropped.load(std::memory_order_relaxed);
     total.connections_accepted += c.connections_accepted.load(std::memory_order_relaxed);
     total.tls_handshakes_failed += c.tls_handshakes_failed.load(std::memory_order_relaxed);
     total.tls_resumed += c.tls_resumed.load(std::memory_order_relaxed);

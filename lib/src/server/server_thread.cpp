@@ -105,8 +105,13 @@ std::uint16_t server_thread::open_doh(const boost::asio::ip::tcp::endpoint& wher
   return open_acceptor(doh_acceptor_, io_, where, "DoH");
 }
 
+void server_thread::add_listener(std::unique_ptr<thread_listener> listener) {
+  listeners_.push_back(std::move(listener));
+}
+
 void server_thread::start(std::optional<int> cpu) {
   if (udp_) wait_udp();
+  for (auto& listener : listeners_) listener->start();
   if (tcp_) accept(*tcp_, *tcp_streams_, counters.tcp_queries);
   if (tls_acceptor_) accept(*tls_acceptor_, *tls_streams_, counters.tls_queries);
   if (doh_acceptor_) accept_doh();

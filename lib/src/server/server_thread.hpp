@@ -1,7 +1,8 @@
 #pragma once
 // Internal: one thread of the built-in responder. Every thread has its own io_context and
 // its own SO_REUSEPORT sockets (UDP, TCP, TLS, DoH), so the kernel spreads queries and
-// connections over threads and nothing is shared between them.
+// connections over threads and nothing is shared between them. The DoQ listener is on the
+// first thread only (server_doq.hpp says why).
 
 #include <atomic>
 #include <cstdint>
@@ -29,6 +30,9 @@ struct server_counters {
   std::atomic<std::uint64_t> tcp_queries{0};
   std::atomic<std::uint64_t> tls_queries{0};
   std::atomic<std::uint64_t> doh_queries{0};
+  std::atomic<std::uint64_t> doq_queries{0};
+  std::atomic<std::uint64_t> doq_early_data{0};
+  std::atomic<std::uint64_t> doq_packets_dropped{0};
   std::atomic<std::uint64_t> connections_accepted{0};
   std::atomic<std::uint64_t> tls_handshakes_failed{0};
   std::atomic<std::uint64_t> tls_resumed{0};
@@ -46,6 +50,14 @@ class accepted_connection {
   virtual void check_idle(std::uint64_t now) = 0;
 };
 
+// A listener with its own socket that runs on the thread's io_context (the DoQ listener):
+// started with the thread, destroyed with it.
+class thread_listener {
+ public:
+  virtual ~thread_listener() = default;
+  virtual void start() = 0;
+};
+
 class server_thread {
  public:
   // `tls` (DoT) and `doh` (the same certificate, ALPN "h2") may be null when that listener
@@ -59,6 +71,9 @@ class server_thread {
   std::uint16_t open_tcp(const boost::asio::ip::tcp::endpoint& where);
   std::uint16_t open_tls(const boost::asio::ip::tcp::endpoint& where);
   std::uint16_t open_doh(const boost::asio::ip::tcp::endpoint& where);
+
+  // Takes a listener that opened its socket on io(); it starts with the thread.
+  void add_listener(std::unique_ptr<thread_listener> listener);
 
   void start(std::optional<int> cpu);
   void stop();
@@ -94,6 +109,7 @@ class server_thread {
   std::vector<std::uint8_t> in_;
   std::vector<std::uint8_t> out_;
   std::vector<std::uint8_t> answer_scratch_;
+  std::vector<std::unique_ptr<thread_listener>> listeners_;  // after io_: closed before it
   std::thread thread_;
 };
 

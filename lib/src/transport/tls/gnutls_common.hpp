@@ -107,6 +107,12 @@ class shared_setup {
   std::string verify_name_;
 };
 
+// Everything a server shares with its sessions: credentials from the certificate and key
+// files and, when tickets are on, the ticket key. Throws setup_error naming the file. The TLS
+// server context and the DNS-over-QUIC listener (server/server_doq_context.cpp) both load
+// theirs here. Defined in gnutls_context.cpp.
+std::shared_ptr<shared_setup> load_gnutls_server_setup(const tls_server_options& options);
+
 class gnutls_ticket final : public tls_ticket {
  public:
   const gnutls_datum_t& data() const noexcept { return data_.datum; }

@@ -161,14 +161,9 @@ class gnutls_client_context final : public tls_client_context {
   bool resume_;
 };
 
-// Everything a server context shares with its sessions: credentials from the files and,
-// when tickets are on, the ticket key.
-std::shared_ptr<const shared_setup> load_server_setup(const tls_server_options& options) {
-  if (options.session_tickets && !options.renew_tickets) {
-    throw setup_error(
-        "the gnutls server backend always renews session tickets; keeping them (no ticket "
-        "renewal) needs the openssl backend");
-  }
+}  // namespace
+
+std::shared_ptr<shared_setup> load_gnutls_server_setup(const tls_server_options& options) {
   auto setup =
       std::make_shared<shared_setup>(options.min_version, options.max_version, options.priority);
   gnutls_buffer certificate;
@@ -194,6 +189,17 @@ std::shared_ptr<const shared_setup> load_server_setup(const tls_server_options& 
   }
   if (options.session_tickets) setup->generate_ticket_key();
   return setup;
+}
+
+namespace {
+
+std::shared_ptr<const shared_setup> load_server_setup(const tls_server_options& options) {
+  if (options.session_tickets && !options.renew_tickets) {
+    throw setup_error(
+        "the gnutls server backend always renews session tickets; keeping them (no ticket "
+        "renewal) needs the openssl backend");
+  }
+  return load_gnutls_server_setup(options);
 }
 
 class gnutls_server_context final : public tls_server_context {

@@ -1,0 +1,121 @@
+#pragma once
+// Internal: the responder's DNS-over-QUIC listener (RFC 9250) on ngtcp2 and GnuTLS. One UDP
+// socket on one responder thread serves every DoQ connection: QUIC finds a connection by the
+// connection ID in each packet, not by the address, so spreading it over SO_REUSEPORT
+// sockets would need the IDs to name their thread; one thread is enough for this step of
+// issue 14. The socket is drained on readiness (Asio async_wait, then recvmmsg); each
+// datagram goes to the connection its destination connection ID names, a client's first
+// Initial starts a new one, an unknown QUIC version gets a Version Negotiation packet and
+// anything else is dropped and counted. A connection is server_doq_connection.cpp.
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/ip/udp.hpp>
+
+#include "server/server_thread.hpp"
+
+struct ngtcp2_cid;
+struct ngtcp2_addr;
+
+namespace dnstransport::detail {
+
+class doq_context;
+class doq_connection;
+
+// Length of the connection IDs the responder issues; short-header packets carry no length,
+// so every ID of ours has this one.
+inline constexpr std::size_t doq_cid_length = 16;
+
+// A connection ID as a map key.
+struct cid_key {
+  std::array<std::uint8_t, 20> bytes{};  // QUIC v1 IDs are at most 20 octets
+  std::uint8_t size = 0;
+
+  cid_key() = default;
+  cid_key(const std::uint8_t* data, std::size_t length);
+  explicit cid_key(const ngtcp2_cid& cid);
+  bool operator==(const cid_key& other) const noexcept {
+    return size == other.size && bytes == other.bytes;
+  }
+};
+
+struct cid_hash {
+  std::size_t operator()(const cid_key& key) const noexcept {
+    return std::hash<std::string_view>{}(
+        std::string_view(reinterpret_cast<const char*>(key.bytes.data()), key.size));
+  }
+};
+
+// One QUIC packet to send: where from, where to, and its bytes in the listener's buffer.
+struct doq_packet {
+  sockaddr_storage local{};
+  socklen_t local_size = 0;
+  sockaddr_storage remote{};
+  socklen_t remote_size = 0;
+  std::span<const std::uint8_t> bytes;
+};
+
+class doq_listener final : public thread_listener {
+ public:
+  doq_listener(server_thread& thread, const doq_context& context);
+  ~doq_listener() override;
+  doq_listener(const doq_listener&) = delete;
+  doq_listener& operator=(const doq_listener&) = delete;
+
+  // Binds the socket; throws setup_error naming the address when that fails.
+  std::uint16_t open(const boost::asio::ip::udp::endpoint& where);
+  void start() override;
+
+  // For the connections.
+  server_thread& thread() noexcept { return thread_; }
+  const doq_context& context() const noexcept { return context_; }
+  // Whether an ID is taken, so a new one can be drawn again.
+  bool known(const cid_key& id) const { return by_id_.contains(id); }
+  // Routes packets to `id` to `connection` (the IDs it issues), or stops doing so.
+  void associate(const cid_key& id, doq_connection& connection);
+  void dissociate(const cid_key& id);
+  // Where a connection writes the packets of one flush, `count` of them at most, each of
+  // `size` octets at most.
+  std::span<std::uint8_t> packet_buffer(std::size_t count, std::size_t size);
+  // Sends packets (a full socket buffer drops them: QUIC's loss recovery sends again).
+  void send(std::span<const doq_packet> packets);
+  // Forgets a connection that is over: its IDs and the listener's reference.
+  void remove(doq_connection& connection);
+
+ private:
+  void wait();
+  void on_readable();
+  void on_datagram(std::span<const std::uint8_t> datagram, const sockaddr_storage& local,
+                   socklen_t local_size, const sockaddr_storage& remote, socklen_t remote_size);
+  void send_version_negotiation(std::span<const std::uint8_t> dcid,
+                                std::span<const std::uint8_t> scid, const sockaddr_storage& local,
+                                socklen_t local_size, const sockaddr_storage& remote,
+                                socklen_t remote_size);
+  void dropped();
+
+  server_thread& thread_;
+  const doq_context& context_;
+  boost::asio::ip::udp::socket socket_;
+  // Bound to a wildcard address: each datagram's destination (IP_PKTINFO) is the local
+  // address of its path, and packets go back from it.
+  bool wildcard_ = false;
+  std::uint16_t port_ = 0;
+  sockaddr_storage bound_{};
+  socklen_t bound_size_ = 0;
+  std::unordered_map<cid_key, doq_connection*, cid_hash> by_id_;
+  std::unordered_map<doq_connection*, std::shared_ptr<doq_connection>> connections_;
+  std::vector<std::uint8_t> in_;
+  std::vector<std::uint8_t> out_;
+};
+
+}  // namespace dnstransport::detail

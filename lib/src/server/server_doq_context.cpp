@@ -1,0 +1,118 @@
+#include "server/server_doq_context.hpp"
+
+#include <gnutls/crypto.h>
+#include <ngtcp2/ngtcp2_crypto_gnutls.h>
+
+#include <exception>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+
+#include "transport/tls/gnutls_common.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+constexpr std::string_view doq_alpn = "doq";  // RFC 9250, section 4.1
+
+// The ClientHello has been read and ALPN negotiated: GNUTLS_ALPN_MANDATORY only refuses a
+// client that offers other protocols, so one that offers none is refused here (RFC 9250,
+// section 4.1.1: the "doq" token is what says the client speaks DoQ).
+int check_alpn(gnutls_session_t session, unsigned int, unsigned int, unsigned int,
+               const gnutls_datum_t*) {
+  gnutls_datum_t selected{nullptr, 0};
+  if (gnutls_alpn_get_selected_protocol(session, &selected) != 0 ||
+      std::string_view(reinterpret_cast<const char*>(selected.data), selected.size) != doq_alpn) {
+    return GNUTLS_E_NO_APPLICATION_PROTOCOL;
+  }
+  return 0;
+}
+
+tls_server_options quic_tls_options(const tls_server_options& tls) {
+  tls_server_options o = tls;
+  // QUIC carries TLS 1.3 only (RFC 9001, section 4.2) and forbids the middlebox
+  // compatibility mode's ChangeCipherSpec (section 8.4).
+  o.min_version = tls_version::v1_3;
+  o.max_version = tls_version::v1_3;
+  o.priority =
+      (o.priority.empty() ? std::string("NORMAL") : o.priority) + ":%DISABLE_TLS13_COMPAT_MODE";
+  o.session_tickets = true;
+  return o;
+}
+
+}  // namespace
+
+doq_context::doq_context(const tls_server_options& tls, bool early_data)
+    : setup_(load_gnutls_server_setup(quic_tls_options(tls))),
+      early_data_(early_data),
+      renew_tickets_(tls.renew_tickets) {
+  if (gnutls_rnd(GNUTLS_RND_KEY, static_secret_.data(), static_secret_.size()) != 0) {
+    throw setup_error("cannot draw the DNS-over-QUIC stateless reset secret from GnuTLS");
+  }
+  if (const int result = gnutls_anti_replay_init(&anti_replay_); result < 0) {
+    throw setup_error(
+        fmt::format("cannot set up the 0-RTT anti-replay check: {}", gnutls_strerror(result)));
+  }
+  gnutls_anti_replay_set_add_function(anti_replay_, &doq_context::remember);
+  gnutls_anti_replay_set_ptr(anti_replay_, this);
+}
+
+doq_context::~doq_context() {
+  gnutls_anti_replay_deinit(anti_replay_);
+}
+
+int doq_context::remember(void* self, std::time_t expires, const gnutls_datum_t* key,
+                          const gnutls_datum_t*) {
+  auto& context = *static_cast<doq_context*>(self);
+  const std::time_t now = std::time(nullptr);
+  // Expired entries go in bulk once the table has grown, so a busy responder does not scan
+  // it on every handshake.
+  if (context.seen_.size() >= 4096) {
+    std::erase_if(context.seen_, [now](const auto& entry) { return entry.second < now; });
+  }
+  std::string k(reinterpret_cast<const char*>(key->data), key->size);
+  const auto [where, added] = context.seen_.try_emplace(std::move(k), expires);
+  if (!added) {
+    if (where->second >= now) return GNUTLS_E_DB_ENTRY_EXISTS;
+    where->second = expires;
+  }
+  return 0;
+}
+
+gnutls_session_t doq_context::new_session(ngtcp2_crypto_conn_ref* ref) const {
+  unsigned int flags = GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET | GNUTLS_NO_END_OF_EARLY_DATA;
+  if (early_data_) flags |= GNUTLS_ENABLE_EARLY_DATA;
+  gnutls_session_t session = nullptr;
+  if (gnutls_init(&session, flags) < 0) return nullptr;
+  gnutls_datum_t alpn{reinterpret_cast<unsigned char*>(const_cast<char*>(doq_alpn.data())),
+                      static_cast<unsigned int>(doq_alpn.size())};
+  bool ok = true;
+  try {
+    setup_->apply(session);
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  ok = ok && gnutls_session_ticket_enable_server(session, setup_->ticket_key()) == 0 &&
+       ngtcp2_crypto_gnutls_configure_server_session(session) == 0 &&
+       gnutls_alpn_set_protocols(session, &alpn, 1,
+                                 GNUTLS_ALPN_MANDATORY | GNUTLS_ALPN_SERVER_PRECEDENCE) == 0;
+  if (!ok) {
+    gnutls_deinit(session);
+    return nullptr;
+  }
+  gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_POST,
+                                     check_alpn);
+  if (early_data_) {
+    gnutls_anti_replay_enable(session, anti_replay_);
+    // RFC 9001, section 4.6.1: a ticket that allows 0-RTT says so with 0xffffffff; QUIC's own
+    // flow control limits what the client sends.
+    gnutls_record_set_max_early_data_size(session, 0xffffffffu);
+  }
+  gnutls_session_set_ptr(session, ref);
+  return session;
+}
+
+}  // namespace dnstransport::detail

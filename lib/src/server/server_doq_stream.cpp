@@ -1,0 +1,135 @@
+// The query I/O of a DoQ connection (server_doq_connection.hpp): stream data in, one query
+// per stream checked against its length and answered, resets for streams that are no
+// query, and the stream callbacks that keep flow control and the stream limit moving. The
+// connection's life cycle is server_doq_connection.cpp.
+
+#include "server/server_doq_connection.hpp"
+
+#include <exception>
+
+#include "server/responder.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+std::uint16_t read16(const std::uint8_t* p) {
+  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+
+}  // namespace
+
+int doq_connection::on_stream_data(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id,
+                                   std::uint64_t, const std::uint8_t* data, std::size_t size,
+                                   void* user_data, void*) {
+  auto& self = *static_cast<doq_connection*>(user_data);
+  try {
+    self.receive(stream_id, (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0, {data, size});
+  } catch (const std::exception&) {
+    return NGTCP2_ERR_CALLBACK_FAILURE;
+  }
+  ngtcp2_conn_extend_max_stream_offset(conn, stream_id, size);
+  ngtcp2_conn_extend_max_offset(conn, size);
+  return 0;
+}
+
+int doq_connection::on_stream_close(ngtcp2_conn* conn, std::uint32_t, std::int64_t stream_id,
+                                    std::uint64_t, void* user_data, void*) {
+  auto& self = *static_cast<doq_connection*>(user_data);
+  if (const auto found = self.streams_.find(stream_id); found != self.streams_.end()) {
+    if (found->second->queued) std::erase(self.send_queue_, found->second.get());
+    self.streams_.erase(found);
+  }
+  if (ngtcp2_is_bidi_stream(stream_id) != 0 && ngtcp2_conn_is_local_stream(conn, stream_id) == 0) {
+    ngtcp2_conn_extend_max_streams_bidi(conn, 1);
+  }
+  return 0;
+}
+
+int doq_connection::on_stream_reset(ngtcp2_conn*, std::int64_t stream_id, std::uint64_t,
+                                    std::uint64_t, void* user_data, void*) {
+  auto& self = *static_cast<doq_connection*>(user_data);
+  try {
+    auto& slot = self.streams_[stream_id];
+    if (!slot) {
+      slot = std::make_unique<stream>();
+      slot->id = stream_id;
+    }
+    // The client gave up on the query before it was complete: RFC 9250, section 4.3.
+    if (!slot->failed && slot->out.empty()) self.fail_stream(*slot, doq_request_cancelled);
+  } catch (const std::exception&) {
+    return NGTCP2_ERR_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+int doq_connection::on_extend_max_stream_data(ngtcp2_conn*, std::int64_t stream_id, std::uint64_t,
+                                              void* user_data, void*) {
+  auto& self = *static_cast<doq_connection*>(user_data);
+  const auto found = self.streams_.find(stream_id);
+  if (found == self.streams_.end()) return 0;
+  stream& s = *found->second;
+  if (!s.queued && !s.failed && s.sent < s.out.size()) {
+    try {
+      self.send_queue_.push_back(&s);
+    } catch (const std::exception&) {
+      return NGTCP2_ERR_CALLBACK_FAILURE;
+    }
+    s.queued = true;
+  }
+  return 0;
+}
+
+void doq_connection::receive(std::int64_t stream_id, bool fin, std::span<const std::uint8_t> data) {
+  auto& slot = streams_[stream_id];
+  if (!slot) {
+    slot = std::make_unique<stream>();
+    slot->id = stream_id;
+  }
+  stream& s = *slot;
+  if (s.failed || !s.out.empty()) return;
+  s.in.insert(s.in.end(), data.begin(), data.end());
+  const std::size_t expected = s.in.size() >= 2 ? 2 + read16(s.in.data()) : 0;
+  // More than the length announces, or FIN before it is all there: not one DNS message.
+  if ((expected != 0 && s.in.size() > expected) || (fin && s.in.size() != expected)) {
+    thread_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
+    fail_stream(s, doq_protocol_error);
+    return;
+  }
+  if (fin) answer(s);
+}
+
+void doq_connection::answer(stream& s) {
+  const std::span<const std::uint8_t> query = std::span<const std::uint8_t>(s.in).subspan(2);
+  s.out.resize(2 + query.size() + answer_overhead);
+  // The answer keeps the query's DNS id, which a DoQ client sets to 0 (RFC 9250,
+  // section 4.2.1).
+  const std::size_t size =
+      build_answer(query, thread_.options().mode, std::span<std::uint8_t>(s.out).subspan(2));
+  if (size == 0) {
+    s.out.clear();
+    thread_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
+    fail_stream(s, doq_protocol_error);
+    return;
+  }
+  s.out[0] = static_cast<std::uint8_t>(size >> 8);
+  s.out[1] = static_cast<std::uint8_t>(size);
+  s.out.resize(2 + size);
+  s.in = {};
+  send_queue_.push_back(&s);
+  s.queued = true;
+  thread_.counters.doq_queries.fetch_add(1, std::memory_order_relaxed);
+}
+
+void doq_connection::fail_stream(stream& s, std::uint64_t error) {
+  s.failed = true;
+  s.in = {};
+  pending_resets_.emplace_back(s.id, error);
+}
+
+void doq_connection::apply_resets() {
+  for (const auto& [id, error] : pending_resets_) ngtcp2_conn_shutdown_stream(conn_, id, error);
+  pending_resets_.clear();
+}
+
+}  // namespace dnstransport::detail
