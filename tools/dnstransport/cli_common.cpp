@@ -52,12 +52,13 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "`report` names the result by it (by the file name when absent)");
   if (with_axes) {
     app.add_option("--transport", o.transport,
-                   "udp, tcp, tls (DNS over TLS, port 853) or doh (DNS over HTTPS on HTTP/2, "
-                   "port 443)")
+                   "udp, tcp, tls (DNS over TLS, port 853), doh (DNS over HTTPS on HTTP/2, "
+                   "port 443) or doq (DNS over QUIC, UDP port 853)")
         ->capture_default_str();
-    app.add_option("--queries-per-connection", o.queries_per_connection,
-                   "tcp/tls: queries answered on a connection before it is replaced; 1 = a new "
-                   "connection per query, 'unlimited' keeps it")
+    app.add_option(
+           "--queries-per-connection", o.queries_per_connection,
+           "tcp/tls/doh/doq: queries answered on a connection before it is replaced; 1 = a new "
+           "connection per query, 'unlimited' keeps it")
         ->capture_default_str();
     app.add_option("--clients", o.clients, "Concurrent clients; each has its own socket")
         ->capture_default_str();
@@ -103,13 +104,17 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_flag("--dnssec-ok", o.dnssec_ok, "Set the DO bit (implies --edns)");
   app.add_option("--edns-payload", o.edns_payload, "EDNS0 UDP payload size")->capture_default_str();
   app.add_flag("--no-rd", o.no_rd, "Clear the RD (recursion desired) bit in generated queries");
-  app.add_option("--tls-backend", o.tls_backend, "TLS library for tls and doh: openssl or gnutls")
-      ->capture_default_str();
+  app.add_option("--tls-backend", o.tls_backend,
+                 "TLS library for tls and doh: openssl (default) or gnutls; doq runs on gnutls "
+                 "only");
   app.add_option("--tls-version", o.tls_version, "Pin the TLS version: 1.2 or 1.3");
   app.add_option("--tls-min-version", o.tls_min_version, "Lowest TLS version offered");
   app.add_option("--tls-max-version", o.tls_max_version, "Highest TLS version offered");
   app.add_flag("--tls-resume", o.tls_resume,
                "Resume TLS sessions (tickets) when a client reconnects");
+  app.add_flag("--early-data", o.early_data,
+               "doq, with --tls-resume: send the first queries of a resumed connection in 0-RTT "
+               "(refused 0-RTT queries are sent again after the handshake, counted once)");
   app.add_option("--sni", o.sni, "TLS server name (SNI, and the name verified)");
   app.add_option("--alpn", o.alpn, "tls: ALPN protocol offered ('' for none); doh always offers h2")
       ->capture_default_str();
@@ -140,7 +145,8 @@ load_spec make_load_spec(const run_options& o) {
   spec.label = o.label;
   const auto transport = parse_transport(o.transport);
   if (!transport) {
-    throw setup_error(fmt::format("--transport: \"{}\" is not one of udp, tcp, tls", o.transport));
+    throw setup_error(
+        fmt::format("--transport: \"{}\" is not one of udp, tcp, tls, doh, doq", o.transport));
   }
   spec.transport = *transport;
   if (!o.server.empty()) {
@@ -199,7 +205,10 @@ load_spec make_load_spec(const run_options& o) {
       o.queries_file.empty() ? default_queries(query)
                              : load_query_file(o.queries_file, format, query));
 
-  const auto backend = parse_tls_backend(o.tls_backend);
+  const std::string backend_name = !o.tls_backend.empty()                  ? o.tls_backend
+                                   : traits_of(spec.transport).gnutls_only ? "gnutls"
+                                                                           : "openssl";
+  const auto backend = parse_tls_backend(backend_name);
   if (!backend) {
     throw setup_error(fmt::format("--tls-backend: \"{}\" is not openssl or gnutls", o.tls_backend));
   }
@@ -214,6 +223,7 @@ load_spec make_load_spec(const run_options& o) {
     spec.tls.max_version = version_or_throw(o.tls_max_version, "--tls-max-version");
   }
   spec.tls.resume = o.tls_resume;
+  spec.tls.early_data = o.early_data;
   spec.tls.server_name = o.sni;
   spec.tls.alpn.clear();
   if (!o.alpn.empty()) spec.tls.alpn.push_back(o.alpn);
@@ -250,8 +260,9 @@ std::unique_ptr<server> start_builtin_server(const run_options& o, load_spec& sp
       }
     }
   }
-  const std::string backend_name =
-      o.server_tls_backend.empty() ? o.tls_backend : o.server_tls_backend;
+  const std::string backend_name = !o.server_tls_backend.empty() ? o.server_tls_backend
+                                   : !o.tls_backend.empty()      ? o.tls_backend
+                                                                 : "openssl";
   const auto backend = parse_tls_backend(backend_name);
   if (!backend) {
     throw setup_error(
@@ -264,6 +275,7 @@ std::unique_ptr<server> start_builtin_server(const run_options& o, load_spec& sp
     if (t == transport_kind::tcp) s.tcp = loopback;
     if (t == transport_kind::tls) s.tls = loopback;
     if (t == transport_kind::doh) s.doh = loopback;
+    if (t == transport_kind::doq) s.doq = loopback;
   }
   s.doh_path = spec.doh_path;
   auto responder = std::make_unique<server>(s);

@@ -63,11 +63,12 @@ struct run_options {
   unsigned edns_payload = 1232;
   bool no_rd = false;
   // TLS.
-  std::string tls_backend = "openssl";
+  std::string tls_backend;  // empty: openssl, or gnutls for a transport that needs it (doq)
   std::string tls_version;
   std::string tls_min_version;
   std::string tls_max_version;
   bool tls_resume = false;
+  bool early_data = false;
   std::string sni;
   std::string alpn = "dot";
   std::string doh_path = "/dns-query";

@@ -16,10 +16,21 @@ namespace dnstransport::cli {
 
 namespace {
 
+// Every transport this build has, the default grid.
+std::string default_transports() {
+  std::string list;
+  for (const transport_traits& t : all_transports()) {
+    if (!t.compiled) continue;
+    if (!list.empty()) list += ',';
+    list += t.name;
+  }
+  return list;
+}
+
 // The sweep's own flags; every `run` flag except the axes comes from run_options.
 struct sweep_flags {
   std::string preset;
-  std::string transports = "udp,tcp,tls,doh";
+  std::string transports = default_transports();
   std::string clients = "1,4,16";
   std::string queries_per_connection = "1,10,100,unlimited";
   unsigned repeats = sweep_plan{}.repeats;
@@ -28,6 +39,7 @@ struct sweep_flags {
   std::string out_dir;
   std::uint16_t tls_port = 0;
   std::uint16_t doh_port = 0;
+  std::uint16_t doq_port = 0;
   std::vector<std::string> targets;
 };
 
@@ -90,7 +102,7 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
   sweep
       .add_option("--transports", f.transports,
                   "Transports to sweep: udp, tcp, tls, tls-openssl, tls-gnutls, doh, doh-openssl, "
-                  "doh-gnutls (tls and doh use --tls-backend)")
+                  "doh-gnutls, doq (tls and doh use --tls-backend; doq always runs on gnutls)")
       ->capture_default_str();
   sweep.add_option("--clients", f.clients, "Client counts to sweep, e.g. 1,2,4,8,16")
       ->capture_default_str();
@@ -110,13 +122,17 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
   sweep.add_option("--tls-port", f.tls_port,
                    "With --server: port of its DNS-over-TLS listener (default 853, or the --server "
                    "port when every transport is tls)");
-  sweep.add_option("--target", f.targets,
-                   "NAME=HOST[:PORT][,tls=PORT][,doh=PORT]: a server to measure (repeat it for "
-                   "several); each point is run against every target in turn, and the report "
-                   "compares them. Instead of --server");
+  sweep.add_option(
+      "--target", f.targets,
+      "NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT]: a server to measure (repeat it for "
+      "several); each point is run against every target in turn, and the report "
+      "compares them. Instead of --server");
   sweep.add_option("--doh-port", f.doh_port,
                    "With --server: port of its DNS-over-HTTPS listener (default 443, or the "
                    "--server port when every transport is doh)");
+  sweep.add_option("--doq-port", f.doq_port,
+                   "With --server: UDP port of its DNS-over-QUIC listener (default 853, or the "
+                   "--server port when every transport is doq)");
 }
 
 sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_flags& f,
@@ -146,10 +162,10 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
   if (use("--pause")) plan.pause_seconds = f.pause;
   if (!f.targets.empty()) {
     if (!o.server.empty()) throw setup_error("--target and --server: give one or the other");
-    if (f.tls_port != 0 || f.doh_port != 0) {
+    if (f.tls_port != 0 || f.doh_port != 0 || f.doq_port != 0) {
       throw setup_error(
-          "--tls-port and --doh-port apply to --server; give a --target its ports as "
-          "NAME=HOST:PORT,tls=PORT,doh=PORT");
+          "--tls-port, --doh-port and --doq-port apply to --server; give a --target its ports as "
+          "NAME=HOST:PORT,tls=PORT,doh=PORT,doq=PORT");
     }
     for (const auto& text : f.targets) plan.targets.push_back(parse_sweep_target(text));
     plan.base.server = plan.targets.front().server;
@@ -165,6 +181,7 @@ std::unique_ptr<server> set_target(sweep_plan& plan, const run_options& o, const
   if (o.server.empty()) {
     if (f.tls_port != 0) throw setup_error("--tls-port applies to a --server only");
     if (f.doh_port != 0) throw setup_error("--doh-port applies to a --server only");
+    if (f.doq_port != 0) throw setup_error("--doq-port applies to a --server only");
     std::vector<transport_kind> kinds;
     for (const auto& t : plan.transports) {
       if (std::find(kinds.begin(), kinds.end(), t.transport) == kinds.end()) {
@@ -173,7 +190,8 @@ std::unique_ptr<server> set_target(sweep_plan& plan, const run_options& o, const
     }
     auto responder = start_builtin_server(o, plan.base, kinds);
     plan.ports = {responder->port(transport_kind::udp), responder->port(transport_kind::tcp),
-                  responder->port(transport_kind::tls), responder->port(transport_kind::doh)};
+                  responder->port(transport_kind::tls), responder->port(transport_kind::doh),
+                  responder->port(transport_kind::doq)};
     plan.target_description =
         fmt::format("built-in responder in this process, {} thread{}, {} mode", o.server_threads,
                     o.server_threads == 1 ? "" : "s", o.server_mode);
@@ -190,6 +208,8 @@ std::unique_ptr<server> set_target(sweep_plan& plan, const run_options& o, const
       f.tls_port != 0 ? f.tls_port : (only(transport_kind::tls) && given != 0 ? given : 853);
   plan.ports.doh =
       f.doh_port != 0 ? f.doh_port : (only(transport_kind::doh) && given != 0 ? given : 443);
+  plan.ports.doq =
+      f.doq_port != 0 ? f.doq_port : (only(transport_kind::doq) && given != 0 ? given : 853);
   return nullptr;
 }
 

@@ -119,15 +119,48 @@ struct connection_stats {
   std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
   std::uint64_t fastopen_data_in_syn = 0;  ///< connections whose first query rode in the SYN
   std::uint64_t goaway = 0;                ///< DoH: connections the server ended with HTTP/2 GOAWAY
+  ///< (DoQ: `opened` counts completed QUIC handshakes; how the server ended them is in
+  ///< run_result::quic.closes)
   /// Failures by cause: errno name for connects ("ECONNREFUSED"), TLS failure kind
   /// ("tls_certificate") for handshakes.
   std::map<std::string, std::uint64_t> failures;
   std::string first_failure;  ///< the first failure's full message, for the user
 };
 
+/// QUIC connection figures (DoQ), for connections whose set-up began after the warm-up.
+struct quic_stats {
+  std::uint64_t early_data_offered = 0;   ///< connections that sent queries in 0-RTT
+  std::uint64_t early_data_accepted = 0;  ///< ... whose 0-RTT the server accepted
+  std::uint64_t early_data_rejected = 0;  ///< ... whose 0-RTT the server refused
+  std::uint64_t queries_in_early_data = 0;
+  /// Queries of refused 0-RTT sent again once the handshake was done (each counted once).
+  std::uint64_t queries_resent = 0;
+  std::uint64_t retries = 0;              ///< Retry packets (address validation) followed
+  std::uint64_t version_negotiation = 0;  ///< Version Negotiation answers (no common version)
+  std::uint64_t stateless_resets = 0;
+  std::uint64_t stray_packets = 0;  ///< datagrams that belonged to no connection
+  /// How established connections were ended by the other side: the server's
+  /// CONNECTION_CLOSE code ("DOQ_NO_ERROR", "PROTOCOL_VIOLATION"), "stateless_reset" or
+  /// "idle_timeout".
+  std::map<std::string, std::uint64_t> closes;
+  std::uint64_t packets_sent = 0;
+  std::uint64_t packets_received = 0;
+  /// ngtcp2's loss recovery: packets carrying query data declared lost (and sent again),
+  /// and probe timeouts, summed over connections.
+  std::uint64_t stream_packets_lost = 0;
+  std::uint64_t probe_timeouts = 0;
+  /// ngtcp2's path estimates as each connection ended, over the connections with an RTT
+  /// sample: mean smoothed RTT, lowest RTT seen, mean congestion window.
+  std::uint64_t rtt_samples = 0;
+  double smoothed_rtt_ms = 0;
+  double min_rtt_ms = 0;
+  double mean_cwnd_bytes = 0;
+};
+
 /// Everything measured in one load. Every query sent after the warm-up ends in exactly one
 /// of: responses_received, truncated, oversized, lost, lost_on_close, malformed, mismatched,
-/// http_failed, abandoned. Connection figures count only connections opened after the warm-up.
+/// http_failed, quic_failed, abandoned. Connection figures count only connections opened after the
+/// warm-up.
 struct run_result {
   // What was run.
   std::string label;  ///< load_spec::label
@@ -160,6 +193,13 @@ struct run_result {
   /// content-length), "no_status" (no valid :status), "stream_error" (the stream closed before
   /// its response ended), "body_too_large".
   std::map<std::string, std::uint64_t> http_failures;
+  /// DoQ: the query's stream failed above DNS; by cause in quic_failures.
+  std::uint64_t quic_failed = 0;
+  /// quic_failed by cause: "stream_reset_DOQ_PROTOCOL_ERROR" (the server reset the stream
+  /// with that code), "length_mismatch" (the stream ended without exactly one message of
+  /// its 2-octet length), "no_answer" (FIN with fewer than 2 octets), "answer_too_long",
+  /// "stream_closed_<code>" (the stream closed without an answer or reset).
+  std::map<std::string, std::uint64_t> quic_failures;
   /// TC answers whose query was retried over TCP (tc_retry_tcp); each retry then ends in
   /// one of the buckets above, not in `truncated`.
   std::uint64_t tc_retried = 0;
@@ -186,6 +226,7 @@ struct run_result {
   latency_histogram handshake_latency;  ///< TLS handshake, after TCP connect
 
   connection_stats connections;
+  quic_stats quic;  ///< DoQ only
   std::uint64_t handshakes_full = 0;
   std::uint64_t handshakes_resumed = 0;
 

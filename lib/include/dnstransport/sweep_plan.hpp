@@ -50,6 +50,7 @@ struct sweep_ports {
   std::uint16_t tcp = 53;
   std::uint16_t tls = 853;
   std::uint16_t doh = 443;
+  std::uint16_t doq = 853;  ///< UDP, beside DoT's TCP 853
 
   /// The port for `transport`.
   std::uint16_t of(transport_kind transport) const noexcept;
@@ -67,8 +68,9 @@ struct sweep_target {
   friend bool operator==(const sweep_target&, const sweep_target&) = default;
 };
 
-/// Parses `NAME=HOST[:PORT][,tls=PORT][,doh=PORT]`: UDP and TCP on PORT (53), DNS over TLS
-/// on the tls port (853) and DNS over HTTPS on the doh port (443). Throws setup_error naming
+/// Parses `NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT]`: UDP and TCP on PORT (53), DNS
+/// over TLS on the tls port (853), DNS over HTTPS on the doh port (443) and DNS over QUIC on
+/// the doq port (UDP 853). Throws setup_error naming
 /// --target and the text for an empty name, a bad address or port, or an unknown key.
 sweep_target parse_sweep_target(std::string_view text);
 

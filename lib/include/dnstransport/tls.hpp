@@ -45,6 +45,9 @@ struct tls_client_options {
   std::filesystem::path ca_file;           ///< trust anchors (PEM) when verifying
   std::string priority;  ///< OpenSSL cipher list (TLS 1.2) / GnuTLS priority string, as given
   bool resume = false;   ///< reuse the last session of the same client on reconnect
+  /// DoQ: with resume, send the first queries of a resumed connection in 0-RTT (early data)
+  /// when the server's ticket allows it.
+  bool early_data = false;
 };
 
 /// How the built-in responder's TLS listener behaves.

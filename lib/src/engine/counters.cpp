@@ -20,6 +20,8 @@ void query_counters::merge(const query_counters& o) {
   oversized += o.oversized;
   http_failed += o.http_failed;
   for (const auto& [cause, n] : o.http_failures) http_failures[cause] += n;
+  quic_failed += o.quic_failed;
+  for (const auto& [cause, n] : o.quic_failures) quic_failures[cause] += n;
   tc_retried += o.tc_retried;
   tc_retry_answered += o.tc_retry_answered;
   for (std::size_t i = 0; i < rcodes.size(); ++i) rcodes[i] += o.rcodes[i];
@@ -56,6 +58,28 @@ void connection_counters::merge(const connection_counters& o) {
   first_query_latency.merge(o.first_query_latency);
   connect_latency.merge(o.connect_latency);
   handshake_latency.merge(o.handshake_latency);
+}
+
+void quic_counters::merge(const quic_counters& o) {
+  early_data_offered += o.early_data_offered;
+  early_data_accepted += o.early_data_accepted;
+  early_data_rejected += o.early_data_rejected;
+  queries_in_early_data += o.queries_in_early_data;
+  queries_resent += o.queries_resent;
+  retries += o.retries;
+  version_negotiation += o.version_negotiation;
+  stateless_resets += o.stateless_resets;
+  stray_packets += o.stray_packets;
+  for (const auto& [code, n] : o.closes) closes[code] += n;
+  packets_sent += o.packets_sent;
+  packets_received += o.packets_received;
+  stream_packets_lost += o.stream_packets_lost;
+  probe_timeouts += o.probe_timeouts;
+  rtt_samples += o.rtt_samples;
+  smoothed_rtt_ns_sum += o.smoothed_rtt_ns_sum;
+  if (o.min_rtt_ns != 0 && (min_rtt_ns == 0 || o.min_rtt_ns < min_rtt_ns))
+    min_rtt_ns = o.min_rtt_ns;
+  cwnd_sum += o.cwnd_sum;
 }
 
 }  // namespace dnstransport::detail

@@ -14,7 +14,7 @@ namespace dnstransport::detail {
 
 // Per query, kept by client_base for every transport. Every query sent after the warm-up
 // ends in exactly one of: responses_received, truncated, oversized, lost, lost_on_close,
-// malformed, mismatched, http_failed, abandoned.
+// malformed, mismatched, http_failed, quic_failed, abandoned.
 struct query_counters {
   std::uint64_t queries_sent = 0;
   std::uint64_t responses_received = 0;
@@ -27,6 +27,8 @@ struct query_counters {
   std::uint64_t oversized = 0;
   std::uint64_t http_failed = 0;
   std::map<std::string, std::uint64_t> http_failures;  // http_failed by cause
+  std::uint64_t quic_failed = 0;
+  std::map<std::string, std::uint64_t> quic_failures;  // quic_failed by cause
   std::uint64_t tc_retried = 0;
   std::uint64_t tc_retry_answered = 0;
   std::array<std::uint64_t, 16> rcodes{};
@@ -65,14 +67,41 @@ struct connection_counters {
   void merge(const connection_counters& other);
 };
 
+// Per QUIC connection (DoQ), for connections whose set-up began after the warm-up.
+struct quic_counters {
+  std::uint64_t early_data_offered = 0;   // connections that sent queries in 0-RTT
+  std::uint64_t early_data_accepted = 0;  // ... whose 0-RTT the server took
+  std::uint64_t early_data_rejected = 0;  // ... whose 0-RTT the server refused
+  std::uint64_t queries_in_early_data = 0;
+  std::uint64_t queries_resent = 0;  // sent in rejected 0-RTT, sent again after the handshake
+  std::uint64_t retries = 0;         // Retry packets (address validation) taken
+  std::uint64_t version_negotiation = 0;
+  std::uint64_t stateless_resets = 0;
+  std::uint64_t stray_packets = 0;              // datagrams no connection took
+  std::map<std::string, std::uint64_t> closes;  // CONNECTION_CLOSE from the server, by code
+  std::uint64_t packets_sent = 0;
+  std::uint64_t packets_received = 0;
+  std::uint64_t stream_packets_lost = 0;  // packets with query data declared lost (ngtcp2)
+  std::uint64_t probe_timeouts = 0;       // PTOs (ngtcp2's pto_count), summed over connections
+  // Sampled as each connection ends, over the connections that had an RTT sample.
+  std::uint64_t rtt_samples = 0;
+  std::uint64_t smoothed_rtt_ns_sum = 0;
+  std::uint64_t min_rtt_ns = 0;  // 0: none
+  std::uint64_t cwnd_sum = 0;
+
+  void merge(const quic_counters& other);
+};
+
 // Everything one worker counts.
 struct counters {
   query_counters queries;
   connection_counters connections;
+  quic_counters quic;
 
   void merge(const counters& other) {
     queries.merge(other.queries);
     connections.merge(other.connections);
+    quic.merge(other.quic);
   }
 };
 

@@ -154,14 +154,15 @@ client_base::completion client_base::on_answer(std::uint16_t id,
   return s == nullptr ? completion{} : complete(*s, message, now, wire_id, false);
 }
 
-void client_base::fail_exchange(std::uint16_t id, std::uint64_t now,
-                                std::string_view cause) noexcept {
+void client_base::fail_exchange(std::uint16_t id, std::uint64_t now, std::string_view cause,
+                                exchange_layer layer) noexcept {
   slot_table::slot* s = in_flight(id, now);
   if (s == nullptr) return;
   if (s->counted) {
-    ++counts().http_failed;
+    const bool quic = layer == exchange_layer::quic;
+    ++(quic ? counts().quic_failed : counts().http_failed);
     try {
-      ++counts().http_failures[std::string(cause)];
+      ++(quic ? counts().quic_failures : counts().http_failures)[std::string(cause)];
     } catch (...) {  // out of memory: the total still counts it
     }
   }

@@ -120,8 +120,11 @@ class client_base {
   completion on_answer(std::uint16_t id, std::span<const std::uint8_t> message, std::uint64_t now,
                        std::uint16_t wire_id) noexcept;
   // The exchange of the query with `id` failed above DNS (an HTTP status other than 200, a
-  // reset stream): counted in http_failed under `cause` ("status_404", "stream_reset").
-  void fail_exchange(std::uint16_t id, std::uint64_t now, std::string_view cause) noexcept;
+  // reset stream): counted in http_failed (or, for `quic`, quic_failed) under `cause`
+  // ("status_404", "stream_reset").
+  enum class exchange_layer { http, quic };
+  void fail_exchange(std::uint16_t id, std::uint64_t now, std::string_view cause,
+                     exchange_layer layer = exchange_layer::http) noexcept;
   // The query with `id` was never processed (HTTP/2 GOAWAY, refused stream): lost on close.
   void lose_on_close(std::uint16_t id) noexcept;
 
@@ -143,6 +146,7 @@ class client_base {
   const run_plan& plan() const noexcept;
   query_counters& counts() noexcept;
   connection_counters& connections() noexcept;
+  quic_counters& quic() noexcept;
 
   // Ends a query: frees its slot and its question.
   void release(slot_table::slot& s, slot_table::past outcome) noexcept;
@@ -245,6 +249,9 @@ inline query_counters& client_base::counts() noexcept {
 }
 inline connection_counters& client_base::connections() noexcept {
   return owner_.shard().connections;
+}
+inline quic_counters& client_base::quic() noexcept {
+  return owner_.shard().quic;
 }
 inline bool client_base::measuring(std::uint64_t now) const noexcept {
   return now >= owner_.plan().measure_start_ns;

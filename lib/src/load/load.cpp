@@ -167,6 +167,8 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.oversized = q.oversized;
   r.http_failed = q.http_failed;
   r.http_failures = q.http_failures;
+  r.quic_failed = q.quic_failed;
+  r.quic_failures = q.quic_failures;
   r.tc_retried = q.tc_retried;
   r.tc_retry_answered = q.tc_retry_answered;
   r.rcodes = q.rcodes;
@@ -191,6 +193,29 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.first_query_latency = c.first_query_latency;
   r.connect_latency = c.connect_latency;
   r.handshake_latency = c.handshake_latency;
+  const detail::quic_counters& u = total.quic;
+  quic_stats& out = r.quic;
+  out.early_data_offered = u.early_data_offered;
+  out.early_data_accepted = u.early_data_accepted;
+  out.early_data_rejected = u.early_data_rejected;
+  out.queries_in_early_data = u.queries_in_early_data;
+  out.queries_resent = u.queries_resent;
+  out.retries = u.retries;
+  out.version_negotiation = u.version_negotiation;
+  out.stateless_resets = u.stateless_resets;
+  out.stray_packets = u.stray_packets;
+  out.closes = u.closes;
+  out.packets_sent = u.packets_sent;
+  out.packets_received = u.packets_received;
+  out.stream_packets_lost = u.stream_packets_lost;
+  out.probe_timeouts = u.probe_timeouts;
+  out.rtt_samples = u.rtt_samples;
+  if (u.rtt_samples > 0) {
+    out.smoothed_rtt_ms =
+        static_cast<double>(u.smoothed_rtt_ns_sum) / 1e6 / static_cast<double>(u.rtt_samples);
+    out.mean_cwnd_bytes = static_cast<double>(u.cwnd_sum) / static_cast<double>(u.rtt_samples);
+  }
+  out.min_rtt_ms = static_cast<double>(u.min_rtt_ns) / 1e6;
 }
 
 }  // namespace
@@ -235,6 +260,21 @@ void validate(const load_spec& spec) {
       throw setup_error(fmt::format("TLS backend {} is not compiled into this build",
                                     tls_backend_name(spec.tls.backend)));
     }
+  }
+  if (traits.gnutls_only && spec.tls.backend != tls_backend::gnutls) {
+    throw setup_error(fmt::format(
+        "--tls-backend {}: {} runs on GnuTLS only (ngtcp2's crypto helper; Debian's OpenSSL 3.0 "
+        "has no QUIC API): leave --tls-backend out or give gnutls",
+        tls_backend_name(spec.tls.backend), traits.name));
+  }
+  if (spec.transport == transport_kind::doq && spec.tls.max_version == tls_version::v1_2) {
+    throw setup_error("--tls-version/--tls-max-version 1.2: QUIC carries TLS 1.3 only");
+  }
+  if (spec.tls.early_data && spec.transport != transport_kind::doq) {
+    throw setup_error("--early-data applies to --transport doq");
+  }
+  if (spec.tls.early_data && !spec.tls.resume) {
+    throw setup_error("--early-data needs --tls-resume (0-RTT rides on a resumed session)");
   }
   if (spec.queries && spec.queries->empty()) throw setup_error("the query set is empty");
   if (spec.transport == transport_kind::doh &&

@@ -6,7 +6,12 @@
 
 #include <fmt/format.h>
 
+#include <dnstransport/error.hpp>
+
 #include "transport/doh/doh_transport.hpp"
+#if DNSTRANSPORT_HAVE_DOQ
+#include "transport/doq/doq_transport.hpp"
+#endif
 #include "transport/stream/stream_transport.hpp"
 #include "transport/tls/tls_backend.hpp"
 #include "transport/udp/udp_transport.hpp"
@@ -63,12 +68,32 @@ std::unique_ptr<client_transport> make_doh(const load_spec& spec) {
                                          make_tls_connector(make_tls_client_context(tls)));
 }
 
+#if DNSTRANSPORT_HAVE_DOQ
+constexpr bool doq_compiled = true;
+#else
+constexpr bool doq_compiled = false;
+#endif
+
+std::unique_ptr<client_transport> make_doq(const load_spec& spec) {
+#if DNSTRANSPORT_HAVE_DOQ
+  doq_settings doq;
+  doq.queries_per_connection = spec.queries_per_connection;
+  doq.resume = spec.tls.resume;
+  doq.early_data = spec.tls.early_data;
+  return std::make_unique<doq_transport>(doq, spec.tls);
+#else
+  (void)spec;
+  throw setup_error("DNS over QUIC is not compiled into this build (it needs GnuTLS and ngtcp2)");
+#endif
+}
+
 // Register a transport here: its traits, another name it answers to, and its factory.
-const std::array<transport_entry, 4> registry{{
+const std::array<transport_entry, 5> registry{{
     {{transport_kind::udp, "udp", 53, false, false}, "", make_udp},
     {{transport_kind::tcp, "tcp", 53, true, false}, "", make_tcp},
     {{transport_kind::tls, "tls", 853, true, true}, "dot", make_tls},
     {{transport_kind::doh, "doh", 443, true, true}, "https", make_doh},
+    {{transport_kind::doq, "doq", 853, true, true, true, doq_compiled}, "", make_doq},
 }};
 
 const std::array<transport_traits, registry.size()> traits_table = [] {

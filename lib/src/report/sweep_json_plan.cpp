@@ -175,7 +175,8 @@ json::object target_to_json(const sweep_plan& plan) {
            {{"udp", plan.ports.udp},
             {"tcp", plan.ports.tcp},
             {"tls", plan.ports.tls},
-            {"doh", plan.ports.doh}}},
+            {"doh", plan.ports.doh},
+            {"doq", plan.ports.doq}}},
           {"description", plan.target_description}};
 }
 
@@ -186,18 +187,22 @@ void target_from_json(const json::object& o, sweep_plan& plan) {
   plan.ports.tcp = static_cast<std::uint16_t>(count_at(ports, "tcp"));
   plan.ports.tls = static_cast<std::uint16_t>(count_at(ports, "tls"));
   if (ports.contains("doh")) plan.ports.doh = static_cast<std::uint16_t>(count_at(ports, "doh"));
+  if (ports.contains("doq")) plan.ports.doq = static_cast<std::uint16_t>(count_at(ports, "doq"));
   plan.target_description = string_at(o, "description");
 }
 
 json::array targets_to_json(const sweep_plan& plan) {
   json::array out;
   for (const auto& t : plan.targets) {
-    out.emplace_back(json::object{
-        {"name", t.name},
-        {"server", t.server},
-        {"ports",
-         {{"udp", t.ports.udp}, {"tcp", t.ports.tcp}, {"tls", t.ports.tls}, {"doh", t.ports.doh}}},
-        {"description", t.description}});
+    out.emplace_back(json::object{{"name", t.name},
+                                  {"server", t.server},
+                                  {"ports",
+                                   {{"udp", t.ports.udp},
+                                    {"tcp", t.ports.tcp},
+                                    {"tls", t.ports.tls},
+                                    {"doh", t.ports.doh},
+                                    {"doq", t.ports.doq}}},
+                                  {"description", t.description}});
   }
   return out;
 }
@@ -215,6 +220,7 @@ void targets_from_json(const json::value& targets, sweep_plan& plan) {
     t.ports.tcp = static_cast<std::uint16_t>(count_at(ports, "tcp"));
     t.ports.tls = static_cast<std::uint16_t>(count_at(ports, "tls"));
     t.ports.doh = static_cast<std::uint16_t>(count_at(ports, "doh"));
+    if (ports.contains("doq")) t.ports.doq = static_cast<std::uint16_t>(count_at(ports, "doq"));
     t.description = string_at(o, "description");
     plan.targets.push_back(std::move(t));
   }

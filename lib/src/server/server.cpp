@@ -161,6 +161,8 @@ std::uint16_t server::port(transport_kind transport) const noexcept {
       return tls_port();
     case transport_kind::doh:
       return doh_port();
+    case transport_kind::doq:
+      return doq_port();
   }
   return 0;
 }

@@ -278,7 +278,11 @@ bool doq_connection::write() {
   }
   if (count > 0) listener_.send({packets.data(), count});
   if (broken) return close(error);
-  ngtcp2_conn_update_pkt_tx_time(conn_, now);
+  // Pacing starts with the first RTT sample: ngtcp2 would otherwise space the first flight by
+  // the 333 ms initial RTT (RFC 9002) and answer a client's Finished ~20 ms late.
+  ngtcp2_conn_stat stat;
+  ngtcp2_conn_get_conn_stat(conn_, &stat);
+  if (stat.first_rtt_sample_ts != UINT64_MAX) ngtcp2_conn_update_pkt_tx_time(conn_, now);
   return true;
 }
 

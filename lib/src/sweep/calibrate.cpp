@@ -42,6 +42,9 @@ std::vector<calibration_result> calibrate(const calibration_options& options) {
       case transport_kind::doh:
         responder_options.doh = loopback;
         break;
+      case transport_kind::doq:
+        responder_options.doq = loopback;
+        break;
     }
     server responder(responder_options);
 

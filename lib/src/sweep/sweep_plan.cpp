@@ -75,11 +75,18 @@ std::vector<sweep_transport> parse_sweep_transports(std::string_view list,
     if (!kind) {
       throw setup_error(fmt::format(
           "--transports: \"{}\" is not one of udp, tcp, tls, tls-openssl, tls-gnutls, doh, "
-          "doh-openssl, doh-gnutls",
+          "doh-openssl, doh-gnutls, doq",
           item));
     }
     t.transport = *kind;
-    if (traits_of(t.transport).has_tls) {
+    if (traits_of(t.transport).gnutls_only) {
+      t.backend = tls_backend::gnutls;
+      if (dash != std::string_view::npos && item.substr(dash + 1) != "gnutls") {
+        throw setup_error(fmt::format(
+            "--transports: \"{}\": {} runs on GnuTLS only (Debian's OpenSSL 3.0 has no QUIC API)",
+            item, traits_of(t.transport).name));
+      }
+    } else if (traits_of(t.transport).has_tls) {
       t.backend = default_backend;
       if (dash != std::string_view::npos) {
         t.backend = parse_tls_backend(item.substr(dash + 1));
@@ -135,6 +142,8 @@ std::uint16_t sweep_ports::of(transport_kind transport) const noexcept {
       return tls;
     case transport_kind::doh:
       return doh;
+    case transport_kind::doq:
+      return doq;
   }
   return 0;
 }
@@ -143,8 +152,11 @@ void apply_preset(sweep_plan& plan, std::string_view name) {
   const sweep_transport tcp{transport_kind::tcp, std::nullopt};
   const sweep_transport tls{transport_kind::tls, plan.base.tls.backend};
   const sweep_transport doh{transport_kind::doh, plan.base.tls.backend};
+  const sweep_transport doq{transport_kind::doq, tls_backend::gnutls};
+  const bool with_doq = traits_of(transport_kind::doq).compiled;
   if (name == "load") {
     plan.transports = {{transport_kind::udp, std::nullopt}, tcp, tls, doh};
+    if (with_doq) plan.transports.push_back(doq);
     plan.clients = {1, 2, 4, 8, 16};
     plan.queries_per_connection = {0};
     plan.repeats = 3;
@@ -152,6 +164,7 @@ void apply_preset(sweep_plan& plan, std::string_view name) {
     plan.pause_seconds = 1;
   } else if (name == "amortization") {
     plan.transports = {tcp, tls, doh};
+    if (with_doq) plan.transports.push_back(doq);
     plan.clients = {8};
     plan.queries_per_connection = {1,   2,    5,    10,   20,    50,    100, 200,
                                    500, 1000, 2000, 5000, 10000, 20000, 0};
@@ -167,7 +180,9 @@ sweep_target parse_sweep_target(std::string_view text) {
   const std::size_t equals = text.find('=');
   if (equals == std::string_view::npos || equals == 0) {
     throw setup_error(fmt::format(
-        "--target: \"{}\" is not NAME=HOST[:PORT][,tls=PORT][,doh=PORT] (a name is needed)", text));
+        "--target: \"{}\" is not NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT] (a name is "
+        "needed)",
+        text));
   }
   sweep_target target;
   target.name = std::string(text.substr(0, equals));
@@ -182,12 +197,16 @@ sweep_target parse_sweep_target(std::string_view text) {
   for (std::size_t i = 1; i < items.size(); ++i) {
     const std::size_t sign = items[i].find('=');
     const std::string_view key = items[i].substr(0, sign);
-    if (sign == std::string_view::npos || (key != "tls" && key != "doh")) {
-      throw setup_error(fmt::format("{}: \"{}\" is not tls=PORT or doh=PORT", flag, items[i]));
+    if (sign == std::string_view::npos || (key != "tls" && key != "doh" && key != "doq")) {
+      throw setup_error(
+          fmt::format("{}: \"{}\" is not tls=PORT, doh=PORT or doq=PORT", flag, items[i]));
     }
     const std::uint64_t port = parse_positive(items[i].substr(sign + 1), flag);
     if (port > 65535) throw setup_error(fmt::format("{}: {} is not a port", flag, port));
-    (key == "tls" ? target.ports.tls : target.ports.doh) = static_cast<std::uint16_t>(port);
+    std::uint16_t& where_to = key == "tls"   ? target.ports.tls
+                              : key == "doh" ? target.ports.doh
+                                             : target.ports.doq;
+    where_to = static_cast<std::uint16_t>(port);
   }
   target.description = std::string(text);
   return target;

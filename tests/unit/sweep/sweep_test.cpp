@@ -125,6 +125,15 @@ TEST(sweep_test, parses_transport_lists) {
             std::string::npos);
   EXPECT_NE(setup_error_of([] { parse_sweep_transports("udp-openssl", tls_backend::openssl); }),
             "no setup_error");
+  // DNS over QUIC runs on GnuTLS whatever the default backend is, and says why OpenSSL cannot.
+  EXPECT_EQ(parse_sweep_transports("doq", tls_backend::openssl),
+            (std::vector<sweep_transport>{{transport_kind::doq, tls_backend::gnutls}}));
+  EXPECT_EQ(parse_sweep_transports("doq-gnutls", tls_backend::openssl).front().backend,
+            tls_backend::gnutls);
+  EXPECT_NE(setup_error_of([] {
+              parse_sweep_transports("doq-openssl", tls_backend::openssl);
+            }).find("runs on GnuTLS only"),
+            std::string::npos);
   EXPECT_NE(setup_error_of([] { parse_sweep_transports("tls-wolfssl", tls_backend::openssl); }),
             "no setup_error");
   EXPECT_NE(setup_error_of([] { parse_sweep_transports("udp,", tls_backend::openssl); }),
@@ -222,12 +231,14 @@ TEST(sweep_test, presets_set_the_classic_studies) {
   apply_preset(plan, "load");
   EXPECT_EQ(plan.clients, (std::vector<unsigned>{1, 2, 4, 8, 16}));
   EXPECT_EQ(plan.queries_per_connection, std::vector<std::uint64_t>{0});
-  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{udp, tcp, tls_gnutls, doh_gnutls}));
+  const sweep_transport doq{transport_kind::doq, tls_backend::gnutls};
+  EXPECT_EQ(plan.transports,
+            (std::vector<sweep_transport>{udp, tcp, tls_gnutls, doh_gnutls, doq}));
   apply_preset(plan, "amortization");
-  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{tcp, tls_gnutls, doh_gnutls}));
+  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{tcp, tls_gnutls, doh_gnutls, doq}));
   EXPECT_EQ(plan.queries_per_connection.size(), 15u);
   EXPECT_EQ(plan.queries_per_connection.back(), 0u);
-  EXPECT_EQ(expand(plan).size(), 45u);
+  EXPECT_EQ(expand(plan).size(), 60u);
   EXPECT_NE(setup_error_of([&] { apply_preset(plan, "fast"); }).find("--preset"),
             std::string::npos);
 }

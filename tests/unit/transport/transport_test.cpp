@@ -19,7 +19,7 @@ TEST(transport_test, every_transport_is_registered_once_under_its_own_kind) {
     EXPECT_EQ(parse_transport(t.name), t.kind) << t.name;
   }
   EXPECT_EQ(kinds, (std::set{transport_kind::udp, transport_kind::tcp, transport_kind::tls,
-                             transport_kind::doh}));
+                             transport_kind::doh, transport_kind::doq}));
 }
 
 TEST(transport_test, traits_say_what_applies_to_each_transport) {
@@ -39,6 +39,12 @@ TEST(transport_test, traits_say_what_applies_to_each_transport) {
   EXPECT_EQ(doh.default_port, 443);  // RFC 8484: https
   EXPECT_TRUE(doh.has_connections);
   EXPECT_TRUE(doh.has_tls);
+  EXPECT_FALSE(doh.gnutls_only);
+  const auto& doq = traits_of(transport_kind::doq);
+  EXPECT_EQ(doq.default_port, 853);  // RFC 9250: UDP 853
+  EXPECT_TRUE(doq.has_connections);
+  EXPECT_TRUE(doq.has_tls);
+  EXPECT_TRUE(doq.gnutls_only);  // ngtcp2's crypto helper; OpenSSL 3.0 has no QUIC API
 }
 
 TEST(transport_test, names_parse_with_the_dot_and_https_aliases_and_nothing_else) {
@@ -49,6 +55,7 @@ TEST(transport_test, names_parse_with_the_dot_and_https_aliases_and_nothing_else
   EXPECT_EQ(parse_transport("tls-gnutls"), std::nullopt);
   EXPECT_EQ(parse_transport("doh-gnutls"), std::nullopt);
   EXPECT_EQ(parse_transport("DoH"), std::nullopt);
+  EXPECT_EQ(parse_transport("quic"), std::nullopt);
 }
 
 }  // namespace

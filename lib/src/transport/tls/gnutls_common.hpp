@@ -113,6 +113,15 @@ class shared_setup {
 // theirs here. Defined in gnutls_context.cpp.
 std::shared_ptr<shared_setup> load_gnutls_server_setup(const tls_server_options& options);
 
+// Everything a client shares with its sessions: trust anchors (the CA file, or the system's
+// when verifying without one) and the name to verify. Throws setup_error naming the file. The
+// TLS client context and the DNS-over-QUIC client (transport/doq) both load theirs here.
+// Defined in gnutls_context.cpp.
+std::shared_ptr<const shared_setup> load_gnutls_client_setup(const tls_client_options& options);
+
+// An IPv4 or IPv6 literal, which SNI must not carry (RFC 6066).
+bool is_ip_literal(const std::string& name);
+
 class gnutls_ticket final : public tls_ticket {
  public:
   const gnutls_datum_t& data() const noexcept { return data_.datum; }

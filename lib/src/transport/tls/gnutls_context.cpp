@@ -26,13 +26,13 @@ const char* version_keyword(tls_version version) {
   return version == tls_version::v1_3 ? "+VERS-TLS1.3" : "+VERS-TLS1.2";
 }
 
+}  // namespace
+
 bool is_ip_literal(const std::string& name) {
   unsigned char address[16];
   return inet_pton(AF_INET, name.c_str(), address) == 1 ||
          inet_pton(AF_INET6, name.c_str(), address) == 1;
 }
-
-}  // namespace
 
 shared_setup::shared_setup(const std::optional<tls_version>& min_version,
                            const std::optional<tls_version>& max_version,
@@ -88,11 +88,7 @@ void shared_setup::apply(gnutls_session_t session) const {
   }
 }
 
-namespace {
-
-// Everything a client context shares with its sessions: trust anchors and the name to
-// verify.
-std::shared_ptr<const shared_setup> load_client_setup(const tls_client_options& options) {
+std::shared_ptr<const shared_setup> load_gnutls_client_setup(const tls_client_options& options) {
   auto setup =
       std::make_shared<shared_setup>(options.min_version, options.max_version, options.priority);
   if (!options.ca_file.empty()) {
@@ -115,10 +111,12 @@ std::shared_ptr<const shared_setup> load_client_setup(const tls_client_options& 
   return setup;
 }
 
+namespace {
+
 class gnutls_client_context final : public tls_client_context {
  public:
   explicit gnutls_client_context(const tls_client_options& options)
-      : setup_(load_client_setup(options)),
+      : setup_(load_gnutls_client_setup(options)),
         alpn_names_(options.alpn),
         // RFC 6066 forbids IP literals in SNI.
         sni_(is_ip_literal(options.server_name) ? std::string() : options.server_name),

@@ -1,0 +1,371 @@
+// The DoQ client's queries: readiness, reading datagrams into ngtcp2, opening a stream per
+// query and handing ngtcp2 the query's octets, sending the packets it makes in batches, and
+// ngtcp2's stream callbacks that end each query. The class is in doq_client.hpp, its
+// connection life cycle in doq_client_connection.cpp.
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+
+#include "message/framing.hpp"
+#include "transport/doq/doq_client.hpp"
+#include "transport/doq/doq_codes.hpp"
+#include "util/clock.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+constexpr unsigned receive_batch = 16;
+// Packets per sendmmsg; they are written one after another into one scratch buffer.
+constexpr unsigned send_batch = 32;
+constexpr std::size_t packet_room = 1452;
+static_assert(send_batch * packet_room <= worker::scratch_size);
+static_assert(receive_batch < worker::scratch_count);
+
+}  // namespace
+
+void doq_client::wait_readable() {
+  if (waiting_read_ || state_ == conn_state::idle) return;
+  waiting_read_ = true;
+  socket_.async_wait(boost::asio::socket_base::wait_read,
+                     [this, generation = generation_](const boost::system::error_code& ec) {
+                       if (ec || generation != generation_) return;
+                       waiting_read_ = false;
+                       on_readable();
+                     });
+}
+
+void doq_client::on_readable() {
+  const int fd = socket_.native_handle();
+  std::array<mmsghdr, receive_batch> msgs{};
+  std::array<iovec, receive_batch> iov{};
+  for (unsigned i = 0; i < receive_batch; ++i) {
+    const auto buffer = owner_.scratch(i);
+    iov[i] = {buffer.data(), buffer.size()};
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+  }
+  const std::uint64_t generation = generation_;
+  for (;;) {
+    const int n = recvmmsg(fd, msgs.data(), receive_batch, MSG_DONTWAIT, nullptr);
+    if (n < 0) {
+      const int error = errno;
+      if (error == EINTR) continue;
+      if (error == EAGAIN || error == EWOULDBLOCK) break;
+      // A pending ICMP error (ECONNREFUSED: nothing listens on the port) is reported once.
+      if (counted_) connections().record_socket_error("udp receive", error);
+      if (error == ECONNREFUSED) continue;
+      break;
+    }
+    now_ = monotonic_ns();
+    for (int i = 0; i < n; ++i) {
+      if (counted_) ++quic().packets_received;
+      ngtcp2_pkt_info info{};
+      const int result = ngtcp2_conn_read_pkt(conn_, &path_, &info,
+                                              static_cast<const std::uint8_t*>(iov[i].iov_base),
+                                              msgs[i].msg_len, now_);
+      if (result == 0) continue;
+      if (result == NGTCP2_ERR_DISCARD_PKT) {
+        if (counted_) ++quic().stray_packets;
+        continue;
+      }
+      connection_broke(result);
+      return;
+    }
+    if (generation != generation_) return;  // a callback ended the connection
+    if (n < static_cast<int>(receive_batch)) break;
+  }
+  const std::uint64_t now = monotonic_ns();
+  if (!write(now)) return;
+  after_io(now);
+}
+
+void doq_client::after_io(std::uint64_t now) {
+  if (state_ == conn_state::established && connection_done()) {
+    close(true);
+    if (send_allowance(now) > 0) connect(monotonic_ns());
+    return;
+  }
+  if (state_ == conn_state::established &&
+      (!send_queue_.empty() || !resend_.empty() || send_allowance(now) > 0)) {
+    fill(now);
+    if (!write(now)) return;
+  }
+  wait_readable();
+}
+
+doq_client::request& doq_client::new_request() {
+  request* r = nullptr;
+  if (!free_.empty()) {
+    r = free_.back();
+    free_.pop_back();
+  } else {
+    r = &requests_.emplace_back();
+  }
+  r->in_use = true;
+  r->done = false;
+  r->early = false;
+  r->stream = -1;
+  r->handed = 0;
+  r->answer.clear();
+  return *r;
+}
+
+void doq_client::free_request(request& r) noexcept {
+  if (!r.in_use) return;
+  r.in_use = false;
+  try {
+    free_.push_back(&r);
+  } catch (...) {  // out of memory: the request is only not reused
+  }
+}
+
+void doq_client::fill(std::uint64_t now) {
+  if (conn_ == nullptr) return;
+  if (state_ != conn_state::established && !early_) return;
+  std::uint64_t room = ngtcp2_conn_get_streams_bidi_left(conn_);
+  // Queries whose 0-RTT was refused go first, on new streams.
+  while (room > 0 && !resend_.empty()) {
+    request& r = *resend_.back();
+    resend_.pop_back();
+    if (ngtcp2_conn_open_bidi_stream(conn_, &r.stream, &r) != 0) {
+      resend_.push_back(&r);
+      return;
+    }
+    --room;
+    if (counted_) ++quic().queries_resent;
+    send_queue_.push_back(&r);
+  }
+  std::uint64_t allowance = std::min<std::uint64_t>(send_allowance(now), room);
+  const std::uint64_t limit = transport_.settings().queries_per_connection;
+  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, sent_on_connection_));
+  if (!plan().gather_writes) allowance = std::min<std::uint64_t>(allowance, 1);
+  for (; allowance > 0; --allowance) {
+    request& r = new_request();
+    if (ngtcp2_conn_open_bidi_stream(conn_, &r.stream, &r) != 0) {
+      free_request(r);
+      return;
+    }
+    slot_table::slot& s = take_slot(now);
+    s.first_on_connection = sent_on_connection_ == 0;
+    ++sent_on_connection_;
+    r.id = s.id;
+    r.query_index = s.query_index;
+    const auto query = (*plan().queries)[s.query_index];
+    put_frame_prefix(r.head.data(), query.size());
+    r.head[2] = r.head[3] = 0;  // RFC 9250, section 4.2.1: the DNS id is 0
+    r.early = state_ != conn_state::established;
+    if (r.early && s.counted) ++quic().queries_in_early_data;
+    send_queue_.push_back(&r);
+  }
+}
+
+bool doq_client::write(std::uint64_t now) {
+  if (conn_ == nullptr) return false;
+  for (request* r : blocked_) send_queue_.push_back(r);
+  blocked_.clear();
+  const auto buffer = owner_.scratch(worker::scratch_count - 1);
+  std::array<iovec, send_batch> packets{};
+  unsigned count = 0;
+  std::size_t used = 0;
+  // Bounded: each round either takes query octets, writes a packet, or moves a stream aside.
+  for (unsigned round = 0; round < 16 * send_batch + 2 * send_queue_.size(); ++round) {
+    if (count == send_batch) {
+      send_packets({packets.data(), count});
+      count = 0;
+      used = 0;
+    }
+    request* r = send_queue_.empty() ? nullptr : send_queue_.front();
+    std::array<ngtcp2_vec, 2> data{};
+    std::size_t pieces = 0;
+    // MORE only with stream data: without any, ngtcp2 would keep the packet open for more.
+    std::uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
+    if (r != nullptr) {
+      flags = NGTCP2_WRITE_STREAM_FLAG_MORE | NGTCP2_WRITE_STREAM_FLAG_FIN;
+      const auto query = (*plan().queries)[r->query_index];
+      const std::size_t rest = query.size() - 2;
+      if (r->handed < r->head.size()) {
+        data[pieces++] = {r->head.data() + r->handed, r->head.size() - r->handed};
+        data[pieces++] = {const_cast<std::uint8_t*>(query.data() + 2), rest};
+      } else {
+        const std::size_t skip = r->handed - r->head.size();
+        data[pieces++] = {const_cast<std::uint8_t*>(query.data() + 2 + skip), rest - skip};
+      }
+    }
+    ngtcp2_ssize accepted = -1;
+    ngtcp2_pkt_info info{};
+    const ngtcp2_ssize n = ngtcp2_conn_writev_stream(
+        conn_, nullptr, &info, buffer.data() + used, packet_room, &accepted, flags,
+        r != nullptr ? r->stream : -1, r != nullptr ? data.data() : nullptr, pieces, now);
+    if (r != nullptr) {
+      if (accepted >= 0) r->handed += static_cast<std::size_t>(accepted);
+      const auto query = (*plan().queries)[r->query_index];
+      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
+        blocked_.push_back(r);  // until the server's window grows
+        send_queue_.pop_front();
+        continue;
+      }
+      if (n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND ||
+          r->handed == query.size() + 2) {
+        send_queue_.pop_front();
+      }
+    }
+    if (n == NGTCP2_ERR_WRITE_MORE || n == NGTCP2_ERR_STREAM_DATA_BLOCKED ||
+        n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) {
+      continue;
+    }
+    if (n < 0) {
+      send_packets({packets.data(), count});
+      connection_broke(static_cast<int>(n));
+      return false;
+    }
+    if (n == 0) break;  // nothing more, or the congestion window is full
+    packets[count++] = {buffer.data() + used, static_cast<std::size_t>(n)};
+    used += packet_room;
+  }
+  send_packets({packets.data(), count});
+  // Pacing starts with the first RTT sample: ngtcp2 would otherwise space the first packets
+  // by the 333 ms initial RTT (RFC 9002) and hold the client's Finished back for ~20 ms.
+  ngtcp2_conn_stat stat;
+  ngtcp2_conn_get_conn_stat(conn_, &stat);
+  if (stat.first_rtt_sample_ts != UINT64_MAX) ngtcp2_conn_update_pkt_tx_time(conn_, now);
+  arm_timer();
+  return true;
+}
+
+void doq_client::send_packets(std::span<const iovec> packets) {
+  if (packets.empty()) return;
+  std::array<mmsghdr, send_batch> msgs{};
+  for (std::size_t i = 0; i < packets.size(); ++i) {
+    msgs[i].msg_hdr.msg_iov = const_cast<iovec*>(&packets[i]);
+    msgs[i].msg_hdr.msg_iovlen = 1;
+  }
+  std::size_t done = 0;
+  while (done < packets.size()) {
+    const int n = sendmmsg(socket_.native_handle(), msgs.data() + done,
+                           static_cast<unsigned>(packets.size() - done), 0);
+    if (n < 0) {
+      const int error = errno;
+      if (error == EINTR) continue;
+      // A full socket buffer or an ICMP error loses these packets as the network would;
+      // QUIC's loss recovery sends them again.
+      if (error != EAGAIN && error != EWOULDBLOCK && counted_) {
+        connections().record_socket_error("udp send", error);
+      }
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (counted_) quic().packets_sent += done;
+}
+
+void doq_client::cancel_expired() {
+  if (conn_ == nullptr) return;
+  for (request& r : requests_) {
+    if (!r.in_use || r.done || slots_.find(r.id) != nullptr) continue;
+    // The query timed out (counted lost): its stream is given up.
+    r.done = true;
+    if (r.stream < 0) {
+      std::erase(resend_, &r);
+      free_request(r);
+      continue;
+    }
+    ngtcp2_conn_shutdown_stream(conn_, r.stream, doq_request_cancelled);
+  }
+}
+
+void doq_client::receive(request& r, bool fin, std::span<const std::uint8_t> data) {
+  if (r.done) return;
+  if (fin && r.answer.empty()) {
+    finish(r, data);  // the whole answer in one piece: no copy
+    return;
+  }
+  // An answer is at most 2 + 65535 octets; more is no DoQ answer.
+  if (r.answer.size() + data.size() > 2 + 65535) {
+    r.done = true;  // what else comes on the stream is dropped
+    fail_exchange(r.id, now_, "answer_too_long", exchange_layer::quic);
+    return;
+  }
+  r.answer.insert(r.answer.end(), data.begin(), data.end());
+  if (fin) finish(r, r.answer);
+}
+
+void doq_client::finish(request& r, std::span<const std::uint8_t> message) {
+  r.done = true;
+  if (message.size() < 2 ||
+      (static_cast<std::size_t>(message[0]) << 8 | message[1]) != message.size() - 2) {
+    // RFC 9250, section 4.2: one message with its 2-octet length, then FIN.
+    fail_exchange(r.id, now_, message.size() < 2 ? "no_answer" : "length_mismatch",
+                  exchange_layer::quic);
+    return;
+  }
+  count_on_connection(on_answer(r.id, message.subspan(2), now_, 0));
+}
+
+void doq_client::count_on_connection(const completion& c) {
+  if (!c.matched) return;
+  if (any_answered_ && c.sequence < highest_sequence_answered_) {
+    if (counted_) ++counts().out_of_order;
+  } else {
+    highest_sequence_answered_ = c.sequence;
+    any_answered_ = true;
+  }
+  if (!counted_) return;
+  if (c.answered) ++connections().answered;
+  if (c.first_on_connection && c.answered) {
+    connections().first_query_latency.record(now_ - connection_started_ns_);
+  }
+}
+
+// ngtcp2's stream callbacks.
+
+int doq_client::on_stream_data(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id,
+                               std::uint64_t, const std::uint8_t* data, std::size_t size,
+                               void* user_data, void* stream_user_data) {
+  auto& self = *static_cast<doq_client*>(user_data);
+  ngtcp2_conn_extend_max_stream_offset(conn, stream_id, size);
+  ngtcp2_conn_extend_max_offset(conn, size);
+  if (stream_user_data == nullptr) return 0;
+  self.receive(*static_cast<request*>(stream_user_data), (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0,
+               {data, size});
+  return 0;
+}
+
+int doq_client::on_stream_reset(ngtcp2_conn*, std::int64_t, std::uint64_t,
+                                std::uint64_t app_error_code, void* user_data,
+                                void* stream_user_data) {
+  auto& self = *static_cast<doq_client*>(user_data);
+  auto* r = static_cast<request*>(stream_user_data);
+  if (r == nullptr || r->done) return 0;
+  r->done = true;
+  self.fail_exchange(r->id, self.now_, "stream_reset_" + doq_error_name(app_error_code),
+                     exchange_layer::quic);
+  return 0;
+}
+
+int doq_client::on_stream_close(ngtcp2_conn* conn, std::uint32_t, std::int64_t stream_id,
+                                std::uint64_t app_error_code, void* user_data,
+                                void* stream_user_data) {
+  auto& self = *static_cast<doq_client*>(user_data);
+  auto* r = static_cast<request*>(stream_user_data);
+  if (r == nullptr) return 0;
+  if (self.counted_) {
+    self.quic().stream_packets_lost += ngtcp2_conn_get_stream_loss_count(conn, stream_id);
+  }
+  if (!r->done) {
+    // Closed without an answer or a reset of its own (STOP_SENDING, then our side reset).
+    r->done = true;
+    self.fail_exchange(r->id, self.now_, "stream_closed_" + doq_error_name(app_error_code),
+                       exchange_layer::quic);
+  }
+  std::erase(self.send_queue_, r);
+  std::erase(self.blocked_, r);
+  self.free_request(*r);
+  return 0;
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,163 @@
+#pragma once
+// Internal: the DoQ client. One QUIC connection at a time, each on a UDP socket of its own
+// (a new source port per connection, as a stub opening a new connection would have). Every
+// query gets a bidirectional stream: [length][id 0][rest of the query] and FIN (RFC 9250,
+// section 4.2); its answer is matched by stream, and the question is still checked. The
+// connection's life cycle is in doq_client_connection.cpp (connect, handshake, 0-RTT, the
+// server closing, our close), the queries' I/O and ngtcp2's stream callbacks in
+// doq_client.cpp.
+//
+// Accounting: an answer ends its query in the usual buckets; a stream the server resets, or
+// ends without one whole message, ends it in quic_failed by cause; the queries a connection
+// leaves unanswered when it ends are lost on close. Queries sent in 0-RTT that the server
+// refused are sent again on new streams once the handshake is done: the same query (its
+// latency still runs from the first send), counted once.
+
+#include <gnutls/gnutls.h>
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "engine/engine.hpp"
+#include "transport/doq/doq_transport.hpp"
+
+namespace dnstransport::detail {
+
+class doq_client final : public client_base {
+ public:
+  doq_client(worker& owner, unsigned index, std::uint64_t quota, const doq_transport& transport);
+  ~doq_client() override;
+
+  void start() override;
+  void tick(std::uint64_t now) override;
+  void abandon() override;
+
+ private:
+  // One query's stream, kept until ngtcp2 closes the stream: ngtcp2 sends (and resends) the
+  // query from `head` and the query set without copying them.
+  struct request {
+    std::uint16_t id = 0;  // the query's slot id (the wire carries 0)
+    std::uint32_t query_index = 0;
+    std::int64_t stream = -1;            // -1: waiting for a stream
+    std::array<std::uint8_t, 4> head{};  // length, then id 0
+    std::size_t handed = 0;              // octets ngtcp2 has taken
+    std::vector<std::uint8_t> answer;    // the answer with its length, as it arrives
+    bool in_use = false;
+    bool done = false;   // the query was counted (or cancelled): the stream is only closing
+    bool early = false;  // sent in 0-RTT
+  };
+
+  enum class conn_state { idle, handshaking, established };
+
+  // The connection's life cycle (doq_client_connection.cpp).
+  void connect(std::uint64_t now);
+  // A connected UDP socket for the next connection; the errno of what failed.
+  int open_socket();
+  bool create_connection(std::uint64_t now);
+  // The handshake completed (from ngtcp2's callback): counted, 0-RTT judged.
+  int handshake_completed();
+  // Set-up failed (timeout, TLS, version negotiation, socket): counted under `cause`.
+  void fail_connection(const std::string& cause, const std::string& message);
+  void setup_failed();
+  // The connection broke after the handshake: ngtcp2 error `error` from reading or writing,
+  // or the server's CONNECTION_CLOSE, a stateless reset or the idle timeout (draining).
+  void connection_broke(int error);
+  // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
+  void close(bool count);
+  // Drops the connection, its socket and its streams; keeps its ticket. In-flight queries
+  // are lost on close.
+  void end_connection();
+  void take_ticket();
+  bool connection_done() const noexcept;
+  void arm_timer();
+  void on_timer();
+
+  // Queries' I/O (doq_client.cpp).
+  void wait_readable();
+  void on_readable();
+  // Opens streams for the queries the budget, the queries-per-connection limit and the
+  // server's stream limit allow (and for the queries 0-RTT lost).
+  void fill(std::uint64_t now);
+  // Hands queued query data to ngtcp2 and sends the packets it makes (ACKs, retransmissions,
+  // handshake). False when the connection broke doing so.
+  bool write(std::uint64_t now);
+  void send_packets(std::span<const iovec> packets);
+  // After reading or a timer: answers counted, then more queries or the next connection.
+  void after_io(std::uint64_t now);
+  // Cancels the streams of queries that timed out (STOP_SENDING/RESET_STREAM with
+  // DOQ_REQUEST_CANCELLED), so a server that never answers does not hold the stream limit.
+  void cancel_expired();
+  void receive(request& r, bool fin, std::span<const std::uint8_t> data);
+  void finish(request& r, std::span<const std::uint8_t> message);
+  void count_on_connection(const completion& c);
+  request& new_request();
+  void free_request(request& r) noexcept;
+
+  // ngtcp2's callbacks; user_data is the client.
+  static int on_handshake_completed(ngtcp2_conn* conn, void* user_data);
+  static int on_stream_data(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id,
+                            std::uint64_t offset, const std::uint8_t* data, std::size_t size,
+                            void* user_data, void* stream_user_data);
+  static int on_stream_reset(ngtcp2_conn* conn, std::int64_t stream_id, std::uint64_t final_size,
+                             std::uint64_t app_error_code, void* user_data, void* stream_user_data);
+  static int on_stream_close(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id,
+                             std::uint64_t app_error_code, void* user_data, void* stream_user_data);
+  static int on_recv_retry(ngtcp2_conn* conn, const ngtcp2_pkt_hd* header, void* user_data);
+  static int on_stateless_reset(ngtcp2_conn* conn, const ngtcp2_pkt_stateless_reset* reset,
+                                void* user_data);
+  static void random(std::uint8_t* dest, std::size_t size, const ngtcp2_rand_ctx* context);
+  static int on_new_connection_id(ngtcp2_conn* conn, ngtcp2_cid* cid, std::uint8_t* token,
+                                  std::size_t size, void* user_data);
+  static int on_ticket(gnutls_session_t session, unsigned int type, unsigned int when,
+                       unsigned int incoming, const gnutls_datum_t* message);
+  static ngtcp2_conn* connection_of(ngtcp2_crypto_conn_ref* ref);
+  static const ngtcp2_callbacks& callbacks();
+
+  const doq_transport& transport_;
+  boost::asio::ip::udp::socket socket_;
+  boost::asio::steady_timer timer_;
+  ngtcp2_conn* conn_ = nullptr;
+  gnutls_session_t session_ = nullptr;
+  ngtcp2_crypto_conn_ref ref_{};
+  sockaddr_storage local_{};
+  sockaddr_storage remote_{};
+  ngtcp2_path path_{};
+
+  std::deque<request> requests_;  // stable addresses: ngtcp2 holds them as stream data
+  std::vector<request*> free_;
+  std::deque<request*> send_queue_;  // streams with query octets not yet handed to ngtcp2
+  std::vector<request*> blocked_;    // ... held back by the server's flow control
+  std::vector<request*> resend_;     // queries 0-RTT lost, waiting for a new stream
+
+  // The newest ticket and the server's transport parameters, for the next connection.
+  std::vector<std::uint8_t> ticket_;
+  ngtcp2_transport_params ticket_parameters_{};
+  bool have_ticket_ = false;
+
+  conn_state state_ = conn_state::idle;
+  std::uint64_t generation_ = 0;  // of the connection; stale waits and timers check it
+  std::uint64_t connection_started_ns_ = 0;
+  std::uint64_t sent_on_connection_ = 0;
+  std::uint64_t highest_sequence_answered_ = 0;
+  std::uint64_t now_ = 0;  // the time of the packets being processed, for the callbacks
+  std::uint64_t timer_at_ = 0;
+  bool any_answered_ = false;
+  bool counted_ = false;   // set-up began after the warm-up: the connection is counted
+  bool in_setup_ = false;  // counted in the worker's set-ups in flight
+  bool early_ = false;     // 0-RTT keys are in place: queries may go before the handshake ends
+  bool stateless_reset_ = false;
+  bool waiting_read_ = false;
+  unsigned failed_in_a_row_ = 0;
+};
+
+}  // namespace dnstransport::detail

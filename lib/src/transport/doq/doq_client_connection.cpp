@@ -1,0 +1,494 @@
+// The DoQ client's connection life cycle: a new UDP socket and ngtcp2 connection (with the
+// newest ticket, and 0-RTT when allowed), the handshake, failed set-ups, the server ending
+// the connection, our close, and what a connection leaves behind (its ticket, ngtcp2's
+// statistics). The class is in doq_client.hpp.
+
+#include <gnutls/crypto.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "transport/doq/doq_client.hpp"
+#include "transport/doq/doq_codes.hpp"
+#include "util/clock.hpp"
+#include "util/socket_util.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+// Enough for a few answers of any size per stream, and for every stream in flight together;
+// both grow as the client reads.
+constexpr std::uint64_t stream_window = 128 * 1024;
+constexpr std::uint64_t connection_window = 4 * 1024 * 1024;
+constexpr std::uint64_t idle_timeout_ns = 30ull * 1'000'000'000u;
+
+}  // namespace
+
+doq_client::doq_client(worker& owner, unsigned index, std::uint64_t quota,
+                       const doq_transport& transport)
+    : client_base(owner, index, quota),
+      transport_(transport),
+      socket_(owner.io()),
+      timer_(owner.io()) {}
+
+doq_client::~doq_client() {
+  if (conn_ != nullptr) ngtcp2_conn_del(conn_);
+  if (session_ != nullptr) gnutls_deinit(session_);
+}
+
+void doq_client::start() {
+  const std::uint64_t now = monotonic_ns();
+  if (send_allowance(now) > 0) connect(now);
+}
+
+void doq_client::tick(std::uint64_t now) {
+  if (state_ == conn_state::handshaking) {
+    if (!may_send(now) && slots_.empty()) {
+      close(true);
+      return;
+    }
+    expire(now);
+    cancel_expired();
+    if (now - connection_started_ns_ >= plan().timeout_ns) {
+      fail_connection("quic_handshake_timeout", "DoQ handshake: no answer within the timeout");
+    }
+    return;
+  }
+  if (state_ == conn_state::established) {
+    expire(now);
+    cancel_expired();
+    if (!may_send(now) && slots_.empty()) {
+      close(true);
+      return;
+    }
+    if (connection_done()) {
+      close(true);
+      if (send_allowance(now) > 0) connect(now);
+      return;
+    }
+    fill(now);
+    write(now);
+    return;
+  }
+  if (send_allowance(now) > 0) connect(now);
+}
+
+void doq_client::abandon() {
+  fail_in_flight(true);
+  if (state_ != conn_state::idle) close(true);
+}
+
+bool doq_client::connection_done() const noexcept {
+  const std::uint64_t limit = transport_.settings().queries_per_connection;
+  return limit != 0 && sent_on_connection_ >= limit && slots_.empty();
+}
+
+int doq_client::open_socket() {
+  const run_plan& p = plan();
+  const boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
+  boost::system::error_code ec;
+  socket_.open(server.protocol(), ec);
+  if (!ec && !p.sources.empty()) socket_.bind({p.sources[index_ % p.sources.size()], 0}, ec);
+  if (!ec) socket_.connect(server, ec);
+  if (!ec) socket_.non_blocking(true, ec);
+  if (ec) return ec.value();
+  enlarge_socket_buffers(socket_.native_handle());
+  socklen_t size = sizeof local_;
+  getsockname(socket_.native_handle(), reinterpret_cast<sockaddr*>(&local_), &size);
+  path_.local = {reinterpret_cast<sockaddr*>(&local_), size};
+  std::memcpy(&remote_, server.data(), server.size());
+  path_.remote = {reinterpret_cast<sockaddr*>(&remote_), static_cast<socklen_t>(server.size())};
+  return 0;
+}
+
+bool doq_client::create_connection(std::uint64_t now) {
+  session_ = transport_.new_session();
+  if (session_ == nullptr) return false;
+  ref_ = {&doq_client::connection_of, this};
+  gnutls_session_set_ptr(session_, &ref_);
+  gnutls_handshake_set_hook_function(session_, GNUTLS_HANDSHAKE_NEW_SESSION_TICKET,
+                                     GNUTLS_HOOK_POST, &doq_client::on_ticket);
+  const doq_settings& s = transport_.settings();
+  if (s.resume && have_ticket_) {
+    // Data GnuTLS cannot use only means a full handshake.
+    gnutls_session_set_data(session_, ticket_.data(), ticket_.size());
+  }
+
+  ngtcp2_cid dcid{};
+  ngtcp2_cid scid{};
+  dcid.datalen = 18;
+  scid.datalen = 16;
+  random(dcid.data, dcid.datalen, nullptr);
+  random(scid.data, scid.datalen, nullptr);
+  ngtcp2_settings settings;
+  ngtcp2_settings_default(&settings);
+  settings.initial_ts = now;
+  // Path MTU probes would cost two large packets per connection; DNS messages are small.
+  settings.no_pmtud = 1;
+  ngtcp2_transport_params params;
+  ngtcp2_transport_params_default(&params);
+  // The server opens no stream of its own in DoQ (RFC 9250, section 4.2): it gets none.
+  params.initial_max_streams_bidi = 0;
+  params.initial_max_streams_uni = 0;
+  params.initial_max_stream_data_bidi_local = stream_window;
+  params.initial_max_data = connection_window;
+  params.max_idle_timeout = idle_timeout_ns;
+  if (ngtcp2_conn_client_new(&conn_, &dcid, &scid, &path_, NGTCP2_PROTO_VER_V1, &callbacks(),
+                             &settings, &params, nullptr, this) != 0) {
+    conn_ = nullptr;
+    return false;
+  }
+  ngtcp2_conn_set_tls_native_handle(conn_, session_);
+  if (s.resume && s.early_data && have_ticket_) {
+    ngtcp2_conn_set_early_remote_transport_params(conn_, &ticket_parameters_);
+  }
+  return true;
+}
+
+void doq_client::connect(std::uint64_t now) {
+  if (!owner_.begin_connection_setup()) return;
+  in_setup_ = true;
+  ++generation_;
+  state_ = conn_state::handshaking;
+  connection_started_ns_ = now;
+  counted_ = measuring(now);
+  sent_on_connection_ = 0;
+  highest_sequence_answered_ = 0;
+  any_answered_ = false;
+  early_ = false;
+  stateless_reset_ = false;
+  if (const int error = open_socket(); error != 0) {
+    if (counted_) {
+      ++connections().failed;
+      connections().record_socket_error("udp socket", error);
+    }
+    setup_failed();
+    return;
+  }
+  if (!create_connection(now)) {
+    fail_connection("quic_setup", "DoQ: ngtcp2 or GnuTLS could not set up a connection");
+    return;
+  }
+  // The first write makes the ClientHello; GnuTLS has the 0-RTT keys after it when the
+  // ticket allows early data.
+  if (!write(now)) return;
+  const ngtcp2_crypto_ctx* early = ngtcp2_conn_get_early_crypto_ctx(conn_);
+  if (transport_.settings().early_data && early != nullptr &&
+      early->aead.native_handle != nullptr) {
+    early_ = true;
+    if (counted_) ++quic().early_data_offered;
+    fill(now);
+    if (!write(now)) return;
+  }
+  wait_readable();
+}
+
+int doq_client::handshake_completed() {
+  const std::uint64_t now = monotonic_ns();
+  if (in_setup_) owner_.end_connection_setup();
+  in_setup_ = false;
+  state_ = conn_state::established;
+  failed_in_a_row_ = 0;
+  if (counted_) {
+    ++connections().opened;
+    connections().handshake_latency.record(now - connection_started_ns_);
+    ++(gnutls_session_is_resumed(session_) != 0 ? connections().handshakes_resumed
+                                                : connections().handshakes_full);
+  }
+  if (!early_) return 0;
+  early_ = false;
+  if ((gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_EARLY_DATA) != 0) {
+    if (counted_) ++quic().early_data_accepted;
+    return 0;
+  }
+  if (counted_) ++quic().early_data_rejected;
+  // ngtcp2 forgets the 0-RTT streams (without closing them): their queries go again on new
+  // streams once ngtcp2 returns.
+  if (ngtcp2_conn_early_data_rejected(conn_) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+  send_queue_.clear();
+  blocked_.clear();
+  for (request& r : requests_) {
+    if (!r.in_use || r.stream < 0) continue;
+    if (r.done) {
+      free_request(r);
+      continue;
+    }
+    r.stream = -1;
+    r.handed = 0;
+    r.answer.clear();
+    resend_.push_back(&r);
+  }
+  return 0;
+}
+
+void doq_client::fail_connection(const std::string& cause, const std::string& message) {
+  if (counted_) {
+    ++connections().failed;
+    connections().record_failure(cause, message);
+  }
+  setup_failed();
+}
+
+void doq_client::setup_failed() {
+  // Running to a query count, a server that fails every connection would keep the run
+  // going forever: after a few failures in a row this client gives up. The next attempt
+  // waits for the next tick, so a refusing server is not hammered.
+  if (++failed_in_a_row_ >= 3 && plan().send_end_ns == UINT64_MAX) quota_ = 0;
+  end_connection();
+}
+
+void doq_client::connection_broke(int error) {
+  const bool handshaking = state_ == conn_state::handshaking;
+  std::string cause;
+  std::string message;
+  if (error == NGTCP2_ERR_DRAINING || error == NGTCP2_ERR_IDLE_CLOSE) {
+    // The server ended it (CONNECTION_CLOSE or a stateless reset), or nothing came for the
+    // idle timeout.
+    ngtcp2_connection_close_error close;
+    ngtcp2_connection_close_error_default(&close);
+    ngtcp2_conn_get_connection_close_error(conn_, &close);
+    if (stateless_reset_) {
+      cause = "stateless_reset";
+    } else if (error == NGTCP2_ERR_IDLE_CLOSE) {
+      cause = "idle_timeout";
+    } else if (close.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION) {
+      cause = doq_error_name(close.error_code);
+    } else if (handshaking && close.error_code >= 0x100 && close.error_code <= 0x1ff) {
+      cause = tls_alert_cause(static_cast<std::uint8_t>(close.error_code - 0x100));
+    } else {
+      cause = quic_transport_error_name(close.error_code);
+    }
+    message = fmt::format(
+        "DoQ: the server closed the connection ({}{}{})", cause, close.reasonlen > 0 ? ": " : "",
+        std::string(reinterpret_cast<const char*>(close.reason), close.reasonlen));
+    if (!handshaking && counted_) {
+      ++quic().closes[cause];
+      ++(stateless_reset_ ? connections().reset_by_server : connections().closed_by_server);
+    }
+  } else if (error == NGTCP2_ERR_RECV_VERSION_NEGOTIATION) {
+    if (counted_) ++quic().version_negotiation;
+    cause = "quic_version_negotiation";
+    message = "DoQ: the server answered with Version Negotiation (it does not speak QUIC v1)";
+  } else if (error == NGTCP2_ERR_CRYPTO) {
+    cause = tls_alert_cause(ngtcp2_conn_get_tls_alert(conn_));
+    message = fmt::format("DoQ handshake: TLS failed ({})", cause);
+  } else if (error == NGTCP2_ERR_HANDSHAKE_TIMEOUT) {
+    cause = "quic_handshake_timeout";
+    message = "DoQ handshake: no answer within the timeout";
+  } else {
+    // ngtcp2 found the server breaking QUIC (a stream it may not open, a bad frame): we
+    // close with the matching transport error.
+    ngtcp2_connection_close_error close;
+    ngtcp2_connection_close_error_set_transport_error_liberr(&close, error, nullptr, 0);
+    cause = fmt::format("quic_{}", quic_transport_error_name(close.error_code));
+    message = fmt::format("DoQ: {} ({})", ngtcp2_strerror(error), cause);
+    std::array<std::uint8_t, 1452> packet;
+    ngtcp2_pkt_info info{};
+    const ngtcp2_ssize n = ngtcp2_conn_write_connection_close(
+        conn_, nullptr, &info, packet.data(), packet.size(), &close, monotonic_ns());
+    if (n > 0) {
+      const iovec one{packet.data(), static_cast<std::size_t>(n)};
+      send_packets({&one, 1});
+    }
+    if (!handshaking && counted_) {
+      ++connections().reset_by_server;
+      connections().record_failure(cause, message);
+    }
+  }
+  if (handshaking) {
+    fail_connection(cause, message);
+    return;
+  }
+  end_connection();
+  const std::uint64_t now = monotonic_ns();
+  if (send_allowance(now) > 0) connect(now);
+}
+
+void doq_client::close(bool count) {
+  if (count && counted_ && state_ == conn_state::established) ++connections().closed_by_client;
+  if (conn_ != nullptr && state_ != conn_state::idle) {
+    ngtcp2_connection_close_error close;
+    ngtcp2_connection_close_error_default(&close);
+    ngtcp2_connection_close_error_set_application_error(&close, doq_no_error, nullptr, 0);
+    std::array<std::uint8_t, 1452> packet;
+    ngtcp2_pkt_info info{};
+    const ngtcp2_ssize n = ngtcp2_conn_write_connection_close(
+        conn_, nullptr, &info, packet.data(), packet.size(), &close, monotonic_ns());
+    if (n > 0) {
+      const iovec one{packet.data(), static_cast<std::size_t>(n)};
+      send_packets({&one, 1});
+    }
+  }
+  end_connection();
+}
+
+void doq_client::end_connection() {
+  if (in_setup_) owner_.end_connection_setup();
+  in_setup_ = false;
+  fail_in_flight(false);
+  if (conn_ != nullptr) {
+    if (counted_) {
+      ngtcp2_conn_stat stat;
+      ngtcp2_conn_get_conn_stat(conn_, &stat);
+      quic_counters& q = quic();
+      q.probe_timeouts += stat.pto_count;
+      if (stat.min_rtt != UINT64_MAX && stat.first_rtt_sample_ts != UINT64_MAX) {
+        ++q.rtt_samples;
+        q.smoothed_rtt_ns_sum += stat.smoothed_rtt;
+        if (q.min_rtt_ns == 0 || stat.min_rtt < q.min_rtt_ns) q.min_rtt_ns = stat.min_rtt;
+        q.cwnd_sum += stat.cwnd;
+      }
+    }
+    for (request& r : requests_) {
+      if (!r.in_use) continue;
+      if (counted_ && r.stream >= 0) {
+        quic().stream_packets_lost += ngtcp2_conn_get_stream_loss_count(conn_, r.stream);
+      }
+    }
+    ngtcp2_conn_del(conn_);
+    conn_ = nullptr;
+  }
+  if (session_ != nullptr) {
+    gnutls_deinit(session_);
+    session_ = nullptr;
+  }
+  for (request& r : requests_) {
+    if (r.in_use) free_request(r);
+  }
+  send_queue_.clear();
+  blocked_.clear();
+  resend_.clear();
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  if (timer_at_ != 0) timer_.cancel();
+  timer_at_ = 0;
+  waiting_read_ = false;
+  early_ = false;
+  ++generation_;
+  state_ = conn_state::idle;
+}
+
+void doq_client::take_ticket() {
+  gnutls_datum_t data{nullptr, 0};
+  if (gnutls_session_get_data2(session_, &data) != 0) return;
+  ticket_.assign(data.data, data.data + data.size);
+  gnutls_free(data.data);
+  // 0.12 keeps the server's parameters as a struct; what 0-RTT needs of them are plain
+  // numbers (the version list is left out: it would point into this connection).
+  ticket_parameters_ = *ngtcp2_conn_get_remote_transport_params(conn_);
+  ticket_parameters_.version_info_present = 0;
+  ticket_parameters_.version_info = {};
+  have_ticket_ = true;
+}
+
+void doq_client::arm_timer() {
+  if (conn_ == nullptr) return;
+  const std::uint64_t at = ngtcp2_conn_get_expiry(conn_);
+  if (at == UINT64_MAX) {
+    if (timer_at_ != 0) timer_.cancel();
+    timer_at_ = 0;
+    return;
+  }
+  if (at == timer_at_) return;
+  timer_at_ = at;
+  const std::uint64_t now = monotonic_ns();
+  timer_.expires_after(std::chrono::nanoseconds(at > now ? at - now : 0));
+  timer_.async_wait([this, generation = generation_](const boost::system::error_code& ec) {
+    if (ec || generation != generation_) return;
+    timer_at_ = 0;
+    on_timer();
+  });
+}
+
+void doq_client::on_timer() {
+  if (conn_ == nullptr) return;
+  const std::uint64_t now = monotonic_ns();
+  if (ngtcp2_conn_get_expiry(conn_) > now) {
+    arm_timer();
+    return;
+  }
+  if (const int result = ngtcp2_conn_handle_expiry(conn_, now); result != 0) {
+    connection_broke(result);
+    return;
+  }
+  if (!write(now)) return;
+  after_io(now);
+}
+
+// ngtcp2's connection-level callbacks.
+
+ngtcp2_conn* doq_client::connection_of(ngtcp2_crypto_conn_ref* ref) {
+  return static_cast<doq_client*>(ref->user_data)->conn_;
+}
+
+void doq_client::random(std::uint8_t* dest, std::size_t size, const ngtcp2_rand_ctx*) {
+  gnutls_rnd(GNUTLS_RND_NONCE, dest, size);
+}
+
+int doq_client::on_new_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, std::uint8_t* token,
+                                     std::size_t size, void*) {
+  cid->datalen = size;
+  random(cid->data, size, nullptr);
+  random(token, NGTCP2_STATELESS_RESET_TOKENLEN, nullptr);
+  return 0;
+}
+
+int doq_client::on_handshake_completed(ngtcp2_conn*, void* user_data) {
+  return static_cast<doq_client*>(user_data)->handshake_completed();
+}
+
+int doq_client::on_recv_retry(ngtcp2_conn* conn, const ngtcp2_pkt_hd* header, void* user_data) {
+  auto& self = *static_cast<doq_client*>(user_data);
+  if (self.counted_) ++self.quic().retries;
+  return ngtcp2_crypto_recv_retry_cb(conn, header, user_data);
+}
+
+int doq_client::on_stateless_reset(ngtcp2_conn*, const ngtcp2_pkt_stateless_reset*,
+                                   void* user_data) {
+  auto& self = *static_cast<doq_client*>(user_data);
+  self.stateless_reset_ = true;
+  if (self.counted_) ++self.quic().stateless_resets;
+  return 0;
+}
+
+int doq_client::on_ticket(gnutls_session_t session, unsigned int, unsigned int, unsigned int,
+                          const gnutls_datum_t*) {
+  auto* ref = static_cast<ngtcp2_crypto_conn_ref*>(gnutls_session_get_ptr(session));
+  auto& self = *static_cast<doq_client*>(ref->user_data);
+  if (self.transport_.settings().resume) self.take_ticket();
+  return 0;
+}
+
+const ngtcp2_callbacks& doq_client::callbacks() {
+  static const ngtcp2_callbacks table = [] {
+    ngtcp2_callbacks c{};
+    c.client_initial = ngtcp2_crypto_client_initial_cb;
+    c.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+    c.handshake_completed = &doq_client::on_handshake_completed;
+    c.encrypt = ngtcp2_crypto_encrypt_cb;
+    c.decrypt = ngtcp2_crypto_decrypt_cb;
+    c.hp_mask = ngtcp2_crypto_hp_mask_cb;
+    c.recv_stream_data = &doq_client::on_stream_data;
+    c.stream_close = &doq_client::on_stream_close;
+    c.recv_retry = &doq_client::on_recv_retry;
+    c.rand = &doq_client::random;
+    c.get_new_connection_id = &doq_client::on_new_connection_id;
+    c.update_key = ngtcp2_crypto_update_key_cb;
+    c.stream_reset = &doq_client::on_stream_reset;
+    c.recv_stateless_reset = &doq_client::on_stateless_reset;
+    c.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
+    c.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
+    c.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
+    c.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
+    return c;
+  }();
+  return table;
+}
+
+}  // namespace dnstransport::detail
