@@ -43,7 +43,7 @@ struct bounded_run {
 /// Sum of the buckets every sent query ends in.
 inline std::uint64_t accounted(const run_result& r) {
   return r.responses_received + r.truncated + r.oversized + r.lost + r.lost_on_close + r.malformed +
-         r.mismatched + r.http_failed + r.abandoned;
+         r.mismatched + r.http_failed + r.quic_failed + r.abandoned;
 }
 
 /// What a run reported, in one line: the counters a hostile case is about.
@@ -63,6 +63,7 @@ inline std::string summary(const run_result& r) {
   }
   for (const auto& [cause, n] : r.connections.failures) text += fmt::format(" {}={}", cause, n);
   if (r.http_failed != 0) text += fmt::format(" | http_failed {}", r.http_failed);
+  if (r.quic_failed != 0) text += fmt::format(" | quic_failed {}", r.quic_failed);
   for (const auto& [cause, n] : r.http_failures) text += fmt::format(" {}={}", cause, n);
   if (r.connections.goaway != 0) text += fmt::format(" goaway {}", r.connections.goaway);
   return text;

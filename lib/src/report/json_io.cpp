@@ -104,6 +104,24 @@ connection_stats connection_stats_from_json(const json::object& o) {
   return c;
 }
 
+json::object counts_to_json(const std::map<std::string, std::uint64_t>& counts) {
+  json::object o;
+  for (const auto& [name, n] : counts) o[name] = n;
+  return o;
+}
+
+void counts_from_json(const json::object& o, std::string_view key,
+                      std::map<std::string, std::uint64_t>& counts) {
+  if (const auto* found = o.if_contains(key); found && found->is_object()) {
+    for (const auto& [name, n] : found->get_object()) {
+      counts[std::string(name)] = json::value_to<std::uint64_t>(n);
+    }
+  }
+}
+
+json::object quic_stats_to_json(const quic_stats& q);
+quic_stats quic_stats_from_json(const json::object& o);
+
 }  // namespace
 
 double stable(double value) {
@@ -202,7 +220,7 @@ json::object run_result_to_json(const run_result& r) {
       r.responses_received > 0
           ? r.client_cpu_seconds * 1e6 / static_cast<double>(r.responses_received)
           : 0;
-  return {
+  json::object out{
       {"schema", run_schema},
       {"tool_version", library_version()},
       {"label", r.label},
@@ -226,6 +244,8 @@ json::object run_result_to_json(const run_result& r) {
       {"oversized", r.oversized},
       {"http_failed", r.http_failed},
       {"http_failures", std::move(http_failures)},
+      {"quic_failed", r.quic_failed},
+      {"quic_failures", counts_to_json(r.quic_failures)},
       {"tc_retried", r.tc_retried},
       {"tc_retry_answered", r.tc_retry_answered},
       {"rcodes", std::move(rcodes)},
@@ -248,7 +268,57 @@ json::object run_result_to_json(const run_result& r) {
       {"queries_per_connection_achieved", stable(r.queries_per_connection_achieved())},
       {"warnings", std::move(warnings)},
   };
+  if (r.transport == transport_kind::doq) out["quic"] = quic_stats_to_json(r.quic);
+  return out;
 }
+
+namespace {
+
+json::object quic_stats_to_json(const quic_stats& q) {
+  return {{"early_data_offered", q.early_data_offered},
+          {"early_data_accepted", q.early_data_accepted},
+          {"early_data_rejected", q.early_data_rejected},
+          {"queries_in_early_data", q.queries_in_early_data},
+          {"queries_resent", q.queries_resent},
+          {"retries", q.retries},
+          {"version_negotiation", q.version_negotiation},
+          {"stateless_resets", q.stateless_resets},
+          {"stray_packets", q.stray_packets},
+          {"closes", counts_to_json(q.closes)},
+          {"packets_sent", q.packets_sent},
+          {"packets_received", q.packets_received},
+          {"stream_packets_lost", q.stream_packets_lost},
+          {"probe_timeouts", q.probe_timeouts},
+          {"rtt_samples", q.rtt_samples},
+          {"smoothed_rtt_ms", stable(q.smoothed_rtt_ms)},
+          {"min_rtt_ms", stable(q.min_rtt_ms)},
+          {"mean_cwnd_bytes", stable(q.mean_cwnd_bytes)}};
+}
+
+quic_stats quic_stats_from_json(const json::object& o) {
+  quic_stats q;
+  q.early_data_offered = count_at(o, "early_data_offered");
+  q.early_data_accepted = count_at(o, "early_data_accepted");
+  q.early_data_rejected = count_at(o, "early_data_rejected");
+  q.queries_in_early_data = count_at(o, "queries_in_early_data");
+  q.queries_resent = count_at(o, "queries_resent");
+  q.retries = count_at(o, "retries");
+  q.version_negotiation = count_at(o, "version_negotiation");
+  q.stateless_resets = count_at(o, "stateless_resets");
+  q.stray_packets = count_at(o, "stray_packets");
+  counts_from_json(o, "closes", q.closes);
+  q.packets_sent = count_at(o, "packets_sent");
+  q.packets_received = count_at(o, "packets_received");
+  q.stream_packets_lost = count_at(o, "stream_packets_lost");
+  q.probe_timeouts = count_at(o, "probe_timeouts");
+  q.rtt_samples = count_at(o, "rtt_samples");
+  q.smoothed_rtt_ms = number_at(o, "smoothed_rtt_ms");
+  q.min_rtt_ms = number_at(o, "min_rtt_ms");
+  q.mean_cwnd_bytes = number_at(o, "mean_cwnd_bytes");
+  return q;
+}
+
+}  // namespace
 
 run_result run_result_from_json_value(const json::value& value) {
   if (!value.is_object()) throw std::invalid_argument("the document is not a JSON object");
@@ -293,6 +363,11 @@ run_result run_result_from_json_value(const json::value& value) {
     for (const auto& [cause, n] : failures->get_object()) {
       r.http_failures[std::string(cause)] = json::value_to<std::uint64_t>(n);
     }
+  }
+  r.quic_failed = count_or_zero(o, "quic_failed");
+  counts_from_json(o, "quic_failures", r.quic_failures);
+  if (const auto* quic = o.if_contains("quic"); quic && quic->is_object()) {
+    r.quic = quic_stats_from_json(quic->get_object());
   }
   r.tc_retried = count_or_zero(o, "tc_retried");
   r.tc_retry_answered = count_or_zero(o, "tc_retry_answered");

@@ -122,6 +122,15 @@ std::string format_table(const run_result& r) {
     line("HTTP failures", with_commas(r.http_failed) + share(r.http_failed, r.queries_sent) + ": " +
                               causes + "; not answers");
   }
+  if (r.quic_failed) {
+    std::string causes;
+    for (const auto& [cause, n] : r.quic_failures) {
+      if (!causes.empty()) causes += ", ";
+      causes += fmt::format("{} {}", cause, with_commas(n));
+    }
+    line("DoQ stream failures", with_commas(r.quic_failed) + share(r.quic_failed, r.queries_sent) +
+                                    ": " + causes + "; not answers");
+  }
   if (r.malformed) line("malformed answers", with_commas(r.malformed));
   if (r.mismatched) line("mismatched answers", with_commas(r.mismatched));
   if (r.abandoned) line("abandoned at stop", with_commas(r.abandoned));
@@ -158,7 +167,8 @@ std::string format_table(const run_result& r) {
                                     with_commas(c.failed)));
     line("answers per connection", fmt::format("{:.1f}", r.queries_per_connection_achieved()));
     if (r.out_of_order) line("out of order", with_commas(r.out_of_order));
-    line("connect latency", percentiles(r.connect_latency));
+    // QUIC has no connect of its own: its set-up is the handshake.
+    if (r.transport != transport_kind::doq) line("connect latency", percentiles(r.connect_latency));
     if (traits_of(r.transport).has_tls) {
       line("handshakes", fmt::format("{} full, {} resumed", with_commas(r.handshakes_full),
                                      with_commas(r.handshakes_resumed)));
@@ -167,6 +177,41 @@ std::string format_table(const run_result& r) {
     line("first query + set-up", percentiles(r.first_query_latency));
     if (c.fastopen_data_in_syn) line("fast open", with_commas(c.fastopen_data_in_syn));
     if (c.goaway) line("GOAWAY from server", with_commas(c.goaway) + " connections");
+  }
+  if (r.transport == transport_kind::doq) {
+    const quic_stats& q = r.quic;
+    if (q.early_data_offered) {
+      line("0-RTT",
+           fmt::format("{} connections offered, {} accepted, {} refused; {} queries sent "
+                       "early, {} sent again after a refusal",
+                       with_commas(q.early_data_offered), with_commas(q.early_data_accepted),
+                       with_commas(q.early_data_rejected), with_commas(q.queries_in_early_data),
+                       with_commas(q.queries_resent)));
+    }
+    line("QUIC packets",
+         fmt::format("{} sent, {} received; {} with query data lost, {} probe "
+                     "timeouts",
+                     with_commas(q.packets_sent), with_commas(q.packets_received),
+                     with_commas(q.stream_packets_lost), with_commas(q.probe_timeouts)));
+    if (q.rtt_samples) {
+      line("QUIC path", fmt::format("smoothed RTT {:.3f} ms (mean), min RTT {:.3f} ms, cwnd {:.0f} "
+                                    "bytes (mean), as connections ended",
+                                    q.smoothed_rtt_ms, q.min_rtt_ms, q.mean_cwnd_bytes));
+    }
+    if (!q.closes.empty()) {
+      std::string causes;
+      for (const auto& [cause, n] : q.closes) {
+        if (!causes.empty()) causes += ", ";
+        causes += fmt::format("{} {}", cause, with_commas(n));
+      }
+      line("ended by server", causes);
+    }
+    if (q.retries || q.version_negotiation || q.stateless_resets || q.stray_packets) {
+      line("QUIC events",
+           fmt::format("{} Retry, {} Version Negotiation, {} stateless resets, {} stray packets",
+                       with_commas(q.retries), with_commas(q.version_negotiation),
+                       with_commas(q.stateless_resets), with_commas(q.stray_packets)));
+    }
   }
   const auto& c = r.connections;
   if (!c.failures.empty()) {
