@@ -1,0 +1,194 @@
+// DNS-over-QUIC loads over loopback: the client transport against the built-in responder
+// (persistent connections, a connection per query, resumption and 0-RTT), its usage errors,
+// and servers that never finish a handshake (silence, Version Negotiation only).
+#include <dnstransport/error.hpp>
+#include <dnstransport/load.hpp>
+
+#include <gtest/gtest.h>
+
+#ifdef DNSTRANSPORT_HAVE_DOQ
+
+#include <ngtcp2/ngtcp2.h>
+
+#include <array>
+#include <string>
+
+#include <dnstransport/server.hpp>
+
+#include "hostile_checks.hpp"
+#include "hostile_server.hpp"
+
+namespace dnstransport::hostile {
+namespace {
+
+server_options doq_server(bool early_data = true) {
+  server_options o;
+  o.doq = endpoint{"127.0.0.1", 0};
+  o.doq_early_data = early_data;
+  return o;
+}
+
+load_spec doq_spec(std::uint16_t port) {
+  load_spec spec;
+  spec.transport = transport_kind::doq;
+  spec.tls.backend = tls_backend::gnutls;
+  spec.port = port;
+  spec.timeout_seconds = generous_timeout_seconds;
+  return spec;
+}
+
+std::string setup_error_of(const load_spec& spec) {
+  try {
+    run_load(spec);
+  } catch (const setup_error& e) {
+    return e.what();
+  }
+  return "no setup_error";
+}
+
+TEST(doq_load_test, persistent_connections_carry_many_streams_each) {
+  server responder(doq_server());
+  load_spec spec = doq_spec(responder.doq_port());
+  spec.clients = 4;
+  spec.outstanding = 50;
+  spec.count = 20000;
+  const run_result r = run_checked(spec).result;
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.queries_sent, 20000u);
+  EXPECT_EQ(r.connections.opened, 4u) << summary(r);
+  EXPECT_EQ(r.handshakes_full, 4u);
+  EXPECT_EQ(r.connections.answered, r.responses_received);
+  EXPECT_GT(r.quic.packets_sent, 0u);
+  EXPECT_GT(r.quic.packets_received, 0u);
+  EXPECT_EQ(r.quic.rtt_samples, 4u);  // each connection's path, sampled as it ended
+  EXPECT_GT(r.quic.smoothed_rtt_ms, 0.0);
+  EXPECT_TRUE(r.quic.closes.empty());  // we closed every connection
+  EXPECT_GE(responder.stats().doq_queries, 20000u);
+}
+
+TEST(doq_load_test, one_query_per_connection_opens_a_connection_per_query) {
+  server responder(doq_server());
+  load_spec spec = doq_spec(responder.doq_port());
+  spec.clients = 4;
+  spec.outstanding = 1;
+  spec.queries_per_connection = 1;
+  spec.count = 200;
+  const run_result r = run_checked(spec).result;
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.connections.opened, 200u) << summary(r);
+  EXPECT_EQ(r.connections.closed_by_client, 200u);
+  EXPECT_EQ(r.handshakes_full, 200u);
+  EXPECT_EQ(r.handshakes_resumed, 0u);
+  EXPECT_EQ(r.first_query_latency.count(), 200u);
+  EXPECT_EQ(r.quic.early_data_offered, 0u);
+}
+
+TEST(doq_load_test, resumption_with_early_data_sends_the_query_in_0rtt) {
+  server responder(doq_server());
+  load_spec spec = doq_spec(responder.doq_port());
+  spec.clients = 2;
+  spec.outstanding = 1;
+  spec.queries_per_connection = 1;
+  spec.count = 100;
+  spec.tls.resume = true;
+  spec.tls.early_data = true;
+  const run_result r = run_checked(spec).result;
+  expect_all_in(r.responses_received, r);
+  // Each client's first connection has no ticket yet; every later one resumes, and its one
+  // query rides in 0-RTT.
+  EXPECT_EQ(r.handshakes_full, 2u) << summary(r);
+  EXPECT_EQ(r.handshakes_resumed, 98u);
+  EXPECT_EQ(r.quic.early_data_offered, 98u);
+  EXPECT_EQ(r.quic.early_data_accepted, 98u);
+  EXPECT_EQ(r.quic.early_data_rejected, 0u);
+  EXPECT_EQ(r.quic.queries_in_early_data, 98u);
+  EXPECT_EQ(r.quic.queries_resent, 0u);
+  EXPECT_GE(responder.stats().doq_early_data, 98u);
+}
+
+TEST(doq_load_test, refused_0rtt_queries_are_sent_again_and_counted_once) {
+  server responder(doq_server(false));
+  load_spec spec = doq_spec(responder.doq_port());
+  spec.clients = 2;
+  spec.outstanding = 1;
+  spec.queries_per_connection = 1;
+  spec.count = 40;
+  spec.tls.resume = true;
+  spec.tls.early_data = true;
+  const run_result r = run_checked(spec).result;
+  // Every query is answered once, though each resumed connection's query went twice.
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.queries_sent, 40u);
+  EXPECT_EQ(r.handshakes_resumed, 38u) << summary(r);
+  EXPECT_EQ(r.quic.early_data_offered, 38u);
+  EXPECT_EQ(r.quic.early_data_accepted, 0u);
+  EXPECT_EQ(r.quic.early_data_rejected, 38u);
+  EXPECT_EQ(r.quic.queries_in_early_data, 38u);
+  EXPECT_EQ(r.quic.queries_resent, 38u);
+  EXPECT_EQ(responder.stats().doq_early_data, 0u);
+}
+
+TEST(doq_load_test, usage_errors_name_the_flag_and_why) {
+  load_spec spec = doq_spec(853);
+  spec.tls.backend = tls_backend::openssl;
+  EXPECT_NE(setup_error_of(spec).find("runs on GnuTLS only"), std::string::npos);
+  spec = doq_spec(853);
+  spec.tls.early_data = true;
+  EXPECT_NE(setup_error_of(spec).find("--early-data needs --tls-resume"), std::string::npos);
+  spec = doq_spec(853);
+  spec.tls.max_version = tls_version::v1_2;
+  EXPECT_NE(setup_error_of(spec).find("TLS 1.3 only"), std::string::npos);
+  spec = doq_spec(853);
+  spec.transport = transport_kind::tls;
+  spec.tls.resume = spec.tls.early_data = true;
+  EXPECT_NE(setup_error_of(spec).find("--early-data applies to --transport doq"),
+            std::string::npos);
+}
+
+// Reads Initials and never answers: every connection attempt ends as a handshake timeout.
+TEST(doq_load_test, a_silent_server_ends_every_attempt_as_a_handshake_timeout) {
+  hostile_server server(
+      {}, [](std::span<const std::uint8_t>, std::uint64_t) { return std::vector<reply>{}; });
+  load_spec spec = doq_spec(server.port());
+  spec.clients = 2;
+  spec.count = 10;
+  spec.timeout_seconds = 0.3;
+  const run_result r = run_checked(spec).result;
+  EXPECT_EQ(r.queries_sent, 0u) << summary(r);  // nothing goes before the handshake
+  EXPECT_GE(r.connections.failed, 6u);          // 3 attempts per client, then it gives up
+  EXPECT_EQ(r.connections.failed, r.connections.failures.at("quic_handshake_timeout"));
+  EXPECT_EQ(r.connections.opened, 0u);
+}
+
+// Answers every Initial with Version Negotiation offering only versions the client lacks.
+TEST(doq_load_test, version_negotiation_only_is_counted_and_named) {
+  hostile_server server({}, [](std::span<const std::uint8_t> packet, std::uint64_t) {
+    ngtcp2_version_cid ids{};
+    if (ngtcp2_pkt_decode_version_cid(&ids, packet.data(), packet.size(), 18) != 0) {
+      return std::vector<reply>{};
+    }
+    const std::array<std::uint32_t, 1> versions{0xff00001d};  // draft-29 only
+    reply r;
+    r.data.resize(256);
+    const auto n = ngtcp2_pkt_write_version_negotiation(
+        r.data.data(), r.data.size(), 0x42, ids.scid, ids.scidlen, ids.dcid, ids.dcidlen,
+        versions.data(), versions.size());
+    if (n <= 0) return std::vector<reply>{};
+    r.data.resize(static_cast<std::size_t>(n));
+    return std::vector<reply>{r};
+  });
+  load_spec spec = doq_spec(server.port());
+  spec.clients = 1;
+  spec.count = 10;
+  spec.timeout_seconds = 1;
+  const run_result r = run_checked(spec).result;
+  EXPECT_EQ(r.queries_sent, 0u) << summary(r);
+  EXPECT_EQ(r.connections.failed, 3u) << summary(r);
+  EXPECT_EQ(r.connections.failures.at("quic_version_negotiation"), 3u);
+  EXPECT_EQ(r.quic.version_negotiation, 3u);
+}
+
+}  // namespace
+}  // namespace dnstransport::hostile
+
+#endif
