@@ -201,6 +201,10 @@ bool doq_client::write(std::uint64_t now) {
     const ngtcp2_ssize n = ngtcp2_conn_writev_stream(
         conn_, nullptr, &info, buffer.data() + used, packet_room, &accepted, flags,
         r != nullptr ? r->stream : -1, r != nullptr ? data.data() : nullptr, pieces, now);
+    // A callback may have closed the stream meanwhile (and freed its request).
+    if (r != nullptr && (!r->in_use || send_queue_.empty() || send_queue_.front() != r)) {
+      r = nullptr;
+    }
     if (r != nullptr) {
       if (accepted >= 0) r->handed += static_cast<std::size_t>(accepted);
       const auto query = (*plan().queries)[r->query_index];
