@@ -20,6 +20,8 @@
 #include <dnstransport/report.hpp>
 #include <dnstransport/server.hpp>
 
+#include "in_ci.hpp"
+
 namespace dnstransport {
 namespace {
 
@@ -197,7 +199,10 @@ TEST(sweep_cli_test, sweep_and_report_write_json_csv_plots_and_index) {
   const std::string index = contents(report / "index.html");
   EXPECT_NE(index.find("<table>"), std::string::npos);
   EXPECT_FALSE(contents(report / "points.csv").empty());
-  if (!std::filesystem::exists("/usr/bin/gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  if (!std::filesystem::exists("/usr/bin/gnuplot")) {
+    if (hostile::in_ci()) FAIL() << "gnuplot is not installed (Debian: gnuplot-nox); CI needs it";
+    GTEST_SKIP() << "gnuplot is not installed";
+  }
   for (const std::string plot :
        {"qps_vs_clients", "percent_of_udp", "amortization_tcp", "amortization_tls-openssl",
         "latency_1_clients", "latency_2_clients", "connection_setup"}) {
@@ -247,7 +252,10 @@ TEST(sweep_cli_test, report_of_two_saved_sweeps_overlays_them_and_lists_what_one
   const std::string index = contents(report / "index.html");
   EXPECT_NE(index.find("DNS servers compared: server A, b"), std::string::npos);
   EXPECT_FALSE(contents(report / "comparison.csv").empty());
-  if (!std::filesystem::exists("/usr/bin/gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  if (!std::filesystem::exists("/usr/bin/gnuplot")) {
+    if (hostile::in_ci()) FAIL() << "gnuplot is not installed (Debian: gnuplot-nox); CI needs it";
+    GTEST_SKIP() << "gnuplot is not installed";
+  }
   for (const std::string plot :
        {"qps_vs_clients", "percent_of_udp", "amortization_tcp", "amortization_tls-openssl",
         "latency_1_clients", "latency_2_clients", "latency_4_clients"}) {
@@ -364,7 +372,10 @@ TEST(sweep_cli_test, a_sweep_of_two_targets_interleaves_them_and_reports_both) {
     EXPECT_NE(text.find("plain"), std::string::npos) << script;
     EXPECT_NE(text.find("closing"), std::string::npos) << script;
   }
-  if (!std::filesystem::exists("/usr/bin/gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  if (!std::filesystem::exists("/usr/bin/gnuplot")) {
+    if (hostile::in_ci()) FAIL() << "gnuplot is not installed (Debian: gnuplot-nox); CI needs it";
+    GTEST_SKIP() << "gnuplot is not installed";
+  }
   for (const std::string plot : {"qps_vs_clients", "percent_of_udp", "latency_2_clients"}) {
     EXPECT_GT(std::filesystem::file_size(report / (plot + ".svg")), 1000u) << plot;
     EXPECT_NE(contents(report / (plot + ".svg")).find("closing"), std::string::npos) << plot;
