@@ -26,14 +26,9 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "server/server_doq.hpp"
+#include "transport/doq/doq_codes.hpp"  // DoQ error codes (RFC 9250, section 4.3)
 
 namespace dnstransport::detail {
-
-// RFC 9250, section 4.3: application error codes.
-inline constexpr std::uint64_t doq_no_error = 0x0;
-inline constexpr std::uint64_t doq_internal_error = 0x1;
-inline constexpr std::uint64_t doq_protocol_error = 0x2;
-inline constexpr std::uint64_t doq_request_cancelled = 0x3;
 
 class doq_connection : public std::enable_shared_from_this<doq_connection> {
  public:
