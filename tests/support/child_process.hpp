@@ -36,6 +36,8 @@ class child_process {
   child_process& operator=(const child_process&) = delete;
 
   void send_signal(int signal_number);
+  /// The child's process id.
+  pid_t pid() const noexcept { return pid_; }
 
   /// Waits until stderr contains `text`, at most `limit`. False when it did not come (or
   /// the child ended first).

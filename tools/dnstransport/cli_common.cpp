@@ -132,6 +132,15 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
       ->capture_default_str();
   app.add_option("--server-cpus", o.server_cpus,
                  "Built-in responder: pin its threads to these CPUs (default: CPUs not in --cpus)");
+  app.add_flag("--server-process", o.server_process,
+               "Built-in responder: run it as a process of its own (this program's `serve`), "
+               "pinned to --server-cpus and monitored like a real server, so that its CPU per "
+               "answer is measured apart from the generator's");
+  app.add_option("--monitor-pid", o.monitor_pids,
+                 "A process of the server, on this machine, whose CPU, memory, descriptors, "
+                 "threads and TCP connections are read from /proc during each run (repeat it "
+                 "for several); gives server CPU per 1,000 answers")
+      ->check(CLI::PositiveNumber);
   app.add_option("--server-mode", o.server_mode, "Built-in responder: answer or echo")
       ->capture_default_str();
   app.add_option("--server-tls-backend", o.server_tls_backend,
@@ -227,6 +236,9 @@ load_spec make_load_spec(const run_options& o) {
   spec.tls.server_name = o.sni;
   spec.tls.alpn.clear();
   if (!o.alpn.empty()) spec.tls.alpn.push_back(o.alpn);
+  if (!o.server.empty() && o.server_process) {
+    throw setup_error("--server-process applies to the built-in responder, not to a --server");
+  }
   if (o.verify && o.insecure) throw setup_error("--verify and --insecure contradict each other");
   spec.tls.verify = o.verify;
   spec.tls.ca_file = o.ca_file;
@@ -237,12 +249,13 @@ load_spec make_load_spec(const run_options& o) {
   }
   spec.doh_request = *method;
   spec.doh_path = o.doh_path;
+  spec.monitor_pids = o.monitor_pids;
   validate(spec);
   return spec;
 }
 
-std::unique_ptr<server> start_builtin_server(const run_options& o, load_spec& spec,
-                                             std::vector<transport_kind> transports) {
+std::unique_ptr<builtin_responder> start_builtin_server(const run_options& o, load_spec& spec,
+                                                        std::vector<transport_kind> transports) {
   server_options s;
   s.threads = o.server_threads;
   const auto mode = parse_answer_mode(o.server_mode);
@@ -278,9 +291,11 @@ std::unique_ptr<server> start_builtin_server(const run_options& o, load_spec& sp
     if (t == transport_kind::doq) s.doq = loopback;
   }
   s.doh_path = spec.doh_path;
-  auto responder = std::make_unique<server>(s);
+  auto responder = o.server_process ? builtin_responder::start_process(s)
+                                    : std::make_unique<builtin_responder>(s);
   spec.server = "127.0.0.1";
   spec.port = responder->port(spec.transport);
+  if (responder->pid() > 0) spec.monitor_pids.push_back(responder->pid());
   return responder;
 }
 

@@ -15,6 +15,8 @@
 #include <dnstransport/load.hpp>
 #include <dnstransport/server.hpp>
 
+#include "builtin_responder.hpp"
+
 namespace dnstransport::cli {
 
 /// Exit codes, documented in --help.
@@ -82,6 +84,9 @@ struct run_options {
   std::string server_cpus;
   std::string server_mode = "answer";
   std::string server_tls_backend;
+  bool server_process = false;  // run it as a child process of its own, monitored
+  // Server processes to monitor (--monitor-pid).
+  std::vector<int> monitor_pids;
   // Output.
   std::string label;
   std::string json_file;
@@ -98,9 +103,10 @@ void add_run_options(CLI::App& app, run_options& options, bool with_axes);
 load_spec make_load_spec(const run_options& options);
 
 /// A built-in responder for a spec that has no --server; it listens on loopback on a free
-/// port for each of `transports` and the spec is pointed at the one for its transport.
-std::unique_ptr<server> start_builtin_server(const run_options& options, load_spec& spec,
-                                             std::vector<transport_kind> transports);
+/// port for each of `transports` and the spec is pointed at the one for its transport. With
+/// --server-process it is a child process, and the spec monitors it.
+std::unique_ptr<builtin_responder> start_builtin_server(const run_options& options, load_spec& spec,
+                                                        std::vector<transport_kind> transports);
 
 /// The command line as a shell would take it back (program name without its directory).
 std::string command_line(int argc, char** argv);

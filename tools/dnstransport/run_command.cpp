@@ -24,15 +24,15 @@ action add_run_command(CLI::App& app) {
     if (!run->parsed()) return -1;
     const run_options& o = *options;
     load_spec spec = make_load_spec(o);
-    std::unique_ptr<server> responder;
+    std::unique_ptr<builtin_responder> responder;
     if (o.server.empty()) {
       responder = start_builtin_server(o, spec, {spec.transport});
       if (!o.quiet) {
         fmt::print(stderr,
                    "no --server given: using the built-in responder on 127.0.0.1:{} ({}, {} "
-                   "thread{}, in this process)\n",
+                   "thread{}, {})\n",
                    spec.port, transport_name(spec.transport), o.server_threads,
-                   o.server_threads == 1 ? "" : "s");
+                   o.server_threads == 1 ? "" : "s", responder->where());
       }
     }
     if (traits_of(spec.transport).has_tls && !spec.tls.verify && !o.quiet) {

@@ -1,4 +1,8 @@
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
@@ -32,6 +36,7 @@ struct serve_options {
   double idle_timeout = 0;
   bool reverse_order = false;
   bool no_ticket_renewal = false;
+  int ready_fd = -1;
 };
 
 }  // namespace
@@ -81,6 +86,11 @@ action add_serve_command(CLI::App& app) {
   serve->add_flag("--no-ticket-renewal", o->no_ticket_renewal,
                   "TLS: send no new session ticket after a resumed handshake, so clients "
                   "resume from the ticket they have (like dnsdist; openssl backend only)");
+  serve
+      ->add_option("--ready-fd", o->ready_fd,
+                   "Once listening, write the ports (\"udp=P tcp=P tls=P doh=P doq=P\") to this "
+                   "open descriptor and close it (used by run/sweep --server-process)")
+      ->group("");
   serve->footer(
       "Example: dnstransport serve --listen 127.0.0.1:5300 --tcp 127.0.0.1:5300 "
       "--tls 127.0.0.1:8853 --doh 127.0.0.1:8443 --doq 127.0.0.1:8853 --threads 2 --cpus 1\n"
@@ -138,6 +148,15 @@ action add_serve_command(CLI::App& app) {
     fmt::print("mode {}, {} thread{}; stop with Ctrl-C\n", o->mode, s.threads,
                s.threads == 1 ? "" : "s");
     std::fflush(stdout);
+    if (o->ready_fd >= 0) {
+      const std::string ports = fmt::format(
+          "udp={} tcp={} tls={} doh={} doq={}\n", responder.udp_port(), responder.tcp_port(),
+          responder.tls_port(), responder.doh_port(), responder.doq_port());
+      if (write(o->ready_fd, ports.data(), ports.size()) < 0) {
+        fmt::print(stderr, "warning: --ready-fd {}: {}\n", o->ready_fd, std::strerror(errno));
+      }
+      close(o->ready_fd);
+    }
     while (!stop_requested.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     responder.stop();
     const auto st = responder.stats();

@@ -69,9 +69,13 @@ class sweep_display {
     if (quiet_ || r.points.empty()) return;
     const auto& p = r.points.back();
     const auto& q = p.summary.qps;
-    fmt::print(stderr, "{}[{}/{}] {}: {:.0f} queries/s (runs {:.0f} to {:.0f}){}  ETA {}\n",
+    const std::string server_cpu = p.summary.server_monitored
+                                       ? fmt::format(", server CPU {:.2f} ms per 1,000 answers",
+                                                     p.summary.server_cpu_per_1k_answers() * 1e3)
+                                       : std::string();
+    fmt::print(stderr, "{}[{}/{}] {}: {:.0f} queries/s (runs {:.0f} to {:.0f}){}{}  ETA {}\n",
                live_ ? "\r\033[K" : "", r.points.size(), r.planned_points, describe(p.point),
-               q.mean, q.min, q.max, p.summary.client_bound ? ", client-bound" : "",
+               q.mean, q.min, q.max, server_cpu, p.summary.client_bound ? ", client-bound" : "",
                clock_text(eta_));
   }
 
@@ -124,9 +128,10 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
                    "port when every transport is tls)");
   sweep.add_option(
       "--target", f.targets,
-      "NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT]: a server to measure (repeat it for "
-      "several); each point is run against every target in turn, and the report "
-      "compares them. Instead of --server");
+      "NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT][,pid=PID]: a server to measure "
+      "(repeat it for several); each point is run against every target in turn, and the report "
+      "compares them. pid=PID (repeatable) monitors its processes on this machine. Instead of "
+      "--server");
   sweep.add_option("--doh-port", f.doh_port,
                    "With --server: port of its DNS-over-HTTPS listener (default 443, or the "
                    "--server port when every transport is doh)");
@@ -162,6 +167,12 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
   if (use("--pause")) plan.pause_seconds = f.pause;
   if (!f.targets.empty()) {
     if (!o.server.empty()) throw setup_error("--target and --server: give one or the other");
+    if (!o.monitor_pids.empty()) {
+      throw setup_error("--monitor-pid with --target: give each target its pid=PID instead");
+    }
+    if (o.server_process) {
+      throw setup_error("--server-process applies to the built-in responder, not to --target");
+    }
     if (f.tls_port != 0 || f.doh_port != 0 || f.doq_port != 0) {
       throw setup_error(
           "--tls-port, --doh-port and --doq-port apply to --server; give a --target its ports as "
@@ -176,7 +187,8 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
 }
 
 // Points the plan at --server, or at a built-in responder listening for every transport.
-std::unique_ptr<server> set_target(sweep_plan& plan, const run_options& o, const sweep_flags& f) {
+std::unique_ptr<builtin_responder> set_target(sweep_plan& plan, const run_options& o,
+                                              const sweep_flags& f) {
   if (!plan.targets.empty()) return nullptr;
   if (o.server.empty()) {
     if (f.tls_port != 0) throw setup_error("--tls-port applies to a --server only");
@@ -193,8 +205,8 @@ std::unique_ptr<server> set_target(sweep_plan& plan, const run_options& o, const
                   responder->port(transport_kind::tls), responder->port(transport_kind::doh),
                   responder->port(transport_kind::doq)};
     plan.target_description =
-        fmt::format("built-in responder in this process, {} thread{}, {} mode", o.server_threads,
-                    o.server_threads == 1 ? "" : "s", o.server_mode);
+        fmt::format("built-in responder, {}, {} thread{}, {} mode", responder->where(),
+                    o.server_threads, o.server_threads == 1 ? "" : "s", o.server_mode);
     return responder;
   }
   const endpoint where = parse_endpoint(o.server, 0, "--server");
@@ -253,11 +265,15 @@ action add_sweep_command(CLI::App& app, std::string command) {
   add_run_options(*sweep, *o, false);
   sweep->footer(
       std::string(
-          "The default grid (udp,tcp,tls,doh x 1,4,16 clients x 1,10,100,unlimited queries per "
-          "connection, 3 runs of 0.5 s) takes about a minute and a half against the built-in "
+          "The default grid (udp,tcp,tls,doh,doq x 1,4,16 clients x 1,10,100,unlimited queries "
+          "per connection, 3 runs of 0.5 s) takes about two minutes against the built-in "
           "responder.\n"
           "Examples:\n"
           "  dnstransport sweep --out results\n"
+          "  dnstransport sweep --server-process --cpus 0 --server-cpus 1   # responder apart, "
+          "on its own CPU\n"
+          "  dnstransport sweep --target unbound=127.0.0.1:53,tls=853,pid=$(pidof unbound) "
+          "--target dnsdist=127.0.0.1:5301,tls=8531,pid=$(pidof dnsdist)\n"
           "  dnstransport sweep --preset amortization --server 192.0.2.53 --json amort.json\n"
           "  dnstransport sweep --transports udp,tls-openssl,tls-gnutls --clients 1,8 "
           "--queries-per-connection unlimited\n"

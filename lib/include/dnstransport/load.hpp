@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <dnstransport/histogram.hpp>
+#include <dnstransport/monitor.hpp>
 #include <dnstransport/query_source.hpp>
 #include <dnstransport/tls.hpp>
 #include <dnstransport/transport.hpp>
@@ -97,6 +98,11 @@ struct load_spec {
   /// client always offers ALPN "h2", whatever tls.alpn says.
   std::string doh_path = "/dns-query";
   doh_method doh_request = doh_method::post;
+
+  /// Processes of the server, on this machine, whose CPU, memory, descriptors, threads and
+  /// TCP connections on `port` are read from /proc during the measured window
+  /// (`--monitor-pid`); the result's `server_usage` holds what they spent. Empty: not monitored.
+  std::vector<int> monitor_pids;
 
   /// Called from the thread that called run_load, about every progress_interval seconds.
   std::function<void(const load_progress&)> on_progress;
@@ -227,6 +233,8 @@ struct run_result {
 
   connection_stats connections;
   quic_stats quic;  ///< DoQ only
+  process_usage
+      server_usage;  ///< what the monitored server processes spent (load_spec::monitor_pids)
   std::uint64_t handshakes_full = 0;
   std::uint64_t handshakes_resumed = 0;
 

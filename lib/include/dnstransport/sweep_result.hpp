@@ -46,6 +46,16 @@ struct point_summary {
   std::uint64_t connections_failed = 0;
   double max_thread_cpu_share = 0;  ///< highest over the repeats
   bool client_bound = false;        ///< max_thread_cpu_share >= client_bound_cpu_share
+  /// The monitored server's CPU over the repeats that monitored it (load_spec::monitor_pids),
+  /// and the answers of those repeats; server_monitored is false when none did.
+  bool server_monitored = false;
+  double server_cpu_seconds = 0;
+  std::uint64_t server_answers = 0;
+  /// Server CPU seconds per 1,000 answers (0 when not monitored or nothing was answered).
+  double server_cpu_per_1k_answers() const noexcept {
+    return server_answers == 0 ? 0
+                               : server_cpu_seconds * 1000.0 / static_cast<double>(server_answers);
+  }
 };
 
 /// Summarizes the repeats of one point (an empty list gives an all-zero summary).

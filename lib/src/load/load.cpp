@@ -20,6 +20,7 @@
 
 #include "engine/engine.hpp"
 #include "load/transports.hpp"
+#include "monitor/server_monitor.hpp"
 #include "transport/tls/tls_backend.hpp"
 #include "util/clock.hpp"
 #include "util/cpu_pinning.hpp"
@@ -46,6 +47,12 @@ namespace {
 
 using detail::monotonic_ns;
 using detail::seconds_to_ns;
+
+// Seconds between readings of the monitored server processes, for their maxima (the CPU
+// figures come from the window's first and last readings): about ten per run, within
+// these bounds (a reading of many TCP connections parses /proc/PID/net/tcp).
+constexpr double monitor_interval_min = 0.05;
+constexpr double monitor_interval_max = 1.0;
 
 // Each client holds one socket; leave room for the responder and files.
 constexpr rlim_t descriptor_reserve = 64;
@@ -227,6 +234,11 @@ void validate(const load_spec& spec) {
         fmt::format("--outstanding must be between 1 and 65536 (got {})", spec.outstanding));
   }
   if (spec.threads == 0) throw setup_error("--threads must be at least 1");
+  for (int pid : spec.monitor_pids) {
+    if (!sample_process(pid)) {
+      throw setup_error(fmt::format("--monitor-pid {}: no such process on this machine", pid));
+    }
+  }
   // A count this large is what a negative number becomes once read as unsigned.
   if (spec.count > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
     throw setup_error(fmt::format("--count must be a positive number of queries (got {})",
@@ -380,6 +392,16 @@ run_result run_load(const load_spec& spec) {
   plan.send_end_ns =
       spec.count == 0 ? plan.measure_start_ns + seconds_to_ns(spec.duration_seconds) : UINT64_MAX;
 
+  const auto& traits = traits_of(spec.transport);
+  detail::server_monitor monitor(
+      spec.monitor_pids,
+      traits.has_connections && spec.transport != transport_kind::doq ? spec.port : 0);
+  const double monitor_interval =
+      std::clamp(spec.count == 0 ? spec.duration_seconds / 10 : monitor_interval_max,
+                 monitor_interval_min, monitor_interval_max);
+  if (monitor.active() && spec.warmup_seconds <= 0) monitor.sample();
+  std::uint64_t next_monitor_sample = plan.measure_start_ns + seconds_to_ns(monitor_interval);
+
   std::atomic<unsigned> finished{0};
   std::vector<std::thread> pool;
   for (unsigned w = 0; w < threads; ++w) {
@@ -402,6 +424,11 @@ run_result run_load(const load_spec& spec) {
     if (stop_ns == 0 && spec.stop != nullptr && spec.stop->load(std::memory_order_relaxed)) {
       stop_ns = now;
       for (auto& w : workers) w->request_stop();
+    }
+    if (monitor.active() && now >= plan.measure_start_ns &&
+        (!monitor.started() || now >= next_monitor_sample)) {
+      monitor.sample();
+      next_monitor_sample = now + seconds_to_ns(monitor_interval);
     }
     if (spec.on_progress && now >= next_progress) {
       load_progress p;
@@ -448,6 +475,16 @@ run_result run_load(const load_spec& spec) {
   result.qps = result.elapsed_seconds > 0
                    ? static_cast<double>(result.responses_received) / result.elapsed_seconds
                    : 0;
+  if (monitor.active()) {
+    monitor.sample();
+    result.server_usage = monitor.finish(result.responses_received, result.elapsed_seconds);
+    for (int pid : result.server_usage.exited) {
+      result.warnings.push_back(fmt::format(
+          "monitored server process {} exited during the run: its figures stop at its last "
+          "reading",
+          pid));
+    }
+  }
   return result;
 }
 

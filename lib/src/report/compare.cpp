@@ -217,6 +217,34 @@ const amortization_fit* widest_fit(const sweep_result& r, const sweep_transport&
   return widest;
 }
 
+bool any_monitored(const std::vector<compared_sweep>& sweeps) {
+  for (const auto& s : sweeps) {
+    for (const auto& p : s.result.points) {
+      if (p.summary.server_monitored) return true;
+    }
+  }
+  return false;
+}
+
+// Server CPU per 1,000 answers over the monitored points of one transport and queries per
+// connection (every client count); "-" when none was monitored.
+std::string server_cpu_cell(const sweep_result& r, const sweep_transport& transport,
+                            std::uint64_t per_connection) {
+  double cpu = 0;
+  std::uint64_t answers = 0;
+  for (const auto& p : r.points) {
+    if (!(p.point.transport == transport) || !p.summary.server_monitored) continue;
+    if (traits_of(transport.transport).has_connections &&
+        p.point.queries_per_connection != per_connection) {
+      continue;
+    }
+    cpu += p.summary.server_cpu_seconds;
+    answers += p.summary.server_answers;
+  }
+  if (answers == 0) return "-";
+  return fmt::format("{:.2f} ms", cpu * 1e6 / static_cast<double>(answers));
+}
+
 // One row per server and transport: UDP queries/s, the others' % of UDP at their longest
 // connections, and the set-up cost from the fit with the most clients.
 report_table comparison_table(const std::vector<compared_sweep>& sweeps) {
@@ -226,6 +254,8 @@ report_table comparison_table(const std::vector<compared_sweep>& sweeps) {
   t.header = {"server", "transport", "q/conn"};
   for (const unsigned c : clients) t.header.push_back(clients_name(c));
   for (const char* column : {"fit clients", "h", "n90"}) t.header.push_back(column);
+  const bool monitored = any_monitored(sweeps);
+  if (monitored) t.header.push_back("server CPU/1k");
   t.left_columns = 3;
   for (const auto& s : sweeps) {
     for (const auto& transport : transports_of(sweeps)) {
@@ -255,6 +285,7 @@ report_table comparison_table(const std::vector<compared_sweep>& sweeps) {
         row.insert(row.end(),
                    {std::to_string(fit->clients), fitted(fit->model.h), fitted(fit->n90)});
       }
+      if (monitored) row.push_back(server_cpu_cell(s.result, transport, per_connection));
       t.rows.push_back(std::move(row));
     }
   }
@@ -264,7 +295,52 @@ report_table comparison_table(const std::vector<compared_sweep>& sweeps) {
       "h, n90: the amortization fit with the most clients (set-up cost in queries; 90 % of "
       "T_inf at n90 queries per connection); '-' where it was not measured",
       "* this point or its UDP reference was client-bound: it measures the generator",
-      "server CPU per answer is not measured by dnstransport: watch the server's own CPU"};
+      monitored ? "server CPU/1k: the server's CPU time per 1,000 answers over that row's "
+                  "points (all client counts), where its processes were monitored; '-' where "
+                  "they were not"
+                : "server CPU per answer was not measured: give run/sweep --monitor-pid PID "
+                  "(or a --target its pid=PID) on the server's machine"};
+  return t;
+}
+
+// One row per transport and queries per connection, one column per server: what an answer
+// cost the server's CPU.
+report_table server_cpu_by_server(const std::vector<compared_sweep>& sweeps) {
+  report_table t;
+  t.title = "Server CPU per 1,000 answers, by transport and queries per connection";
+  t.header = {"transport", "q/conn"};
+  for (const auto& s : sweeps) t.header.push_back(s.name);
+  t.left_columns = 2;
+  if (!any_monitored(sweeps)) return t;
+  for (const auto& transport : transports_of(sweeps)) {
+    std::vector<std::uint64_t> values;
+    for (const auto& s : sweeps) {
+      for (const auto& p : s.result.points) {
+        if (p.point.transport == transport &&
+            std::find(values.begin(), values.end(), p.point.queries_per_connection) ==
+                values.end()) {
+          values.push_back(p.point.queries_per_connection);
+        }
+      }
+    }
+    // From one query per connection to persistent connections.
+    std::sort(values.begin(), values.end(), [](std::uint64_t a, std::uint64_t b) {
+      return std::pair{a == 0, a} < std::pair{b == 0, b};
+    });
+    const bool connections = traits_of(transport.transport).has_connections;
+    for (const std::uint64_t per_connection : values) {
+      std::vector<std::string> row{sweep_transport_name(transport),
+                                   connections ? queries_per_connection_name(per_connection) : "-"};
+      for (const auto& s : sweeps) {
+        row.push_back(server_cpu_cell(s.result, transport, per_connection));
+      }
+      t.rows.push_back(std::move(row));
+      if (!connections) break;
+    }
+  }
+  t.notes = {
+      "CPU time (user + system) of the monitored server processes, per 1,000 answers, "
+      "over the points of every client count; - not monitored or not measured"};
   return t;
 }
 
@@ -339,6 +415,8 @@ std::vector<report_table> comparison_tables(const std::vector<compared_sweep>& s
   if (!side_by_side.rows.empty()) tables.push_back(side_by_side);
   const auto fits = fits_by_server(sweeps);
   if (!fits.rows.empty()) tables.push_back(fits);
+  const auto cpu = server_cpu_by_server(sweeps);
+  if (!cpu.rows.empty()) tables.push_back(cpu);
   return tables;
 }
 

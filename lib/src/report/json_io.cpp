@@ -121,6 +121,8 @@ void counts_from_json(const json::object& o, std::string_view key,
 
 json::object quic_stats_to_json(const quic_stats& q);
 quic_stats quic_stats_from_json(const json::object& o);
+json::object server_stats_to_json(const process_usage& s);
+process_usage server_stats_from_json(const json::object& o);
 
 }  // namespace
 
@@ -269,10 +271,56 @@ json::object run_result_to_json(const run_result& r) {
       {"warnings", std::move(warnings)},
   };
   if (r.transport == transport_kind::doq) out["quic"] = quic_stats_to_json(r.quic);
+  if (r.server_usage.monitored()) out["server_usage"] = server_stats_to_json(r.server_usage);
   return out;
 }
 
 namespace {
+
+json::array pids_to_json(const std::vector<int>& pids) {
+  json::array out;
+  for (int pid : pids) out.emplace_back(pid);
+  return out;
+}
+
+std::vector<int> pids_from_json(const json::object& o, std::string_view key) {
+  std::vector<int> pids;
+  if (const auto* found = o.if_contains(key); found && found->is_array()) {
+    for (const auto& pid : found->get_array()) pids.push_back(json::value_to<int>(pid));
+  }
+  return pids;
+}
+
+json::object server_stats_to_json(const process_usage& s) {
+  return {{"pids", pids_to_json(s.pids)},
+          {"cpu_seconds", stable(s.cpu_seconds())},
+          {"cpu_user_seconds", stable(s.cpu_user_seconds)},
+          {"cpu_system_seconds", stable(s.cpu_system_seconds)},
+          {"cpu_per_1k_answers", stable(s.cpu_per_1k_answers)},
+          {"cpu_share", stable(s.cpu_share)},
+          {"rss_max_bytes", s.rss_max_bytes},
+          {"fds_max", s.fds_max},
+          {"threads_max", s.threads_max},
+          {"connections_max", s.connections_max},
+          {"samples", s.samples},
+          {"exited", pids_to_json(s.exited)}};
+}
+
+process_usage server_stats_from_json(const json::object& o) {
+  process_usage s;
+  s.pids = pids_from_json(o, "pids");
+  s.cpu_user_seconds = number_at(o, "cpu_user_seconds");
+  s.cpu_system_seconds = number_at(o, "cpu_system_seconds");
+  s.cpu_per_1k_answers = number_at(o, "cpu_per_1k_answers");
+  s.cpu_share = number_at(o, "cpu_share");
+  s.rss_max_bytes = count_at(o, "rss_max_bytes");
+  s.fds_max = count_at(o, "fds_max");
+  s.threads_max = count_at(o, "threads_max");
+  s.connections_max = count_at(o, "connections_max");
+  s.samples = count_at(o, "samples");
+  s.exited = pids_from_json(o, "exited");
+  return s;
+}
 
 json::object quic_stats_to_json(const quic_stats& q) {
   return {{"early_data_offered", q.early_data_offered},
@@ -368,6 +416,9 @@ run_result run_result_from_json_value(const json::value& value) {
   counts_from_json(o, "quic_failures", r.quic_failures);
   if (const auto* quic = o.if_contains("quic"); quic && quic->is_object()) {
     r.quic = quic_stats_from_json(quic->get_object());
+  }
+  if (const auto* server = o.if_contains("server_usage"); server && server->is_object()) {
+    r.server_usage = server_stats_from_json(server->get_object());
   }
   r.tc_retried = count_or_zero(o, "tc_retried");
   r.tc_retry_answered = count_or_zero(o, "tc_retry_answered");

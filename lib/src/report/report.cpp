@@ -1,6 +1,7 @@
 #include <dnstransport/report.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <dnstransport/error.hpp>
 #include <dnstransport/message.hpp>
@@ -157,6 +158,22 @@ std::string format_table(const run_result& r) {
     out +=
         "  note: a worker thread was near 100 % CPU: the figure may measure this client, not "
         "the server (add --threads or CPUs)\n";
+  }
+  if (r.server_usage.monitored()) {
+    const auto& sv = r.server_usage;
+    line("server CPU",
+         fmt::format("{:.2f} s (user {:.2f}, system {:.2f}), {:.2f} ms per 1,000 answers, "
+                     "{:.0f} % of a CPU",
+                     sv.cpu_seconds(), sv.cpu_user_seconds, sv.cpu_system_seconds,
+                     sv.cpu_per_1k_answers * 1e3, sv.cpu_share * 100));
+    std::string memory = fmt::format(
+        "pid {}: RSS max {:.1f} MiB, {} descriptors, {} threads", fmt::join(sv.pids, ","),
+        static_cast<double>(sv.rss_max_bytes) / (1024.0 * 1024.0), sv.fds_max, sv.threads_max);
+    if (traits_of(r.transport).has_connections && r.transport != transport_kind::doq) {
+      memory += fmt::format(", at most {} TCP connections on port {}",
+                            with_commas(sv.connections_max), r.port);
+    }
+    line("server", memory);
   }
   if (traits_of(r.transport).has_connections) {
     const auto& c = r.connections;

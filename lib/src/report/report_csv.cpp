@@ -30,7 +30,7 @@ std::string to_csv(const sweep_result& r) {
       "qps_max,qps_stddev,qps_spread,latency_p50_ns,latency_p90_ns,latency_p99_ns,"
       "latency_p999_ns,connect_p50_ns,connect_p99_ns,handshake_p50_ns,handshake_p99_ns,"
       "queries_sent,responses_received,lost,connections_opened,max_thread_cpu_share,"
-      "client_bound,percent_of_udp\n";
+      "client_bound,percent_of_udp,server_cpu_per_1k_answers\n";
   const bool targets = !r.plan.targets.empty();
   if (targets) out = "target," + out;
   for (const auto& p : r.points) {
@@ -39,7 +39,7 @@ std::string to_csv(const sweep_result& r) {
     const auto* percent = percent_for(r, p.point);
     out += fmt::format(
         "{},{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{:.1f},{:.4f},{},{},{},{},{},{},{},{},{},{},{},{},"
-        "{:.3f},{},{}\n",
+        "{:.3f},{},{},{}\n",
         transport_columns(p.point.transport), p.point.clients, p.point.queries_per_connection,
         p.repeats.size(), s.qps.mean, s.qps.median, s.qps.min, s.qps.max, s.qps.stddev,
         s.qps.spread, s.latency.percentile(50), s.latency.percentile(90), s.latency.percentile(99),
@@ -47,7 +47,8 @@ std::string to_csv(const sweep_result& r) {
         s.connect_latency.percentile(99), s.handshake_latency.percentile(50),
         s.handshake_latency.percentile(99), s.queries_sent, s.responses_received, s.lost,
         s.connections_opened, s.max_thread_cpu_share, s.client_bound ? 1 : 0,
-        percent ? fmt::format("{:.2f}", percent->percent) : "");
+        percent ? fmt::format("{:.2f}", percent->percent) : "",
+        s.server_monitored ? fmt::format("{:.6f}", s.server_cpu_per_1k_answers()) : "");
   }
   return out;
 }

@@ -37,6 +37,9 @@ report_table points_table(const sweep_result& r) {
   t.title = "Points (queries/s over the repeats; latency over all repeats)";
   t.header = {"transport", "clients", "q/conn", "runs",    "mean q/s", "median", "min",
               "max",       "stddev",  "spread", "p50 lat", "p99 lat",  "lost",   "client-bound"};
+  const bool monitored = std::any_of(r.points.begin(), r.points.end(),
+                                     [](const auto& p) { return p.summary.server_monitored; });
+  if (monitored) t.header.push_back("server CPU/1k");
   t.left_columns = 1;
   for (const auto& p : r.points) {
     const auto& s = p.summary;
@@ -53,11 +56,21 @@ report_table points_table(const sweep_result& r) {
          duration_cell(s.latency.percentile(50), s.latency.count()),
          duration_cell(s.latency.percentile(99), s.latency.count()), lost,
          s.client_bound ? fmt::format("yes ({:.0f} %)", s.max_thread_cpu_share * 100) : ""});
+    if (monitored) {
+      t.rows.back().push_back(s.server_monitored && s.server_answers > 0
+                                  ? fmt::format("{:.2f} ms", s.server_cpu_per_1k_answers() * 1e3)
+                                  : "-");
+    }
   }
   t.notes = {fmt::format(
       "spread = (max - min) / median; client-bound = a worker thread of this generator used "
       "{:.0f} % of a CPU or more, so the figure measures the generator, not the server",
       client_bound_cpu_share * 100)};
+  if (monitored) {
+    t.notes.push_back(
+        "server CPU/1k = CPU time (user + system) of the monitored server processes per 1,000 "
+        "answers");
+  }
   return t;
 }
 

@@ -25,23 +25,29 @@ json::object latency_summary(const latency_histogram& h) {
 }
 
 json::object summary_to_json(const point_summary& s) {
-  return {{"qps",
-           {{"mean", stable(s.qps.mean)},
-            {"median", stable(s.qps.median)},
-            {"min", stable(s.qps.min)},
-            {"max", stable(s.qps.max)},
-            {"stddev", stable(s.qps.stddev)},
-            {"spread", stable(s.qps.spread)}}},
-          {"latency_ns", latency_summary(s.latency)},
-          {"first_query_latency_ns", latency_summary(s.first_query_latency)},
-          {"connect_latency_ns", latency_summary(s.connect_latency)},
-          {"handshake_latency_ns", latency_summary(s.handshake_latency)},
-          {"queries_sent", s.queries_sent},
-          {"responses_received", s.responses_received},
-          {"lost", s.lost},
-          {"connections_opened", s.connections_opened},
-          {"connections_failed", s.connections_failed},
-          {"max_thread_cpu_share", stable(s.max_thread_cpu_share)}};
+  json::object o{{"qps",
+                  {{"mean", stable(s.qps.mean)},
+                   {"median", stable(s.qps.median)},
+                   {"min", stable(s.qps.min)},
+                   {"max", stable(s.qps.max)},
+                   {"stddev", stable(s.qps.stddev)},
+                   {"spread", stable(s.qps.spread)}}},
+                 {"latency_ns", latency_summary(s.latency)},
+                 {"first_query_latency_ns", latency_summary(s.first_query_latency)},
+                 {"connect_latency_ns", latency_summary(s.connect_latency)},
+                 {"handshake_latency_ns", latency_summary(s.handshake_latency)},
+                 {"queries_sent", s.queries_sent},
+                 {"responses_received", s.responses_received},
+                 {"lost", s.lost},
+                 {"connections_opened", s.connections_opened},
+                 {"connections_failed", s.connections_failed},
+                 {"max_thread_cpu_share", stable(s.max_thread_cpu_share)}};
+  if (s.server_monitored) {
+    o["server_cpu_seconds"] = stable(s.server_cpu_seconds);
+    o["server_answers"] = s.server_answers;
+    o["server_cpu_per_1k_answers"] = stable(s.server_cpu_per_1k_answers());
+  }
+  return o;
 }
 
 // "target": the point's server in a sweep of several; left out with one server.

@@ -66,6 +66,20 @@ tls_client_options tls_from_json(const json::object& o) {
   return t;
 }
 
+json::array ints_to_json(const std::vector<int>& values) {
+  json::array out;
+  for (const int v : values) out.emplace_back(v);
+  return out;
+}
+
+std::vector<int> ints_from_json(const json::object& o, std::string_view key) {
+  std::vector<int> values;
+  if (const auto* found = o.if_contains(key); found && found->is_array()) {
+    for (const auto& v : found->get_array()) values.push_back(json::value_to<int>(v));
+  }
+  return values;
+}
+
 json::object options_to_json(const load_spec& s) {
   json::array cpus;
   for (const int c : s.cpus) cpus.emplace_back(c);
@@ -76,6 +90,7 @@ json::object options_to_json(const load_spec& s) {
           {"rate", stable(s.rate)},
           {"threads", s.threads},
           {"cpus", std::move(cpus)},
+          {"monitor_pids", ints_to_json(s.monitor_pids)},
           {"close", s.close == close_mode::rst ? "rst" : "fin"},
           {"tcp_nodelay", s.tcp_nodelay},
           {"tcp_fastopen", s.tcp_fastopen},
@@ -94,6 +109,7 @@ void options_from_json(const json::object& o, load_spec& s) {
   s.threads = static_cast<unsigned>(count_at(o, "threads"));
   s.cpus.clear();
   for (const auto& c : array_at(o, "cpus")) s.cpus.push_back(json::value_to<int>(c));
+  s.monitor_pids = ints_from_json(o, "monitor_pids");
   s.close = string_at(o, "close") == "rst" ? close_mode::rst : close_mode::fin;
   s.tcp_nodelay = bool_at(o, "tcp_nodelay");
   s.tcp_fastopen = bool_at(o, "tcp_fastopen");
@@ -202,6 +218,7 @@ json::array targets_to_json(const sweep_plan& plan) {
                                     {"tls", t.ports.tls},
                                     {"doh", t.ports.doh},
                                     {"doq", t.ports.doq}}},
+                                  {"monitor_pids", ints_to_json(t.monitor_pids)},
                                   {"description", t.description}});
   }
   return out;
@@ -221,6 +238,7 @@ void targets_from_json(const json::value& targets, sweep_plan& plan) {
     t.ports.tls = static_cast<std::uint16_t>(count_at(ports, "tls"));
     t.ports.doh = static_cast<std::uint16_t>(count_at(ports, "doh"));
     if (ports.contains("doq")) t.ports.doq = static_cast<std::uint16_t>(count_at(ports, "doq"));
+    t.monitor_pids = ints_from_json(o, "monitor_pids");
     t.description = string_at(o, "description");
     plan.targets.push_back(std::move(t));
   }

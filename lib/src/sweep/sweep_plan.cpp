@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -180,8 +181,8 @@ sweep_target parse_sweep_target(std::string_view text) {
   const std::size_t equals = text.find('=');
   if (equals == std::string_view::npos || equals == 0) {
     throw setup_error(fmt::format(
-        "--target: \"{}\" is not NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT] (a name is "
-        "needed)",
+        "--target: \"{}\" is not NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT][,pid=PID] "
+        "(a name is needed)",
         text));
   }
   sweep_target target;
@@ -197,9 +198,18 @@ sweep_target parse_sweep_target(std::string_view text) {
   for (std::size_t i = 1; i < items.size(); ++i) {
     const std::size_t sign = items[i].find('=');
     const std::string_view key = items[i].substr(0, sign);
-    if (sign == std::string_view::npos || (key != "tls" && key != "doh" && key != "doq")) {
+    if (sign == std::string_view::npos ||
+        (key != "tls" && key != "doh" && key != "doq" && key != "pid")) {
       throw setup_error(
-          fmt::format("{}: \"{}\" is not tls=PORT, doh=PORT or doq=PORT", flag, items[i]));
+          fmt::format("{}: \"{}\" is not tls=PORT, doh=PORT, doq=PORT or pid=PID", flag, items[i]));
+    }
+    if (key == "pid") {
+      const std::uint64_t pid = parse_positive(items[i].substr(sign + 1), flag);
+      if (pid > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+        throw setup_error(fmt::format("{}: {} is not a process id", flag, pid));
+      }
+      target.monitor_pids.push_back(static_cast<int>(pid));
+      continue;
     }
     const std::uint64_t port = parse_positive(items[i].substr(sign + 1), flag);
     if (port > 65535) throw setup_error(fmt::format("{}: {} is not a port", flag, port));
@@ -303,6 +313,7 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
     if (t.name != point.target) continue;
     spec.server = t.server;
     spec.port = t.ports.of(spec.transport);
+    spec.monitor_pids = t.monitor_pids;
   }
   if (point.transport.backend) spec.tls.backend = *point.transport.backend;
   spec.clients = point.clients;

@@ -68,6 +68,11 @@ point_summary summarize(const std::vector<run_result>& repeats) {
     s.connections_opened += r.connections.opened;
     s.connections_failed += r.connections.failed;
     s.max_thread_cpu_share = std::max(s.max_thread_cpu_share, r.max_thread_cpu_share);
+    if (r.server_usage.monitored()) {
+      s.server_monitored = true;
+      s.server_cpu_seconds += r.server_usage.cpu_seconds();
+      s.server_answers += r.responses_received;
+    }
   }
   s.qps = statistics_of(std::move(qps));
   s.client_bound = s.max_thread_cpu_share >= client_bound_cpu_share;

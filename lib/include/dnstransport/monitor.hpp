@@ -1,0 +1,52 @@
+#pragma once
+/// \file
+/// What the server spent: CPU, memory, descriptors, threads and TCP connections of the
+/// server's processes, read from /proc on this machine while a load runs.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace dnstransport {
+
+/// One reading of one process.
+struct process_sample {
+  int pid = 0;
+  double cpu_user_seconds = 0;    ///< since the process started (all its threads, live or gone)
+  double cpu_system_seconds = 0;  ///< likewise
+  std::uint64_t rss_bytes = 0;    ///< resident set size
+  std::uint64_t fds = 0;          ///< open file descriptors (0 when /proc/PID/fd is unreadable)
+  std::uint64_t threads = 0;
+};
+
+/// Reads pid's figures from /proc; nothing when the process does not exist (or has exited).
+std::optional<process_sample> sample_process(int pid);
+
+/// Established TCP connections whose local port is `port`, in the network namespace of `pid`
+/// (/proc/PID/net/tcp and tcp6); nothing when those cannot be read.
+std::optional<std::uint64_t> count_tcp_connections(int pid, std::uint16_t port);
+
+/// What the monitored server processes spent during a load's measured window (summed over
+/// the processes; maxima are of the sums).
+struct process_usage {
+  std::vector<int> pids;  ///< the processes watched; empty: the server was not monitored
+  double cpu_user_seconds = 0;
+  double cpu_system_seconds = 0;
+  /// CPU seconds per 1,000 answers received in the window: the server's cost of a query.
+  double cpu_per_1k_answers = 0;
+  /// CPU seconds per wall second of the window (1.0 = one CPU busy all the time).
+  double cpu_share = 0;
+  std::uint64_t rss_max_bytes = 0;
+  std::uint64_t fds_max = 0;
+  std::uint64_t threads_max = 0;
+  /// TCP transports: the most established connections on the target port at one sample.
+  std::uint64_t connections_max = 0;
+  std::uint64_t samples = 0;  ///< readings taken (at least the window's start and end)
+  /// Processes that exited during the load: their figures stop at their last reading.
+  std::vector<int> exited;
+
+  bool monitored() const noexcept { return !pids.empty(); }
+  double cpu_seconds() const noexcept { return cpu_user_seconds + cpu_system_seconds; }
+};
+
+}  // namespace dnstransport

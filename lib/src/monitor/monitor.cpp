@@ -1,0 +1,154 @@
+#include <dnstransport/monitor.hpp>
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "monitor/server_monitor.hpp"
+
+namespace dnstransport {
+
+namespace {
+
+std::uint64_t to_number(std::string_view text, int base = 10) {
+  std::uint64_t value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value, base);
+  return value;
+}
+
+std::optional<std::string> read_whole(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::uint64_t count_fds(int pid) {
+  DIR* dir = opendir(fmt::format("/proc/{}/fd", pid).c_str());
+  if (dir == nullptr) return 0;
+  std::uint64_t count = 0;
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] != '.') ++count;
+  }
+  closedir(dir);
+  return count;
+}
+
+// Established sockets (state 01) with local port `port` in one /proc/net/tcp-format file.
+std::optional<std::uint64_t> count_in(const std::string& path, std::uint16_t port) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::string line;
+  std::getline(in, line);  // the header
+  std::uint64_t count = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    if (!(fields >> slot >> local >> remote >> state)) continue;
+    const std::size_t colon = local.rfind(':');
+    if (colon == std::string::npos || state != "01") continue;
+    if (to_number(std::string_view(local).substr(colon + 1), 16) == port) ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+std::optional<process_sample> sample_process(int pid) {
+  if (pid <= 0) return std::nullopt;
+  const auto stat = read_whole(fmt::format("/proc/{}/stat", pid));
+  if (!stat) return std::nullopt;
+  // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+  const std::size_t name_end = stat->rfind(')');
+  if (name_end == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat->substr(name_end + 1));
+  std::vector<std::string> after;  // after[0] is field 3 (state)
+  for (std::string field; fields >> field;) after.push_back(field);
+  if (after.size() < 22 || after[0] == "Z" || after[0] == "X") return std::nullopt;
+  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  static const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  process_sample sample;
+  sample.pid = pid;
+  sample.cpu_user_seconds = static_cast<double>(to_number(after[11])) / ticks;    // field 14
+  sample.cpu_system_seconds = static_cast<double>(to_number(after[12])) / ticks;  // field 15
+  sample.threads = to_number(after[17]);                                          // field 20
+  sample.rss_bytes = to_number(after[21]) * page;                                 // field 24
+  sample.fds = count_fds(pid);
+  return sample;
+}
+
+std::optional<std::uint64_t> count_tcp_connections(int pid, std::uint16_t port) {
+  const auto v4 = count_in(fmt::format("/proc/{}/net/tcp", pid), port);
+  const auto v6 = count_in(fmt::format("/proc/{}/net/tcp6", pid), port);
+  if (!v4 && !v6) return std::nullopt;
+  return v4.value_or(0) + v6.value_or(0);
+}
+
+namespace detail {
+
+server_monitor::server_monitor(std::vector<int> pids, std::uint16_t tcp_port)
+    : tcp_port_(tcp_port) {
+  for (int pid : pids) watched_.push_back({pid, {}, {}, false});
+}
+
+void server_monitor::sample() {
+  if (watched_.empty()) return;
+  ++samples_;
+  std::uint64_t rss = 0;
+  std::uint64_t fds = 0;
+  std::uint64_t threads = 0;
+  for (auto& w : watched_) {
+    if (w.gone) continue;
+    auto reading = sample_process(w.pid);
+    if (!reading) {
+      w.gone = true;
+      continue;
+    }
+    if (!w.first) w.first = reading;
+    w.last = reading;
+    rss += reading->rss_bytes;
+    fds += reading->fds;
+    threads += reading->threads;
+  }
+  stats_.rss_max_bytes = std::max(stats_.rss_max_bytes, rss);
+  stats_.fds_max = std::max(stats_.fds_max, fds);
+  stats_.threads_max = std::max(stats_.threads_max, threads);
+  if (tcp_port_ != 0) {
+    // Every watched process of one server normally shares a network namespace: count once.
+    for (const auto& w : watched_) {
+      if (w.gone) continue;
+      if (auto open = count_tcp_connections(w.pid, tcp_port_)) {
+        stats_.connections_max = std::max(stats_.connections_max, *open);
+        break;
+      }
+    }
+  }
+}
+
+process_usage server_monitor::finish(std::uint64_t answers, double window_seconds) {
+  process_usage stats = stats_;
+  stats.samples = samples_;
+  for (const auto& w : watched_) {
+    stats.pids.push_back(w.pid);
+    if (w.gone) stats.exited.push_back(w.pid);
+    if (!w.first || !w.last) continue;
+    stats.cpu_user_seconds += w.last->cpu_user_seconds - w.first->cpu_user_seconds;
+    stats.cpu_system_seconds += w.last->cpu_system_seconds - w.first->cpu_system_seconds;
+  }
+  if (answers > 0) {
+    stats.cpu_per_1k_answers = stats.cpu_seconds() * 1000.0 / static_cast<double>(answers);
+  }
+  if (window_seconds > 0) stats.cpu_share = stats.cpu_seconds() / window_seconds;
+  return stats;
+}
+
+}  // namespace detail
+
+}  // namespace dnstransport

@@ -1,0 +1,39 @@
+#pragma once
+// Internal: readings of the server's processes during one load, taken by run_load's
+// supervising thread (at the start of the measured window, about every progress interval,
+// and at the end).
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <dnstransport/monitor.hpp>
+
+namespace dnstransport::detail {
+
+class server_monitor {
+ public:
+  /// tcp_port: count established connections on it (0: the transport has none).
+  server_monitor(std::vector<int> pids, std::uint16_t tcp_port);
+
+  bool active() const noexcept { return !watched_.empty(); }
+  bool started() const noexcept { return samples_ != 0; }
+  /// Takes a reading of every process still alive; the first call opens the window.
+  void sample();
+  /// The window's figures, from the first reading to the last one of each process.
+  process_usage finish(std::uint64_t answers, double window_seconds);
+
+ private:
+  struct watched {
+    int pid;
+    std::optional<process_sample> first;
+    std::optional<process_sample> last;
+    bool gone;
+  };
+  std::vector<watched> watched_;
+  std::uint16_t tcp_port_;
+  std::uint64_t samples_ = 0;
+  process_usage stats_;
+};
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,260 @@
+// Monitoring the server's processes: a load against a responder in this process reads its
+// CPU and connections; a monitored process that exits mid-run is named, not fatal; the CLI's
+// --server-process runs the responder as a child that is monitored and stopped; a sweep of two
+// `serve` processes given as targets with pid= reports each one's CPU per 1,000 answers.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/load.hpp>
+#include <dnstransport/report.hpp>
+#include <dnstransport/server.hpp>
+
+#include "child_process.hpp"
+#include "scratch_dir.hpp"
+
+namespace dnstransport {
+namespace {
+
+using namespace std::chrono_literals;
+
+server_options tcp_and_udp() {
+  server_options o;
+  o.udp = endpoint{"127.0.0.1", 0};
+  o.tcp = endpoint{"127.0.0.1", 0};
+  return o;
+}
+
+TEST(monitor_load_test, a_monitored_responder_shows_its_cpu_and_every_connection) {
+  server responder(tcp_and_udp());
+  load_spec spec;
+  spec.transport = transport_kind::tcp;
+  spec.port = responder.tcp_port();
+  spec.clients = 4;
+  spec.outstanding = 10;
+  spec.duration_seconds = 0.5;
+  spec.monitor_pids = {getpid()};  // the responder runs in this process
+  const run_result r = run_load(spec);
+  ASSERT_GT(r.responses_received, 0u);
+  const auto& usage = r.server_usage;
+  ASSERT_TRUE(usage.monitored());
+  EXPECT_GE(usage.samples, 3u);  // the window's start, its end, and readings in between
+  EXPECT_GT(usage.cpu_seconds(), 0.0);
+  EXPECT_NEAR(usage.cpu_per_1k_answers,
+              usage.cpu_seconds() * 1000 / static_cast<double>(r.responses_received), 1e-12);
+  // Four persistent connections, each accepted once: the readings in the window see four.
+  EXPECT_EQ(usage.connections_max, 4u);
+  EXPECT_GT(usage.rss_max_bytes, 0u);
+  EXPECT_GE(usage.threads_max, 3u);  // this thread, a worker, the responder's thread
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+
+  // The figures survive the JSON.
+  const run_result back = run_result_from_json(to_json(r), "memory");
+  EXPECT_EQ(back.server_usage.pids, usage.pids);
+  EXPECT_NEAR(back.server_usage.cpu_seconds(), usage.cpu_seconds(), 1e-9);
+  EXPECT_EQ(back.server_usage.connections_max, 4u);
+  EXPECT_NE(format_table(r).find("server CPU"), std::string::npos);
+}
+
+TEST(monitor_load_test, a_monitored_process_that_exits_is_reported_and_the_run_goes_on) {
+  server responder(tcp_and_udp());
+  const pid_t child = fork();
+  if (child == 0) {
+    std::this_thread::sleep_for(200ms);
+    _exit(0);
+  }
+  std::thread reaper([child] { waitpid(child, nullptr, 0); });
+  load_spec spec;
+  spec.port = responder.udp_port();
+  spec.clients = 2;
+  spec.outstanding = 10;
+  spec.duration_seconds = 0.6;
+  spec.monitor_pids = {child};
+  const run_result r = run_load(spec);
+  reaper.join();
+  EXPECT_GT(r.responses_received, 0u);
+  EXPECT_EQ(r.server_usage.exited, std::vector<int>{child});
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find(fmt::format("process {} exited", child)), std::string::npos)
+      << r.warnings[0];
+}
+
+TEST(monitor_load_test, a_pid_that_names_no_process_is_refused_before_sending) {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  load_spec spec;
+  spec.monitor_pids = {child};
+  try {
+    validate(spec);
+    FAIL() << "a pid that is gone was accepted";
+  } catch (const setup_error& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("--monitor-pid {}: no such process", child)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+#ifdef DNSTRANSPORT_CLI_PATH
+
+const std::string cli = DNSTRANSPORT_CLI_PATH;
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+bool process_exists(int pid) {
+  return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+TEST(monitor_cli_test, server_process_runs_the_responder_apart_monitors_it_and_stops_it) {
+  const hostile::scratch files("server-process");
+  const std::string json = files.path("run.json");
+  const auto done =
+      hostile::run_process(cli, {"run", "--server-process", "--transport", "tcp", "--clients", "2",
+                                 "--outstanding", "10", "--duration", "0.5", "--json", json});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(done.err, found, std::regex("its own process ([0-9]+)")))
+      << done.err;
+  const int pid = std::stoi(found[1]);
+  const run_result r = run_result_from_json(contents(json), json);
+  ASSERT_TRUE(r.server_usage.monitored());
+  EXPECT_EQ(r.server_usage.pids, std::vector<int>{pid});
+  EXPECT_NE(pid, getpid());
+  EXPECT_GT(r.server_usage.cpu_seconds(), 0.0);
+  EXPECT_EQ(r.server_usage.connections_max, 2u);
+  EXPECT_TRUE(r.server_usage.exited.empty());
+  EXPECT_NE(done.out.find("server CPU"), std::string::npos) << done.out;
+  // The responder is stopped (and reaped) by the time the command has exited.
+  EXPECT_FALSE(process_exists(pid)) << pid;
+}
+
+TEST(monitor_cli_test, monitoring_flags_are_checked) {
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", "--monitor-pid", std::to_string(gone)},
+       fmt::format("--monitor-pid {}: no such process", gone)},
+      {{"run", "--monitor-pid", "x"}, "--monitor-pid"},
+      {{"run", "--server", "127.0.0.1", "--server-process"}, "--server-process applies"},
+      {{"sweep", "--target", "a=127.0.0.1", "--monitor-pid", "1"}, "give each target its pid"},
+      {{"sweep", "--target", "a=127.0.0.1,pid=0"}, "--target a:"},
+  };
+  for (const auto& [arguments, message] : cases) {
+    const auto done = hostile::run_process(cli, arguments);
+    EXPECT_EQ(done.exit_code, 2) << arguments[1];
+    EXPECT_NE(done.err.find(message), std::string::npos) << done.err;
+  }
+}
+
+// A `serve` process with TCP and TLS listeners on free ports.
+struct serve_process {
+  explicit serve_process(const std::vector<std::string>& extra) : child(cli, arguments(extra)) {
+    if (!child.wait_for_stdout("stop with Ctrl-C", 10s)) return;
+    const std::string out = child.stdout_so_far();
+    std::smatch m;
+    if (std::regex_search(out, m, std::regex("tcp  127\\.0\\.0\\.1:([0-9]+)"))) {
+      tcp = std::stoi(m[1]);
+    }
+    if (std::regex_search(out, m, std::regex("tls  127\\.0\\.0\\.1:([0-9]+)"))) {
+      tls = std::stoi(m[1]);
+    }
+  }
+  static std::vector<std::string> arguments(const std::vector<std::string>& extra) {
+    std::vector<std::string> a{"serve",       "--listen", "off",        "--tcp",
+                               "127.0.0.1:0", "--tls",    "127.0.0.1:0"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  hostile::child_process child;
+  int tcp = 0;
+  int tls = 0;
+};
+
+TEST(monitor_cli_test, a_sweep_of_two_monitored_servers_compares_their_cpu_per_answer) {
+  const hostile::scratch files("monitored-targets");
+  serve_process plain({});
+  serve_process closing({"--close-after", "20"});
+  ASSERT_NE(plain.tcp, 0) << plain.child.stdout_so_far();
+  ASSERT_NE(closing.tcp, 0) << closing.child.stdout_so_far();
+  const std::string json = files.path("two.json");
+  const auto done = hostile::run_process(
+      cli,
+      {"sweep",
+       "--target",
+       fmt::format("plain=127.0.0.1:{},tls={},pid={}", plain.tcp, plain.tls, plain.child.pid()),
+       "--target",
+       fmt::format("closing=127.0.0.1:{},tls={},pid={}", closing.tcp, closing.tls,
+                   closing.child.pid()),
+       "--transports",
+       "tcp,tls",
+       "--clients",
+       "2",
+       "--queries-per-connection",
+       "unlimited",
+       "--repeats",
+       "1",
+       "--duration",
+       "0.4",
+       "--pause",
+       "0",
+       "--outstanding",
+       "10",
+       "--json",
+       json},
+      60s);
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  const sweep_result r = sweep_result_from_json(contents(json), json);
+  ASSERT_EQ(r.points.size(), 4u);
+  for (const auto& p : r.points) {
+    const auto& usage = p.repeats.at(0).server_usage;
+    const auto& target = p.point.target == "plain" ? plain : closing;
+    EXPECT_EQ(usage.pids, std::vector<int>{target.child.pid()}) << describe(p.point);
+    EXPECT_TRUE(p.summary.server_monitored);
+    EXPECT_GT(p.summary.server_cpu_per_1k_answers(), 0.0) << describe(p.point);
+    // Persistent connections stay two; the closing server's clients reconnect every 20.
+    if (p.point.target == "plain") {
+      EXPECT_EQ(usage.connections_max, 2u) << describe(p.point);
+    }
+  }
+  const std::string printed = done.err + done.out;
+  EXPECT_NE(printed.find("server CPU"), std::string::npos) << printed;
+  const std::string report = files.path("report");
+  const auto reported = hostile::run_process(cli, {"report", json, "--out", report});
+  ASSERT_EQ(reported.exit_code, 0) << reported.err;
+  const std::string tables = contents(report + "/tables.txt");
+  const auto at = tables.find("Server CPU per 1,000 answers");
+  ASSERT_NE(at, std::string::npos) << tables;
+  // One row per transport, a column per server, each with a figure in ms.
+  const std::string section = tables.substr(at);
+  EXPECT_NE(section.find("plain"), std::string::npos);
+  EXPECT_NE(section.find("closing"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(section, std::regex("\n  tcp +unlimited +[0-9.]+ ms +[0-9.]+ ms")))
+      << section;
+  EXPECT_TRUE(
+      std::regex_search(section, std::regex("\n  tls-openssl +unlimited +[0-9.]+ ms +[0-9.]+ ms")))
+      << section;
+}
+
+#endif
+
+}  // namespace
+}  // namespace dnstransport
