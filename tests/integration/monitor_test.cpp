@@ -165,6 +165,28 @@ TEST(monitor_cli_test, monitoring_flags_are_checked) {
   }
 }
 
+TEST(monitor_cli_test, monitor_prints_a_json_line_per_reading_until_the_process_exits) {
+  hostile::child_process sleeper("/bin/sleep", {"0.6"});
+  const auto done = hostile::run_process(
+      cli, {"monitor", "--pid", std::to_string(sleeper.pid()), "--interval", "0.1"}, 10s);
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  std::istringstream lines(done.out);
+  std::vector<std::string> readings;
+  for (std::string line; std::getline(lines, line);) readings.push_back(line);
+  // About six readings of a live process, then one line saying it exited.
+  ASSERT_GE(readings.size(), 4u) << done.out;
+  const std::string pid = fmt::format("\"pid\": {}", sleeper.pid());
+  for (std::size_t i = 0; i + 1 < readings.size(); ++i) {
+    EXPECT_NE(readings[i].find(pid), std::string::npos) << readings[i];
+    EXPECT_TRUE(std::regex_search(readings[i], std::regex("\"rss_bytes\": [1-9][0-9]*")))
+        << readings[i];
+    EXPECT_NE(readings[i].find("\"threads\": 1"), std::string::npos) << readings[i];
+  }
+  EXPECT_NE(readings.back().find(pid + ", \"exited\": true}"), std::string::npos)
+      << readings.back();
+  EXPECT_LT(done.seconds, 5.0);
+}
+
 // A `serve` process with TCP and TLS listeners on free ports.
 struct serve_process {
   explicit serve_process(const std::vector<std::string>& extra) : child(cli, arguments(extra)) {

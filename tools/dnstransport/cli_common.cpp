@@ -44,10 +44,11 @@ void install_signal_handlers() {
 }
 
 void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
-  app.add_option("--server", o.server,
-                 "Server to load, HOST[:PORT] or [IPv6]:PORT (port 53 by default; 853 for tls). "
-                 "Without it the built-in responder is started on 127.0.0.1, in this process (or as a "
-                 "process of its own with --server-process).");
+  app.add_option(
+      "--server", o.server,
+      "Server to load, HOST[:PORT] or [IPv6]:PORT (port 53 by default; 853 for tls). "
+      "Without it the built-in responder is started on 127.0.0.1, in this process (or as a "
+      "process of its own with --server-process).");
   app.add_option("--label", o.label,
                  "A name for this result (e.g. the server and its version), kept in the JSON; "
                  "`report` names the result by it (by the file name when absent)");

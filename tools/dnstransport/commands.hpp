@@ -17,5 +17,6 @@ action add_sweep_command(CLI::App& app, std::string command);
 action add_report_command(CLI::App& app);
 action add_calibrate_command(CLI::App& app);
 action add_queries_command(CLI::App& app);
+action add_monitor_command(CLI::App& app);
 
 }  // namespace dnstransport::cli

@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
                               add_sweep_command(app, command_line(argc, argv)),
                               add_report_command(app),
                               add_calibrate_command(app),
-                              add_queries_command(app)};
+                              add_queries_command(app),
+                              add_monitor_command(app)};
 
   try {
     app.parse(argc, argv);
