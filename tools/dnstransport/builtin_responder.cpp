@@ -46,7 +46,9 @@ std::array<std::uint16_t, 5> parse_ports(const std::string& line) {
   return ports;
 }
 
-[[noreturn]] void exec_serve(const std::vector<std::string>& args, int write_end) {
+// In the child, between fork and exec: system calls only (no allocation), as the parent
+// may have other threads.
+[[noreturn]] void exec_serve(char* const* argv, int write_end) {
   // Gone with its parent, whatever kills the parent; out of the terminal's process group,
   // so that Ctrl-C stops the measurement, which then stops the responder.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -57,11 +59,9 @@ std::array<std::uint16_t, 5> parse_ports(const std::string& line) {
   }
   const int null = open("/dev/null", O_WRONLY);
   if (null >= 0) dup2(null, STDOUT_FILENO);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execv("/proc/self/exe", argv.data());
-  fmt::print(stderr, "error: cannot start the built-in responder: {}\n", std::strerror(errno));
+  execv("/proc/self/exe", argv);
+  static const char failed[] = "error: cannot start the built-in responder (exec failed)\n";
+  [[maybe_unused]] const auto ignored = write(STDERR_FILENO, failed, sizeof failed - 1);
   _exit(127);
 }
 
@@ -93,6 +93,10 @@ std::unique_ptr<builtin_responder> builtin_responder::start_process(const server
   add("--tls-backend", std::string(tls_backend_name(o.tls_options.backend)));
   add("--ready-fd", std::to_string(ready_fd));
 
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
   int ends[2];
   if (pipe2(ends, O_CLOEXEC) != 0) {
     throw setup_error(
@@ -105,7 +109,7 @@ std::unique_ptr<builtin_responder> builtin_responder::start_process(const server
     throw setup_error(
         fmt::format("cannot start the built-in responder: fork: {}", std::strerror(errno)));
   }
-  if (child == 0) exec_serve(args, ends[1]);
+  if (child == 0) exec_serve(argv.data(), ends[1]);
   close(ends[1]);
 
   std::unique_ptr<builtin_responder> responder(new builtin_responder());

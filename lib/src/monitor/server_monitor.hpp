@@ -1,7 +1,7 @@
 #pragma once
 // Internal: readings of the server's processes during one load, taken by run_load's
-// supervising thread (at the start of the measured window, about every progress interval,
-// and at the end).
+// supervising thread (at the start of the measured window, about ten times during it, and
+// once after the workers end).
 
 #include <cstdint>
 #include <optional>

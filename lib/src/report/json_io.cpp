@@ -126,6 +126,20 @@ process_usage server_stats_from_json(const json::object& o);
 
 }  // namespace
 
+json::array ints_to_json(const std::vector<int>& values) {
+  json::array out;
+  for (const int v : values) out.emplace_back(v);
+  return out;
+}
+
+std::vector<int> ints_from_json(const json::object& object, std::string_view key) {
+  std::vector<int> values;
+  if (const auto* found = object.if_contains(key); found && found->is_array()) {
+    for (const auto& v : found->get_array()) values.push_back(json::value_to<int>(v));
+  }
+  return values;
+}
+
 double stable(double value) {
   return std::stod(fmt::format("{:.12g}", value));
 }
@@ -277,22 +291,8 @@ json::object run_result_to_json(const run_result& r) {
 
 namespace {
 
-json::array pids_to_json(const std::vector<int>& pids) {
-  json::array out;
-  for (int pid : pids) out.emplace_back(pid);
-  return out;
-}
-
-std::vector<int> pids_from_json(const json::object& o, std::string_view key) {
-  std::vector<int> pids;
-  if (const auto* found = o.if_contains(key); found && found->is_array()) {
-    for (const auto& pid : found->get_array()) pids.push_back(json::value_to<int>(pid));
-  }
-  return pids;
-}
-
 json::object server_stats_to_json(const process_usage& s) {
-  return {{"pids", pids_to_json(s.pids)},
+  return {{"pids", ints_to_json(s.pids)},
           {"cpu_seconds", stable(s.cpu_seconds())},
           {"cpu_user_seconds", stable(s.cpu_user_seconds)},
           {"cpu_system_seconds", stable(s.cpu_system_seconds)},
@@ -303,12 +303,12 @@ json::object server_stats_to_json(const process_usage& s) {
           {"threads_max", s.threads_max},
           {"connections_max", s.connections_max},
           {"samples", s.samples},
-          {"exited", pids_to_json(s.exited)}};
+          {"exited", ints_to_json(s.exited)}};
 }
 
 process_usage server_stats_from_json(const json::object& o) {
   process_usage s;
-  s.pids = pids_from_json(o, "pids");
+  s.pids = ints_from_json(o, "pids");
   s.cpu_user_seconds = number_at(o, "cpu_user_seconds");
   s.cpu_system_seconds = number_at(o, "cpu_system_seconds");
   s.cpu_per_1k_answers = number_at(o, "cpu_per_1k_answers");
@@ -318,7 +318,7 @@ process_usage server_stats_from_json(const json::object& o) {
   s.threads_max = count_at(o, "threads_max");
   s.connections_max = count_at(o, "connections_max");
   s.samples = count_at(o, "samples");
-  s.exited = pids_from_json(o, "exited");
+  s.exited = ints_from_json(o, "exited");
   return s;
 }
 

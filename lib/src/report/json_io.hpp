@@ -2,6 +2,7 @@
 // Internal: Boost.JSON conversions shared by the run and sweep documents.
 
 #include <string_view>
+#include <vector>
 
 #include <boost/json.hpp>
 
@@ -23,6 +24,11 @@ const boost::json::object& object_at(const boost::json::object& object, std::str
 std::string string_at(const boost::json::object& object, std::string_view key);
 const boost::json::array& array_at(const boost::json::object& object, std::string_view key);
 bool bool_at(const boost::json::object& object, std::string_view key);
+
+// Lists of integers (CPUs, process ids); ints_from_json gives an empty list when the key is
+// absent (files written before it existed).
+boost::json::array ints_to_json(const std::vector<int>& values);
+std::vector<int> ints_from_json(const boost::json::object& object, std::string_view key);
 
 // A measured double cut to 12 significant digits: Boost.JSON 1.81 does not parse 17-digit
 // numbers back to the same double, and 12 digits are far beyond any measurement's precision.

@@ -66,30 +66,14 @@ tls_client_options tls_from_json(const json::object& o) {
   return t;
 }
 
-json::array ints_to_json(const std::vector<int>& values) {
-  json::array out;
-  for (const int v : values) out.emplace_back(v);
-  return out;
-}
-
-std::vector<int> ints_from_json(const json::object& o, std::string_view key) {
-  std::vector<int> values;
-  if (const auto* found = o.if_contains(key); found && found->is_array()) {
-    for (const auto& v : found->get_array()) values.push_back(json::value_to<int>(v));
-  }
-  return values;
-}
-
 json::object options_to_json(const load_spec& s) {
-  json::array cpus;
-  for (const int c : s.cpus) cpus.emplace_back(c);
   return {{"outstanding", s.outstanding},
           {"count", s.count},
           {"timeout_seconds", stable(s.timeout_seconds)},
           {"warmup_seconds", stable(s.warmup_seconds)},
           {"rate", stable(s.rate)},
           {"threads", s.threads},
-          {"cpus", std::move(cpus)},
+          {"cpus", ints_to_json(s.cpus)},
           {"monitor_pids", ints_to_json(s.monitor_pids)},
           {"close", s.close == close_mode::rst ? "rst" : "fin"},
           {"tcp_nodelay", s.tcp_nodelay},
