@@ -243,7 +243,7 @@ TEST(monitor_cli_test, a_sweep_of_two_monitored_servers_compares_their_cpu_per_a
        "--json",
        json},
       60s);
-  ASSERT_EQ(done.exit_code, 0) << done.err;
+  ASSERT_EQ(done.exit_code, 0) << done.err << done.out;
   const sweep_result r = sweep_result_from_json(contents(json), json);
   ASSERT_EQ(r.points.size(), 4u);
   for (const auto& p : r.points) {
@@ -254,7 +254,10 @@ TEST(monitor_cli_test, a_sweep_of_two_monitored_servers_compares_their_cpu_per_a
     EXPECT_GT(p.summary.server_cpu_per_1k_answers(), 0.0) << describe(p.point);
     // Persistent connections stay two; the closing server's clients reconnect every 20.
     if (p.point.target == "plain") {
-      EXPECT_EQ(usage.connections_max, 2u) << describe(p.point);
+      EXPECT_EQ(usage.connections_max, 2u)
+          << describe(p.point) << ", " << usage.samples << " readings, "
+          << p.repeats.at(0).connections.opened << " opened, "
+          << p.repeats.at(0).connections.first_failure;
     }
   }
   const std::string printed = done.err + done.out;

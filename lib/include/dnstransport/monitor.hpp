@@ -22,8 +22,9 @@ struct process_sample {
 /// Reads pid's figures from /proc; nothing when the process does not exist (or has exited).
 std::optional<process_sample> sample_process(int pid);
 
-/// Established TCP connections whose local port is `port`, in the network namespace of `pid`
-/// (/proc/PID/net/tcp and tcp6); nothing when those cannot be read.
+/// Established TCP connections whose local port is `port`, in the network namespace of `pid`:
+/// through sock_diag netlink when that is this process's namespace, else from
+/// /proc/PID/net/tcp and tcp6; nothing when neither can be read.
 std::optional<std::uint64_t> count_tcp_connections(int pid, std::uint16_t port);
 
 /// What the monitored server processes spent during a load's measured window (summed over
