@@ -79,7 +79,18 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
       ->capture_default_str();
   app.add_option("--warmup", o.warmup, "Seconds of load before measuring starts")
       ->capture_default_str();
-  app.add_option("--rate", o.rate, "Limit to this many queries per second in total (0: no limit)")
+  app.add_option("--rate", o.rate,
+                 "Queries per second in total, sent on a schedule that does not wait for answers "
+                 "(open loop; latency runs from each query's scheduled time). 0: as fast as "
+                 "answers come back (closed loop)")
+      ->capture_default_str();
+  app.add_option("--arrivals", o.arrivals,
+                 "With --rate: constant (evenly spaced, the default), poisson (random gaps, "
+                 "as independent clients would send) or closed (the old closed loop: send "
+                 "when a slot is free, catch up in bursts, latency from the send)");
+  app.add_option("--interval", o.interval,
+                 "Seconds per row of the run's timeline (JSON \"timeline\": sent, answered, "
+                 "lost, q/s, p50/p99 latency, connections, handshakes per interval); 0: none")
       ->capture_default_str();
   app.add_option("--threads", o.threads, "Worker threads; clients are spread over them")
       ->capture_default_str();
@@ -174,6 +185,19 @@ load_spec make_load_spec(const run_options& o) {
   spec.timeout_seconds = o.timeout;
   spec.warmup_seconds = o.warmup;
   spec.rate = o.rate;
+  if (!o.arrivals.empty()) {
+    const auto mode = parse_arrival_mode(o.arrivals);
+    if (!mode) {
+      throw setup_error(
+          fmt::format("--arrivals: \"{}\" is not constant, poisson or closed", o.arrivals));
+    }
+    if (*mode != arrival_mode::closed && !(o.rate > 0)) {
+      throw setup_error(
+          fmt::format("--arrivals {} needs --rate (queries per second to schedule)", o.arrivals));
+    }
+    spec.arrivals = *mode;
+  }
+  spec.interval_seconds = o.interval;
   spec.threads = o.threads;
   if (!o.cpus.empty()) spec.cpus = parse_cpu_list(o.cpus, "--cpus");
 

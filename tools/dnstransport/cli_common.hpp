@@ -50,6 +50,8 @@ struct run_options {
   double timeout = 2;
   double warmup = 0;
   double rate = 0;
+  std::string arrivals;  // empty: constant with a rate
+  double interval = 1;
   unsigned threads = 1;
   std::string cpus;
   std::string queries_per_connection = "unlimited";

@@ -38,6 +38,25 @@ std::string_view doh_method_name(doh_method method) noexcept;
 /// Method from "post"/"get" (any case); nothing otherwise.
 std::optional<doh_method> parse_doh_method(std::string_view name) noexcept;
 
+/// How queries are scheduled when load_spec::rate is set.
+enum class arrival_mode {
+  /// Open loop: evenly spaced sends at the rate, whatever the answers do; latency runs from
+  /// each query's scheduled time.
+  constant,
+  /// Open loop: gaps drawn from an exponential distribution with the rate as its mean (a
+  /// Poisson process per client), latency from the scheduled time.
+  poisson,
+  /// Closed loop: a client sends only when a slot is free and catches up in bursts when it
+  /// fell behind; latency runs from the moment of sending. Without a rate, every run is
+  /// closed-loop.
+  closed,
+};
+
+/// "constant", "poisson" or "closed".
+std::string_view arrival_mode_name(arrival_mode mode) noexcept;
+/// Mode from its name; nothing for an unknown one.
+std::optional<arrival_mode> parse_arrival_mode(std::string_view name) noexcept;
+
 enum class close_mode {
   fin,  ///< graceful: TLS close_notify, then shutdown and close (FIN)
   rst,  ///< abortive: SO_LINGER 0, so the kernel sends RST and keeps no TIME_WAIT
@@ -69,8 +88,14 @@ struct load_spec {
   double timeout_seconds = 2;    ///< a query unanswered this long is lost
   double warmup_seconds = 0;     ///< sent and answered but left out of every figure
   double rate = 0;               ///< queries per second over all clients; 0: no limit
-  unsigned threads = 1;          ///< worker threads, each with its own share of clients
-  std::vector<int> cpus;         ///< pin worker i to cpus[i % size]; empty: no pinning
+  /// How `rate` is spread in time (`--arrivals`); ignored without a rate. Open loop: a query
+  /// whose scheduled time comes while its client has `outstanding` queries in flight or
+  /// waiting is not sent (run_result::not_sent_outstanding).
+  arrival_mode arrivals = arrival_mode::constant;
+  /// Length of one row of the run's timeline (`--interval`); 0: no timeline.
+  double interval_seconds = 1;
+  unsigned threads = 1;   ///< worker threads, each with its own share of clients
+  std::vector<int> cpus;  ///< pin worker i to cpus[i % size]; empty: no pinning
 
   /// Queries to send, cycled through by every client from its own starting point; the
   /// built-in default set when null.
@@ -163,6 +188,29 @@ struct quic_stats {
   double mean_cwnd_bytes = 0;
 };
 
+/// One interval of a run's timeline, counted from the end of the warm-up. Queries are counted
+/// in the interval in which they were sent, answers and losses in the one in which they
+/// happened.
+struct timeline_row {
+  double start_seconds = 0;     ///< since the end of the warm-up
+  double duration_seconds = 0;  ///< the interval, shorter for the last row
+  std::uint64_t sent = 0;
+  std::uint64_t answered = 0;
+  std::uint64_t lost = 0;      ///< timed out, or in flight when a connection closed
+  std::uint64_t failed = 0;    ///< every other outcome that is not an answer
+  std::uint64_t not_sent = 0;  ///< open loop: scheduled but not sent (both causes)
+  double qps = 0;              ///< answered / duration
+  double p50_ms = 0;           ///< latency of the interval's answers; 0 with none
+  double p99_ms = 0;
+  std::uint64_t connections_open = 0;  ///< at the end of the interval, over every client
+  std::uint64_t connections_opened = 0;
+  std::uint64_t handshakes = 0;  ///< TLS/QUIC handshakes completed (full and resumed)
+  /// The monitored server processes' CPU in the interval, in seconds (-1: not monitored or
+  /// no reading in the interval), and their resident memory at its end.
+  double server_cpu_seconds = -1;
+  std::uint64_t server_rss_bytes = 0;
+};
+
 /// Everything measured in one load. Every query sent after the warm-up ends in exactly one
 /// of: responses_received, truncated, oversized, lost, lost_on_close, malformed, mismatched,
 /// http_failed, quic_failed, abandoned. Connection figures count only connections opened after the
@@ -178,6 +226,9 @@ struct run_result {
   unsigned outstanding = 0;
   unsigned threads = 0;
   std::uint64_t queries_per_connection = 0;
+  double rate = 0;  ///< load_spec::rate; 0: no limit
+  /// How queries were scheduled: the spec's mode with a rate, `closed` without one.
+  arrival_mode arrivals = arrival_mode::closed;
   std::string query_origin;
   std::size_t query_count_in_set = 0;
 
@@ -213,6 +264,17 @@ struct run_result {
   std::array<std::uint64_t, 16> rcodes{};  ///< answers by RCODE
   std::uint64_t out_of_order = 0;          ///< stream answers that overtook an earlier query
 
+  // Open loop: queries scheduled but never sent (not in queries_sent). A query is scheduled
+  // after the warm-up when its time comes; queries_sent + both of these were scheduled.
+  /// Its time came while the client had `outstanding` queries in flight or waiting: the
+  /// generator (or the server) fell behind the schedule.
+  std::uint64_t not_sent_outstanding = 0;
+  /// It waited longer than the timeout for its client to be able to send (no connection).
+  std::uint64_t not_sent_timeout = 0;
+  /// Open loop: from each query's scheduled time to the moment it was handed to the
+  /// kernel; how far the generator lagged behind its schedule.
+  latency_histogram send_lag;
+
   // Per packet that matched no query in flight.
   std::uint64_t late = 0;        ///< answer to a query already counted lost
   std::uint64_t unexpected = 0;  ///< unknown id, or too short to carry one
@@ -238,7 +300,20 @@ struct run_result {
   std::uint64_t handshakes_full = 0;
   std::uint64_t handshakes_resumed = 0;
 
+  /// Per interval of interval_seconds from the end of the warm-up (empty: no timeline).
+  double interval_seconds = 0;
+  std::vector<timeline_row> timeline;
+
   std::vector<std::string> warnings;  ///< things the user should know about this run
+
+  /// True when queries were sent on a schedule (constant or poisson arrivals at a rate).
+  bool open_loop() const noexcept { return arrivals != arrival_mode::closed; }
+  /// Queries whose time came after the warm-up: sent, or not sent for one of the reasons.
+  std::uint64_t queries_scheduled() const noexcept {
+    return queries_sent + not_sent_outstanding + not_sent_timeout;
+  }
+  /// Answers as a percentage of the queries scheduled (100 with none).
+  double answered_percent() const noexcept;
 
   /// Answers per connection, over the connections opened after the warm-up (0 for UDP).
   double queries_per_connection_achieved() const noexcept;

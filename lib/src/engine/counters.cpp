@@ -29,7 +29,10 @@ void query_counters::merge(const query_counters& o) {
   late += o.late;
   unexpected += o.unexpected;
   duplicates += o.duplicates;
+  not_sent_outstanding += o.not_sent_outstanding;
+  not_sent_timeout += o.not_sent_timeout;
   latency.merge(o.latency);
+  send_lag.merge(o.send_lag);
 }
 
 void connection_counters::record_failure(const std::string& cause, const std::string& message) {

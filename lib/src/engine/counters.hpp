@@ -36,7 +36,10 @@ struct query_counters {
   std::uint64_t late = 0;
   std::uint64_t unexpected = 0;
   std::uint64_t duplicates = 0;
+  std::uint64_t not_sent_outstanding = 0;  // open loop: scheduled, no room to send
+  std::uint64_t not_sent_timeout = 0;      // open loop: waited past the timeout to be sent
   latency_histogram latency;
+  latency_histogram send_lag;  // open loop: scheduled time to send
 
   void merge(const query_counters& other);
 };

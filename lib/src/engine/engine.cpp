@@ -1,9 +1,11 @@
 #include "engine/engine.hpp"
 
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "util/clock.hpp"
 
@@ -20,6 +22,48 @@ double thread_cpu_now() noexcept {
 
 }  // namespace
 
+arrival_schedule::arrival_schedule(const run_plan& plan, unsigned index)
+    : period_ns_(1e9 / plan.rate_per_client),
+      // The phases spread the clients evenly over one period, so a constant load is smooth
+      // rather than one burst from every client at the same instant.
+      base_ns_(static_cast<double>(plan.start_ns) +
+               period_ns_ * static_cast<double>(index) / static_cast<double>(plan.clients)),
+      poisson_(plan.arrivals == run_plan::schedule::poisson),
+      next_ns_(static_cast<std::uint64_t>(base_ns_)),
+      random_(0x9e3779b97f4a7c15ULL * (std::uint64_t{index} + 1)),
+      gap_(1.0 / period_ns_),
+      waiting_(std::max(plan.outstanding, 1u)) {
+  if (poisson_) next_ns_ = plan.start_ns + static_cast<std::uint64_t>(gap_(random_));
+}
+
+void arrival_schedule::advance() noexcept {
+  if (poisson_) {
+    next_ns_ += static_cast<std::uint64_t>(gap_(random_));
+  } else {
+    ++k_;
+    next_ns_ = static_cast<std::uint64_t>(base_ns_ + period_ns_ * static_cast<double>(k_));
+  }
+}
+
+void arrival_schedule::push_back(std::uint64_t t) noexcept {
+  waiting_[(waiting_head_ + waiting_count_) % waiting_.size()] = t;
+  ++waiting_count_;
+}
+
+void arrival_schedule::push_front(std::uint64_t t) noexcept {
+  waiting_head_ =
+      waiting_head_ == 0 ? static_cast<std::uint32_t>(waiting_.size() - 1) : waiting_head_ - 1;
+  waiting_[waiting_head_] = t;
+  ++waiting_count_;
+}
+
+std::uint64_t arrival_schedule::pop_front() noexcept {
+  const std::uint64_t t = waiting_[waiting_head_];
+  waiting_head_ = waiting_head_ + 1 == waiting_.size() ? 0 : waiting_head_ + 1;
+  --waiting_count_;
+  return t;
+}
+
 client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
     : owner_(owner),
       index_(index),
@@ -35,14 +79,56 @@ client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
       questions_(owner.plan().outstanding, owner.plan().distinct_questions),
       question_room_(std::min(owner.plan().outstanding, owner.plan().distinct_questions)) {}
 
+void client_base::open_schedule() {
+  if (plan().open_loop() && feeder_ == nullptr) {
+    schedule_ = std::make_unique<arrival_schedule>(plan(), index_);
+  }
+}
+
+std::uint64_t client_base::next_arrival_ns() const noexcept {
+  return schedule_ && arrivals_open_ ? schedule_->next() : UINT64_MAX;
+}
+
+void client_base::admit_arrivals(std::uint64_t now) noexcept {
+  if (!schedule_) return;
+  while (arrivals_open_ && schedule_->next() <= now) {
+    const std::uint64_t t = schedule_->next();
+    if (t >= plan().send_end_ns || quota_ == 0) {
+      arrivals_open_ = false;
+      break;
+    }
+    const bool counted = t >= plan().measure_start_ns;
+    if (counted && quota_ != UINT64_MAX) --quota_;
+    if (slots_.in_flight() + schedule_->waiting() < question_room_) {
+      schedule_->push_back(t);
+    } else if (counted) {
+      owner_.roll_timeline(now);
+      ++counts().not_sent_outstanding;
+    }
+    schedule_->advance();
+  }
+  if (quota_ == 0) arrivals_open_ = false;
+}
+
+void client_base::expire_waiting(std::uint64_t now) noexcept {
+  if (!schedule_) return;
+  while (!schedule_->waiting_empty() && schedule_->oldest_waiting() + plan().timeout_ns <= now) {
+    if (schedule_->pop_front() >= plan().measure_start_ns) ++counts().not_sent_timeout;
+  }
+}
+
 bool client_base::may_send(std::uint64_t now) const noexcept {
   if (feeder_ != nullptr) {
     return !retries_.empty() || feeder_->may_send(now) || !feeder_->slots_.empty();
   }
+  if (schedule_) {
+    return !schedule_->waiting_empty() ||
+           (arrivals_open_ && quota_ > 0 && schedule_->next() < plan().send_end_ns);
+  }
   return quota_ > 0 && now < plan().send_end_ns;
 }
 
-std::uint32_t client_base::send_allowance(std::uint64_t now) const noexcept {
+std::uint32_t client_base::send_allowance(std::uint64_t now) noexcept {
   if (!may_send(now)) return 0;
   const std::uint32_t room = std::min(slots_.free_count(), question_room_ - slots_.in_flight());
   if (feeder_ != nullptr) {
@@ -50,6 +136,10 @@ std::uint32_t client_base::send_allowance(std::uint64_t now) const noexcept {
     if (retries_.empty() || questions_.contains(question_of_[retries_.front().query_index]))
       return 0;
     return std::min<std::uint32_t>(room, 1);
+  }
+  if (schedule_) {
+    admit_arrivals(now);
+    return std::min(room, schedule_->waiting());
   }
   std::uint64_t allowance = std::min<std::uint64_t>(room, quota_);
   if (plan().rate_per_client > 0) {
@@ -80,6 +170,17 @@ slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
     if (++query == query_count_) query = 0;
   }
   next_query_ = query + 1 == query_count_ ? 0 : query + 1;
+  owner_.roll_timeline(now);
+  if (schedule_) {
+    // Open loop: the query's time is its schedule's (the quota was taken when it came).
+    const std::uint64_t scheduled = schedule_->pop_front();
+    const bool counted = scheduled >= plan().measure_start_ns;
+    slot_table::slot& s = slots_.acquire(now, query, counted);
+    s.sent_ns = scheduled;
+    ++sent_;
+    if (counted) ++counts().queries_sent;
+    return s;
+  }
   const bool counted = measuring(now);
   slot_table::slot& s = slots_.acquire(now, query, counted);
   ++sent_;
@@ -92,6 +193,11 @@ slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
 void client_base::return_slot(slot_table::slot& s) noexcept {
   if (feeder_ != nullptr) {
     retries_.push_front({s.query_index, s.sent_ns, s.counted});
+  } else if (schedule_) {
+    schedule_->push_front(s.sent_ns);
+    --sent_;
+    if (s.counted) --counts().queries_sent;
+    next_query_ = s.query_index;
   } else {
     --sent_;
     if (quota_ != UINT64_MAX && s.counted) ++quota_;
@@ -102,8 +208,23 @@ void client_base::return_slot(slot_table::slot& s) noexcept {
 }
 
 void client_base::release(slot_table::slot& s, slot_table::past outcome) noexcept {
+  if (schedule_ && s.counted && outcome != slot_table::past::nothing) {
+    counts().send_lag.record(s.taken_ns - s.sent_ns);
+  }
   questions_.erase(question_of_[s.query_index]);
   slots_.release(s, outcome);
+}
+
+void client_base::connection_up() noexcept {
+  if (connection_live_) return;
+  connection_live_ = true;
+  ++owner_.open_connections;
+}
+
+void client_base::connection_down() noexcept {
+  if (!connection_live_) return;
+  connection_live_ = false;
+  --owner_.open_connections;
 }
 
 slot_table::slot* client_base::in_flight(std::uint16_t id, std::uint64_t now) noexcept {
@@ -180,6 +301,7 @@ client_base::completion client_base::complete(slot_table::slot& slot,
                                               std::span<const std::uint8_t> message,
                                               std::uint64_t now, std::uint16_t expected_id,
                                               bool datagram) noexcept {
+  owner_.roll_timeline(now);
   query_counters& r = counts();
   slot_table::slot* s = &slot;
   completion done{true, false, s->sequence, s->first_on_connection};
@@ -204,6 +326,7 @@ client_base::completion client_base::complete(slot_table::slot& slot,
           ++r.rcodes[summary.rcode & 0x0f];
           if (feeder_ != nullptr) ++r.tc_retry_answered;
           r.latency.record(now - s->sent_ns);
+          owner_.row_latency.record(now - s->sent_ns);
           owner_.last_answer_ns = std::max(owner_.last_answer_ns, now);
           break;
         case response_verdict::too_short:
@@ -255,7 +378,7 @@ void client_base::fail_in_flight(bool abandoned) noexcept {
 
 worker::worker(const run_plan& plan, std::vector<unsigned> client_indices,
                std::vector<std::uint64_t> quotas)
-    : plan_(plan), tick_timer_(io_), scratch_(scratch_count * scratch_size) {
+    : plan_(plan), tick_timer_(io_), arrival_timer_(io_), scratch_(scratch_count * scratch_size) {
   clients_.reserve(client_indices.size());
   for (std::size_t i = 0; i < client_indices.size(); ++i) {
     clients_.push_back(plan.transport->make_client(*this, client_indices[i], quotas[i]));
@@ -271,9 +394,23 @@ std::span<std::uint8_t> worker::scratch(std::size_t i) noexcept {
 void worker::run() {
   const double cpu_start = thread_cpu_now();
   const std::uint64_t wall_start = monotonic_ns();
+  if (plan_.interval_ns > 0) timeline_next_ns_ = plan_.measure_start_ns + plan_.interval_ns;
+  for (auto& c : clients_) c->open_schedule();
   for (auto& c : clients_) c->start();
+  if (plan_.open_loop()) {
+    // Linux lets a timer fire up to 50 us late by default (timer slack), which would show
+    // in every open-loop latency; 1 us keeps sends on their schedule.
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    for (std::uint32_t i = 0; i < clients_.size(); ++i) {
+      const std::uint64_t next = clients_[i]->next_arrival_ns();
+      if (next != UINT64_MAX) arrivals_.emplace_back(next, i);
+    }
+    std::make_heap(arrivals_.begin(), arrivals_.end(), std::greater<>());
+    schedule_arrival();
+  }
   schedule_tick();
   io_.run();
+  finish_timeline();
   thread_cpu_seconds = thread_cpu_now() - cpu_start;
   wall_seconds = static_cast<double>(monotonic_ns() - wall_start) / 1e9;
   pub_sent_.store(shard_.queries.queries_sent, std::memory_order_relaxed);
@@ -281,10 +418,96 @@ void worker::run() {
   pub_lost_.store(shard_.queries.lost + shard_.queries.lost_on_close, std::memory_order_relaxed);
 }
 
+void worker::schedule_arrival() {
+  if (arrivals_.empty()) return;
+  arrival_timer_.expires_at(
+      std::chrono::steady_clock::time_point(std::chrono::nanoseconds(arrivals_.front().first)));
+  arrival_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) on_arrival();
+  });
+}
+
+void worker::on_arrival() {
+  if (stop_requested_.load(std::memory_order_relaxed)) return;  // the tick stops the worker
+  const std::uint64_t now = monotonic_ns();
+  roll_timeline(now);
+  while (!arrivals_.empty() && arrivals_.front().first <= now) {
+    std::pop_heap(arrivals_.begin(), arrivals_.end(), std::greater<>());
+    const std::uint32_t i = arrivals_.back().second;
+    arrivals_.pop_back();
+    client_base& c = *clients_[i];
+    c.admit_arrivals(now);  // moves its next arrival past now
+    c.tick(now);            // sends what came, where the client can
+    const std::uint64_t next = c.next_arrival_ns();
+    if (next != UINT64_MAX) {
+      arrivals_.emplace_back(next, i);
+      std::push_heap(arrivals_.begin(), arrivals_.end(), std::greater<>());
+    }
+  }
+  schedule_arrival();
+}
+
+worker::row worker::cumulative() const noexcept {
+  const query_counters& q = shard_.queries;
+  const connection_counters& c = shard_.connections;
+  row r;
+  r.sent = q.queries_sent;
+  r.answered = q.responses_received;
+  r.lost = q.lost + q.lost_on_close;
+  r.failed = q.malformed + q.mismatched + q.truncated + q.oversized + q.http_failed +
+             q.quic_failed + q.abandoned;
+  r.not_sent = q.not_sent_outstanding + q.not_sent_timeout;
+  r.connections_opened = c.opened;
+  r.handshakes = c.handshakes_full + c.handshakes_resumed;
+  return r;
+}
+
+void worker::append_row(const row& now_counts) noexcept {
+  try {
+    row r;
+    r.index = row_index_;
+    r.sent = now_counts.sent - row_start_.sent;
+    r.answered = now_counts.answered - row_start_.answered;
+    r.lost = now_counts.lost - row_start_.lost;
+    r.failed = now_counts.failed - row_start_.failed;
+    r.not_sent = now_counts.not_sent - row_start_.not_sent;
+    r.connections_opened = now_counts.connections_opened - row_start_.connections_opened;
+    r.handshakes = now_counts.handshakes - row_start_.handshakes;
+    r.connections_open = open_connections;
+    r.latency_min = row_latency.min();
+    r.latency_max = row_latency.max();
+    r.latency_sum = row_latency.sum();
+    row_latency.for_each_bucket([&r](std::uint64_t lowest, std::uint64_t, std::uint64_t n) {
+      r.latency.emplace_back(lowest, n);
+    });
+    rows_.push_back(std::move(r));
+  } catch (...) {  // out of memory: the timeline misses a row, the totals do not
+  }
+  row_latency.clear();
+  row_start_ = now_counts;
+}
+
+void worker::close_rows(std::uint64_t now) noexcept {
+  while (now >= timeline_next_ns_) {
+    append_row(cumulative());
+    ++row_index_;
+    timeline_next_ns_ += plan_.interval_ns;
+  }
+}
+
+void worker::finish_timeline() noexcept {
+  if (plan_.interval_ns == 0 || monotonic_ns() < plan_.measure_start_ns) return;
+  roll_timeline(monotonic_ns());
+  append_row(cumulative());
+  timeline_next_ns_ = UINT64_MAX;
+}
+
 void worker::schedule_tick() {
-  // Timeouts and rate pacing are checked in bulk on a tick; a finer tick only when pacing.
-  const auto period =
-      plan_.rate_per_client > 0 ? std::chrono::milliseconds(2) : std::chrono::milliseconds(10);
+  // Timeouts and closed-loop rate pacing are checked in bulk on a tick; a finer tick only
+  // when pacing closed-loop (open-loop sends have their own timer).
+  const auto period = plan_.rate_per_client > 0 && !plan_.open_loop()
+                          ? std::chrono::milliseconds(2)
+                          : std::chrono::milliseconds(10);
   tick_timer_.expires_after(period);
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) on_tick();
@@ -298,8 +521,10 @@ void worker::on_tick() {
     return;
   }
   const std::uint64_t now = monotonic_ns();
+  roll_timeline(now);
   bool all_finished = true;
   for (auto& c : clients_) {
+    c->expire_waiting(now);
     c->tick(now);
     all_finished = all_finished && c->finished(now);
   }

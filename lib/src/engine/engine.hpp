@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <random>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,42 @@ struct run_plan {
   std::uint64_t send_end_ns = 0;       // no new query after this (UINT64_MAX: count mode)
   std::uint64_t timeout_ns = 0;
   double rate_per_client = 0;  // queries per second; 0: no limit
+  // With a rate: open loop (queries sent at their scheduled times, latency from them) with
+  // evenly spaced or exponentially distributed gaps; closed loop otherwise.
+  enum class schedule { closed, constant, poisson };
+  schedule arrivals = schedule::closed;
+  bool open_loop() const noexcept { return rate_per_client > 0 && arrivals != schedule::closed; }
+  std::uint64_t interval_ns = 0;  // timeline row length; 0: no timeline
+};
+
+// The arrival times of one open-loop client's queries, and those whose time came but that
+// were not sent yet (at most as many as the client may have in flight).
+class arrival_schedule {
+ public:
+  arrival_schedule(const run_plan& plan, unsigned index);
+
+  std::uint64_t next() const noexcept { return next_ns_; }
+  void advance() noexcept;
+
+  // Scheduled times of queries waiting to be sent, oldest first.
+  bool waiting_empty() const noexcept { return waiting_count_ == 0; }
+  std::uint32_t waiting() const noexcept { return waiting_count_; }
+  std::uint64_t oldest_waiting() const noexcept { return waiting_[waiting_head_]; }
+  void push_back(std::uint64_t t) noexcept;
+  void push_front(std::uint64_t t) noexcept;
+  std::uint64_t pop_front() noexcept;
+
+ private:
+  double period_ns_;
+  double base_ns_;
+  bool poisson_;
+  std::uint64_t k_ = 0;  // arrivals so far (constant)
+  std::uint64_t next_ns_;
+  std::mt19937_64 random_;
+  std::exponential_distribution<double> gap_;
+  std::vector<std::uint64_t> waiting_;  // ring
+  std::uint32_t waiting_head_ = 0;
+  std::uint32_t waiting_count_ = 0;
 };
 
 // Per-query bookkeeping shared by every transport: slot table, query cursor, send budget,
@@ -83,6 +120,14 @@ class client_base {
     return slots_.empty() && !may_send(now);
   }
 
+  // Open loop: the time of this client's next scheduled query (UINT64_MAX: none), and the
+  // queries whose time came, taken into the waiting list or counted as not sent. Queries
+  // that waited longer than the timeout are counted as not sent too.
+  void open_schedule();  // at the start of the run, once the plan's times are set
+  std::uint64_t next_arrival_ns() const noexcept;
+  void admit_arrivals(std::uint64_t now) noexcept;
+  void expire_waiting(std::uint64_t now) noexcept;
+
   // A query whose UDP answer was truncated, handed to a client that retries it over TCP.
   // Its latency still runs from the original send; the retry is not a new query sent.
   struct retry {
@@ -96,8 +141,9 @@ class client_base {
   void take_retry(const retry& r) { retries_.push_back(r); }
 
  protected:
-  // How many queries may be sent right now (free slots, quota, rate, phase).
-  std::uint32_t send_allowance(std::uint64_t now) const noexcept;
+  // How many queries may be sent right now (free slots, quota, rate, phase; open loop: the
+  // queries whose scheduled time came).
+  std::uint32_t send_allowance(std::uint64_t now) noexcept;
   bool may_send(std::uint64_t now) const noexcept;
 
   // Takes a slot for the next query; the caller sends it.
@@ -151,6 +197,11 @@ class client_base {
   // Ends a query: frees its slot and its question.
   void release(slot_table::slot& s, slot_table::past outcome) noexcept;
 
+  // A connection of this client is established / has ended (counted in the worker's gauge
+  // of open connections, warm-up included; connection_down is idempotent).
+  void connection_up() noexcept;
+  void connection_down() noexcept;
+
  private:
   // The query in flight with `id`, or null after counting what the id was (late, duplicate,
   // unexpected; or lost and late when its timeout passed before this was read).
@@ -174,6 +225,9 @@ class client_base {
                                          // when the set has fewer distinct questions
   const client_base* feeder_ = nullptr;  // set: this client serves the feeder's TC retries
   std::deque<retry> retries_;            // waiting to be sent (retry client only)
+  std::unique_ptr<arrival_schedule> schedule_;  // open loop only
+  bool arrivals_open_ = true;                   // open loop: more queries will be scheduled
+  bool connection_live_ = false;
 };
 
 // One thread's share of the run.
@@ -219,6 +273,28 @@ class worker {
   }
   void end_connection_setup() noexcept { --connection_setups_; }
 
+  // Open connections of this worker's clients (warm-up included).
+  std::uint64_t open_connections = 0;
+
+  // The timeline: counted events are split into rows of plan().interval_ns from the end of
+  // the warm-up. Called before an event at `now` is counted; cheap when no row ends.
+  void roll_timeline(std::uint64_t now) noexcept {
+    if (now >= timeline_next_ns_) close_rows(now);
+  }
+  // Latencies of the current row's answers.
+  latency_histogram row_latency;
+  struct row {
+    std::uint64_t index = 0;  // intervals since the end of the warm-up
+    std::uint64_t sent = 0, answered = 0, lost = 0, failed = 0, not_sent = 0;
+    std::uint64_t connections_open = 0, connections_opened = 0, handshakes = 0;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> latency;  // bucket's lowest, count
+    std::uint64_t latency_min = 0, latency_max = 0;
+    double latency_sum = 0;
+  };
+  // Ends the current row at the end of the run (a shorter last row).
+  void finish_timeline() noexcept;
+  const std::vector<row>& timeline() const noexcept { return rows_; }
+
   // Latest time a counted answer arrived, for the measured window.
   std::uint64_t last_answer_ns = 0;
   double thread_cpu_seconds = 0;
@@ -227,11 +303,25 @@ class worker {
  private:
   void schedule_tick();
   void on_tick();
+  void schedule_arrival();
+  void on_arrival();
+  void close_rows(std::uint64_t now) noexcept;
+  row cumulative() const noexcept;
+  void append_row(const row& now_counts) noexcept;
 
   const run_plan& plan_;
   boost::asio::io_context io_{1};
   boost::asio::steady_timer tick_timer_;
+  boost::asio::steady_timer arrival_timer_;
+  // Open loop: (next arrival, client) per client with arrivals left, earliest on top; an
+  // entry may be earlier than its client's real next arrival (then it is re-queued).
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> arrivals_;
+  std::uint64_t arrival_timer_at_ = UINT64_MAX;
   std::vector<std::unique_ptr<client_base>> clients_;
+  std::uint64_t timeline_next_ns_ = UINT64_MAX;
+  std::uint64_t row_index_ = 0;
+  row row_start_;  // the cumulative counts when the current row began
+  std::vector<row> rows_;
   counters shard_;
   std::vector<std::uint8_t> scratch_;
   std::atomic<bool> stop_requested_{false};

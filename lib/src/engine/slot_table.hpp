@@ -18,7 +18,8 @@ class slot_table {
   enum class past : std::uint8_t { nothing, answered, expired };
 
   struct slot {
-    std::uint64_t sent_ns = 0;
+    std::uint64_t sent_ns = 0;   // open loop: the scheduled time, which latency runs from
+    std::uint64_t taken_ns = 0;  // when it was handed to the transport to send
     std::uint64_t sequence = 0;  // send order within the client
     std::uint32_t query_index = 0;
     std::uint32_t prev = none;  // in-flight list, in send order
@@ -57,6 +58,7 @@ class slot_table {
     const std::uint32_t generation_step = 1u << index_bits_;
     s.id = static_cast<std::uint16_t>((s.id + generation_step) & 0xffff);
     s.sent_ns = now;
+    s.taken_ns = now;
     s.sequence = next_sequence_++;
     s.query_index = query_index;
     s.in_flight = true;

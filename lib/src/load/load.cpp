@@ -38,6 +38,31 @@ std::uint64_t parse_queries_per_connection(std::string_view text) {
   return n;
 }
 
+double run_result::answered_percent() const noexcept {
+  const std::uint64_t scheduled = queries_scheduled();
+  if (scheduled == 0) return 100;
+  return 100.0 * static_cast<double>(responses_received) / static_cast<double>(scheduled);
+}
+
+std::string_view arrival_mode_name(arrival_mode mode) noexcept {
+  switch (mode) {
+    case arrival_mode::constant:
+      return "constant";
+    case arrival_mode::poisson:
+      return "poisson";
+    case arrival_mode::closed:
+      break;
+  }
+  return "closed";
+}
+
+std::optional<arrival_mode> parse_arrival_mode(std::string_view name) noexcept {
+  for (auto mode : {arrival_mode::constant, arrival_mode::poisson, arrival_mode::closed}) {
+    if (name == arrival_mode_name(mode)) return mode;
+  }
+  return std::nullopt;
+}
+
 double run_result::queries_per_connection_achieved() const noexcept {
   if (connections.opened == 0) return 0;
   return static_cast<double>(connections.answered) / static_cast<double>(connections.opened);
@@ -183,7 +208,10 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.late = q.late;
   r.unexpected = q.unexpected;
   r.duplicates = q.duplicates;
+  r.not_sent_outstanding = q.not_sent_outstanding;
+  r.not_sent_timeout = q.not_sent_timeout;
   r.latency = q.latency;
+  r.send_lag = q.send_lag;
   const detail::connection_counters& c = total.connections;
   r.connections.opened = c.opened;
   r.connections.answered = c.answered;
@@ -225,6 +253,73 @@ void fill_result(run_result& r, const detail::counters& total) {
   out.min_rtt_ms = static_cast<double>(u.min_rtt_ns) / 1e6;
 }
 
+// Merges the workers' timeline rows (by interval) into the result's timeline.
+void fill_timeline(run_result& result, const std::vector<std::unique_ptr<detail::worker>>& workers,
+                   const detail::run_plan& plan, double seconds_until_end) {
+  if (plan.interval_ns == 0) return;
+  std::size_t rows = 0;
+  for (const auto& w : workers) {
+    for (const auto& row : w->timeline()) rows = std::max<std::size_t>(rows, row.index + 1);
+  }
+  const double interval = static_cast<double>(plan.interval_ns) / 1e9;
+  std::vector<latency_histogram> latency(rows);
+  result.timeline.assign(rows, timeline_row{});
+  for (std::size_t k = 0; k < rows; ++k) {
+    result.timeline[k].start_seconds = static_cast<double>(k) * interval;
+    result.timeline[k].duration_seconds =
+        std::clamp(seconds_until_end - result.timeline[k].start_seconds, 0.0, interval);
+  }
+  for (const auto& w : workers) {
+    for (const auto& row : w->timeline()) {
+      timeline_row& t = result.timeline[row.index];
+      t.sent += row.sent;
+      t.answered += row.answered;
+      t.lost += row.lost;
+      t.failed += row.failed;
+      t.not_sent += row.not_sent;
+      t.connections_open += row.connections_open;
+      t.connections_opened += row.connections_opened;
+      t.handshakes += row.handshakes;
+      if (row.latency.empty()) continue;
+      latency_histogram h;
+      for (const auto& [lowest, n] : row.latency) h.restore(lowest, n);
+      h.restore_stats(row.latency_min, row.latency_max, row.latency_sum);
+      latency[row.index].merge(h);
+    }
+  }
+  for (std::size_t k = 0; k < rows; ++k) {
+    timeline_row& t = result.timeline[k];
+    if (t.duration_seconds > 0) t.qps = static_cast<double>(t.answered) / t.duration_seconds;
+    t.p50_ms = static_cast<double>(latency[k].percentile(50)) / 1e6;
+    t.p99_ms = static_cast<double>(latency[k].percentile(99)) / 1e6;
+  }
+}
+
+// Open loop: says when the generator did not keep to its schedule.
+void add_open_loop_warnings(run_result& r) {
+  if (!r.open_loop()) return;
+  if (r.not_sent_outstanding > 0) {
+    r.warnings.push_back(fmt::format(
+        "the generator fell behind its schedule: {} scheduled queries were not sent because "
+        "their client already had --outstanding {} queries in flight or waiting (the server "
+        "answers slower than --rate asks, or raise --outstanding or --clients)",
+        r.not_sent_outstanding, r.outstanding));
+  }
+  if (r.not_sent_timeout > 0) {
+    r.warnings.push_back(fmt::format(
+        "{} scheduled queries were not sent: they waited longer than the timeout for their "
+        "client to be able to send (no connection)",
+        r.not_sent_timeout));
+  }
+  // A generator late by more than a millisecond at the 99th percentile distorts latency.
+  if (r.send_lag.count() > 0 && r.send_lag.percentile(99) > 1'000'000) {
+    r.warnings.push_back(fmt::format(
+        "the generator sent late: 99 % of queries left within {:.2f} ms of their scheduled "
+        "time (latency includes this; use more --threads or fewer --clients per thread)",
+        static_cast<double>(r.send_lag.percentile(99)) / 1e6));
+  }
+}
+
 }  // namespace
 
 void validate(const load_spec& spec) {
@@ -249,7 +344,12 @@ void validate(const load_spec& spec) {
   }
   if (!(spec.timeout_seconds > 0)) throw setup_error("--timeout must be greater than 0 seconds");
   if (spec.warmup_seconds < 0) throw setup_error("--warmup cannot be negative");
-  if (spec.rate < 0) throw setup_error("--rate cannot be negative");
+  if (!(spec.rate >= 0)) throw setup_error("--rate cannot be negative");
+  if (!(spec.interval_seconds == 0 || spec.interval_seconds >= 0.01)) {
+    throw setup_error(
+        fmt::format("--interval must be at least 0.01 seconds, or 0 for no timeline (got {})",
+                    spec.interval_seconds));
+  }
   if (spec.port == 0) throw setup_error("the server port cannot be 0");
   const transport_traits& traits = traits_of(spec.transport);
   if (!traits.has_connections && spec.queries_per_connection != 0) {
@@ -357,6 +457,15 @@ run_result run_load(const load_spec& spec) {
   plan.sources = sources;
   plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
   plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : 0;
+  if (spec.rate > 0) {
+    plan.arrivals = spec.arrivals == arrival_mode::constant  ? detail::run_plan::schedule::constant
+                    : spec.arrivals == arrival_mode::poisson ? detail::run_plan::schedule::poisson
+                                                             : detail::run_plan::schedule::closed;
+    result.rate = spec.rate;
+    result.arrivals = spec.arrivals;
+  }
+  plan.interval_ns = seconds_to_ns(spec.interval_seconds);
+  result.interval_seconds = spec.interval_seconds;
   plan.distinct_questions = number_questions(*queries, plan.question_of);
   if (plan.distinct_questions < spec.outstanding) {
     result.warnings.push_back(fmt::format(
@@ -401,6 +510,14 @@ run_result run_load(const load_spec& spec) {
                  monitor_interval_min, monitor_interval_max);
   if (monitor.active() && spec.warmup_seconds <= 0) monitor.sample();
   std::uint64_t next_monitor_sample = plan.measure_start_ns + seconds_to_ns(monitor_interval);
+  // With a timeline, the server is also read at each row's end: (row, CPU so far, RSS).
+  struct server_reading {
+    std::uint64_t row;
+    double cpu_seconds;
+    std::uint64_t rss_bytes;
+  };
+  std::vector<server_reading> server_readings;
+  std::uint64_t next_row_reading = 0;  // rows read so far
 
   std::atomic<unsigned> finished{0};
   std::vector<std::thread> pool;
@@ -425,10 +542,19 @@ run_result run_load(const load_spec& spec) {
       stop_ns = now;
       for (auto& w : workers) w->request_stop();
     }
-    if (monitor.active() && now >= plan.measure_start_ns &&
-        (!monitor.started() || now >= next_monitor_sample)) {
-      monitor.sample();
-      next_monitor_sample = now + seconds_to_ns(monitor_interval);
+    if (monitor.active() && now >= plan.measure_start_ns) {
+      const bool row_ended =
+          plan.interval_ns > 0 &&
+          now >= plan.measure_start_ns + (next_row_reading + 1) * plan.interval_ns;
+      if (!monitor.started() || now >= next_monitor_sample || row_ended) {
+        monitor.sample();
+        next_monitor_sample = now + seconds_to_ns(monitor_interval);
+      }
+      if (row_ended) {
+        next_row_reading = (now - plan.measure_start_ns) / plan.interval_ns;
+        server_readings.push_back(
+            {next_row_reading, monitor.cpu_seconds_so_far(), monitor.last_rss_bytes()});
+      }
     }
     if (spec.on_progress && now >= next_progress) {
       load_progress p;
@@ -475,8 +601,24 @@ run_result run_load(const load_spec& spec) {
   result.qps = result.elapsed_seconds > 0
                    ? static_cast<double>(result.responses_received) / result.elapsed_seconds
                    : 0;
+  if (monitor.active()) monitor.sample();
+  fill_timeline(result, workers, plan, static_cast<double>(end_ns - plan.measure_start_ns) / 1e9);
   if (monitor.active()) {
-    monitor.sample();
+    // Row k's server CPU: from the reading at its start (the window's first reading for row
+    // 0) to the reading at its end (the last reading for the last row).
+    double cpu_before = 0;
+    std::uint64_t reading_row = 0;  // rows [reading_row, r.row) end at the next reading
+    server_readings.push_back(
+        {result.timeline.size(), monitor.cpu_seconds_so_far(), monitor.last_rss_bytes()});
+    for (const auto& r : server_readings) {
+      // A reading taken late (after several rows ended) is spread over none of them.
+      if (r.row == reading_row + 1 && reading_row < result.timeline.size()) {
+        result.timeline[reading_row].server_cpu_seconds = r.cpu_seconds - cpu_before;
+        result.timeline[reading_row].server_rss_bytes = r.rss_bytes;
+      }
+      reading_row = r.row;
+      cpu_before = r.cpu_seconds;
+    }
     result.server_usage = monitor.finish(result.responses_received, result.elapsed_seconds);
     for (int pid : result.server_usage.exited) {
       result.warnings.push_back(fmt::format(
@@ -485,6 +627,7 @@ run_result run_load(const load_spec& spec) {
           pid));
     }
   }
+  add_open_loop_warnings(result);
   return result;
 }
 

@@ -176,6 +176,7 @@ void server_monitor::sample() {
     fds += reading->fds;
     threads += reading->threads;
   }
+  last_rss_ = rss;
   stats_.rss_max_bytes = std::max(stats_.rss_max_bytes, rss);
   stats_.fds_max = std::max(stats_.fds_max, fds);
   stats_.threads_max = std::max(stats_.threads_max, threads);
@@ -189,6 +190,16 @@ void server_monitor::sample() {
       }
     }
   }
+}
+
+double server_monitor::cpu_seconds_so_far() const noexcept {
+  double cpu = 0;
+  for (const auto& w : watched_) {
+    if (!w.first || !w.last) continue;
+    cpu += w.last->cpu_user_seconds + w.last->cpu_system_seconds - w.first->cpu_user_seconds -
+           w.first->cpu_system_seconds;
+  }
+  return cpu;
 }
 
 process_usage server_monitor::finish(std::uint64_t answers, double window_seconds) {

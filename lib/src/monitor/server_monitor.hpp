@@ -20,6 +20,10 @@ class server_monitor {
   bool started() const noexcept { return samples_ != 0; }
   /// Takes a reading of every process still alive; the first call opens the window.
   void sample();
+  /// CPU seconds the processes spent since their first reading, and their resident memory
+  /// at the last one (for the timeline).
+  double cpu_seconds_so_far() const noexcept;
+  std::uint64_t last_rss_bytes() const noexcept { return last_rss_; }
   /// The window's figures, from the first reading to the last one of each process.
   process_usage finish(std::uint64_t answers, double window_seconds);
 
@@ -33,6 +37,7 @@ class server_monitor {
   std::vector<watched> watched_;
   std::uint16_t tcp_port_;
   std::uint64_t samples_ = 0;
+  std::uint64_t last_rss_ = 0;
   process_usage stats_;
 };
 

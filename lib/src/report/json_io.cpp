@@ -123,6 +123,8 @@ json::object quic_stats_to_json(const quic_stats& q);
 quic_stats quic_stats_from_json(const json::object& o);
 json::object server_stats_to_json(const process_usage& s);
 process_usage server_stats_from_json(const json::object& o);
+json::array timeline_to_json(const std::vector<timeline_row>& rows);
+std::vector<timeline_row> timeline_from_json(const json::value& value);
 
 }  // namespace
 
@@ -248,8 +250,15 @@ json::object run_result_to_json(const run_result& r) {
       {"outstanding", r.outstanding},
       {"threads", r.threads},
       {"queries_per_connection", r.queries_per_connection},
+      {"rate", stable(r.rate)},
+      {"arrivals", arrival_mode_name(r.arrivals)},
+      {"open_loop", r.open_loop()},
       {"query_set", {{"origin", r.query_origin}, {"count", r.query_count_in_set}}},
+      {"queries_scheduled", r.queries_scheduled()},
       {"queries_sent", r.queries_sent},
+      {"not_sent_outstanding", r.not_sent_outstanding},
+      {"not_sent_timeout", r.not_sent_timeout},
+      {"answered_percent", stable(r.answered_percent())},
       {"responses_received", r.responses_received},
       {"lost", r.lost},
       {"lost_on_close", r.lost_on_close},
@@ -276,12 +285,15 @@ json::object run_result_to_json(const run_result& r) {
       {"max_thread_cpu_share", stable(r.max_thread_cpu_share)},
       {"interrupted", r.interrupted},
       {"latency_ns", histogram_to_json(r.latency)},
+      {"send_lag_ns", histogram_to_json(r.send_lag)},
       {"first_query_latency_ns", histogram_to_json(r.first_query_latency)},
       {"connect_latency_ns", histogram_to_json(r.connect_latency)},
       {"handshake_latency_ns", histogram_to_json(r.handshake_latency)},
       {"connections", connection_stats_to_json(r.connections)},
       {"handshakes", {{"full", r.handshakes_full}, {"resumed", r.handshakes_resumed}}},
       {"queries_per_connection_achieved", stable(r.queries_per_connection_achieved())},
+      {"interval_seconds", stable(r.interval_seconds)},
+      {"timeline", timeline_to_json(r.timeline)},
       {"warnings", std::move(warnings)},
   };
   if (r.transport == transport_kind::doq) out["quic"] = quic_stats_to_json(r.quic);
@@ -320,6 +332,60 @@ process_usage server_stats_from_json(const json::object& o) {
   s.samples = count_at(o, "samples");
   s.exited = ints_from_json(o, "exited");
   return s;
+}
+
+json::array timeline_to_json(const std::vector<timeline_row>& rows) {
+  json::array out;
+  for (const auto& t : rows) {
+    json::object row{{"start_seconds", stable(t.start_seconds)},
+                     {"duration_seconds", stable(t.duration_seconds)},
+                     {"sent", t.sent},
+                     {"answered", t.answered},
+                     {"lost", t.lost},
+                     {"failed", t.failed},
+                     {"not_sent", t.not_sent},
+                     {"qps", stable(t.qps)},
+                     {"p50_ms", stable(t.p50_ms)},
+                     {"p99_ms", stable(t.p99_ms)},
+                     {"connections_open", t.connections_open},
+                     {"connections_opened", t.connections_opened},
+                     {"handshakes", t.handshakes}};
+    if (t.server_cpu_seconds >= 0) {
+      row["server_cpu_seconds"] = stable(t.server_cpu_seconds);
+      row["server_rss_bytes"] = t.server_rss_bytes;
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::vector<timeline_row> timeline_from_json(const json::value& value) {
+  std::vector<timeline_row> rows;
+  if (!value.is_array()) throw std::invalid_argument("\"timeline\" is not an array");
+  for (const auto& v : value.get_array()) {
+    if (!v.is_object()) throw std::invalid_argument("a \"timeline\" row is not an object");
+    const auto& o = v.get_object();
+    timeline_row t;
+    t.start_seconds = number_at(o, "start_seconds");
+    t.duration_seconds = number_at(o, "duration_seconds");
+    t.sent = count_at(o, "sent");
+    t.answered = count_at(o, "answered");
+    t.lost = count_at(o, "lost");
+    t.failed = count_at(o, "failed");
+    t.not_sent = count_at(o, "not_sent");
+    t.qps = number_at(o, "qps");
+    t.p50_ms = number_at(o, "p50_ms");
+    t.p99_ms = number_at(o, "p99_ms");
+    t.connections_open = count_at(o, "connections_open");
+    t.connections_opened = count_at(o, "connections_opened");
+    t.handshakes = count_at(o, "handshakes");
+    if (o.contains("server_cpu_seconds")) {
+      t.server_cpu_seconds = number_at(o, "server_cpu_seconds");
+      t.server_rss_bytes = count_at(o, "server_rss_bytes");
+    }
+    rows.push_back(t);
+  }
+  return rows;
 }
 
 json::object quic_stats_to_json(const quic_stats& q) {
@@ -398,6 +464,17 @@ run_result run_result_from_json_value(const json::value& value) {
   r.query_origin = string_at(set, "origin");
   r.query_count_in_set = count_at(set, "count");
   r.queries_sent = count_at(o, "queries_sent");
+  // Files from before open-loop arrivals ran closed-loop and sent every query.
+  if (const auto* rate = o.if_contains("rate"); rate != nullptr && rate->is_number()) {
+    r.rate = number_at(o, "rate");
+  }
+  if (const auto* mode = o.if_contains("arrivals"); mode != nullptr && mode->is_string()) {
+    const auto parsed = parse_arrival_mode(mode->get_string());
+    if (!parsed) throw std::invalid_argument("unknown \"arrivals\"");
+    r.arrivals = *parsed;
+  }
+  r.not_sent_outstanding = count_or_zero(o, "not_sent_outstanding");
+  r.not_sent_timeout = count_or_zero(o, "not_sent_timeout");
   r.responses_received = count_at(o, "responses_received");
   r.lost = count_at(o, "lost");
   r.lost_on_close = count_at(o, "lost_on_close");
@@ -438,6 +515,11 @@ run_result run_result_from_json_value(const json::value& value) {
   const auto& interrupted = at(o, "interrupted");
   r.interrupted = interrupted.is_bool() && interrupted.get_bool();
   r.latency = histogram_from_json(at(o, "latency_ns"));
+  if (o.contains("send_lag_ns")) r.send_lag = histogram_from_json(at(o, "send_lag_ns"));
+  if (o.contains("timeline")) {
+    r.interval_seconds = number_at(o, "interval_seconds");
+    r.timeline = timeline_from_json(at(o, "timeline"));
+  }
   r.first_query_latency = histogram_from_json(at(o, "first_query_latency_ns"));
   r.connect_latency = histogram_from_json(at(o, "connect_latency_ns"));
   r.handshake_latency = histogram_from_json(at(o, "handshake_latency_ns"));

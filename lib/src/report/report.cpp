@@ -94,8 +94,31 @@ std::string format_table(const run_result& r) {
                      transport, r.server, r.port, r.clients, r.clients == 1 ? "" : "s",
                      r.outstanding, per_connection, r.threads, r.threads == 1 ? "" : "s",
                      r.elapsed_seconds, r.interrupted ? " (interrupted)" : "");
+  if (r.open_loop()) {
+    line("schedule", fmt::format("{} queries/s, {} arrivals (open loop: latency from each "
+                                 "query's scheduled time)",
+                                 with_commas(static_cast<std::uint64_t>(r.rate + 0.5)),
+                                 arrival_mode_name(r.arrivals)));
+    line("queries scheduled", with_commas(r.queries_scheduled()));
+    if (r.not_sent_outstanding) {
+      line("not sent: outstanding", with_commas(r.not_sent_outstanding) +
+                                        share(r.not_sent_outstanding, r.queries_scheduled()) +
+                                        ": the generator fell behind its schedule");
+    }
+    if (r.not_sent_timeout) {
+      line("not sent: timeout",
+           with_commas(r.not_sent_timeout) + share(r.not_sent_timeout, r.queries_scheduled()));
+    }
+  } else if (r.rate > 0) {
+    line("schedule", fmt::format("at most {} queries/s, closed loop (sent when a slot is free; "
+                                 "latency from the send)",
+                                 with_commas(static_cast<std::uint64_t>(r.rate + 0.5))));
+  }
   line("queries sent", with_commas(r.queries_sent));
   line("answered", with_commas(r.responses_received) + share(r.responses_received, r.queries_sent));
+  if (r.open_loop() && r.queries_scheduled() != r.queries_sent) {
+    line("answered of scheduled", fmt::format("{:.2f} %", r.answered_percent()));
+  }
   line("lost (timed out)", with_commas(r.lost) + share(r.lost, r.queries_sent));
   if (traits_of(r.transport).has_connections) {
     line("lost on close", with_commas(r.lost_on_close) + share(r.lost_on_close, r.queries_sent));
@@ -149,6 +172,7 @@ std::string format_table(const run_result& r) {
   line("throughput",
        fmt::format("{} queries/s", with_commas(static_cast<std::uint64_t>(r.qps + 0.5))));
   line("latency", percentiles(r.latency));
+  if (r.open_loop()) line("send lag", percentiles(r.send_lag));
   const double per_million =
       r.responses_received ? r.client_cpu_seconds * 1e6 / static_cast<double>(r.responses_received)
                            : 0;

@@ -89,7 +89,7 @@ void doh_client::established(std::uint64_t now) {
   if (state_ == conn_state::established) arm_read();
 }
 
-std::uint32_t doh_client::stream_room(std::uint64_t now) const noexcept {
+std::uint32_t doh_client::stream_room(std::uint64_t now) noexcept {
   if (goaway_ || session_ == nullptr) return 0;
   std::uint64_t allowance = std::min<std::uint64_t>(send_allowance(now), free_.size());
   const std::uint64_t limit = settings().queries_per_connection;

@@ -70,7 +70,7 @@ class doh_client final : public stream_client {
   // Takes nghttp2's output and writes out_ in one go. False when the connection is gone.
   bool write_output();
   // Streams the client may open now: its send allowance, the server's limit, GOAWAY.
-  std::uint32_t stream_room(std::uint64_t now) const noexcept;
+  std::uint32_t stream_room(std::uint64_t now) noexcept;
   bool submit(std::uint64_t now);
   void finish(request& r, std::uint64_t now);
   // The request of a stream; the last one found is kept, for the callbacks of one response

@@ -194,6 +194,7 @@ int doq_client::handshake_completed() {
   if (in_setup_) owner_.end_connection_setup();
   in_setup_ = false;
   state_ = conn_state::established;
+  connection_up();
   failed_in_a_row_ = 0;
   if (counted_) {
     ++connections().opened;
@@ -331,6 +332,7 @@ void doq_client::close(bool count) {
 void doq_client::end_connection() {
   if (in_setup_) owner_.end_connection_setup();
   in_setup_ = false;
+  connection_down();
   fail_in_flight(false);
   if (conn_ != nullptr) {
     if (counted_) {

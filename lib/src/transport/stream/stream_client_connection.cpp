@@ -117,6 +117,7 @@ void stream_client::connect(std::uint64_t now) {
 bool stream_client::confirm_syn(std::uint64_t now) {
   if (socket_->established()) {
     syn_pending_ = false;
+    connection_up();
     if (counted_) {
       ++connections().opened;
       connections().connect_latency.record(now - connection_started_ns_);
@@ -132,6 +133,7 @@ bool stream_client::confirm_syn(std::uint64_t now) {
 }
 
 void stream_client::on_connected(std::uint64_t now) {
+  if (!syn_pending_) connection_up();
   if (counted_ && !syn_pending_) {
     ++connections().opened;
     connections().connect_latency.record(now - connection_started_ns_);
@@ -237,6 +239,7 @@ void stream_client::end_setup() noexcept {
 
 void stream_client::drop_socket(bool abortive) {
   end_setup();
+  connection_down();
   connection_ended();
   if (channel_.is_open() && settings().resume) {
     if (auto ticket = channel_.stream().ticket()) ticket_ = std::move(ticket);
