@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/engine.hpp"
+
+namespace dnstransport::detail {
+namespace {
+
+run_plan plan_at(double rate_per_client, run_plan::schedule mode, unsigned clients = 4) {
+  run_plan p;
+  p.clients = clients;
+  p.outstanding = 8;
+  p.rate_per_client = rate_per_client;
+  p.arrivals = mode;
+  p.start_ns = 1'000'000'000;
+  return p;
+}
+
+// Constant arrivals: client i of n sends its k-th query at start + (k + i/n) periods.
+TEST(arrival_schedule_test, constant_arrivals_are_evenly_spaced_and_phased_per_client) {
+  const run_plan p = plan_at(1000, run_plan::schedule::constant);  // 1 ms per client
+  arrival_schedule first(p, 0);
+  arrival_schedule third(p, 2);
+  EXPECT_EQ(first.next(), p.start_ns);
+  EXPECT_EQ(third.next(), p.start_ns + 500'000);  // half a period later
+  for (int k = 1; k <= 1000; ++k) {
+    first.advance();
+    third.advance();
+    EXPECT_EQ(first.next(), p.start_ns + static_cast<std::uint64_t>(k) * 1'000'000);
+    EXPECT_EQ(third.next(), p.start_ns + static_cast<std::uint64_t>(k) * 1'000'000 + 500'000);
+  }
+}
+
+// Poisson arrivals: exponential gaps, so their mean is the period and their standard
+// deviation too (coefficient of variation 1), and clients draw different sequences.
+TEST(arrival_schedule_test, poisson_gaps_are_exponential_with_the_rate_as_mean) {
+  const run_plan p = plan_at(2000, run_plan::schedule::poisson);  // 0.5 ms mean gap
+  arrival_schedule a(p, 0);
+  arrival_schedule b(p, 1);
+  constexpr int n = 200'000;
+  double sum = 0;
+  double sum_squares = 0;
+  int differ = 0;
+  std::uint64_t previous = a.next();
+  for (int i = 0; i < n; ++i) {
+    a.advance();
+    b.advance();
+    const double gap = static_cast<double>(a.next() - previous);
+    previous = a.next();
+    sum += gap;
+    sum_squares += gap * gap;
+    if (a.next() != b.next()) ++differ;
+  }
+  const double mean = sum / n;
+  const double sd = std::sqrt(sum_squares / n - mean * mean);
+  EXPECT_NEAR(mean, 500'000, 500'000 * 0.01);
+  EXPECT_NEAR(sd / mean, 1.0, 0.02);
+  EXPECT_GT(differ, n * 9 / 10);
+}
+
+TEST(arrival_schedule_test, waiting_queue_keeps_order_and_takes_back_the_front) {
+  const run_plan p = plan_at(1000, run_plan::schedule::constant);
+  arrival_schedule s(p, 0);
+  for (std::uint64_t t = 1; t <= 8; ++t) s.push_back(t);  // full: outstanding is 8
+  EXPECT_EQ(s.waiting(), 8u);
+  EXPECT_EQ(s.pop_front(), 1u);
+  EXPECT_EQ(s.pop_front(), 2u);
+  s.push_front(2);  // a send the kernel refused goes back first
+  s.push_back(9);
+  std::vector<std::uint64_t> order;
+  while (!s.waiting_empty()) order.push_back(s.pop_front());
+  EXPECT_EQ(order, (std::vector<std::uint64_t>{2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+}  // namespace
+}  // namespace dnstransport::detail
