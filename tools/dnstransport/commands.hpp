@@ -18,5 +18,6 @@ action add_report_command(CLI::App& app);
 action add_calibrate_command(CLI::App& app);
 action add_queries_command(CLI::App& app);
 action add_monitor_command(CLI::App& app);
+action add_search_command(CLI::App& app);
 
 }  // namespace dnstransport::cli

@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
                               add_report_command(app),
                               add_calibrate_command(app),
                               add_queries_command(app),
-                              add_monitor_command(app)};
+                              add_monitor_command(app),
+                              add_search_command(app)};
 
   try {
     app.parse(argc, argv);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <dnstransport/load.hpp>
+#include <dnstransport/search.hpp>
 #include <dnstransport/sweep_result.hpp>
 #include <dnstransport/version.hpp>
 
@@ -34,6 +35,25 @@ std::string format_table(const run_result& result);
 
 /// A duration in ns as a short human string with its unit ("812 ns", "1.42 ms", "2.0 s").
 std::string format_duration(double nanoseconds);
+
+/// Schema tag of the search JSON document.
+inline constexpr std::string_view search_schema = "dnstransport.search/1";
+
+/// The search as one JSON document: schema, criteria, `max_rate`, `failed_rate`,
+/// `end_reason`, and `steps` (rate, phase, answered_percent, p50/p99 ms, verdict and each
+/// step's full run result).
+std::string to_json(const search_result& result);
+
+/// Reads a document written by to_json(search_result); throws setup_error naming
+/// `source_name` otherwise.
+search_result search_result_from_json(std::string_view text, std::string_view source_name);
+
+/// The table of a search's steps and its result, as printed by `search` and `report`.
+std::string format_search(const search_result& result);
+
+/// "dnstransport.run/1", "dnstransport.sweep/1", ... of a JSON document; empty when it has
+/// none (or is not JSON).
+std::string schema_of(std::string_view text);
 
 /// Schema tag of the sweep JSON document.
 inline constexpr std::string_view sweep_schema = "dnstransport.sweep/1";
@@ -69,6 +89,18 @@ struct report_output {
   /// to do about it.
   std::string plot_problem;
 };
+
+/// A search's report in `directory`: search.txt (the steps table), steps.csv and the plot
+/// "search" (answered % and p99 latency against the offered rate, like resperf-report).
+report_output write_search_report(const search_result& result,
+                                  const std::filesystem::path& directory,
+                                  std::string_view source_name);
+
+/// A run's report in `directory`: run.txt (its table), timeline.csv and the plot "timeline"
+/// (answers per second and p50/p99 latency per interval; the server's CPU share when it was
+/// monitored). Throws setup_error when the run has no timeline.
+report_output write_run_report(const run_result& result, const std::filesystem::path& directory,
+                               std::string_view source_name);
 
 /// Writes into `directory` (created if needed): tables.txt, points.csv, percent_of_udp.csv,
 /// amortization.csv, one gnuplot script per plot, PNG and SVG plots drawn by running

@@ -1,0 +1,274 @@
+#include <dnstransport/search.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+
+#include "util/clock.hpp"
+
+namespace dnstransport {
+
+std::string_view search_phase_name(search_phase phase) noexcept {
+  return phase == search_phase::bisect ? "bisect" : "ramp";
+}
+
+void validate(const search_spec& spec) {
+  if (!(spec.min_answered_percent > 0 && spec.min_answered_percent <= 100)) {
+    throw setup_error(
+        fmt::format("--min-answered must be a percentage above 0 and at most 100 "
+                    "(got {})",
+                    spec.min_answered_percent));
+  }
+  if (!(spec.max_p99_ms >= 0)) throw setup_error("--max-p99 cannot be negative");
+  if (!(spec.start_rate > 0)) {
+    throw setup_error(
+        fmt::format("--start-rate must be above 0 queries per second (got {})", spec.start_rate));
+  }
+  if (!(spec.max_rate >= 0)) throw setup_error("--max-rate cannot be negative");
+  if (!(spec.step_seconds > 0)) {
+    throw setup_error("--duration (seconds per step) must be greater than 0");
+  }
+  if (!(spec.settle_seconds >= 0)) throw setup_error("--settle cannot be negative");
+  if (spec.repeats == 0) throw setup_error("--repeats must be at least 1");
+  if (!(spec.precision > 0 && spec.precision < 1)) {
+    throw setup_error(
+        fmt::format("--precision must be a fraction between 0 and 1 (got {})", spec.precision));
+  }
+  if (!(spec.max_time_seconds >= 0)) throw setup_error("--max-time cannot be negative");
+  if (spec.load.arrivals == arrival_mode::closed) {
+    throw setup_error(
+        "--arrivals closed: search offers each rate open-loop (constant or poisson arrivals), "
+        "so that a server that falls behind shows it");
+  }
+  if (spec.load.count != 0) {
+    throw setup_error("--count does not apply to search: each step runs for --duration seconds");
+  }
+  load_spec step = spec.load;
+  step.rate = spec.start_rate;
+  step.duration_seconds = spec.step_seconds;
+  validate(step);
+}
+
+namespace {
+
+using detail::monotonic_ns;
+
+bool stopping(const search_spec& spec) {
+  return spec.stop != nullptr && spec.stop->load(std::memory_order_relaxed);
+}
+
+// Sleeps `seconds` unless the search is stopped first.
+void settle(const search_spec& spec, double seconds) {
+  const std::uint64_t until = monotonic_ns() + detail::seconds_to_ns(seconds);
+  while (!stopping(spec) && monotonic_ns() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string verdict_of(const search_spec& spec, const run_result& r, bool& passed) {
+  passed = false;
+  if (r.interrupted) return "interrupted";
+  const double answered = r.answered_percent();
+  const double p99 = static_cast<double>(r.latency.percentile(99)) / 1e6;
+  std::string why;
+  if (answered < spec.min_answered_percent) {
+    why = fmt::format("answered {:.2f} % < {:g} %", answered, spec.min_answered_percent);
+  } else if (spec.max_p99_ms > 0 && (r.responses_received == 0 || p99 > spec.max_p99_ms)) {
+    why = fmt::format("p99 {:.2f} ms > {:g} ms", p99, spec.max_p99_ms);
+  } else {
+    passed = true;
+    return "pass";
+  }
+  // A generator that could not keep up failed the step itself: say so.
+  if (r.max_thread_cpu_share > 0.9) {
+    why += fmt::format(" (generator busy: a thread at {:.0f} % CPU)", r.max_thread_cpu_share * 100);
+  }
+  return why;
+}
+
+class searcher {
+ public:
+  explicit searcher(const search_spec& spec) : spec_(spec), started_(monotonic_ns()) {
+    result_.criteria = spec;
+    result_.criteria.on_step = nullptr;
+    result_.criteria.on_progress = nullptr;
+    result_.criteria.stop = nullptr;
+    result_.criteria.load.on_progress = nullptr;
+    result_.criteria.load.stop = nullptr;
+  }
+
+  search_result run() {
+    double rate =
+        spec_.max_rate > 0 ? std::min(spec_.start_rate, spec_.max_rate) : spec_.start_rate;
+    // Ramp: double while steps pass (to the ceiling), halve while they fail.
+    std::optional<bool> first;
+    for (;;) {
+      const auto passed = step(search_phase::ramp, rate, 0);
+      if (!passed) return finish();
+      if (!first) first = *passed;
+      if (*passed) {
+        note_pass(rate, 1);
+        if (!*first) break;  // halving found a passing rate; the one above it failed
+        if (spec_.max_rate > 0 && rate >= spec_.max_rate) return finish("max_rate");
+        rate = spec_.max_rate > 0 ? std::min(rate * 2, spec_.max_rate) : rate * 2;
+      } else {
+        note_fail(rate);
+        if (*first) break;
+        rate /= 2;
+        if (rate < 1) return finish("no_passing_rate");
+      }
+    }
+    // Bisection between the highest pass and the lowest fail above it; the pass it ends on
+    // must have passed `repeats` times.
+    for (;;) {
+      if (high_ - low_ <= spec_.precision * low_) {
+        if (runs_at_low_ >= spec_.repeats) return finish("converged");
+        const double at = low_;
+        for (unsigned k = runs_at_low_; k < spec_.repeats; ++k) {
+          const auto passed = step(search_phase::bisect, at, k);
+          if (!passed) return finish();
+          if (!*passed) {
+            note_fail(at);
+            break;
+          }
+          ++runs_at_low_;
+        }
+        if (low_ == 0) {
+          // The only passing rate failed on repetition: look below it again.
+          low_ = high_ / 2;
+          runs_at_low_ = 0;
+          if (low_ < 1) return finish("no_passing_rate");
+        }
+        continue;
+      }
+      const double mid = (low_ + high_) / 2;
+      bool all = true;
+      for (unsigned k = 0; k < spec_.repeats && all; ++k) {
+        const auto passed = step(search_phase::bisect, mid, k);
+        if (!passed) return finish();
+        all = *passed;
+      }
+      if (all) {
+        note_pass(mid, spec_.repeats);
+      } else {
+        note_fail(mid);
+      }
+    }
+  }
+
+ private:
+  // Runs one step; nothing when the search must end (stopped, or out of time).
+  std::optional<bool> step(search_phase phase, double rate, unsigned repeat) {
+    if (stopping(spec_)) {
+      interrupted_ = true;
+      return std::nullopt;
+    }
+    const double elapsed = static_cast<double>(monotonic_ns() - started_) / 1e9;
+    const double settle_first = result_.steps.empty() ? 0 : spec_.settle_seconds;
+    if (spec_.max_time_seconds > 0 &&
+        elapsed + settle_first + spec_.load.warmup_seconds + spec_.step_seconds >
+            spec_.max_time_seconds) {
+      out_of_time_ = true;
+      return std::nullopt;
+    }
+    settle(spec_, settle_first);
+    if (stopping(spec_)) {
+      interrupted_ = true;
+      return std::nullopt;
+    }
+    load_spec load = spec_.load;
+    load.rate = rate;
+    load.count = 0;
+    load.duration_seconds = spec_.step_seconds;
+    load.stop = spec_.stop;
+    load.on_progress = spec_.on_progress;
+    search_step s;
+    s.index = static_cast<unsigned>(result_.steps.size());
+    s.phase = phase;
+    s.repeat = repeat;
+    s.rate = rate;
+    s.run = run_load(load);
+    const run_result& r = s.run;
+    s.answered_percent = r.answered_percent();
+    s.qps = r.qps;
+    s.p50_ms = static_cast<double>(r.latency.percentile(50)) / 1e6;
+    s.p99_ms = static_cast<double>(r.latency.percentile(99)) / 1e6;
+    s.scheduled = r.queries_scheduled();
+    s.answered = r.responses_received;
+    s.lost = r.lost + r.lost_on_close;
+    s.not_sent = r.not_sent_outstanding + r.not_sent_timeout;
+    s.client_cpu_share = r.max_thread_cpu_share;
+    s.verdict = verdict_of(spec_, r, s.passed);
+    result_.steps.push_back(s);
+    if (spec_.on_step) spec_.on_step(result_.steps.back());
+    if (r.interrupted) {
+      interrupted_ = true;
+      return std::nullopt;
+    }
+    return s.passed;
+  }
+
+  void note_pass(double rate, unsigned runs) {
+    if (rate > low_) {
+      low_ = rate;
+      runs_at_low_ = runs;
+    }
+  }
+
+  void note_fail(double rate) {
+    if (high_ == 0 || rate < high_) high_ = rate;
+    if (rate <= low_) {
+      // A rate that passed before failed now: the highest pass below it is the new edge.
+      double below = 0;
+      unsigned runs = 0;
+      for (const auto& s : result_.steps) {
+        if (s.rate >= rate) continue;
+        if (s.rate > below) {
+          below = s.rate;
+          runs = 0;
+        }
+        if (s.rate == below) runs = s.passed ? runs + 1 : 0;
+      }
+      low_ = below;
+      runs_at_low_ = runs;
+    }
+  }
+
+  search_result finish(std::string_view reason = {}) {
+    result_.max_rate = low_;
+    result_.failed_rate = high_;
+    result_.interrupted = interrupted_;
+    if (interrupted_) {
+      result_.end_reason = "interrupted";
+    } else if (out_of_time_) {
+      result_.end_reason = "max_time";
+    } else {
+      result_.end_reason = std::string(reason);
+    }
+    result_.elapsed_seconds = static_cast<double>(monotonic_ns() - started_) / 1e9;
+    return std::move(result_);
+  }
+
+  const search_spec& spec_;
+  std::uint64_t started_;
+  search_result result_;
+  double low_ = 0;   // highest rate that passed
+  double high_ = 0;  // lowest rate that failed above it (0: none yet)
+  unsigned runs_at_low_ = 0;
+  bool interrupted_ = false;
+  bool out_of_time_ = false;
+};
+
+}  // namespace
+
+search_result run_search(const search_spec& spec) {
+  validate(spec);
+  return searcher(spec).run();
+}
+
+}  // namespace dnstransport
