@@ -22,13 +22,14 @@ struct report_flags {
 action add_report_command(CLI::App& app) {
   auto* report = app.add_subcommand(
       "report",
-      "Print the tables of a saved sweep, or compare several; with --out, also write plots and "
-      "index.html");
+      "Print the tables of a saved sweep, run or search, or compare several sweeps; with --out, "
+      "also write plots (and index.html for sweeps)");
   auto f = std::make_shared<report_flags>();
   report
       ->add_option("FILE", f->files,
                    "JSON files written by dnstransport sweep; with two or more, the servers are "
-                   "compared: each is named by its --label, or its file name")
+                   "compared: each is named by its --label, or its file name. One file of `run "
+                   "--json` gives its timeline plot, one of `search --json` its search plot")
       ->required();
   report->add_option("--out", f->out_dir,
                      "Write tables, CSV, gnuplot scripts, PNG and SVG plots and index.html here");
@@ -38,9 +39,31 @@ action add_report_command(CLI::App& app) {
       "          dnstransport report unbound.json knot.json --out compared\n"
       "The plots are drawn by gnuplot (apt-get install gnuplot-nox); without it the tables, CSV "
       "and gnuplot scripts are still written.\n"
-      "Exit status: 0 written; 2 a file cannot be read or is not a sweep result.");
+      "Exit status: 0 written; 2 a file cannot be read or is not a dnstransport result.");
   return [report, f]() -> int {
     if (!report->parsed()) return -1;
+    // A single run (its timeline) or a search is reported on its own.
+    if (f->files.size() == 1) {
+      const std::string text = read_file(f->files.front());
+      const std::string schema = schema_of(text);
+      if (schema == run_schema || schema == search_schema) {
+        report_output written;
+        if (schema == run_schema) {
+          const run_result run = run_result_from_json(text, f->files.front());
+          if (!f->quiet) fmt::print("{}", format_table(run));
+          if (f->out_dir.empty()) return exit_ok;
+          written = write_run_report(run, f->out_dir, f->files.front());
+        } else {
+          const search_result found = search_result_from_json(text, f->files.front());
+          if (!f->quiet) fmt::print("{}", format_search(found));
+          if (f->out_dir.empty()) return exit_ok;
+          written = write_search_report(found, f->out_dir, f->files.front());
+        }
+        if (!written.plot_problem.empty()) fmt::print(stderr, "note: {}\n", written.plot_problem);
+        fmt::print("report written: {} ({} files)\n", f->out_dir, written.files.size());
+        return exit_ok;
+      }
+    }
     std::vector<std::pair<std::string, sweep_result>> read;
     for (const auto& file : f->files) {
       read.emplace_back(file, sweep_result_from_json(read_file(file), file));
