@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -106,6 +107,57 @@ TEST(monitor_load_test, a_pid_that_names_no_process_is_refused_before_sending) {
               std::string::npos)
         << e.what();
   }
+}
+
+// The cgroup v2 mount of this machine (hybrid systems have it under unified/).
+std::filesystem::path cgroup_v2_root() {
+  if (std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers")) return "/sys/fs/cgroup";
+  if (std::filesystem::exists("/sys/fs/cgroup/unified/cgroup.controllers")) {
+    return "/sys/fs/cgroup/unified";
+  }
+  return {};
+}
+
+// A cgroup holding one process that burns CPU: the run's server CPU is that process's, read
+// from the cgroup's cpu.stat, and the cgroup's processes are counted.
+TEST(monitor_load_test, a_monitored_cgroup_gives_the_cpu_of_its_processes) {
+  const auto root = cgroup_v2_root();
+  if (root.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted on this machine";
+  const auto group = root / fmt::format("dnstransport-test-{}", getpid());
+  std::error_code ec;
+  if (!std::filesystem::create_directory(group, ec)) {
+    GTEST_SKIP() << "cannot create a cgroup under " << root << ": " << ec.message()
+                 << " (needs root and a writable cgroup v2 hierarchy)";
+  }
+  const pid_t child = fork();
+  if (child == 0) {
+    std::atomic<unsigned long> spins{0};
+    for (;;) spins.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::ofstream(group / "cgroup.procs") << child << std::flush;
+  server responder(tcp_and_udp());
+  load_spec spec;
+  spec.port = responder.udp_port();
+  spec.clients = 1;
+  spec.outstanding = 10;
+  spec.rate = 1000;
+  spec.duration_seconds = 0.5;
+  spec.monitor_cgroups = {group.string()};
+  const run_result r = run_load(spec);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  std::filesystem::remove(group, ec);
+  EXPECT_EQ(r.server_usage.cgroups, std::vector<std::string>{group.string()});
+  EXPECT_TRUE(r.server_usage.monitored());
+  // The spinning process had most of a CPU for the half second (2 CPUs, shared with the test).
+  EXPECT_GT(r.server_usage.cpu_seconds(), 0.15);
+  EXPECT_LT(r.server_usage.cpu_seconds(), 1.2);
+  EXPECT_GE(r.server_usage.threads_max, 1u);
+  const run_result back = run_result_from_json(to_json(r), "run.json");
+  EXPECT_EQ(back.server_usage.cgroups, r.server_usage.cgroups);
+
+  spec.monitor_cgroups = {(root / "no-such-cgroup-here").string()};
+  EXPECT_THROW(validate(spec), setup_error);
 }
 
 #ifdef DNSTRANSPORT_CLI_PATH

@@ -154,6 +154,11 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "threads and TCP connections are read from /proc during each run (repeat it "
                  "for several); gives server CPU per 1,000 answers")
       ->check(CLI::PositiveNumber);
+  app.add_option("--monitor-cgroup", o.monitor_cgroups,
+                 "A cgroup v2 directory of the server (e.g. "
+                 "/sys/fs/cgroup/system.slice/unbound.service): its CPU (cpu.stat), memory "
+                 "(memory.current) and the descriptors and threads of its processes, like "
+                 "--monitor-pid (repeatable)");
   app.add_option("--server-mode", o.server_mode, "Built-in responder: answer or echo")
       ->capture_default_str();
   app.add_option("--server-tls-backend", o.server_tls_backend,
@@ -276,6 +281,7 @@ load_spec make_load_spec(const run_options& o) {
   spec.doh_request = *method;
   spec.doh_path = o.doh_path;
   spec.monitor_pids = o.monitor_pids;
+  spec.monitor_cgroups = o.monitor_cgroups;
   validate(spec);
   return spec;
 }

@@ -89,6 +89,7 @@ struct run_options {
   bool server_process = false;  // run it as a child process of its own, monitored
   // Server processes to monitor (--monitor-pid).
   std::vector<int> monitor_pids;
+  std::vector<std::string> monitor_cgroups;
   // Output.
   std::string label;
   std::string json_file;

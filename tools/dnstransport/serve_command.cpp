@@ -35,6 +35,7 @@ struct serve_options {
   std::uint64_t close_after = 0;
   double idle_timeout = 0;
   bool reverse_order = false;
+  double rate_limit = 0;
   bool no_ticket_renewal = false;
   int ready_fd = -1;
 };
@@ -83,6 +84,12 @@ action add_serve_command(CLI::App& app) {
                     "QUIC idle timeout (0: 30 s)");
   serve->add_flag("--reverse-order", o->reverse_order,
                   "Answer the queries of each read in reverse order (tests pipelining clients)");
+  serve
+      ->add_option("--rate-limit", o->rate_limit,
+                   "Answer at most N queries per second in total: UDP queries over the limit are "
+                   "dropped, TCP/TLS/DoH/DoQ answers wait (in order, nothing dropped); a target "
+                   "with a known capacity for `search` (0: no limit)")
+      ->capture_default_str();
   serve->add_flag("--no-ticket-renewal", o->no_ticket_renewal,
                   "TLS: send no new session ticket after a resumed handshake, so clients "
                   "resume from the ticket they have (like dnsdist; openssl backend only)");
@@ -124,6 +131,7 @@ action add_serve_command(CLI::App& app) {
     s.close_after_queries = o->close_after;
     s.idle_timeout_seconds = o->idle_timeout;
     s.reverse_order = o->reverse_order;
+    s.rate_limit = o->rate_limit;
 
     server responder(s);
     if (s.udp) fmt::print("udp  {}\n", to_string({s.udp->address, responder.udp_port()}));
@@ -145,8 +153,9 @@ action add_serve_command(CLI::App& app) {
                  s.doq_early_data ? "accepted" : "refused",
                  responder.certificate().certificate_file.string());
     }
-    fmt::print("mode {}, {} thread{}; stop with Ctrl-C\n", o->mode, s.threads,
-               s.threads == 1 ? "" : "s");
+    fmt::print("mode {}, {} thread{}{}; stop with Ctrl-C\n", o->mode, s.threads,
+               s.threads == 1 ? "" : "s",
+               s.rate_limit > 0 ? fmt::format(", at most {} answers/s", s.rate_limit) : "");
     std::fflush(stdout);
     if (o->ready_fd >= 0) {
       const std::string ports = fmt::format(
@@ -165,6 +174,10 @@ action add_serve_command(CLI::App& app) {
         "handshakes failed, {} resumed; {} malformed queries dropped\n",
         st.udp_queries, st.tcp_queries, st.tls_queries, st.doh_queries, st.doq_queries,
         st.connections_accepted, st.tls_handshakes_failed, st.tls_resumed, st.malformed_queries);
+    if (s.rate_limit > 0) {
+      fmt::print("rate limit: {} UDP queries dropped, {} stream answers delayed\n",
+                 st.rate_limited_dropped, st.rate_limited_delayed);
+    }
     if (s.doq) {
       fmt::print("doq: {} connections with 0-RTT accepted, {} datagrams dropped\n",
                  st.doq_early_data, st.doq_packets_dropped);

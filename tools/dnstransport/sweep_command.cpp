@@ -170,6 +170,10 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
     if (!o.monitor_pids.empty()) {
       throw setup_error("--monitor-pid with --target: give each target its pid=PID instead");
     }
+    if (!o.monitor_cgroups.empty()) {
+      throw setup_error(
+          "--monitor-cgroup with --target: not supported yet; give each target its pid=PID");
+    }
     if (o.server_process) {
       throw setup_error("--server-process applies to the built-in responder, not to --target");
     }

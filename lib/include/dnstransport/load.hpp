@@ -128,6 +128,10 @@ struct load_spec {
   /// TCP connections on `port` are read from /proc during the measured window
   /// (`--monitor-pid`); the result's `server_usage` holds what they spent. Empty: not monitored.
   std::vector<int> monitor_pids;
+  /// cgroup v2 directories of the server (`--monitor-cgroup`, e.g.
+  /// /sys/fs/cgroup/system.slice/unbound.service): CPU from cpu.stat, memory from
+  /// memory.current, descriptors and threads of the processes in it.
+  std::vector<std::string> monitor_cgroups;
 
   /// Called from the thread that called run_load, about every progress_interval seconds.
   std::function<void(const load_progress&)> on_progress;

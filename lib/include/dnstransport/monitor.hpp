@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace dnstransport {
@@ -27,10 +28,24 @@ std::optional<process_sample> sample_process(int pid);
 /// /proc/PID/net/tcp and tcp6; nothing when neither can be read.
 std::optional<std::uint64_t> count_tcp_connections(int pid, std::uint16_t port);
 
+/// A cgroup (v2) of the server: its CPU from cpu.stat, its memory from memory.current, and the
+/// processes in it (cgroup.procs).
+struct cgroup_sample {
+  double cpu_user_seconds = 0;  ///< since the cgroup was created, every process in it
+  double cpu_system_seconds = 0;
+  std::uint64_t memory_bytes = 0;  ///< memory.current: the cgroup's memory, page cache too
+  std::vector<int> pids;           ///< processes in it now
+};
+
+/// Reads a cgroup v2 directory ("/sys/fs/cgroup/system.slice/unbound.service", or a path
+/// relative to /sys/fs/cgroup); nothing when it is not a readable cgroup v2 directory.
+std::optional<cgroup_sample> sample_cgroup(const std::string& path);
+
 /// What the monitored server processes spent during a load's measured window (summed over
 /// the processes; maxima are of the sums).
 struct process_usage {
-  std::vector<int> pids;  ///< the processes watched; empty: the server was not monitored
+  std::vector<int> pids;             ///< the processes watched by id (--monitor-pid)
+  std::vector<std::string> cgroups;  ///< the cgroups watched (--monitor-cgroup)
   double cpu_user_seconds = 0;
   double cpu_system_seconds = 0;
   /// CPU seconds per 1,000 answers received in the window: the server's cost of a query.
@@ -45,8 +60,10 @@ struct process_usage {
   std::uint64_t samples = 0;  ///< readings taken (at least the window's start and end)
   /// Processes that exited during the load: their figures stop at their last reading.
   std::vector<int> exited;
+  /// Cgroups that could no longer be read (removed) during the load.
+  std::vector<std::string> exited_cgroups;
 
-  bool monitored() const noexcept { return !pids.empty(); }
+  bool monitored() const noexcept { return !pids.empty() || !cgroups.empty(); }
   double cpu_seconds() const noexcept { return cpu_user_seconds + cpu_system_seconds; }
 };
 

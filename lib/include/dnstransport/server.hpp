@@ -61,6 +61,16 @@ struct server_options {
   /// max_idle_timeout, which the client sees).
   double idle_timeout_seconds = 0;
   bool reverse_order = false;  ///< answer each batch read from a TCP/TLS connection last-first
+
+  /// A known capacity, for tests of a maximum-rate search: answer at most this many queries
+  /// per second in total, over every thread and listener (a token bucket refilled from
+  /// CLOCK_MONOTONIC, with a burst of 5 ms' worth, at least 16 queries). A UDP query over
+  /// the limit is dropped (server_stats::rate_limited_dropped); a TCP, TLS, DoH or DoQ query
+  /// waits for its turn and is answered late, in order, never dropped
+  /// (server_stats::rate_limited_delayed): a TCP/TLS connection stops reading meanwhile.
+  /// Malformed queries and DoH requests answered with an HTTP error do not count. 0: no
+  /// limit.
+  double rate_limit = 0;
 };
 
 /// Counters the responder keeps (approximate while running, exact after stop()).
@@ -80,6 +90,13 @@ struct server_stats {
   /// Datagrams on the DoQ port that are no QUIC packet, or belong to no connection and do
   /// not open one.
   std::uint64_t doq_packets_dropped = 0;
+  /// server_options::rate_limit: UDP queries left unanswered because the limit was reached.
+  /// The UDP queries received are udp_queries (answered) + rate_limited_dropped +
+  /// the malformed ones.
+  std::uint64_t rate_limited_dropped = 0;
+  /// server_options::rate_limit: TCP, TLS, DoH and DoQ queries whose answer waited for the
+  /// limit (each counted once, however long it waited); they are answered all the same.
+  std::uint64_t rate_limited_delayed = 0;
 };
 
 /// A running responder. Sockets are bound in the constructor (so a port in use is reported

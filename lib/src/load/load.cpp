@@ -329,6 +329,13 @@ void validate(const load_spec& spec) {
         fmt::format("--outstanding must be between 1 and 65536 (got {})", spec.outstanding));
   }
   if (spec.threads == 0) throw setup_error("--threads must be at least 1");
+  for (const auto& cgroup : spec.monitor_cgroups) {
+    if (!sample_cgroup(cgroup)) {
+      throw setup_error(fmt::format(
+          "--monitor-cgroup {}: not a readable cgroup v2 directory (no cpu.stat with user_usec)",
+          cgroup));
+    }
+  }
   for (int pid : spec.monitor_pids) {
     if (!sample_process(pid)) {
       throw setup_error(fmt::format("--monitor-pid {}: no such process on this machine", pid));
@@ -503,7 +510,7 @@ run_result run_load(const load_spec& spec) {
 
   const auto& traits = traits_of(spec.transport);
   detail::server_monitor monitor(
-      spec.monitor_pids,
+      spec.monitor_pids, spec.monitor_cgroups,
       traits.has_connections && spec.transport != transport_kind::doq ? spec.port : 0);
   const double monitor_interval =
       std::clamp(spec.count == 0 ? spec.duration_seconds / 10 : monitor_interval_max,
@@ -620,6 +627,11 @@ run_result run_load(const load_spec& spec) {
       cpu_before = r.cpu_seconds;
     }
     result.server_usage = monitor.finish(result.responses_received, result.elapsed_seconds);
+    for (const auto& cgroup : result.server_usage.exited_cgroups) {
+      result.warnings.push_back(fmt::format(
+          "monitored cgroup {} went away during the run: its figures stop at its last reading",
+          cgroup));
+    }
     for (int pid : result.server_usage.exited) {
       result.warnings.push_back(fmt::format(
           "monitored server process {} exited during the run: its figures stop at its last "

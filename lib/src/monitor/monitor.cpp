@@ -150,19 +150,73 @@ std::optional<std::uint64_t> count_tcp_connections(int pid, std::uint16_t port) 
   return v4.value_or(0) + v6.value_or(0);
 }
 
+std::optional<cgroup_sample> sample_cgroup(const std::string& path) {
+  // A relative path is under the cgroup v2 mount: /sys/fs/cgroup, or /sys/fs/cgroup/unified
+  // on a hybrid (v1 and v2) system.
+  std::string directory = path;
+  if (path.empty() || path.front() != '/') {
+    struct stat st {};
+    const bool unified = stat("/sys/fs/cgroup/cgroup.controllers", &st) != 0 &&
+                         stat("/sys/fs/cgroup/unified/cgroup.controllers", &st) == 0;
+    directory = (unified ? "/sys/fs/cgroup/unified/" : "/sys/fs/cgroup/") + path;
+  }
+  std::ifstream stat(directory + "/cpu.stat");
+  if (!stat) return std::nullopt;
+  cgroup_sample sample;
+  bool found = false;
+  std::string key;
+  std::uint64_t value = 0;
+  while (stat >> key >> value) {
+    if (key == "user_usec") {
+      sample.cpu_user_seconds = static_cast<double>(value) / 1e6;
+      found = true;
+    } else if (key == "system_usec") {
+      sample.cpu_system_seconds = static_cast<double>(value) / 1e6;
+    }
+  }
+  if (!found) return std::nullopt;
+  std::ifstream memory(directory + "/memory.current");
+  memory >> sample.memory_bytes;
+  std::ifstream procs(directory + "/cgroup.procs");
+  int pid = 0;
+  while (procs >> pid) sample.pids.push_back(pid);
+  return sample;
+}
+
 namespace detail {
 
-server_monitor::server_monitor(std::vector<int> pids, std::uint16_t tcp_port)
+server_monitor::server_monitor(std::vector<int> pids, std::vector<std::string> cgroups,
+                               std::uint16_t tcp_port)
     : tcp_port_(tcp_port) {
   for (int pid : pids) watched_.push_back({pid, {}, {}, false});
+  for (auto& path : cgroups) cgroups_.push_back({std::move(path), {}, {}, false});
 }
 
 void server_monitor::sample() {
-  if (watched_.empty()) return;
+  if (!active()) return;
   ++samples_;
   std::uint64_t rss = 0;
   std::uint64_t fds = 0;
   std::uint64_t threads = 0;
+  int connection_pid = 0;  // a process of the server, for its TCP connections
+  for (auto& c : cgroups_) {
+    if (c.gone) continue;
+    auto reading = sample_cgroup(c.path);
+    if (!reading) {
+      c.gone = true;
+      continue;
+    }
+    if (!c.first) c.first = reading;
+    rss += reading->memory_bytes;
+    for (int pid : reading->pids) {
+      if (auto process = sample_process(pid)) {
+        fds += process->fds;
+        threads += process->threads;
+        if (connection_pid == 0) connection_pid = pid;
+      }
+    }
+    c.last = std::move(reading);
+  }
   for (auto& w : watched_) {
     if (w.gone) continue;
     auto reading = sample_process(w.pid);
@@ -184,9 +238,12 @@ void server_monitor::sample() {
     // Every watched process of one server normally shares a network namespace: count once.
     for (const auto& w : watched_) {
       if (w.gone) continue;
-      if (auto open = count_tcp_connections(w.pid, tcp_port_)) {
+      connection_pid = w.pid;
+      break;
+    }
+    if (connection_pid != 0) {
+      if (auto open = count_tcp_connections(connection_pid, tcp_port_)) {
         stats_.connections_max = std::max(stats_.connections_max, *open);
-        break;
       }
     }
   }
@@ -198,6 +255,11 @@ double server_monitor::cpu_seconds_so_far() const noexcept {
     if (!w.first || !w.last) continue;
     cpu += w.last->cpu_user_seconds + w.last->cpu_system_seconds - w.first->cpu_user_seconds -
            w.first->cpu_system_seconds;
+  }
+  for (const auto& c : cgroups_) {
+    if (!c.first || !c.last) continue;
+    cpu += c.last->cpu_user_seconds + c.last->cpu_system_seconds - c.first->cpu_user_seconds -
+           c.first->cpu_system_seconds;
   }
   return cpu;
 }
@@ -211,6 +273,13 @@ process_usage server_monitor::finish(std::uint64_t answers, double window_second
     if (!w.first || !w.last) continue;
     stats.cpu_user_seconds += w.last->cpu_user_seconds - w.first->cpu_user_seconds;
     stats.cpu_system_seconds += w.last->cpu_system_seconds - w.first->cpu_system_seconds;
+  }
+  for (const auto& c : cgroups_) {
+    stats.cgroups.push_back(c.path);
+    if (c.gone) stats.exited_cgroups.push_back(c.path);
+    if (!c.first || !c.last) continue;
+    stats.cpu_user_seconds += c.last->cpu_user_seconds - c.first->cpu_user_seconds;
+    stats.cpu_system_seconds += c.last->cpu_system_seconds - c.first->cpu_system_seconds;
   }
   if (answers > 0) {
     stats.cpu_per_1k_answers = stats.cpu_seconds() * 1000.0 / static_cast<double>(answers);

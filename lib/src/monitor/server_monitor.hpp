@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <dnstransport/monitor.hpp>
@@ -14,9 +15,9 @@ namespace dnstransport::detail {
 class server_monitor {
  public:
   /// tcp_port: count established connections on it (0: the transport has none).
-  server_monitor(std::vector<int> pids, std::uint16_t tcp_port);
+  server_monitor(std::vector<int> pids, std::vector<std::string> cgroups, std::uint16_t tcp_port);
 
-  bool active() const noexcept { return !watched_.empty(); }
+  bool active() const noexcept { return !watched_.empty() || !cgroups_.empty(); }
   bool started() const noexcept { return samples_ != 0; }
   /// Takes a reading of every process still alive; the first call opens the window.
   void sample();
@@ -35,6 +36,13 @@ class server_monitor {
     bool gone;
   };
   std::vector<watched> watched_;
+  struct watched_cgroup {
+    std::string path;
+    std::optional<cgroup_sample> first;
+    std::optional<cgroup_sample> last;
+    bool gone;
+  };
+  std::vector<watched_cgroup> cgroups_;
   std::uint16_t tcp_port_;
   std::uint64_t samples_ = 0;
   std::uint64_t last_rss_ = 0;

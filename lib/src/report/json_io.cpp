@@ -304,7 +304,12 @@ json::object run_result_to_json(const run_result& r) {
 namespace {
 
 json::object server_stats_to_json(const process_usage& s) {
+  json::array cgroups, exited_cgroups;
+  for (const auto& c : s.cgroups) cgroups.push_back(json::string(c));
+  for (const auto& c : s.exited_cgroups) exited_cgroups.push_back(json::string(c));
   return {{"pids", ints_to_json(s.pids)},
+          {"cgroups", std::move(cgroups)},
+          {"exited_cgroups", std::move(exited_cgroups)},
           {"cpu_seconds", stable(s.cpu_seconds())},
           {"cpu_user_seconds", stable(s.cpu_user_seconds)},
           {"cpu_system_seconds", stable(s.cpu_system_seconds)},
@@ -321,6 +326,16 @@ json::object server_stats_to_json(const process_usage& s) {
 process_usage server_stats_from_json(const json::object& o) {
   process_usage s;
   s.pids = ints_from_json(o, "pids");
+  for (const char* key : {"cgroups", "exited_cgroups"}) {
+    const auto* list = o.if_contains(key);
+    if (list == nullptr || !list->is_array()) continue;
+    for (const auto& c : list->get_array()) {
+      if (c.is_string()) {
+        (std::string_view(key) == "cgroups" ? s.cgroups : s.exited_cgroups)
+            .emplace_back(c.get_string());
+      }
+    }
+  }
   s.cpu_user_seconds = number_at(o, "cpu_user_seconds");
   s.cpu_system_seconds = number_at(o, "cpu_system_seconds");
   s.cpu_per_1k_answers = number_at(o, "cpu_per_1k_answers");

@@ -190,9 +190,15 @@ std::string format_table(const run_result& r) {
                      "{:.0f} % of a CPU",
                      sv.cpu_seconds(), sv.cpu_user_seconds, sv.cpu_system_seconds,
                      sv.cpu_per_1k_answers * 1e3, sv.cpu_share * 100));
-    std::string memory = fmt::format(
-        "pid {}: RSS max {:.1f} MiB, {} descriptors, {} threads", fmt::join(sv.pids, ","),
-        static_cast<double>(sv.rss_max_bytes) / (1024.0 * 1024.0), sv.fds_max, sv.threads_max);
+    const std::string who =
+        sv.cgroups.empty() ? fmt::format("pid {}", fmt::join(sv.pids, ","))
+        : sv.pids.empty()
+            ? fmt::format("cgroup {}", fmt::join(sv.cgroups, ","))
+            : fmt::format("pid {}, cgroup {}", fmt::join(sv.pids, ","), fmt::join(sv.cgroups, ","));
+    std::string memory = fmt::format("{}: {} max {:.1f} MiB, {} descriptors, {} threads", who,
+                                     sv.cgroups.empty() ? "RSS" : "memory",
+                                     static_cast<double>(sv.rss_max_bytes) / (1024.0 * 1024.0),
+                                     sv.fds_max, sv.threads_max);
     if (traits_of(r.transport).has_connections && r.transport != transport_kind::doq) {
       memory += fmt::format(", at most {} TCP connections on port {}",
                             with_commas(sv.connections_max), r.port);

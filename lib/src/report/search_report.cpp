@@ -311,7 +311,9 @@ report_output write_run_report(const run_result& r, const std::filesystem::path&
                        t.p50_ms, t.p99_ms, t.connections_open, t.connections_opened, t.handshakes,
                        t.server_cpu_seconds >= 0 ? fmt::format("{}", t.server_cpu_seconds) : "",
                        t.server_cpu_seconds >= 0 ? fmt::format("{}", t.server_rss_bytes) : "");
-    if (t.duration_seconds <= 0) continue;
+    // A last row of a few milliseconds (the answers that came after sending ended) would
+    // swing the lines; it stays in the CSV.
+    if (t.duration_seconds < r.interval_seconds / 2) continue;
     const double middle = t.start_seconds + t.duration_seconds / 2;
     const double cpu =
         t.server_cpu_seconds >= 0 ? 100 * t.server_cpu_seconds / t.duration_seconds : -1;

@@ -1,6 +1,7 @@
 #include <dnstransport/server.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 
 #include <dnstransport/error.hpp>
 
+#include "server/rate_limiter.hpp"
 #include "server/server_thread.hpp"
 #include "transport/tls/tls_backend.hpp"
 #ifdef DNSTRANSPORT_HAVE_DOQ
@@ -48,6 +50,7 @@ struct server::impl {
 #ifdef DNSTRANSPORT_HAVE_DOQ
   std::unique_ptr<detail::doq_context> doq;  // the same certificate, GnuTLS, ALPN "doq"
 #endif
+  std::unique_ptr<detail::rate_limiter> limiter;  // shared by the threads; null: no limit
   std::vector<std::unique_ptr<detail::server_thread>> threads;
   std::uint16_t udp_port = 0;
   std::uint16_t tcp_port = 0;
@@ -72,6 +75,12 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
   }
 #endif
   if (o.doq && o.doq_max_streams == 0) throw setup_error("--doq-max-streams must be at least 1");
+  if (!std::isfinite(o.rate_limit) || o.rate_limit < 0) {
+    throw setup_error(
+        fmt::format("--rate-limit: {} is not a rate (queries per second, at least 0; 0: no limit)",
+                    o.rate_limit));
+  }
+  if (o.rate_limit > 0) s.limiter = std::make_unique<detail::rate_limiter>(o.rate_limit);
   if (o.doh) {
     if (o.doh_path.empty() || o.doh_path.front() != '/' ||
         o.doh_path.find_first_of("?# ") != std::string::npos) {
@@ -112,7 +121,8 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
     return boost::asio::ip::make_address(e.address);
   };
   for (unsigned i = 0; i < o.threads; ++i) {
-    auto t = std::make_unique<detail::server_thread>(s.options, s.tls.get(), s.doh.get());
+    auto t = std::make_unique<detail::server_thread>(s.options, s.tls.get(), s.doh.get(),
+                                                     s.limiter.get());
     if (o.udp) {
       s.udp_port = t->open_udp({address_of(*o.udp, "--listen"), i == 0 ? o.udp->port : s.udp_port});
     }
@@ -199,6 +209,8 @@ server_stats server::stats() const {
     total.tls_handshakes_failed += c.tls_handshakes_failed.load(std::memory_order_relaxed);
     total.tls_resumed += c.tls_resumed.load(std::memory_order_relaxed);
     total.malformed_queries += c.malformed_queries.load(std::memory_order_relaxed);
+    total.rate_limited_dropped += c.rate_limited_dropped.load(std::memory_order_relaxed);
+    total.rate_limited_delayed += c.rate_limited_delayed.load(std::memory_order_relaxed);
   }
   return total;
 }

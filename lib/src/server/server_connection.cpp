@@ -1,7 +1,10 @@
 #include "server/server_connection.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
+#include "server/rate_limiter.hpp"
 #include "server/responder.hpp"
 #include "util/clock.hpp"
 
@@ -9,7 +12,7 @@ namespace dnstransport::detail {
 
 server_connection::server_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
                                      stream_acceptor& streams, std::atomic<std::uint64_t>& queries)
-    : owner_(owner), socket_(std::move(socket)), queries_(queries) {
+    : owner_(owner), socket_(std::move(socket)), rate_timer_(owner.io()), queries_(queries) {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
@@ -44,13 +47,15 @@ void server_connection::step() {
     finish_close();
     return;
   }
+  // An answer waits for the rate limit: nothing more is read until its timer (send_held).
+  if (!held_.empty()) return;
   if (!read_queries()) return;
   if (!flush()) return;
   if (closing_ && !channel_.output_pending()) {
     finish_close();
     return;
   }
-  if (!channel_.output_pending()) wait(boost::asio::socket_base::wait_read);
+  if (!channel_.output_pending() && held_.empty()) wait(boost::asio::socket_base::wait_read);
 }
 
 void server_connection::do_handshake() {
@@ -96,12 +101,15 @@ bool server_connection::read_queries() {
   return true;
 }
 
-// Answers the complete queries read so far; false to stop reading (closing).
+// Answers the complete queries read so far; false to stop reading (closing, or an answer
+// held for the rate limit).
 bool server_connection::answer_buffered() {
   const server_options& options = owner_.options();
+  const bool limited = owner_.limiter() != nullptr;
   const std::size_t batch_start = channel_.output_mark();
   std::span<const std::uint8_t> message;
   std::uint64_t answered_now = 0;
+  std::uint64_t now = 0;  // read once per batch, when the rate limit needs it
   for (;;) {
     if (options.close_after_queries != 0 && answered_ >= options.close_after_queries) {
       closing_ = true;
@@ -120,13 +128,42 @@ bool server_connection::answer_buffered() {
       owner_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
+    if (limited && !admit(size, now)) break;
     std::memcpy(channel_.append(size).data(), scratch.data(), size);
     ++answered_;
     ++answered_now;
   }
   queries_.fetch_add(answered_now, std::memory_order_relaxed);
   if (options.reverse_order) channel_.reverse_since(batch_start);
-  return !closing_;
+  return !closing_ && held_.empty();
+}
+
+bool server_connection::admit(std::size_t size, std::uint64_t& now) {
+  if (now == 0) now = monotonic_ns();
+  const std::uint64_t due = owner_.limiter()->reserve(now);
+  if (due <= now) return true;
+  // The token is ours, due later: the answer waits for it (the scratch is the thread's).
+  const auto scratch = owner_.answer_scratch();
+  held_.assign(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(size));
+  owner_.counters.rate_limited_delayed.fetch_add(1, std::memory_order_relaxed);
+  rate_timer_.expires_after(std::chrono::nanoseconds(due - std::min(due, monotonic_ns())));
+  rate_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->closed_) return;
+    self->send_held();
+  });
+  return false;
+}
+
+// The held answer's token is due: the answer goes out, then those of the queries read after
+// it (which may wait in turn), then reading goes on.
+void server_connection::send_held() {
+  std::memcpy(channel_.append(held_.size()).data(), held_.data(), held_.size());
+  held_.clear();
+  ++answered_;
+  queries_.fetch_add(1, std::memory_order_relaxed);
+  last_activity_ns_ = monotonic_ns();
+  if (!closing_) answer_buffered();
+  step();
 }
 
 bool server_connection::flush() {
@@ -149,7 +186,8 @@ bool server_connection::flush() {
 
 void server_connection::check_idle(std::uint64_t now) {
   const double timeout = owner_.options().idle_timeout_seconds;
-  if (timeout <= 0 || closed_) return;
+  // A connection whose answer waits for the rate limit is not idle: its client waits.
+  if (timeout <= 0 || closed_ || !held_.empty()) return;
   if (now - last_activity_ns_ >= seconds_to_ns(timeout)) {
     closing_ = true;
     step();
@@ -164,6 +202,7 @@ void server_connection::finish_close() {
 void server_connection::close() {
   if (closed_) return;
   closed_ = true;
+  rate_timer_.cancel();
   channel_.close();
   boost::system::error_code ec;
   socket_.close(ec);

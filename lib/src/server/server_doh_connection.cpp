@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "server/rate_limiter.hpp"
 #include "server/responder.hpp"
 #include "transport/doh/doh_message.hpp"
 #include "util/clock.hpp"
@@ -99,6 +100,7 @@ struct server_doh_connection::request {
   std::vector<std::uint8_t> body;
   std::vector<std::uint8_t> answer;
   std::size_t sent = 0;  // of answer
+  bool delayed = false;  // in delayed_, waiting for the rate limit
 
   void reset() {
     method = verb::none;
@@ -108,6 +110,7 @@ struct server_doh_connection::request {
     body.clear();
     answer.clear();
     sent = 0;
+    delayed = false;
   }
 };
 
@@ -176,6 +179,7 @@ struct doh_callbacks {
     request* r = of(session, stream_id);
     if (r != nullptr) {
       nghttp2_session_set_stream_user_data(session, stream_id, nullptr);
+      if (r->delayed) self(user_data).forget_delayed(r);
       self(user_data).release(r);
     }
     return 0;
@@ -196,7 +200,11 @@ struct doh_callbacks {
 server_doh_connection::server_doh_connection(server_thread& owner,
                                              boost::asio::ip::tcp::socket socket,
                                              stream_acceptor& streams)
-    : owner_(owner), socket_(std::move(socket)), linger_timer_(owner.io()), in_(read_size) {
+    : owner_(owner),
+      socket_(std::move(socket)),
+      linger_timer_(owner.io()),
+      rate_timer_(owner.io()),
+      in_(read_size) {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
@@ -403,14 +411,58 @@ void server_doh_connection::answer(std::int32_t stream_id, request& r) {
     return respond(stream_id, r, 400);
   }
   r.answer.resize(size);
+  if (rate_limiter* limiter = owner_.limiter(); limiter != nullptr) {
+    const std::uint64_t now = monotonic_ns();
+    const std::uint64_t due = limiter->reserve(now);
+    if (due > now) return delay(stream_id, r, due);
+  }
+  deliver(stream_id, r);
+}
+
+void server_doh_connection::deliver(std::int32_t stream_id, request& r) {
   respond(stream_id, r, 200);
   owner_.counters.doh_queries.fetch_add(1, std::memory_order_relaxed);
   ++answered_;
-  if (options.close_after_queries != 0 && answered_ >= options.close_after_queries) {
+  const std::uint64_t close_after = owner_.options().close_after_queries;
+  if (close_after != 0 && answered_ >= close_after) {
     goaway_ = true;
     goaway_last_stream_ = stream_id;
     nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_NO_ERROR, nullptr, 0);
   }
+}
+
+void server_doh_connection::delay(std::int32_t stream_id, request& r, std::uint64_t due) {
+  r.delayed = true;
+  delayed_.push_back({stream_id, &r, due});
+  owner_.counters.rate_limited_delayed.fetch_add(1, std::memory_order_relaxed);
+  if (delayed_.size() == 1) arm_rate_timer();
+}
+
+void server_doh_connection::arm_rate_timer() {
+  const std::uint64_t due = delayed_.front().due;
+  rate_timer_.expires_after(std::chrono::nanoseconds(due - std::min(due, monotonic_ns())));
+  rate_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->closed_ || self->lingering_) return;
+    self->send_delayed();
+  });
+}
+
+void server_doh_connection::send_delayed() {
+  const std::uint64_t now = monotonic_ns();
+  while (!delayed_.empty() && delayed_.front().due <= now) {
+    const delayed_answer d = delayed_.front();
+    delayed_.pop_front();
+    d.r->delayed = false;
+    // A GOAWAY sent meanwhile left this stream unprocessed; nghttp2 closes it.
+    if (goaway_ && d.stream_id > goaway_last_stream_) continue;
+    deliver(d.stream_id, *d.r);
+  }
+  if (!delayed_.empty()) arm_rate_timer();
+  step();
+}
+
+void server_doh_connection::forget_delayed(const request* r) {
+  std::erase_if(delayed_, [r](const delayed_answer& d) { return d.r == r; });
 }
 
 void server_doh_connection::respond(std::int32_t stream_id, request& r, unsigned status) {
@@ -446,7 +498,8 @@ void server_doh_connection::respond(std::int32_t stream_id, request& r, unsigned
 
 void server_doh_connection::check_idle(std::uint64_t now) {
   const double timeout = owner_.options().idle_timeout_seconds;
-  if (timeout <= 0 || closed_ || lingering_) return;
+  // Answers waiting for the rate limit: the client waits for them, it is not idle.
+  if (timeout <= 0 || closed_ || lingering_ || !delayed_.empty()) return;
   if (now - last_activity_ns_ < seconds_to_ns(timeout)) return;
   if (session_ == nullptr) {
     close();
@@ -501,6 +554,7 @@ void server_doh_connection::close() {
   if (closed_) return;
   closed_ = true;
   linger_timer_.cancel();
+  rate_timer_.cancel();
   stream_.reset();
   boost::system::error_code ec;
   socket_.close(ec);

@@ -3,10 +3,14 @@
 // on the same byte_stream as the other listeners, then HTTP/2 through an nghttp2 server
 // session fed from the stream's reads (nghttp2_session_mem_recv) and drained into its
 // writes (nghttp2_session_mem_send). Every request is a stream of its own; many run at once
-// on one connection. Readiness waits are the same Asio waits as server_connection's.
+// on one connection. Readiness waits are the same Asio waits as server_connection's. Under a
+// rate limit (server_options::rate_limit) an answer whose token is not due yet waits in a
+// queue, in order, for a timer; the client's streams stay open meanwhile, so
+// SETTINGS_MAX_CONCURRENT_STREAMS bounds how many wait.
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -73,12 +77,19 @@ class server_doh_connection : public accepted_connection,
   request* take_request();
   void release(request* r);
   void answer(std::int32_t stream_id, request& r);
+  // Sends a 200 with r.answer (now, or once its rate-limit token is due).
+  void deliver(std::int32_t stream_id, request& r);
+  void delay(std::int32_t stream_id, request& r, std::uint64_t due);
+  void arm_rate_timer();
+  void send_delayed();
+  void forget_delayed(const request* r);
   void respond(std::int32_t stream_id, request& r, unsigned status);
   void begin_goaway();
 
   server_thread& owner_;
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer linger_timer_;
+  boost::asio::steady_timer rate_timer_;  // for the first of delayed_
   std::unique_ptr<byte_stream> stream_;
   nghttp2_session* session_ = nullptr;
   std::vector<std::uint8_t> in_;
@@ -86,6 +97,13 @@ class server_doh_connection : public accepted_connection,
   std::size_t written_ = 0;        // of out_
   std::vector<std::unique_ptr<request>> requests_;
   std::vector<request*> free_requests_;
+  // Answers waiting for their rate-limit tokens, in the order the tokens are due.
+  struct delayed_answer {
+    std::int32_t stream_id = 0;
+    request* r = nullptr;
+    std::uint64_t due = 0;  // monotonic_ns()
+  };
+  std::deque<delayed_answer> delayed_;
   std::uint64_t answered_ = 0;
   std::uint64_t last_activity_ns_ = 0;
   std::int32_t goaway_last_stream_ = 0;

@@ -31,7 +31,10 @@ bool is_power_of_two(std::uint64_t n) {
 }  // namespace
 
 doq_connection::doq_connection(doq_listener& listener)
-    : listener_(listener), thread_(listener.thread()), timer_(listener.thread().io()) {}
+    : listener_(listener),
+      thread_(listener.thread()),
+      rate_timer_(listener.thread().io()),
+      timer_(listener.thread().io()) {}
 
 doq_connection::~doq_connection() {
   if (conn_ != nullptr) ngtcp2_conn_del(conn_);

@@ -5,10 +5,13 @@
 // length and FIN (RFC 9250, section 4.2); the answer goes back on the same stream with its
 // length and FIN. A stream whose length does not match the data before FIN, or that is no
 // query, is reset with DOQ_PROTOCOL_ERROR. Flow control grows as the data is consumed and
-// each closed stream lets the client open another. The connection ends after the idle
-// timeout, after the peer closes (draining), or after its own CONNECTION_CLOSE (closing);
-// in both periods it keeps its IDs for three PTOs so late packets are absorbed. Life cycle in
-// server_doq_connection.cpp, streams in server_doq_stream.cpp.
+// each closed stream lets the client open another. Under a rate limit
+// (server_options::rate_limit) an answer whose token is not due yet waits, in order, for a
+// timer of its own; its stream stays open meanwhile, so the stream limit bounds how many
+// wait. The connection ends after the idle timeout, after the peer closes (draining), or
+// after its own CONNECTION_CLOSE (closing); in both periods it keeps its IDs for three PTOs
+// so late packets are absorbed. Life cycle in server_doq_connection.cpp, streams in
+// server_doq_stream.cpp.
 
 #include <gnutls/gnutls.h>
 #include <ngtcp2/ngtcp2.h>
@@ -56,6 +59,7 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
                                     // closes: ngtcp2 retransmits from it
     std::size_t sent = 0;           // octets of `out` handed to ngtcp2
     bool queued = false;            // in send_queue_
+    bool delayed = false;           // in delayed_, waiting for the rate limit
     bool failed = false;            // reset; data that still arrives is discarded
   };
 
@@ -83,6 +87,10 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
   // query.
   void receive(std::int64_t stream_id, bool fin, std::span<const std::uint8_t> data);
   void answer(stream& s);
+  // Hands the answer in s.out to the send queue (now, or once its rate-limit token is due).
+  void deliver(stream& s);
+  void arm_rate_timer();
+  void send_delayed();
   void fail_stream(stream& s, std::uint64_t error);
   void apply_resets();
 
@@ -105,6 +113,10 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
   std::vector<cid_key> ids_;
   std::unordered_map<std::int64_t, std::unique_ptr<stream>> streams_;
   std::deque<stream*> send_queue_;  // streams with answer octets not yet handed over
+  // Answered streams waiting for their rate-limit tokens, in the order the tokens are due
+  // (monotonic_ns()).
+  std::deque<std::pair<stream*, std::uint64_t>> delayed_;
+  boost::asio::steady_timer rate_timer_;  // for the first of delayed_
   // Streams to reset, with their error codes, once ngtcp2 has returned.
   std::vector<std::pair<std::int64_t, std::uint64_t>> pending_resets_;
   phase phase_ = phase::open;

@@ -1,13 +1,18 @@
 // The query I/O of a DoQ connection (server_doq_connection.hpp): stream data in, one query
 // per stream checked against its length and answered, resets for streams that are no
-// query, and the stream callbacks that keep flow control and the stream limit moving. The
-// connection's life cycle is server_doq_connection.cpp.
+// query, the stream callbacks that keep flow control and the stream limit moving, and under a
+// rate limit the answers that wait for their tokens. The connection's life cycle is
+// server_doq_connection.cpp.
 
 #include "server/server_doq_connection.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 
+#include "server/rate_limiter.hpp"
 #include "server/responder.hpp"
+#include "util/clock.hpp"
 
 namespace dnstransport::detail {
 
@@ -38,6 +43,10 @@ int doq_connection::on_stream_close(ngtcp2_conn* conn, std::uint32_t, std::int64
   auto& self = *static_cast<doq_connection*>(user_data);
   if (const auto found = self.streams_.find(stream_id); found != self.streams_.end()) {
     if (found->second->queued) std::erase(self.send_queue_, found->second.get());
+    if (found->second->delayed) {
+      std::erase_if(self.delayed_,
+                    [s = found->second.get()](const auto& d) { return d.first == s; });
+    }
     self.streams_.erase(found);
   }
   if (ngtcp2_is_bidi_stream(stream_id) != 0 && ngtcp2_conn_is_local_stream(conn, stream_id) == 0) {
@@ -69,7 +78,7 @@ int doq_connection::on_extend_max_stream_data(ngtcp2_conn*, std::int64_t stream_
   const auto found = self.streams_.find(stream_id);
   if (found == self.streams_.end()) return 0;
   stream& s = *found->second;
-  if (!s.queued && !s.failed && s.sent < s.out.size()) {
+  if (!s.queued && !s.failed && !s.delayed && s.sent < s.out.size()) {
     try {
       self.send_queue_.push_back(&s);
     } catch (const std::exception&) {
@@ -116,9 +125,54 @@ void doq_connection::answer(stream& s) {
   s.out[1] = static_cast<std::uint8_t>(size);
   s.out.resize(2 + size);
   s.in = {};
+  if (rate_limiter* limiter = thread_.limiter(); limiter != nullptr) {
+    const std::uint64_t now = monotonic_ns();
+    const std::uint64_t due = limiter->reserve(now);
+    if (due > now) {
+      delayed_.emplace_back(&s, due);
+      s.delayed = true;
+      thread_.counters.rate_limited_delayed.fetch_add(1, std::memory_order_relaxed);
+      if (delayed_.size() == 1) arm_rate_timer();
+      return;
+    }
+  }
+  deliver(s);
+}
+
+void doq_connection::deliver(stream& s) {
   send_queue_.push_back(&s);
   s.queued = true;
   thread_.counters.doq_queries.fetch_add(1, std::memory_order_relaxed);
+}
+
+void doq_connection::arm_rate_timer() {
+  const std::uint64_t due = delayed_.front().second;
+  rate_timer_.expires_after(std::chrono::nanoseconds(due - std::min(due, monotonic_ns())));
+  rate_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    // A connection the listener removed has no IDs left.
+    if (ec || self->phase_ != phase::open || self->ids_.empty()) return;
+    try {
+      self->send_delayed();
+    } catch (const std::exception&) {
+      self->listener_.remove(*self);  // out of memory: this connection is given up
+    }
+  });
+}
+
+void doq_connection::send_delayed() {
+  const std::uint64_t now = monotonic_ns();
+  while (!delayed_.empty() && delayed_.front().second <= now) {
+    stream& s = *delayed_.front().first;
+    delayed_.pop_front();
+    s.delayed = false;
+    deliver(s);
+  }
+  if (!delayed_.empty()) arm_rate_timer();
+  if (!write()) {
+    listener_.remove(*this);
+    return;
+  }
+  arm_timer();
 }
 
 void doq_connection::fail_stream(stream& s, std::uint64_t error) {

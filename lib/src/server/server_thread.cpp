@@ -11,6 +11,7 @@
 
 #include <dnstransport/error.hpp>
 
+#include "server/rate_limiter.hpp"
 #include "server/responder.hpp"
 #include "server/server_connection.hpp"
 #include "server/server_doh_connection.hpp"
@@ -36,8 +37,9 @@ std::string describe(const Endpoint& where) {
 }  // namespace
 
 server_thread::server_thread(const server_options& options, tls_server_context* tls,
-                             tls_server_context* doh)
+                             tls_server_context* doh, rate_limiter* limiter)
     : options_(options),
+      limiter_(limiter),
       tcp_streams_(make_tcp_acceptor()),
       tls_streams_(tls != nullptr ? make_tls_acceptor(*tls) : nullptr),
       doh_streams_(doh != nullptr ? make_tls_acceptor(*doh) : nullptr),
@@ -178,6 +180,12 @@ void server_thread::on_udp_readable() {
       out_msgs[replies].msg_hdr.msg_name = &peers[i];
       out_msgs[replies].msg_hdr.msg_namelen = in_msgs[i].msg_hdr.msg_namelen;
       ++replies;
+    }
+    if (limiter_ != nullptr && replies > 0) {
+      // Over the limit: the answers past the tokens granted are not sent.
+      const unsigned granted = limiter_->take(replies, monotonic_ns());
+      counters.rate_limited_dropped.fetch_add(replies - granted, std::memory_order_relaxed);
+      replies = granted;
     }
     counters.udp_queries.fetch_add(replies, std::memory_order_relaxed);
     unsigned done = 0;

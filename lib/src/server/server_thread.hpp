@@ -1,8 +1,9 @@
 #pragma once
 // Internal: one thread of the built-in responder. Every thread has its own io_context and
 // its own SO_REUSEPORT sockets (UDP, TCP, TLS, DoH), so the kernel spreads queries and
-// connections over threads and nothing is shared between them. The DoQ listener is on the
-// first thread only (server_doq.hpp says why).
+// connections over threads and nothing is shared between them but the rate limit, when there
+// is one (rate_limiter.hpp). The DoQ listener is on the first thread only (server_doq.hpp
+// says why).
 
 #include <atomic>
 #include <cstdint>
@@ -24,6 +25,7 @@ namespace dnstransport::detail {
 
 class tls_server_context;
 class stream_acceptor;
+class rate_limiter;
 
 struct server_counters {
   std::atomic<std::uint64_t> udp_queries{0};
@@ -37,6 +39,8 @@ struct server_counters {
   std::atomic<std::uint64_t> tls_handshakes_failed{0};
   std::atomic<std::uint64_t> tls_resumed{0};
   std::atomic<std::uint64_t> malformed_queries{0};
+  std::atomic<std::uint64_t> rate_limited_dropped{0};
+  std::atomic<std::uint64_t> rate_limited_delayed{0};
 };
 
 // What the thread knows of a connection it accepted (a server_connection for TCP and TLS,
@@ -61,8 +65,9 @@ class thread_listener {
 class server_thread {
  public:
   // `tls` (DoT) and `doh` (the same certificate, ALPN "h2") may be null when that listener
-  // is off.
-  server_thread(const server_options& options, tls_server_context* tls, tls_server_context* doh);
+  // is off; `limiter`, shared by every thread, is null without a rate limit.
+  server_thread(const server_options& options, tls_server_context* tls, tls_server_context* doh,
+                rate_limiter* limiter);
   ~server_thread();
 
   // Binds the listeners; a port of 0 binds a free port the first time (later threads then
@@ -80,6 +85,8 @@ class server_thread {
 
   server_counters counters;
   const server_options& options() const noexcept { return options_; }
+  // The responder's rate limit; null when it has none.
+  rate_limiter* limiter() const noexcept { return limiter_; }
   boost::asio::io_context& io() noexcept { return io_; }
   void forget(accepted_connection* connection);
   // Where a connection builds one answer before framing it; shared by the thread's
@@ -96,6 +103,7 @@ class server_thread {
   void schedule_sweep();
 
   const server_options& options_;
+  rate_limiter* const limiter_;
   std::unique_ptr<stream_acceptor> tcp_streams_;
   std::unique_ptr<stream_acceptor> tls_streams_;  // when the responder has TLS
   std::unique_ptr<stream_acceptor> doh_streams_;  // when the responder has DoH

@@ -70,7 +70,7 @@ TEST(monitor_test, counts_established_connections_on_the_listening_port_only) {
 }
 
 TEST(monitor_test, the_window_holds_the_cpu_burnt_inside_it) {
-  detail::server_monitor monitor({getpid()}, 0);
+  detail::server_monitor monitor({getpid()}, {}, 0);
   ASSERT_TRUE(monitor.active());
   monitor.sample();
   // Burn 0.3 s of this process's CPU, as the kernel counts it independently of /proc/PID/stat
@@ -103,7 +103,7 @@ TEST(monitor_test, a_process_exiting_in_the_window_is_named_and_its_readings_kep
     std::this_thread::sleep_for(200ms);
     _exit(0);
   }
-  detail::server_monitor monitor({child, getpid()}, 0);
+  detail::server_monitor monitor({child, getpid()}, {}, 0);
   monitor.sample();
   waitpid(child, nullptr, 0);
   monitor.sample();
@@ -115,7 +115,7 @@ TEST(monitor_test, a_process_exiting_in_the_window_is_named_and_its_readings_kep
 }
 
 TEST(monitor_test, no_pids_is_no_monitoring) {
-  detail::server_monitor monitor({}, 53);
+  detail::server_monitor monitor({}, {}, 53);
   EXPECT_FALSE(monitor.active());
   monitor.sample();
   EXPECT_FALSE(monitor.finish(10, 1).monitored());

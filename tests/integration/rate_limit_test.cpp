@@ -1,0 +1,217 @@
+// The responder's rate limit (server_options::rate_limit), a target of known capacity: the
+// shared token bucket on its own with exact times, then real loads over loopback, where UDP
+// drops what is over the limit and TCP and TLS delay it, and the answered rate is the limit.
+#include <dnstransport/server.hpp>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <string>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/load.hpp>
+#include <dnstransport/tls.hpp>
+
+#include "server/rate_limiter.hpp"
+#include "util/clock.hpp"
+
+namespace dnstransport {
+namespace {
+
+constexpr std::uint64_t ms = 1'000'000;  // nanoseconds
+
+// ctest runs tests in parallel processes: each gets its own certificate directory.
+std::string scratch_directory(const char* name) {
+  return (std::filesystem::path(::testing::TempDir()) /
+          (std::string(name) + "-" + std::to_string(getpid())))
+      .string();
+}
+
+TEST(rate_limit_test, bucket_gives_its_burst_then_one_token_per_interval) {
+  detail::rate_limiter limiter(1000);  // one per ms; a burst of 16 (more than 5 ms' worth)
+  ASSERT_EQ(limiter.burst(), 16u);
+  const std::uint64_t t0 = detail::monotonic_ns() + 10 * ms;
+  EXPECT_EQ(limiter.take(100, t0), 16u);
+  EXPECT_EQ(limiter.take(100, t0), 0u);
+  EXPECT_EQ(limiter.take(100, t0 + ms), 1u);
+  EXPECT_EQ(limiter.take(100, t0 + ms + ms / 2), 0u);
+  EXPECT_EQ(limiter.take(3, t0 + 3 * ms), 2u);
+  // A long pause is credit for one burst only.
+  EXPECT_EQ(limiter.take(100, t0 + 1000 * ms), 16u);
+
+  // Asked every 0.1 ms for a second: a thousand tokens, and the burst.
+  std::uint64_t granted = 0;
+  const std::uint64_t t1 = t0 + 2000 * ms;
+  for (std::uint64_t t = t1; t < t1 + 1000 * ms; t += ms / 10) granted += limiter.take(1, t);
+  EXPECT_GE(granted, 1000u);
+  EXPECT_LE(granted, 1000u + limiter.burst());
+}
+
+TEST(rate_limit_test, reservations_are_due_one_interval_apart) {
+  detail::rate_limiter limiter(1000);
+  const std::uint64_t t0 = detail::monotonic_ns() + 10 * ms;
+  EXPECT_EQ(limiter.reserve(t0), t0);  // the burst is there now
+  EXPECT_EQ(limiter.take(100, t0), 15u);
+  // Each reservation holds a token of its own: no two waiters wake for the same one.
+  EXPECT_EQ(limiter.reserve(t0), t0 + ms);
+  EXPECT_EQ(limiter.reserve(t0), t0 + 2 * ms);
+  EXPECT_EQ(limiter.reserve(t0 + ms / 2), t0 + 3 * ms);
+  // Reserved tokens are gone for UDP too.
+  EXPECT_EQ(limiter.take(100, t0 + 3 * ms), 0u);
+  EXPECT_EQ(limiter.take(100, t0 + 4 * ms), 1u);
+}
+
+// A load that offers far more than the limit, as fast as answers come, for two seconds.
+load_spec saturating_load(transport_kind transport, std::uint16_t port, double timeout) {
+  load_spec spec;
+  spec.transport = transport;
+  spec.port = port;
+  spec.arrivals = arrival_mode::closed;
+  spec.rate = 0;
+  spec.clients = 4;
+  spec.outstanding = 20;
+  spec.duration_seconds = 2;
+  spec.timeout_seconds = timeout;
+  return spec;
+}
+
+constexpr double limit = 2000;
+
+TEST(rate_limit_test, udp_over_the_limit_is_dropped) {
+  server_options options;
+  options.udp = endpoint{"127.0.0.1", 0};
+  options.threads = 2;  // one limit over both
+  options.rate_limit = limit;
+  server responder(options);
+
+  // Twice the limit, paced: as fast as answers come (rate 0), every client's slots would wait
+  // for their timeouts together, and the responder would see a burst every 0.2 s and silence
+  // in between, which no limit with a small burst can turn into 2000 answers per second.
+  load_spec spec = saturating_load(transport_kind::udp, responder.udp_port(), 0.2);
+  spec.rate = 2 * limit;
+  spec.outstanding = 200;
+  const run_result r = run_load(spec);
+  responder.stop();
+  const server_stats st = responder.stats();
+
+  EXPECT_NEAR(r.qps, limit, 0.1 * limit);
+  EXPECT_GT(r.lost, 0u);
+  EXPECT_EQ(r.responses_received + r.lost, r.queries_sent);
+  // Every query reached the responder (loopback): answered, or dropped for the limit.
+  EXPECT_GT(st.rate_limited_dropped, 0u);
+  EXPECT_EQ(st.rate_limited_dropped, r.queries_sent - st.udp_queries);
+  EXPECT_EQ(st.udp_queries, r.responses_received);
+  EXPECT_EQ(st.rate_limited_delayed, 0u);
+}
+
+std::uint64_t answered_over(const server_stats& st, transport_kind t) {
+  switch (t) {
+    case transport_kind::udp:
+      return st.udp_queries;
+    case transport_kind::tcp:
+      return st.tcp_queries;
+    case transport_kind::tls:
+      return st.tls_queries;
+    case transport_kind::doh:
+      return st.doh_queries;
+    case transport_kind::doq:
+      return st.doq_queries;
+  }
+  return 0;
+}
+
+// A stream listener under the limit, saturated for `seconds`: answers come at the limit, each
+// late, and none is lost.
+void expect_answers_wait_and_none_is_lost(transport_kind t, server_options options,
+                                          double seconds) {
+  options.rate_limit = limit;
+  server responder(options);
+  load_spec spec = saturating_load(t, responder.port(t), 5);
+  spec.duration_seconds = seconds;
+  if (t == transport_kind::doq) spec.tls.backend = tls_backend::gnutls;
+  const run_result r = run_load(spec);
+  responder.stop();
+  const server_stats st = responder.stats();
+
+  EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
+  EXPECT_NEAR(r.qps, limit, 0.1 * limit);
+  EXPECT_EQ(r.responses_received, r.queries_sent);
+  EXPECT_EQ(r.lost + r.lost_on_close + r.abandoned + r.http_failed + r.quic_failed, 0u);
+  EXPECT_EQ(r.out_of_order, 0u);  // waiting answers keep their order
+  EXPECT_EQ(answered_over(st, t), r.responses_received);
+  EXPECT_GT(st.rate_limited_delayed, 0u);
+  EXPECT_EQ(st.rate_limited_dropped, 0u);
+  // 80 queries in flight against 2000 answers/s: an answer waits about 40 ms.
+  EXPECT_GT(r.latency.percentile(50), 20 * ms);
+}
+
+TEST(rate_limit_test, tcp_answers_wait_and_none_is_lost) {
+  server_options options;
+  options.tcp = endpoint{"127.0.0.1", 0};
+  options.threads = 2;  // one limit over both
+  expect_answers_wait_and_none_is_lost(transport_kind::tcp, options, 2);
+}
+
+TEST(rate_limit_test, tls_answers_wait_and_none_is_lost) {
+  server_options options;
+  options.tls = endpoint{"127.0.0.1", 0};
+  options.certificate_directory = scratch_directory("rate-limit-tls");
+  expect_answers_wait_and_none_is_lost(transport_kind::tls, options, 2);
+}
+
+TEST(rate_limit_test, doh_answers_wait_and_none_is_lost) {
+  server_options options;
+  options.doh = endpoint{"127.0.0.1", 0};
+  options.certificate_directory = scratch_directory("rate-limit-doh");
+  expect_answers_wait_and_none_is_lost(transport_kind::doh, options, 1);
+}
+
+#ifdef DNSTRANSPORT_HAVE_DOQ
+TEST(rate_limit_test, doq_answers_wait_and_none_is_lost) {
+  server_options options;
+  options.doq = endpoint{"127.0.0.1", 0};
+  options.certificate_directory = scratch_directory("rate-limit-doq");
+  expect_answers_wait_and_none_is_lost(transport_kind::doq, options, 1);
+}
+#endif
+
+TEST(rate_limit_test, no_limit_answers_at_once) {
+  server_options options;
+  options.udp = endpoint{"127.0.0.1", 0};
+  options.tcp = endpoint{"127.0.0.1", 0};
+  server responder(options);
+
+  for (const transport_kind t : {transport_kind::udp, transport_kind::tcp}) {
+    load_spec spec = saturating_load(t, responder.port(t), 10);
+    spec.count = 20000;
+    const run_result r = run_load(spec);
+    EXPECT_EQ(r.responses_received, 20000u);
+  }
+  responder.stop();
+  const server_stats st = responder.stats();
+  EXPECT_EQ(st.udp_queries + st.tcp_queries, 40000u);
+  EXPECT_EQ(st.rate_limited_dropped + st.rate_limited_delayed, 0u);
+}
+
+TEST(rate_limit_test, a_negative_or_unknown_limit_is_a_setup_error) {
+  for (const double bad :
+       {-1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    server_options options;
+    options.udp = endpoint{"127.0.0.1", 0};
+    options.rate_limit = bad;
+    try {
+      server responder(options);
+      ADD_FAILURE() << "rate limit " << bad << " accepted";
+    } catch (const setup_error& e) {
+      EXPECT_NE(std::string(e.what()).find("--rate-limit"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dnstransport

@@ -1,0 +1,166 @@
+// `search` against a responder of known capacity (server_options::rate_limit): it finds the
+// limit within 10 % over UDP (queries over it are dropped) and 15 % over TCP and TLS (they
+// wait), and it stops on time, on request, and on bad input.
+#include <dnstransport/search.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/report.hpp>
+#include <dnstransport/server.hpp>
+
+namespace dnstransport {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr double limit = 4000;
+
+search_spec search_of(transport_kind transport, std::uint16_t port) {
+  search_spec spec;
+  spec.load.transport = transport;
+  spec.load.port = port;
+  spec.load.clients = 2;
+  spec.load.outstanding = 50;
+  spec.load.timeout_seconds = 1;
+  spec.load.interval_seconds = 0;
+  spec.load.tls.backend = tls_backend::gnutls;
+  spec.start_rate = limit / 4;
+  spec.step_seconds = 0.5;
+  spec.settle_seconds = 0.2;
+  spec.repeats = 2;
+  spec.precision = 0.04;
+  return spec;
+}
+
+struct limited_server {
+  explicit limited_server(transport_kind transport) : responder(options(transport)) {}
+  static server_options options(transport_kind transport) {
+    server_options o;
+    o.rate_limit = limit;
+    if (transport == transport_kind::udp) o.udp = endpoint{"127.0.0.1", 0};
+    if (transport == transport_kind::tcp) o.tcp = endpoint{"127.0.0.1", 0};
+    if (transport == transport_kind::tls) o.tls = endpoint{"127.0.0.1", 0};
+    return o;
+  }
+  server responder;
+};
+
+void expect_found(transport_kind transport, double tolerance) {
+  limited_server s(transport);
+  const search_result r = run_search(search_of(transport, s.responder.port(transport)));
+  EXPECT_EQ(r.end_reason, "converged");
+  EXPECT_NEAR(r.max_rate, limit, limit * tolerance) << transport_name(transport);
+  EXPECT_GT(r.failed_rate, r.max_rate);
+  EXPECT_LE(r.failed_rate - r.max_rate, r.max_rate * 0.04 + 1e-9);
+  // The ramp doubled from 1,000 to the first failure, then bisected.
+  ASSERT_GE(r.steps.size(), 4u);
+  EXPECT_EQ(r.steps[0].rate, limit / 4);
+  EXPECT_EQ(r.steps[1].rate, limit / 2);
+  EXPECT_TRUE(r.steps[0].passed);
+  // Every step is accounted for, and the last bisection rate that passed passed twice.
+  unsigned passes_at_max = 0;
+  for (const auto& step : r.steps) {
+    EXPECT_EQ(step.passed, step.verdict == "pass");
+    EXPECT_EQ(step.scheduled, step.run.queries_scheduled());
+    EXPECT_EQ(step.passed, step.answered == step.scheduled) << step.verdict;
+    if (step.rate == r.max_rate && step.passed) ++passes_at_max;
+  }
+  EXPECT_GE(passes_at_max, 2u);
+}
+
+TEST(search_test, finds_the_limit_of_a_udp_server_within_10_percent) {
+  expect_found(transport_kind::udp, 0.10);
+}
+
+TEST(search_test, finds_the_limit_of_a_tcp_server_within_15_percent) {
+  expect_found(transport_kind::tcp, 0.15);
+}
+
+TEST(search_test, finds_the_limit_of_a_tls_server_within_15_percent) {
+  expect_found(transport_kind::tls, 0.15);
+}
+
+// A p99 bound fails steps whose latency is over it, whatever was answered: against a TCP
+// server that delays answers over its limit, the bound keeps the result at or under it.
+TEST(search_test, a_latency_bound_fails_slow_steps) {
+  limited_server s(transport_kind::tcp);
+  search_spec spec = search_of(transport_kind::tcp, s.responder.tcp_port());
+  spec.max_p99_ms = 20;
+  spec.load.outstanding = 500;  // room for a long queue: only the latency bound fails it
+  const search_result r = run_search(spec);
+  EXPECT_LE(r.max_rate, limit * 1.05);
+  bool latency_failure = false;
+  for (const auto& step : r.steps) {
+    if (!step.passed && step.verdict.starts_with("p99")) latency_failure = true;
+    if (step.passed) {
+      EXPECT_LE(step.p99_ms, 20);
+    }
+  }
+  EXPECT_TRUE(latency_failure);
+}
+
+// Ctrl-C keeps the steps done; --max-time starts no step that would end after it.
+TEST(search_test, stop_and_max_time_end_the_search_with_its_steps) {
+  limited_server s(transport_kind::udp);
+  std::atomic<bool> stop{false};
+  search_spec spec = search_of(transport_kind::udp, s.responder.udp_port());
+  spec.stop = &stop;
+  unsigned steps = 0;
+  spec.on_step = [&](const search_step&) {
+    if (++steps == 2) stop = true;
+  };
+  const search_result stopped = run_search(spec);
+  EXPECT_TRUE(stopped.interrupted);
+  EXPECT_EQ(stopped.end_reason, "interrupted");
+  EXPECT_EQ(stopped.steps.size(), 2u);
+  EXPECT_EQ(stopped.max_rate, limit / 2);
+
+  spec = search_of(transport_kind::udp, s.responder.udp_port());
+  spec.max_time_seconds = 1.5;  // three 0.5 s steps do not fit with the pauses
+  const auto started = std::chrono::steady_clock::now();
+  const search_result timed = run_search(spec);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 4s);
+  EXPECT_EQ(timed.end_reason, "max_time");
+  EXPECT_EQ(timed.steps.size(), 2u);
+
+  // Through JSON and back.
+  const search_result back = search_result_from_json(to_json(timed), "search.json");
+  EXPECT_EQ(back.steps.size(), timed.steps.size());
+  EXPECT_EQ(back.max_rate, timed.max_rate);
+  EXPECT_EQ(back.end_reason, "max_time");
+  EXPECT_EQ(back.steps[1].answered, timed.steps[1].answered);
+  EXPECT_EQ(back.steps[1].run.queries_sent, timed.steps[1].run.queries_sent);
+  EXPECT_NE(format_search(back).find("highest rate answered in full: 2,000 queries/s"),
+            std::string::npos)
+      << format_search(back);
+}
+
+TEST(search_test, bad_criteria_are_refused_naming_the_flag) {
+  const auto refused = [](auto change, std::string_view flag) {
+    search_spec spec;
+    spec.load.port = 5300;
+    change(spec);
+    try {
+      validate(spec);
+      ADD_FAILURE() << "accepted, expected an error naming " << flag;
+    } catch (const setup_error& e) {
+      EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
+    }
+  };
+  refused([](search_spec& s) { s.min_answered_percent = 0; }, "--min-answered");
+  refused([](search_spec& s) { s.min_answered_percent = 101; }, "--min-answered");
+  refused([](search_spec& s) { s.start_rate = 0; }, "--start-rate");
+  refused([](search_spec& s) { s.repeats = 0; }, "--repeats");
+  refused([](search_spec& s) { s.precision = 1; }, "--precision");
+  refused([](search_spec& s) { s.max_time_seconds = -1; }, "--max-time");
+  refused([](search_spec& s) { s.load.arrivals = arrival_mode::closed; }, "--arrivals");
+  refused([](search_spec& s) { s.load.count = 10; }, "--count");
+  refused([](search_spec& s) { s.load.clients = 0; }, "--clients");
+}
+
+}  // namespace
+}  // namespace dnstransport
