@@ -122,12 +122,13 @@ action add_search_command(CLI::App& app) {
       progress.finish();
       partial.steps.push_back(s);
       if (!quiet) {
+        const std::string phase =
+            fmt::format("{}{}", search_phase_name(s.phase),
+                        s.repeat > 0 ? fmt::format(" #{}", s.repeat + 1) : "");
         fmt::print(
-            "step {:>2}  {:<6}{:<4} {:>12} q/s offered  {:>12} answered/s  answered "
-            "{:>7.3f} %  p99 {:>9.3f} ms  {}\n",
-            s.index + 1, search_phase_name(s.phase),
-            s.repeat > 0 ? fmt::format("#{}", s.repeat + 1) : "", fmt::format("{:.0f}", s.rate),
-            fmt::format("{:.0f}", s.qps), s.answered_percent, s.p99_ms, s.verdict);
+            "step {:>2}  {:<9} {:>9.0f} q/s offered  {:>9.0f} answered/s  answered "
+            "{:>7.3f} %  p99 {:>8.3f} ms  {}\n",
+            s.index + 1, phase, s.rate, s.qps, s.answered_percent, s.p99_ms, s.verdict);
         std::fflush(stdout);
       }
       if (!f->json_file.empty()) {
