@@ -198,6 +198,37 @@ TEST(monitor_cli_test, server_process_runs_the_responder_apart_monitors_it_and_s
   EXPECT_FALSE(process_exists(pid)) << pid;
 }
 
+// A monitored sweep's report plots the server's CPU per 1,000 answers against queries per
+// connection: a line per connection transport, UDP flat across.
+TEST(monitor_cli_test, a_monitored_sweep_report_plots_server_cpu_per_answer) {
+  const hostile::scratch files("server-cpu-plot");
+  const std::string json = files.path("sweep.json");
+  const auto done = hostile::run_process(
+      cli,
+      {"sweep", "--server-process", "--transports", "udp,tcp", "--clients", "2",
+       "--queries-per-connection", "1,unlimited", "--repeats", "1", "--duration", "0.3", "--pause",
+       "0", "--outstanding", "10", "--json", json, "--quiet"},
+      60s);
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  const std::string report = files.path("report");
+  const auto reported = hostile::run_process(cli, {"report", json, "--out", report, "--quiet"});
+  ASSERT_EQ(reported.exit_code, 0) << reported.err;
+  const std::string script = contents(report + "/server_cpu.gp");
+  ASSERT_FALSE(script.empty()) << "no server_cpu.gp in " << report;
+  EXPECT_NE(script.find("xtics (\"1\" 1, \"unlimited\" 2)"), std::string::npos) << script;
+  EXPECT_NE(script.find("title 'tcp'"), std::string::npos) << script;
+  EXPECT_NE(script.find("title 'udp'"), std::string::npos) << script;
+  // tcp's block has a row per queries-per-connection value, each with a positive figure.
+  std::smatch rows;
+  ASSERT_TRUE(std::regex_search(script, rows,
+                                std::regex("\\$s1 << EOD\n1 ([0-9.e+-]+)\n2 ([0-9.e+-]+)\nEOD")))
+      << script;
+  EXPECT_GT(std::stod(rows[1]), 0);
+  EXPECT_GT(std::stod(rows[2]), 0);
+  // One connection per query costs the server more per answer than one kept for the run.
+  EXPECT_GT(std::stod(rows[1]), std::stod(rows[2]));
+}
+
 TEST(monitor_cli_test, monitoring_flags_are_checked) {
   const pid_t gone = fork();
   if (gone == 0) _exit(0);

@@ -206,9 +206,104 @@ std::size_t color_of(const sweep_result& r, const sweep_transport& transport) {
   return static_cast<std::size_t>(found - r.plan.transports.begin()) + 1;
 }
 
+// (6) The server's CPU per 1,000 answers against queries per connection, one line per
+// transport at the largest client count with monitored points; UDP (no connections) as a
+// flat line: what TCP and TLS cost the server, not only the throughput they keep.
+void add_server_cpu(const sweep_result& r, plot_set& into) {
+  unsigned clients = 0;
+  for (const auto& p : r.points) {
+    if (p.summary.server_monitored && p.summary.server_answers > 0) {
+      clients = std::max(clients, p.point.clients);
+    }
+  }
+  if (clients == 0) {
+    into.skipped.push_back(
+        "server CPU per 1,000 answers: the server was not monitored (--monitor-pid, "
+        "--monitor-cgroup, --server-process or a target's pid=)");
+    return;
+  }
+  // Queries per connection on the x axis by rank, unlimited last.
+  std::vector<std::uint64_t> per_connection;
+  for (const auto& p : r.points) {
+    if (!traits_of(p.point.transport.transport).has_connections) continue;
+    const std::uint64_t q = p.point.queries_per_connection;
+    if (std::find(per_connection.begin(), per_connection.end(), q) == per_connection.end()) {
+      per_connection.push_back(q);
+    }
+  }
+  std::sort(per_connection.begin(), per_connection.end(), [](std::uint64_t a, std::uint64_t b) {
+    return (a == 0 ? UINT64_MAX : a) < (b == 0 ? UINT64_MAX : b);
+  });
+  const auto rank = [&](std::uint64_t q) {
+    return static_cast<double>(std::find(per_connection.begin(), per_connection.end(), q) -
+                               per_connection.begin() + 1);
+  };
+  std::string data;
+  std::string plot;
+  for (std::size_t i = 0; i < r.plan.transports.size(); ++i) {
+    const auto& transport = r.plan.transports[i];
+    std::vector<std::vector<double>> rows;
+    for (const auto& p : r.points) {
+      if (!(p.point.transport == transport) || p.point.clients != clients ||
+          !p.summary.server_monitored || p.summary.server_answers == 0) {
+        continue;
+      }
+      const double ms = p.summary.server_cpu_per_1k_answers() * 1e3;
+      if (traits_of(transport.transport).has_connections) {
+        rows.push_back({rank(p.point.queries_per_connection), ms});
+      } else if (!per_connection.empty()) {
+        rows.push_back({0.5, ms});
+        rows.push_back({static_cast<double>(per_connection.size()) + 0.5, ms});
+      } else {
+        rows.push_back({1, ms});
+      }
+    }
+    if (rows.empty()) continue;
+    std::sort(rows.begin(), rows.end());
+    const std::string block = fmt::format("s{}", i);
+    data += gnuplot_data(block, rows);
+    const bool flat = !traits_of(transport.transport).has_connections;
+    plot += fmt::format("{}${} using 1:2 with {} lw 2 pt 7 ps 1.3 lc {} title {}",
+                        plot.empty() ? "plot " : ", \\\n     ", block,
+                        flat ? "lines dt 2" : "linespoints", color_of(r, transport),
+                        gnuplot_string(sweep_transport_name(transport)));
+  }
+  if (plot.empty()) {
+    into.skipped.push_back("server CPU per 1,000 answers: no monitored point had answers");
+    return;
+  }
+  std::string tics;
+  for (std::size_t k = 0; k < per_connection.size(); ++k) {
+    tics += fmt::format(
+        "{}\"{}\" {}", k == 0 ? "" : ", ",
+        per_connection[k] == 0 ? std::string("unlimited") : std::to_string(per_connection[k]),
+        k + 1);
+  }
+  plot_script s;
+  s.name = "server_cpu";
+  s.title = "Server CPU per 1,000 answers";
+  s.description = fmt::format(
+      "The monitored server's CPU time per 1,000 answers against queries per connection, one "
+      "line per transport at {} clients; UDP, which has no connections, dashed across.",
+      clients);
+  s.body =
+      data +
+      fmt::format("set title {}\n",
+                  gnuplot_string(fmt::format("{} ({} clients)", s.title, clients))) +
+      "set xlabel 'queries per connection'\n"
+      "set ylabel 'server CPU (ms) per 1,000 answers'\n" +
+      (tics.empty() ? std::string("unset xtics\n") : "set xtics (" + tics + ")\n") +
+      fmt::format("set xrange [0.5:{}]\n",
+                  gnuplot_number(
+                      static_cast<double>(std::max<std::size_t>(per_connection.size(), 1)) + 0.5)) +
+      "set yrange [0:*]\nset grid\nset key top right box opaque\n" + plot + "\n";
+  into.plots.push_back(std::move(s));
+}
+
 void add_throughput_plots(const sweep_result& result, plot_set& into) {
   add_qps_against_clients(result, into);
   add_percent_of_udp(result, into);
+  add_server_cpu(result, into);
 }
 
 }  // namespace dnstransport::detail
