@@ -11,6 +11,7 @@
 #include <dnstransport/error.hpp>
 #include <dnstransport/report.hpp>
 #include <dnstransport/server.hpp>
+#include <dnstransport/sweep.hpp>
 
 namespace dnstransport {
 namespace {
@@ -137,6 +138,53 @@ TEST(search_test, stop_and_max_time_end_the_search_with_its_steps) {
   EXPECT_NE(format_search(back).find("highest rate answered in full: 2,000 queries/s"),
             std::string::npos)
       << format_search(back);
+}
+
+// sweep --search: every point is measured as the highest rate it answers in full, so a
+// server limited to the same rate on UDP and TCP shows TCP at about 100 % of UDP.
+TEST(search_test, a_searched_sweep_compares_lossless_rates) {
+  server_options o;
+  o.rate_limit = limit;
+  o.udp = endpoint{"127.0.0.1", 0};
+  o.tcp = endpoint{"127.0.0.1", 0};
+  server responder(o);
+  sweep_plan plan;
+  plan.base.port = responder.udp_port();
+  plan.base.timeout_seconds = 1;
+  plan.base.outstanding = 50;
+  plan.base.interval_seconds = 0;
+  plan.ports.udp = responder.udp_port();
+  plan.ports.tcp = responder.tcp_port();
+  plan.transports = {{transport_kind::udp, std::nullopt}, {transport_kind::tcp, std::nullopt}};
+  plan.clients = {2};
+  plan.queries_per_connection = {0};
+  plan.repeats = 2;
+  plan.duration_seconds = 0.5;
+  plan.pause_seconds = 0.2;
+  plan.search = true;
+  plan.search_criteria.start_rate = limit / 4;
+  plan.search_criteria.precision = 0.04;
+  const sweep_result r = run_sweep(plan);
+  ASSERT_EQ(r.points.size(), 2u);
+  for (const auto& p : r.points) {
+    ASSERT_TRUE(p.search.has_value()) << describe(p.point);
+    EXPECT_NEAR(p.search->max_rate, limit, limit * 0.15) << describe(p.point);
+    // The point's runs are the passing repetitions at the rate found: all answered.
+    ASSERT_GE(p.repeats.size(), 2u);
+    for (const auto& run : p.repeats) {
+      EXPECT_DOUBLE_EQ(run.rate, p.search->max_rate);
+      EXPECT_EQ(run.responses_received, run.queries_scheduled());
+    }
+    EXPECT_NEAR(p.summary.qps.mean, p.search->max_rate, p.search->max_rate * 0.05);
+  }
+  ASSERT_EQ(r.percent_of_udp.size(), 1u);
+  EXPECT_NEAR(r.percent_of_udp[0].percent, 100, 25);
+  const sweep_result back = sweep_result_from_json(to_json(r), "sweep.json");
+  EXPECT_TRUE(back.plan.search);
+  EXPECT_DOUBLE_EQ(back.plan.search_criteria.start_rate, limit / 4);
+  ASSERT_TRUE(back.points[1].search.has_value());
+  EXPECT_DOUBLE_EQ(back.points[1].search->max_rate, r.points[1].search->max_rate);
+  EXPECT_NE(format_tables(back).find("measured by search"), std::string::npos);
 }
 
 TEST(search_test, bad_criteria_are_refused_naming_the_flag) {

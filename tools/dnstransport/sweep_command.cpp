@@ -41,6 +41,11 @@ struct sweep_flags {
   std::uint16_t doh_port = 0;
   std::uint16_t doq_port = 0;
   std::vector<std::string> targets;
+  bool search = false;
+  double min_answered = 100;
+  double max_p99 = 0;
+  double start_rate = 1000;
+  double precision = 0.02;
 };
 
 std::string clock_text(double seconds) {
@@ -117,6 +122,25 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
       ->capture_default_str();
   sweep.add_option("--repeats", f.repeats, "Runs per point")->capture_default_str();
   sweep.add_option("--pause", f.pause, "Seconds of pause between runs")->capture_default_str();
+  sweep.add_flag("--search", f.search,
+                 "Measure each point as the highest rate it answers in full (a `search` per "
+                 "point: open-loop steps of --duration, --pause apart, --repeats at the edge), "
+                 "so that TCP/TLS as % of UDP compares lossless rates instead of saturation");
+  sweep
+      .add_option("--min-answered", f.min_answered,
+                  "--search: a step passes when at least this % of scheduled queries were "
+                  "answered")
+      ->capture_default_str();
+  sweep
+      .add_option("--max-p99", f.max_p99,
+                  "--search: ... and its p99 latency is at most this many ms (0: no bound)")
+      ->capture_default_str();
+  sweep.add_option("--start-rate", f.start_rate, "--search: queries per second of each first step")
+      ->capture_default_str();
+  sweep
+      .add_option("--precision", f.precision,
+                  "--search: bisection stops within this fraction of the rate found")
+      ->capture_default_str();
   sweep.add_option("--json", o.json_file,
                    "Write the sweep here (default: dnstransport-sweep-DATE-TIME.json in --out)");
   sweep.add_option("--csv", f.csv_file,
@@ -165,6 +189,18 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
   if (use("--repeats")) plan.repeats = f.repeats;
   if (use("--duration")) plan.duration_seconds = o.duration;
   if (use("--pause")) plan.pause_seconds = f.pause;
+  for (const char* flag : {"--min-answered", "--max-p99", "--start-rate", "--precision"}) {
+    if (!f.search && sweep.count(flag) > 0) {
+      throw setup_error(fmt::format("{} applies with --search", flag));
+    }
+  }
+  if (f.search) {
+    plan.search = true;
+    plan.search_criteria.min_answered_percent = f.min_answered;
+    plan.search_criteria.max_p99_ms = f.max_p99;
+    plan.search_criteria.start_rate = f.start_rate;
+    plan.search_criteria.precision = f.precision;
+  }
   if (!f.targets.empty()) {
     if (!o.server.empty()) throw setup_error("--target and --server: give one or the other");
     if (!o.monitor_pids.empty()) {

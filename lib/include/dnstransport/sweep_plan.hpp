@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <dnstransport/load.hpp>
+#include <dnstransport/search.hpp>
 #include <dnstransport/tls.hpp>
 
 namespace dnstransport {
@@ -96,9 +97,15 @@ struct sweep_plan {
   std::vector<unsigned> clients{1, 4, 16};
   /// TCP/TLS: queries per connection; 0 = unlimited (one connection for the whole run).
   std::vector<std::uint64_t> queries_per_connection{1, 10, 100, 0};
-  unsigned repeats = 3;            ///< runs per point
-  double duration_seconds = 0.5;   ///< measured time of each run (base.count, when set, wins)
-  double pause_seconds = 0.2;      ///< idle time between runs, so TIME_WAIT and queues drain
+  unsigned repeats = 3;           ///< runs per point
+  double duration_seconds = 0.5;  ///< measured time of each run (base.count, when set, wins)
+  double pause_seconds = 0.2;     ///< idle time between runs, so TIME_WAIT and queues drain
+  /// Measure each point as the highest rate it answers in full instead of at saturation
+  /// (`sweep --search`): a search (search.hpp) with these criteria whose steps last
+  /// duration_seconds, pause pause_seconds apart and repeat `repeats` times at the edge; the
+  /// point's runs are the passing repetitions at the rate found. Off: runs at saturation.
+  bool search = false;
+  search_spec search_criteria;     ///< criteria only; its load, callbacks and stop are unused
   std::string target_description;  ///< e.g. "built-in responder (in this process)"
   std::string command_line;        ///< how the sweep was started, for the record
 };

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,10 +63,20 @@ struct point_summary {
 point_summary summarize(const std::vector<run_result>& repeats);
 
 /// One point with every repeat kept.
+/// sweep --search: what the search of one point found.
+struct point_search {
+  double max_rate = 0;     ///< the highest rate answered in full
+  double failed_rate = 0;  ///< the lowest that failed above it; 0: none
+  std::string end_reason;  ///< search_result::end_reason
+  unsigned steps = 0;      ///< loads the search ran
+};
+
 struct sweep_point_result {
   sweep_point point;
+  /// The runs measured (with sweep --search: the passing repetitions at the rate found).
   std::vector<run_result> repeats;
   point_summary summary;
+  std::optional<point_search> search;  ///< sweep --search only
 };
 
 /// A TCP/TLS point's throughput relative to UDP with the same number of clients.

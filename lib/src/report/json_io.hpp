@@ -8,6 +8,7 @@
 
 #include <dnstransport/histogram.hpp>
 #include <dnstransport/load.hpp>
+#include <dnstransport/search.hpp>
 
 namespace dnstransport::detail {
 
@@ -15,6 +16,9 @@ boost::json::object histogram_to_json(const latency_histogram& histogram);
 latency_histogram histogram_from_json(const boost::json::value& value);
 
 boost::json::object run_result_to_json(const run_result& result);
+// A search's criteria (search_spec without its load; arrivals included).
+boost::json::object search_criteria_to_json(const search_spec& criteria);
+search_spec search_criteria_from_json(const boost::json::object& object);
 run_result run_result_from_json_value(const boost::json::value& value);
 
 // Typed field access that throws std::invalid_argument naming the key.

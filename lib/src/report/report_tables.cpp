@@ -216,6 +216,16 @@ std::vector<std::string> sweep_description(const sweep_result& r) {
       "queries: {} ({})",
       p.base.outstanding, p.base.threads, p.base.threads == 1 ? "" : "s", p.base.timeout_seconds,
       p.base.warmup_seconds, r.query_origin, r.query_count));
+  if (p.search) {
+    const search_spec& c = p.search_criteria;
+    lines.push_back(fmt::format(
+        "measured by search: each point's q/s is the highest rate answered in full (at least "
+        "{:g} % of scheduled queries answered{}), {} arrivals, steps of {} repeated {} times at "
+        "the edge, precision {:g} %; so TCP/TLS as % of UDP compares lossless rates",
+        c.min_answered_percent,
+        c.max_p99_ms > 0 ? fmt::format(", p99 within {:g} ms", c.max_p99_ms) : std::string(),
+        arrival_mode_name(p.base.arrivals), run_length, p.repeats, c.precision * 100));
+  }
   if (!p.command_line.empty()) lines.push_back("command: " + p.command_line);
   return lines;
 }

@@ -13,6 +13,40 @@ namespace dnstransport {
 
 namespace json = boost::json;
 
+namespace detail {
+
+json::object search_criteria_to_json(const search_spec& c) {
+  return {{"min_answered_percent", detail::stable(c.min_answered_percent)},
+          {"max_p99_ms", detail::stable(c.max_p99_ms)},
+          {"start_rate", detail::stable(c.start_rate)},
+          {"max_rate", detail::stable(c.max_rate)},
+          {"step_seconds", detail::stable(c.step_seconds)},
+          {"settle_seconds", detail::stable(c.settle_seconds)},
+          {"repeats", c.repeats},
+          {"precision", detail::stable(c.precision)},
+          {"max_time_seconds", detail::stable(c.max_time_seconds)},
+          {"arrivals", arrival_mode_name(c.load.arrivals)}};
+}
+
+search_spec search_criteria_from_json(const json::object& o) {
+  search_spec c;
+  c.min_answered_percent = detail::number_at(o, "min_answered_percent");
+  c.max_p99_ms = detail::number_at(o, "max_p99_ms");
+  c.start_rate = detail::number_at(o, "start_rate");
+  c.max_rate = detail::number_at(o, "max_rate");
+  c.step_seconds = detail::number_at(o, "step_seconds");
+  c.settle_seconds = detail::number_at(o, "settle_seconds");
+  c.repeats = static_cast<unsigned>(detail::count_at(o, "repeats"));
+  c.precision = detail::number_at(o, "precision");
+  c.max_time_seconds = detail::number_at(o, "max_time_seconds");
+  const auto mode = parse_arrival_mode(detail::string_at(o, "arrivals"));
+  if (!mode) throw std::invalid_argument("unknown \"arrivals\"");
+  c.load.arrivals = *mode;
+  return c;
+}
+
+}  // namespace detail
+
 namespace {
 
 using detail::bool_at;
@@ -20,36 +54,6 @@ using detail::count_at;
 using detail::number_at;
 using detail::stable;
 using detail::string_at;
-
-json::object criteria_to_json(const search_spec& c) {
-  return {{"min_answered_percent", stable(c.min_answered_percent)},
-          {"max_p99_ms", stable(c.max_p99_ms)},
-          {"start_rate", stable(c.start_rate)},
-          {"max_rate", stable(c.max_rate)},
-          {"step_seconds", stable(c.step_seconds)},
-          {"settle_seconds", stable(c.settle_seconds)},
-          {"repeats", c.repeats},
-          {"precision", stable(c.precision)},
-          {"max_time_seconds", stable(c.max_time_seconds)},
-          {"arrivals", arrival_mode_name(c.load.arrivals)}};
-}
-
-search_spec criteria_from_json(const json::object& o) {
-  search_spec c;
-  c.min_answered_percent = number_at(o, "min_answered_percent");
-  c.max_p99_ms = number_at(o, "max_p99_ms");
-  c.start_rate = number_at(o, "start_rate");
-  c.max_rate = number_at(o, "max_rate");
-  c.step_seconds = number_at(o, "step_seconds");
-  c.settle_seconds = number_at(o, "settle_seconds");
-  c.repeats = static_cast<unsigned>(count_at(o, "repeats"));
-  c.precision = number_at(o, "precision");
-  c.max_time_seconds = number_at(o, "max_time_seconds");
-  const auto mode = parse_arrival_mode(string_at(o, "arrivals"));
-  if (!mode) throw std::invalid_argument("unknown \"arrivals\"");
-  c.load.arrivals = *mode;
-  return c;
-}
 
 std::string rate_text(double rate) {
   return detail::with_thousands(rate);
@@ -103,7 +107,7 @@ std::string to_json(const search_result& r) {
   }
   const json::object out{{"schema", search_schema},
                          {"tool_version", library_version()},
-                         {"criteria", criteria_to_json(r.criteria)},
+                         {"criteria", detail::search_criteria_to_json(r.criteria)},
                          {"max_rate", stable(r.max_rate)},
                          {"failed_rate", stable(r.failed_rate)},
                          {"end_reason", r.end_reason},
@@ -128,7 +132,7 @@ search_result search_result_from_json(std::string_view text, std::string_view so
                                                   : std::string()));
     }
     search_result r;
-    r.criteria = criteria_from_json(detail::object_at(o, "criteria"));
+    r.criteria = detail::search_criteria_from_json(detail::object_at(o, "criteria"));
     r.max_rate = number_at(o, "max_rate");
     r.failed_rate = number_at(o, "failed_rate");
     r.end_reason = string_at(o, "end_reason");

@@ -68,6 +68,12 @@ json::object point_to_json(const sweep_point_result& p) {
   o["queries_per_connection"] = p.point.queries_per_connection;
   o["client_bound"] = p.summary.client_bound;
   o["summary"] = summary_to_json(p.summary);
+  if (p.search) {
+    o["search"] = {{"max_rate", detail::stable(p.search->max_rate)},
+                   {"failed_rate", detail::stable(p.search->failed_rate)},
+                   {"end_reason", p.search->end_reason},
+                   {"steps", p.search->steps}};
+  }
   json::array repeats;
   for (const auto& r : p.repeats) repeats.emplace_back(detail::run_result_to_json(r));
   o["repeats"] = std::move(repeats);
@@ -130,6 +136,12 @@ sweep_point_result point_from_json(const json::value& value) {
     p.repeats.push_back(detail::run_result_from_json_value(r));
   }
   p.summary = summarize(p.repeats);
+  if (const auto* search = o.if_contains("search"); search != nullptr && search->is_object()) {
+    const auto& so = search->get_object();
+    p.search = point_search{detail::number_at(so, "max_rate"), detail::number_at(so, "failed_rate"),
+                            detail::string_at(so, "end_reason"),
+                            static_cast<unsigned>(detail::count_at(so, "steps"))};
+  }
   return p;
 }
 

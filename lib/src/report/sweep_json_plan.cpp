@@ -72,6 +72,8 @@ json::object options_to_json(const load_spec& s) {
           {"timeout_seconds", stable(s.timeout_seconds)},
           {"warmup_seconds", stable(s.warmup_seconds)},
           {"rate", stable(s.rate)},
+          {"arrivals", arrival_mode_name(s.arrivals)},
+          {"interval_seconds", stable(s.interval_seconds)},
           {"threads", s.threads},
           {"cpus", ints_to_json(s.cpus)},
           {"monitor_pids", ints_to_json(s.monitor_pids)},
@@ -90,6 +92,10 @@ void options_from_json(const json::object& o, load_spec& s) {
   s.timeout_seconds = number_at(o, "timeout_seconds");
   s.warmup_seconds = number_at(o, "warmup_seconds");
   s.rate = number_at(o, "rate");
+  if (const auto* mode = o.if_contains("arrivals"); mode != nullptr && mode->is_string()) {
+    s.arrivals = parse_arrival_mode(mode->get_string()).value_or(arrival_mode::constant);
+  }
+  if (o.contains("interval_seconds")) s.interval_seconds = number_at(o, "interval_seconds");
   s.threads = static_cast<unsigned>(count_at(o, "threads"));
   s.cpus.clear();
   for (const auto& c : array_at(o, "cpus")) s.cpus.push_back(json::value_to<int>(c));
@@ -142,7 +148,9 @@ json::object plan_to_json(const sweep_result& result) {
           {"pause_seconds", stable(p.pause_seconds)},
           {"planned_points", result.planned_points},
           {"queries", {{"origin", result.query_origin}, {"count", result.query_count}}},
-          {"options", options_to_json(p.base)}};
+          {"options", options_to_json(p.base)},
+          {"search", p.search ? json::value(search_criteria_to_json(p.search_criteria))
+                              : json::value(nullptr)}};
 }
 
 void plan_from_json(const json::object& o, sweep_result& result) {
@@ -167,6 +175,11 @@ void plan_from_json(const json::object& o, sweep_result& result) {
   result.query_origin = string_at(queries, "origin");
   result.query_count = count_at(queries, "count");
   options_from_json(object_at(o, "options"), p.base);
+  // Sweeps written before sweep --search have no key.
+  if (const auto* search = o.if_contains("search"); search != nullptr && search->is_object()) {
+    p.search = true;
+    p.search_criteria = search_criteria_from_json(search->get_object());
+  }
 }
 
 json::object target_to_json(const sweep_plan& plan) {

@@ -5,7 +5,11 @@
 #include <ctime>
 #include <thread>
 
+#include <dnstransport/error.hpp>
+#include <dnstransport/search.hpp>
 #include <dnstransport/version.hpp>
+
+#include <fmt/format.h>
 
 namespace dnstransport {
 
@@ -67,6 +71,27 @@ class eta_estimator {
 
 }  // namespace
 
+namespace {
+
+// sweep --search: the search of one point, with the plan's criteria, step length, pause and
+// repeats.
+search_spec point_search_spec(const sweep_plan& plan, const sweep_point& point,
+                              const std::atomic<bool>* stop) {
+  search_spec spec = plan.search_criteria;
+  spec.load = point_spec(plan, point);
+  spec.load.stop = nullptr;
+  spec.load.on_progress = nullptr;
+  spec.step_seconds = plan.duration_seconds;
+  spec.settle_seconds = plan.pause_seconds;
+  spec.repeats = plan.repeats;
+  spec.on_step = nullptr;
+  spec.on_progress = nullptr;
+  spec.stop = stop;
+  return spec;
+}
+
+}  // namespace
+
 sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks) {
   const std::vector<sweep_point> points = expand(plan);
   sweep_plan prepared = plan;
@@ -75,6 +100,12 @@ sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks)
     prepared.base.queries = std::make_shared<const query_set>(default_queries());
   }
   for (const auto& point : points) validate(point_spec(prepared, point));
+  if (plan.search) {
+    if (plan.base.rate != 0) {
+      throw setup_error("--rate with --search: the search chooses the rates (--start-rate)");
+    }
+    for (const auto& point : points) validate(point_search_spec(prepared, point, nullptr));
+  }
   const std::atomic<bool>* stop = plan.base.stop;
 
   sweep_result result;
@@ -99,7 +130,40 @@ sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks)
     progress.point_count = points.size();
     progress.repeats = plan.repeats;
     progress.point = points[i];
-    for (unsigned repeat = 0; repeat < plan.repeats; ++repeat) {
+    if (plan.search) {
+      if (!first_run) pause_unless_stopped(plan.pause_seconds, stop);
+      first_run = false;
+      if (stopped(stop)) {
+        result.interrupted = true;
+        break;
+      }
+      progress.elapsed_seconds = seconds_since(start);
+      if (callbacks.on_progress) callbacks.on_progress(progress);
+      search_spec spec = point_search_spec(prepared, points[i], stop);
+      if (callbacks.on_progress) {
+        spec.on_progress = [&](const load_progress& p) {
+          progress.run = p;
+          progress.elapsed_seconds = seconds_since(start);
+          callbacks.on_progress(progress);
+        };
+      }
+      search_result found = run_search(spec);
+      if (found.interrupted) {
+        result.interrupted = true;
+        break;
+      }
+      measured.search = point_search{found.max_rate, found.failed_rate, found.end_reason,
+                                     static_cast<unsigned>(found.steps.size())};
+      for (auto& step : found.steps) {
+        if (step.passed && step.rate == found.max_rate)
+          measured.repeats.push_back(std::move(step.run));
+      }
+      if (measured.repeats.empty()) {
+        result.warnings.push_back(fmt::format("{}: no rate tried was answered in full ({})",
+                                              describe(points[i]), found.end_reason));
+      }
+    }
+    for (unsigned repeat = 0; repeat < (plan.search ? 0u : plan.repeats); ++repeat) {
       const auto run_start = clock_type::now();
       if (!first_run) pause_unless_stopped(plan.pause_seconds, stop);
       first_run = false;
