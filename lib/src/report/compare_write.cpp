@@ -73,12 +73,7 @@ std::string render_comparison_index(const std::vector<compared_sweep>& sweeps,
 
 report_output write_comparison_report(const std::vector<compared_sweep>& sweeps,
                                       const std::filesystem::path& directory) {
-  std::error_code ec;
-  std::filesystem::create_directories(directory, ec);
-  if (ec) {
-    throw setup_error(
-        fmt::format("cannot create directory \"{}\": {}", directory.string(), ec.message()));
-  }
+  detail::make_directory(directory);
   report_output output;
   detail::write_text(directory / "tables.txt", format_comparison(sweeps), output.files);
   detail::write_text(directory / "comparison.csv", comparison_csv(sweeps), output.files);

@@ -86,6 +86,8 @@ std::string percentile_body(const std::string& title, const std::vector<latency_
 void draw_plots(const plot_set& plots, const std::filesystem::path& directory,
                 std::string_view source_name, report_output& output,
                 std::vector<std::string>& drawn);
+// Creates `directory` (and its parents) if needed; throws setup_error naming it.
+void make_directory(const std::filesystem::path& directory);
 // Writes `text` to `path` and adds it to `written`; throws setup_error naming the path.
 void write_text(const std::filesystem::path& path, const std::string& text,
                 std::vector<std::filesystem::path>& written);

@@ -21,6 +21,15 @@ bool non_empty_file(const std::filesystem::path& path) {
 
 }  // namespace
 
+void make_directory(const std::filesystem::path& directory) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) {
+    throw setup_error(
+        fmt::format("cannot create directory \"{}\": {}", directory.string(), ec.message()));
+  }
+}
+
 void write_text(const std::filesystem::path& path, const std::string& text,
                 std::vector<std::filesystem::path>& written) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -71,12 +80,7 @@ report_output write_report(const sweep_result& result, const std::filesystem::pa
   if (!result.plan.targets.empty()) {
     return write_comparison_report(comparison_of({{std::string(source_name), result}}), directory);
   }
-  std::error_code ec;
-  std::filesystem::create_directories(directory, ec);
-  if (ec) {
-    throw setup_error(
-        fmt::format("cannot create directory \"{}\": {}", directory.string(), ec.message()));
-  }
+  detail::make_directory(directory);
   report_output output;
   auto& files = output.files;
   detail::write_text(directory / "tables.txt", format_tables(result), files);

@@ -218,12 +218,7 @@ std::string format_search(const search_result& r) {
 
 report_output write_search_report(const search_result& r, const std::filesystem::path& directory,
                                   std::string_view source_name) {
-  std::error_code ec;
-  std::filesystem::create_directories(directory, ec);
-  if (ec) {
-    throw setup_error(
-        fmt::format("cannot create directory \"{}\": {}", directory.string(), ec.message()));
-  }
+  detail::make_directory(directory);
   report_output output;
   output.index = directory / "search.txt";
   detail::write_text(output.index, format_search(r), output.files);
@@ -295,12 +290,7 @@ report_output write_run_report(const run_result& r, const std::filesystem::path&
         "{}: the run has no timeline (it was run with --interval 0, or before timelines existed)",
         source_name));
   }
-  std::error_code ec;
-  std::filesystem::create_directories(directory, ec);
-  if (ec) {
-    throw setup_error(
-        fmt::format("cannot create directory \"{}\": {}", directory.string(), ec.message()));
-  }
+  detail::make_directory(directory);
   report_output output;
   output.index = directory / "run.txt";
   detail::write_text(output.index, format_table(r), output.files);
