@@ -44,12 +44,7 @@ using namespace std::chrono_literals;
 
 const std::string cli = DNSTRANSPORT_CLI_PATH;
 
-std::string contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using hostile::contents;
 
 std::uint16_t get16(const std::uint8_t* p) {
   return static_cast<std::uint16_t>(p[0] << 8 | p[1]);

@@ -164,12 +164,7 @@ TEST(monitor_load_test, a_monitored_cgroup_gives_the_cpu_of_its_processes) {
 
 const std::string cli = DNSTRANSPORT_CLI_PATH;
 
-std::string contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using hostile::contents;
 
 bool process_exists(int pid) {
   return kill(pid, 0) == 0 || errno != ESRCH;

@@ -21,6 +21,7 @@
 #include <dnstransport/server.hpp>
 
 #include "in_ci.hpp"
+#include "scratch_dir.hpp"
 
 namespace dnstransport {
 namespace {
@@ -33,12 +34,7 @@ std::filesystem::path scratch_directory(const char* name) {
   return path;
 }
 
-std::string contents(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using hostile::contents;
 
 struct responder_fixture : ::testing::Test {
   responder_fixture()

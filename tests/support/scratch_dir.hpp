@@ -7,12 +7,21 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <system_error>
 
 #include <gtest/gtest.h>
 
 namespace dnstransport::hostile {
+
+/// The whole file at `path`; empty when it cannot be read.
+inline std::string contents(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
 
 class scratch {
  public:
