@@ -235,6 +235,15 @@ TEST(monitor_cli_test, monitoring_flags_are_checked) {
       {{"run", "--server", "127.0.0.1", "--server-process"}, "--server-process applies"},
       {{"sweep", "--target", "a=127.0.0.1", "--monitor-pid", "1"}, "give each target its pid"},
       {{"sweep", "--target", "a=127.0.0.1,pid=0"}, "--target a:"},
+      {{"sweep", "--target", "a=127.0.0.1,cgroup="}, "--target a: cgroup= is empty"},
+      {{"sweep", "--target", "a=127.0.0.1", "--monitor-cgroup", "x"},
+       "give each target its cgroup=PATH"},
+      {{"run", "--monitor-command", "echo no; exit 4"},
+       "--monitor-command \"echo no; exit 4\" exited with status 4"},
+      {{"run", "--monitor-command", "a", "--monitor-command", "b"},
+       "--monitor-command: given 2 times"},
+      {{"sweep", "--target", "a=127.0.0.1", "--monitor-command", "b=true"},
+       "with --target it is NAME=COMMAND"},
   };
   for (const auto& [arguments, message] : cases) {
     const auto done = hostile::run_process(cli, arguments);
@@ -355,6 +364,36 @@ TEST(monitor_cli_test, a_sweep_of_two_monitored_servers_compares_their_cpu_per_a
   EXPECT_TRUE(
       std::regex_search(section, std::regex("\n  tls-openssl +unlimited +[0-9.]+ ms +[0-9.]+ ms")))
       << section;
+}
+
+// A server "elsewhere": `monitor` run as the monitor command (as ssh would run it on the
+// server's machine) gives the run the same figures as watching the process here.
+TEST(monitor_cli_test, a_monitor_command_reads_the_server_as_monitor_pid_would) {
+  const hostile::scratch files("monitor-command");
+  serve_process server({});
+  ASSERT_NE(server.tcp, 0) << server.child.stdout_so_far();
+  const std::string command = fmt::format("exec {} monitor --pid {} --port {} --interval 0.1", cli,
+                                          server.child.pid(), server.tcp);
+  const std::string json = files.path("run.json");
+  const auto done =
+      hostile::run_process(cli, {"run", "--server", fmt::format("127.0.0.1:{}", server.tcp),
+                                 "--transport", "tcp", "--clients", "3", "--outstanding", "10",
+                                 "--duration", "1", "--monitor-command", command, "--json", json});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  const run_result r = run_result_from_json(contents(json), json);
+  const auto& usage = r.server_usage;
+  ASSERT_TRUE(usage.monitored());
+  EXPECT_EQ(usage.command, command);
+  EXPECT_EQ(usage.command_pids, std::vector<int>{server.child.pid()});
+  EXPECT_TRUE(usage.pids.empty());
+  EXPECT_TRUE(usage.cpu_measured);
+  EXPECT_GT(usage.cpu_seconds(), 0.0);
+  EXPECT_GT(usage.rss_max_bytes, 1u << 20);
+  EXPECT_EQ(usage.connections_max, 3u);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+  EXPECT_NE(done.out.find(fmt::format("pid {} by `{}`", server.child.pid(), command)),
+            std::string::npos)
+      << done.out;
 }
 
 #endif

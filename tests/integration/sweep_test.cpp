@@ -384,7 +384,7 @@ TEST(sweep_cli_test, bad_targets_exit_with_usage_status_naming_the_flag) {
       {"--target 127.0.0.1", "--target: \"127.0.0.1\" is not NAME=HOST"},
       {"--target a=127.0.0.1,tls=x", "--target a: \"x\" is not a positive number"},
       {"--target a=127.0.0.1,quic=1",
-       "--target a: \"quic=1\" is not tls=PORT, doh=PORT, doq=PORT or pid=PID"},
+       "--target a: \"quic=1\" is not tls=PORT, doh=PORT, doq=PORT, pid=PID or cgroup=PATH"},
       {"--target a=127.0.0.1 --target a=127.0.0.2", "the name a appears twice"},
       {"--target a=127.0.0.1 --server 127.0.0.1", "--target and --server"},
       {"--target a=127.0.0.1 --tls-port 853", "give a --target its ports"}};

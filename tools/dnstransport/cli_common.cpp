@@ -159,6 +159,12 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "/sys/fs/cgroup/system.slice/unbound.service): its CPU (cpu.stat), memory "
                  "(memory.current) and the descriptors and threads of its processes, like "
                  "--monitor-pid (repeatable)");
+  app.add_option("--monitor-command", o.monitor_commands,
+                 "For a server on another machine: a command (run by /bin/sh for each run) "
+                 "whose output is `dnstransport monitor` lines, e.g. \"ssh HOST dnstransport "
+                 "monitor --pid 123 --port 853 --interval 0.5\"; its readings give the server's "
+                 "CPU, memory and connections like --monitor-pid (sweep --target: "
+                 "NAME=COMMAND, one per target)");
   app.add_option("--server-mode", o.server_mode, "Built-in responder: answer or echo")
       ->capture_default_str();
   app.add_option("--server-tls-backend", o.server_tls_backend,
@@ -282,6 +288,17 @@ load_spec make_load_spec(const run_options& o) {
   spec.doh_path = o.doh_path;
   spec.monitor_pids = o.monitor_pids;
   spec.monitor_cgroups = o.monitor_cgroups;
+  if (o.monitor_commands.size() > 1) {
+    throw setup_error(fmt::format(
+        "--monitor-command: given {} times; a run reads one command (give it several --pid)",
+        o.monitor_commands.size()));
+  }
+  if (!o.monitor_commands.empty()) {
+    spec.monitor_command = o.monitor_commands.front();
+    if (spec.monitor_command.find_first_not_of(" \t") == std::string::npos) {
+      throw setup_error("--monitor-command: the command is empty");
+    }
+  }
   validate(spec);
   return spec;
 }

@@ -90,6 +90,8 @@ struct run_options {
   // Server processes to monitor (--monitor-pid).
   std::vector<int> monitor_pids;
   std::vector<std::string> monitor_cgroups;
+  // --monitor-command: one, or one NAME=COMMAND per sweep --target.
+  std::vector<std::string> monitor_commands;
   // Output.
   std::string label;
   std::string json_file;

@@ -75,22 +75,18 @@ action add_monitor_command(CLI::App& app) {
         if (gone[i]) continue;
         const int pid = o->pids[i];
         const auto s = sample_process(pid);
+        monitor_line line;
+        line.time = now;
+        line.sample.pid = pid;
         if (!s) {
           gone[i] = true;
           --alive;
-          fmt::print("{{\"time\": {:.3f}, \"pid\": {}, \"exited\": true}}\n", now, pid);
-          continue;
+          line.exited = true;
+        } else {
+          line.sample = *s;
+          if (o->port != 0) line.tcp_connections = count_tcp_connections(pid, o->port);
         }
-        std::string line = fmt::format(
-            "{{\"time\": {:.3f}, \"pid\": {}, \"cpu_user_seconds\": {:.2f}, "
-            "\"cpu_system_seconds\": {:.2f}, \"rss_bytes\": {}, \"fds\": {}, \"threads\": {}",
-            now, pid, s->cpu_user_seconds, s->cpu_system_seconds, s->rss_bytes, s->fds, s->threads);
-        if (o->port != 0) {
-          if (const auto open = count_tcp_connections(pid, o->port)) {
-            line += fmt::format(", \"tcp_connections\": {}", *open);
-          }
-        }
-        fmt::print("{}}}\n", line);
+        fmt::print("{}\n", format_monitor_line(line));
       }
       std::fflush(stdout);
       next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(period);

@@ -164,10 +164,35 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
                    "--server port when every transport is doq)");
 }
 
+// --monitor-command NAME=COMMAND with --target: the named target's command.
+void give_monitor_command(sweep_plan& plan, const std::string& text) {
+  const std::size_t equals = text.find('=');
+  const std::string name = text.substr(0, equals == std::string::npos ? 0 : equals);
+  for (auto& t : plan.targets) {
+    if (equals == std::string::npos || t.name != name) continue;
+    if (!t.monitor_command.empty()) {
+      throw setup_error(fmt::format("--monitor-command: target {} has two commands", name));
+    }
+    t.monitor_command = text.substr(equals + 1);
+    if (t.monitor_command.find_first_not_of(" \t") == std::string::npos) {
+      throw setup_error(fmt::format("--monitor-command {}=: the command is empty", name));
+    }
+    return;
+  }
+  throw setup_error(fmt::format(
+      "--monitor-command \"{}\": with --target it is NAME=COMMAND, NAME one of the targets", text));
+}
+
 sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_flags& f,
                      std::string command) {
   sweep_plan plan;
-  plan.base = make_load_spec(o);
+  run_options base = o;
+  if (!f.targets.empty()) {
+    // Given to each target below (NAME=COMMAND), or refused there (cgroups).
+    base.monitor_commands.clear();
+    base.monitor_cgroups.clear();
+  }
+  plan.base = make_load_spec(base);
   plan.base.stop = &stop_requested;
   plan.command_line = std::move(command);
   const bool preset = !f.preset.empty();
@@ -207,8 +232,7 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
       throw setup_error("--monitor-pid with --target: give each target its pid=PID instead");
     }
     if (!o.monitor_cgroups.empty()) {
-      throw setup_error(
-          "--monitor-cgroup with --target: not supported yet; give each target its pid=PID");
+      throw setup_error("--monitor-cgroup with --target: give each target its cgroup=PATH instead");
     }
     if (o.server_process) {
       throw setup_error("--server-process applies to the built-in responder, not to --target");
@@ -219,6 +243,7 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
           "NAME=HOST:PORT,tls=PORT,doh=PORT,doq=PORT");
     }
     for (const auto& text : f.targets) plan.targets.push_back(parse_sweep_target(text));
+    for (const auto& text : o.monitor_commands) give_monitor_command(plan, text);
     plan.base.server = plan.targets.front().server;
     plan.ports = plan.targets.front().ports;
     plan.target_description = fmt::format("{} targets", plan.targets.size());

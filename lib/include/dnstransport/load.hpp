@@ -132,6 +132,11 @@ struct load_spec {
   /// /sys/fs/cgroup/system.slice/unbound.service): CPU from cpu.stat, memory from
   /// memory.current, descriptors and threads of the processes in it.
   std::vector<std::string> monitor_cgroups;
+  /// A command whose standard output is `dnstransport monitor` lines, typically
+  /// `ssh HOST dnstransport monitor --pid N --interval 0.5` for a server on another machine
+  /// (`--monitor-command`). It is started (through /bin/sh) for each load, must give a first
+  /// reading within 15 s, and is stopped when the load ends.
+  std::string monitor_command;
 
   /// Called from the thread that called run_load, about every progress_interval seconds.
   std::function<void(const load_progress&)> on_progress;

@@ -41,11 +41,31 @@ struct cgroup_sample {
 /// relative to /sys/fs/cgroup); nothing when it is not a readable cgroup v2 directory.
 std::optional<cgroup_sample> sample_cgroup(const std::string& path);
 
+/// One line of `dnstransport monitor`: a reading of one process on the machine it ran on, or
+/// the news that the process exited. `run --monitor-command` reads these lines back.
+struct monitor_line {
+  double time = 0;        ///< Unix seconds on the monitored machine when the reading was taken
+  process_sample sample;  ///< sample.pid names the process; the rest is 0 when exited
+  std::optional<std::uint64_t> tcp_connections;  ///< with `monitor --port`
+  bool exited = false;
+};
+
+/// The line as one JSON object, without a newline.
+std::string format_monitor_line(const monitor_line& line);
+
+/// Reads one line written by format_monitor_line; nothing (and `error` says why) when it is
+/// not a JSON object with "time" and "pid" and either "exited" or the reading's numbers.
+std::optional<monitor_line> parse_monitor_line(std::string_view text, std::string& error);
+
 /// What the monitored server processes spent during a load's measured window (summed over
 /// the processes; maxima are of the sums).
 struct process_usage {
   std::vector<int> pids;             ///< the processes watched by id (--monitor-pid)
   std::vector<std::string> cgroups;  ///< the cgroups watched (--monitor-cgroup)
+  /// The command whose `dnstransport monitor` lines were read (--monitor-command), and the
+  /// processes (on its machine) those lines named.
+  std::string command;
+  std::vector<int> command_pids;
   double cpu_user_seconds = 0;
   double cpu_system_seconds = 0;
   /// CPU seconds per 1,000 answers received in the window: the server's cost of a query.
@@ -57,13 +77,17 @@ struct process_usage {
   std::uint64_t threads_max = 0;
   /// TCP transports: the most established connections on the target port at one sample.
   std::uint64_t connections_max = 0;
+  /// False when a command's readings were too few to measure CPU in the window (the CPU
+  /// figures are then 0 and mean nothing).
+  bool cpu_measured = true;
   std::uint64_t samples = 0;  ///< readings taken (at least the window's start and end)
   /// Processes that exited during the load: their figures stop at their last reading.
-  std::vector<int> exited;
+  std::vector<int> exited;  ///< also those of command_pids
+
   /// Cgroups that could no longer be read (removed) during the load.
   std::vector<std::string> exited_cgroups;
 
-  bool monitored() const noexcept { return !pids.empty() || !cgroups.empty(); }
+  bool monitored() const noexcept { return !pids.empty() || !cgroups.empty() || !command.empty(); }
   double cpu_seconds() const noexcept { return cpu_user_seconds + cpu_system_seconds; }
 };
 

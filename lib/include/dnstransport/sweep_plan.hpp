@@ -64,16 +64,19 @@ struct sweep_target {
   std::string name;    ///< names the server in the points, tables and plots
   std::string server;  ///< address or host name
   sweep_ports ports;
-  std::vector<int> monitor_pids;  ///< its processes on this machine (pid=PID), monitored
-  std::string description;        ///< what it is, for the record
+  std::vector<int> monitor_pids;             ///< its processes on this machine (pid=PID), monitored
+  std::vector<std::string> monitor_cgroups;  ///< its cgroups on this machine (cgroup=PATH)
+  /// Its `monitor` command, for a server elsewhere (`--monitor-command NAME=COMMAND`).
+  std::string monitor_command;
+  std::string description;  ///< what it is, for the record
 
   friend bool operator==(const sweep_target&, const sweep_target&) = default;
 };
 
-/// Parses `NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT][,pid=PID]...`: UDP and TCP on
-/// PORT (53), DNS over TLS on the tls port (853), DNS over HTTPS on the doh port (443), DNS
-/// over QUIC on the doq port (UDP 853), and the server's processes to monitor (pid, which may
-/// be repeated). Throws setup_error naming
+/// Parses `NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT][,pid=PID][,cgroup=PATH]...`:
+/// UDP and TCP on PORT (53), DNS over TLS on the tls port (853), DNS over HTTPS on the doh
+/// port (443), DNS over QUIC on the doq port (UDP 853), and the server's processes and cgroups
+/// to monitor (pid and cgroup, which may be repeated). Throws setup_error naming
 /// --target and the text for an empty name, a bad address or port, or an unknown key.
 sweep_target parse_sweep_target(std::string_view text);
 

@@ -489,6 +489,12 @@ run_result run_load(const load_spec& spec) {
     }
   }
 
+  // Before the workers: a monitor command that fails ends the run before anything is sent.
+  const auto& traits = traits_of(spec.transport);
+  detail::server_monitor monitor(
+      spec.monitor_pids, spec.monitor_cgroups, spec.monitor_command,
+      traits.has_connections && spec.transport != transport_kind::doq ? spec.port : 0);
+
   std::vector<std::unique_ptr<detail::worker>> workers;
   for (unsigned w = 0; w < threads; ++w) {
     std::vector<unsigned> indices;
@@ -508,10 +514,6 @@ run_result run_load(const load_spec& spec) {
   plan.send_end_ns =
       spec.count == 0 ? plan.measure_start_ns + seconds_to_ns(spec.duration_seconds) : UINT64_MAX;
 
-  const auto& traits = traits_of(spec.transport);
-  detail::server_monitor monitor(
-      spec.monitor_pids, spec.monitor_cgroups,
-      traits.has_connections && spec.transport != transport_kind::doq ? spec.port : 0);
   const double monitor_interval =
       std::clamp(spec.count == 0 ? spec.duration_seconds / 10 : monitor_interval_max,
                  monitor_interval_min, monitor_interval_max);
@@ -608,7 +610,10 @@ run_result run_load(const load_spec& spec) {
   result.qps = result.elapsed_seconds > 0
                    ? static_cast<double>(result.responses_received) / result.elapsed_seconds
                    : 0;
-  if (monitor.active()) monitor.sample();
+  if (monitor.active()) {
+    monitor.close_window(window_end);
+    monitor.sample();
+  }
   fill_timeline(result, workers, plan, static_cast<double>(end_ns - plan.measure_start_ns) / 1e9);
   if (monitor.active()) {
     // Row k's server CPU: from the reading at its start (the window's first reading for row
@@ -627,6 +632,7 @@ run_result run_load(const load_spec& spec) {
       cpu_before = r.cpu_seconds;
     }
     result.server_usage = monitor.finish(result.responses_received, result.elapsed_seconds);
+    for (const auto& warning : monitor.warnings()) result.warnings.push_back(warning);
     for (const auto& cgroup : result.server_usage.exited_cgroups) {
       result.warnings.push_back(fmt::format(
           "monitored cgroup {} went away during the run: its figures stop at its last reading",

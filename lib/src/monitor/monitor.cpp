@@ -19,8 +19,11 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
+#include "monitor/command_source.hpp"
 #include "monitor/server_monitor.hpp"
+#include "util/clock.hpp"
 
 namespace dnstransport {
 
@@ -183,14 +186,101 @@ std::optional<cgroup_sample> sample_cgroup(const std::string& path) {
   return sample;
 }
 
+std::string format_monitor_line(const monitor_line& line) {
+  const auto& s = line.sample;
+  if (line.exited) {
+    return fmt::format("{{\"time\": {:.3f}, \"pid\": {}, \"exited\": true}}", line.time, s.pid);
+  }
+  std::string text = fmt::format(
+      "{{\"time\": {:.3f}, \"pid\": {}, \"cpu_user_seconds\": {:.2f}, "
+      "\"cpu_system_seconds\": {:.2f}, \"rss_bytes\": {}, \"fds\": {}, \"threads\": {}",
+      line.time, s.pid, s.cpu_user_seconds, s.cpu_system_seconds, s.rss_bytes, s.fds, s.threads);
+  if (line.tcp_connections) text += fmt::format(", \"tcp_connections\": {}", *line.tcp_connections);
+  return text + "}";
+}
+
+namespace {
+
+// A finite number >= 0 at key, or nothing.
+std::optional<double> non_negative(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr || !v->is_number()) return std::nullopt;
+  const double d = v->to_number<double>();
+  if (!(d >= 0 && d < 1e18)) return std::nullopt;
+  return d;
+}
+
+}  // namespace
+
+std::optional<monitor_line> parse_monitor_line(std::string_view text, std::string& error) {
+  boost::json::error_code ec;
+  const boost::json::value value = boost::json::parse(text, ec);
+  if (ec || !value.is_object()) {
+    error = "not a JSON object";
+    return std::nullopt;
+  }
+  const auto& o = value.get_object();
+  monitor_line line;
+  const auto time = non_negative(o, "time");
+  const auto pid = non_negative(o, "pid");
+  if (!time || !pid || *pid < 1 || *pid > 2147483647.0 || *pid != static_cast<int>(*pid)) {
+    error = "no \"time\" or no \"pid\" (a positive whole number)";
+    return std::nullopt;
+  }
+  line.time = *time;
+  line.sample.pid = static_cast<int>(*pid);
+  if (const auto* exited = o.if_contains("exited"); exited != nullptr && exited->is_bool()) {
+    line.exited = exited->get_bool();
+    if (line.exited) return line;
+  }
+  const auto user = non_negative(o, "cpu_user_seconds");
+  const auto system = non_negative(o, "cpu_system_seconds");
+  const auto rss = non_negative(o, "rss_bytes");
+  const auto fds = non_negative(o, "fds");
+  const auto threads = non_negative(o, "threads");
+  if (!user || !system || !rss || !fds || !threads) {
+    error =
+        "missing one of \"cpu_user_seconds\", \"cpu_system_seconds\", \"rss_bytes\", "
+        "\"fds\", \"threads\" (numbers >= 0)";
+    return std::nullopt;
+  }
+  line.sample.cpu_user_seconds = *user;
+  line.sample.cpu_system_seconds = *system;
+  line.sample.rss_bytes = static_cast<std::uint64_t>(*rss);
+  line.sample.fds = static_cast<std::uint64_t>(*fds);
+  line.sample.threads = static_cast<std::uint64_t>(*threads);
+  if (o.contains("tcp_connections")) {
+    const auto open = non_negative(o, "tcp_connections");
+    if (!open) {
+      error = "\"tcp_connections\" is not a number >= 0";
+      return std::nullopt;
+    }
+    line.tcp_connections = static_cast<std::uint64_t>(*open);
+  }
+  return line;
+}
+
 namespace detail {
 
+namespace {
+
+// How long a command (ssh to another machine, say) may take to give its first reading.
+constexpr double first_reading_seconds = 15;
+
+}  // namespace
+
 server_monitor::server_monitor(std::vector<int> pids, std::vector<std::string> cgroups,
-                               std::uint16_t tcp_port)
+                               std::string command, std::uint16_t tcp_port)
     : tcp_port_(tcp_port) {
   for (int pid : pids) watched_.push_back({pid, {}, {}, false});
   for (auto& path : cgroups) cgroups_.push_back({std::move(path), {}, {}, false});
+  if (!command.empty()) {
+    remote_ = std::make_unique<command_source>(std::move(command));
+    remote_->wait_for_reading(first_reading_seconds);
+  }
 }
+
+server_monitor::~server_monitor() = default;
 
 void server_monitor::sample() {
   if (!active()) return;
@@ -217,6 +307,30 @@ void server_monitor::sample() {
     }
     c.last = std::move(reading);
   }
+  std::uint64_t remote_connections = 0;
+  bool remote_counted_connections = false;
+  if (remote_) {
+    const auto now = monotonic_ns();
+    if (window_start_ns_ == 0) window_start_ns_ = now;
+    // A reading received after the window's end may cover idle time after it: only readings
+    // received inside the window measure its rate.
+    auto readings = remote_->read(window_end_ns_);
+    for (int pid : readings.exited) {
+      if (auto it = remote_pids_.find(pid); it != remote_pids_.end()) it->second.gone = true;
+    }
+    for (const auto& [pid, r] : readings.latest) {
+      auto& w = remote_pids_[pid];
+      rss += r.line.sample.rss_bytes;
+      fds += r.line.sample.fds;
+      threads += r.line.sample.threads;
+      if (r.line.tcp_connections) {
+        remote_connections += *r.line.tcp_connections;
+        remote_counted_connections = true;
+      }
+      if (!w.first && r.received_ns >= window_start_ns_) w.first = r.line;
+      if (w.first) w.last = r.line;
+    }
+  }
   for (auto& w : watched_) {
     if (w.gone) continue;
     auto reading = sample_process(w.pid);
@@ -234,6 +348,9 @@ void server_monitor::sample() {
   stats_.rss_max_bytes = std::max(stats_.rss_max_bytes, rss);
   stats_.fds_max = std::max(stats_.fds_max, fds);
   stats_.threads_max = std::max(stats_.threads_max, threads);
+  if (remote_counted_connections) {
+    stats_.connections_max = std::max(stats_.connections_max, remote_connections);
+  }
   if (tcp_port_ != 0) {
     // Every watched process of one server normally shares a network namespace: count once.
     for (const auto& w : watched_) {
@@ -261,7 +378,64 @@ double server_monitor::cpu_seconds_so_far() const noexcept {
     cpu += c.last->cpu_user_seconds + c.last->cpu_system_seconds - c.first->cpu_user_seconds -
            c.first->cpu_system_seconds;
   }
+  for (const auto& [pid, w] : remote_pids_) {
+    if (!w.first || !w.last) continue;
+    cpu += w.last->sample.cpu_user_seconds + w.last->sample.cpu_system_seconds -
+           w.first->sample.cpu_user_seconds - w.first->sample.cpu_system_seconds;
+  }
   return cpu;
+}
+
+void server_monitor::finish_remote(process_usage& stats, double window_seconds) {
+  const auto readings = remote_->read();
+  stats.command = remote_->command();
+  const std::string flag = fmt::format("--monitor-command \"{}\"", stats.command);
+  double shortest_span = -1;  // seconds between a process's first and last readings
+  for (const auto& [pid, w] : remote_pids_) {
+    stats.command_pids.push_back(pid);
+    if (w.gone) stats.exited.push_back(pid);
+    if (!w.first || !w.last || !(w.last->time > w.first->time)) continue;
+    const double span = w.last->time - w.first->time;
+    shortest_span = shortest_span < 0 ? span : std::min(shortest_span, span);
+    // The rate between the readings, over the whole window (the readings are the command's
+    // own, taken on its schedule, not at the window's ends).
+    const double scale = window_seconds > 0 ? window_seconds / span : 0;
+    stats.cpu_user_seconds +=
+        (w.last->sample.cpu_user_seconds - w.first->sample.cpu_user_seconds) * scale;
+    stats.cpu_system_seconds +=
+        (w.last->sample.cpu_system_seconds - w.first->sample.cpu_system_seconds) * scale;
+  }
+  for (int pid : readings.exited) {
+    if (remote_pids_.find(pid) == remote_pids_.end()) {
+      stats.command_pids.push_back(pid);
+      stats.exited.push_back(pid);
+    }
+  }
+  if (shortest_span < 0) {
+    stats.cpu_measured = false;
+    warnings_.push_back(fmt::format(
+        "{}: fewer than two readings of a process during the {:.1f} s window, so the server's "
+        "CPU was not measured (give `monitor` an --interval well under the run's --duration)",
+        flag, window_seconds));
+  } else if (shortest_span < window_seconds / 2) {
+    warnings_.push_back(fmt::format(
+        "{}: the server's CPU is extrapolated from {:.1f} s of readings to the {:.1f} s window "
+        "(give `monitor` a shorter --interval)",
+        flag, shortest_span, window_seconds));
+  }
+  if (readings.bad_lines > 0) {
+    warnings_.push_back(fmt::format("{}: {} line{} not understood, the first: {}", flag,
+                                    readings.bad_lines, readings.bad_lines == 1 ? "" : "s",
+                                    readings.first_bad_line));
+  }
+  if (readings.command_ended) {
+    warnings_.push_back(
+        fmt::format("{} ended during the run{}: its figures stop at its last "
+                    "reading",
+                    flag,
+                    readings.how_it_ended.empty() ? std::string()
+                                                  : fmt::format(" ({})", readings.how_it_ended)));
+  }
 }
 
 process_usage server_monitor::finish(std::uint64_t answers, double window_seconds) {
@@ -281,6 +455,7 @@ process_usage server_monitor::finish(std::uint64_t answers, double window_second
     stats.cpu_user_seconds += c.last->cpu_user_seconds - c.first->cpu_user_seconds;
     stats.cpu_system_seconds += c.last->cpu_system_seconds - c.first->cpu_system_seconds;
   }
+  if (remote_) finish_remote(stats, window_seconds);
   if (answers > 0) {
     stats.cpu_per_1k_answers = stats.cpu_seconds() * 1000.0 / static_cast<double>(answers);
   }

@@ -310,6 +310,9 @@ json::object server_stats_to_json(const process_usage& s) {
   return {{"pids", ints_to_json(s.pids)},
           {"cgroups", std::move(cgroups)},
           {"exited_cgroups", std::move(exited_cgroups)},
+          {"command", s.command},
+          {"command_pids", ints_to_json(s.command_pids)},
+          {"cpu_measured", s.cpu_measured},
           {"cpu_seconds", stable(s.cpu_seconds())},
           {"cpu_user_seconds", stable(s.cpu_user_seconds)},
           {"cpu_system_seconds", stable(s.cpu_system_seconds)},
@@ -326,6 +329,10 @@ json::object server_stats_to_json(const process_usage& s) {
 process_usage server_stats_from_json(const json::object& o) {
   process_usage s;
   s.pids = ints_from_json(o, "pids");
+  if (const auto* command = o.if_contains("command"); command && command->is_string()) {
+    s.command = command->get_string();
+  }
+  s.command_pids = ints_from_json(o, "command_pids");
   for (const char* key : {"cgroups", "exited_cgroups"}) {
     const auto* list = o.if_contains(key);
     if (list == nullptr || !list->is_array()) continue;
@@ -339,6 +346,9 @@ process_usage server_stats_from_json(const json::object& o) {
   s.cpu_user_seconds = number_at(o, "cpu_user_seconds");
   s.cpu_system_seconds = number_at(o, "cpu_system_seconds");
   s.cpu_per_1k_answers = number_at(o, "cpu_per_1k_answers");
+  if (const auto* measured = o.if_contains("cpu_measured"); measured && measured->is_bool()) {
+    s.cpu_measured = measured->get_bool();
+  }
   s.cpu_share = number_at(o, "cpu_share");
   s.rss_max_bytes = count_at(o, "rss_max_bytes");
   s.fds_max = count_at(o, "fds_max");

@@ -186,15 +186,22 @@ std::string format_table(const run_result& r) {
   if (r.server_usage.monitored()) {
     const auto& sv = r.server_usage;
     line("server CPU",
-         fmt::format("{:.2f} s (user {:.2f}, system {:.2f}), {:.2f} ms per 1,000 answers, "
-                     "{:.0f} % of a CPU",
-                     sv.cpu_seconds(), sv.cpu_user_seconds, sv.cpu_system_seconds,
-                     sv.cpu_per_1k_answers * 1e3, sv.cpu_share * 100));
-    const std::string who =
-        sv.cgroups.empty() ? fmt::format("pid {}", fmt::join(sv.pids, ","))
-        : sv.pids.empty()
-            ? fmt::format("cgroup {}", fmt::join(sv.cgroups, ","))
-            : fmt::format("pid {}, cgroup {}", fmt::join(sv.pids, ","), fmt::join(sv.cgroups, ","));
+         !sv.cpu_measured
+             ? std::string("not measured: fewer than two readings of the monitor command in "
+                           "the window")
+             : fmt::format("{:.2f} s (user {:.2f}, system {:.2f}), {:.2f} ms per 1,000 answers, "
+                           "{:.0f} % of a CPU",
+                           sv.cpu_seconds(), sv.cpu_user_seconds, sv.cpu_system_seconds,
+                           sv.cpu_per_1k_answers * 1e3, sv.cpu_share * 100));
+    std::vector<std::string> watched;
+    if (!sv.pids.empty()) watched.push_back(fmt::format("pid {}", fmt::join(sv.pids, ",")));
+    if (!sv.cgroups.empty()) {
+      watched.push_back(fmt::format("cgroup {}", fmt::join(sv.cgroups, ",")));
+    }
+    if (!sv.command.empty()) {
+      watched.push_back(fmt::format("pid {} by `{}`", fmt::join(sv.command_pids, ","), sv.command));
+    }
+    const std::string who = fmt::format("{}", fmt::join(watched, ", "));
     std::string memory = fmt::format("{}: {} max {:.1f} MiB, {} descriptors, {} threads", who,
                                      sv.cgroups.empty() ? "RSS" : "memory",
                                      static_cast<double>(sv.rss_max_bytes) / (1024.0 * 1024.0),

@@ -77,6 +77,8 @@ json::object options_to_json(const load_spec& s) {
           {"threads", s.threads},
           {"cpus", ints_to_json(s.cpus)},
           {"monitor_pids", ints_to_json(s.monitor_pids)},
+          {"monitor_cgroups", strings_to_json(s.monitor_cgroups)},
+          {"monitor_command", s.monitor_command},
           {"close", s.close == close_mode::rst ? "rst" : "fin"},
           {"tcp_nodelay", s.tcp_nodelay},
           {"tcp_fastopen", s.tcp_fastopen},
@@ -100,6 +102,12 @@ void options_from_json(const json::object& o, load_spec& s) {
   s.cpus.clear();
   for (const auto& c : array_at(o, "cpus")) s.cpus.push_back(json::value_to<int>(c));
   s.monitor_pids = ints_from_json(o, "monitor_pids");
+  if (const auto* cgroups = o.if_contains("monitor_cgroups"); cgroups && cgroups->is_array()) {
+    s.monitor_cgroups = strings_from_json(cgroups->get_array());
+  }
+  if (const auto* command = o.if_contains("monitor_command"); command && command->is_string()) {
+    s.monitor_command = command->get_string();
+  }
   s.close = string_at(o, "close") == "rst" ? close_mode::rst : close_mode::fin;
   s.tcp_nodelay = bool_at(o, "tcp_nodelay");
   s.tcp_fastopen = bool_at(o, "tcp_fastopen");
@@ -216,6 +224,8 @@ json::array targets_to_json(const sweep_plan& plan) {
                                     {"doh", t.ports.doh},
                                     {"doq", t.ports.doq}}},
                                   {"monitor_pids", ints_to_json(t.monitor_pids)},
+                                  {"monitor_cgroups", strings_to_json(t.monitor_cgroups)},
+                                  {"monitor_command", t.monitor_command},
                                   {"description", t.description}});
   }
   return out;
@@ -236,6 +246,12 @@ void targets_from_json(const json::value& targets, sweep_plan& plan) {
     t.ports.doh = static_cast<std::uint16_t>(count_at(ports, "doh"));
     if (ports.contains("doq")) t.ports.doq = static_cast<std::uint16_t>(count_at(ports, "doq"));
     t.monitor_pids = ints_from_json(o, "monitor_pids");
+    if (const auto* cgroups = o.if_contains("monitor_cgroups"); cgroups && cgroups->is_array()) {
+      t.monitor_cgroups = strings_from_json(cgroups->get_array());
+    }
+    if (const auto* command = o.if_contains("monitor_command"); command && command->is_string()) {
+      t.monitor_command = command->get_string();
+    }
     t.description = string_at(o, "description");
     plan.targets.push_back(std::move(t));
   }

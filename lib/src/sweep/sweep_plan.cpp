@@ -199,9 +199,15 @@ sweep_target parse_sweep_target(std::string_view text) {
     const std::size_t sign = items[i].find('=');
     const std::string_view key = items[i].substr(0, sign);
     if (sign == std::string_view::npos ||
-        (key != "tls" && key != "doh" && key != "doq" && key != "pid")) {
+        (key != "tls" && key != "doh" && key != "doq" && key != "pid" && key != "cgroup")) {
       throw setup_error(
-          fmt::format("{}: \"{}\" is not tls=PORT, doh=PORT, doq=PORT or pid=PID", flag, items[i]));
+          fmt::format("{}: \"{}\" is not tls=PORT, doh=PORT, doq=PORT, pid=PID or cgroup=PATH",
+                      flag, items[i]));
+    }
+    if (key == "cgroup") {
+      if (sign + 1 == items[i].size()) throw setup_error(fmt::format("{}: cgroup= is empty", flag));
+      target.monitor_cgroups.emplace_back(items[i].substr(sign + 1));
+      continue;
     }
     if (key == "pid") {
       const std::uint64_t pid = parse_positive(items[i].substr(sign + 1), flag);
@@ -314,6 +320,8 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
     spec.server = t.server;
     spec.port = t.ports.of(spec.transport);
     spec.monitor_pids = t.monitor_pids;
+    spec.monitor_cgroups = t.monitor_cgroups;
+    spec.monitor_command = t.monitor_command;
   }
   if (point.transport.backend) spec.tls.backend = *point.transport.backend;
   spec.clients = point.clients;

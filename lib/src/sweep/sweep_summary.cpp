@@ -68,7 +68,7 @@ point_summary summarize(const std::vector<run_result>& repeats) {
     s.connections_opened += r.connections.opened;
     s.connections_failed += r.connections.failed;
     s.max_thread_cpu_share = std::max(s.max_thread_cpu_share, r.max_thread_cpu_share);
-    if (r.server_usage.monitored()) {
+    if (r.server_usage.monitored() && r.server_usage.cpu_measured) {
       s.server_monitored = true;
       s.server_cpu_seconds += r.server_usage.cpu_seconds();
       s.server_answers += r.responses_received;

@@ -1,6 +1,7 @@
 // Readings of processes from /proc: this process's own figures, a process that is gone, the
 // TCP connections on a port, and a monitor's window (CPU burnt inside it, a process that
-// exits during it).
+// exits during it); `monitor` lines written and read back, and a monitor command's readings
+// (the CPU rate between them, a process it says exited, a command that fails).
 #include <dnstransport/monitor.hpp>
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -16,7 +18,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <dnstransport/error.hpp>
+
 #include "monitor/server_monitor.hpp"
+#include "util/clock.hpp"
 
 namespace dnstransport {
 namespace {
@@ -70,7 +75,7 @@ TEST(monitor_test, counts_established_connections_on_the_listening_port_only) {
 }
 
 TEST(monitor_test, the_window_holds_the_cpu_burnt_inside_it) {
-  detail::server_monitor monitor({getpid()}, {}, 0);
+  detail::server_monitor monitor({getpid()}, {}, {}, 0);
   ASSERT_TRUE(monitor.active());
   monitor.sample();
   // Burn 0.3 s of this process's CPU, as the kernel counts it independently of /proc/PID/stat
@@ -103,7 +108,7 @@ TEST(monitor_test, a_process_exiting_in_the_window_is_named_and_its_readings_kep
     std::this_thread::sleep_for(200ms);
     _exit(0);
   }
-  detail::server_monitor monitor({child, getpid()}, {}, 0);
+  detail::server_monitor monitor({child, getpid()}, {}, {}, 0);
   monitor.sample();
   waitpid(child, nullptr, 0);
   monitor.sample();
@@ -115,10 +120,139 @@ TEST(monitor_test, a_process_exiting_in_the_window_is_named_and_its_readings_kep
 }
 
 TEST(monitor_test, no_pids_is_no_monitoring) {
-  detail::server_monitor monitor({}, {}, 53);
+  detail::server_monitor monitor({}, {}, {}, 53);
   EXPECT_FALSE(monitor.active());
   monitor.sample();
   EXPECT_FALSE(monitor.finish(10, 1).monitored());
+}
+
+TEST(monitor_line_test, a_line_reads_back_as_written) {
+  monitor_line line;
+  line.time = 1795460181.381;
+  line.sample = {321, 1.25, 0.5, 14422016, 26, 2};
+  line.tcp_connections = 16;
+  const std::string text = format_monitor_line(line);
+  EXPECT_EQ(text,
+            "{\"time\": 1795460181.381, \"pid\": 321, \"cpu_user_seconds\": 1.25, "
+            "\"cpu_system_seconds\": 0.50, \"rss_bytes\": 14422016, \"fds\": 26, \"threads\": 2, "
+            "\"tcp_connections\": 16}");
+  std::string error;
+  const auto back = parse_monitor_line(text, error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_NEAR(back->time, line.time, 1e-6);
+  EXPECT_EQ(back->sample.pid, 321);
+  EXPECT_DOUBLE_EQ(back->sample.cpu_user_seconds, 1.25);
+  EXPECT_DOUBLE_EQ(back->sample.cpu_system_seconds, 0.5);
+  EXPECT_EQ(back->sample.rss_bytes, 14422016u);
+  EXPECT_EQ(back->sample.fds, 26u);
+  EXPECT_EQ(back->sample.threads, 2u);
+  EXPECT_EQ(back->tcp_connections, 16u);
+  EXPECT_FALSE(back->exited);
+
+  monitor_line gone;
+  gone.time = 5;
+  gone.sample.pid = 9;
+  gone.exited = true;
+  EXPECT_EQ(format_monitor_line(gone), "{\"time\": 5.000, \"pid\": 9, \"exited\": true}");
+  const auto gone_back = parse_monitor_line(format_monitor_line(gone), error);
+  ASSERT_TRUE(gone_back.has_value()) << error;
+  EXPECT_TRUE(gone_back->exited);
+  EXPECT_EQ(gone_back->sample.pid, 9);
+}
+
+TEST(monitor_line_test, lines_that_are_not_readings_say_why) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"hello", "not a JSON object"},
+      {"[1, 2]", "not a JSON object"},
+      {R"({"pid": 3, "cpu_user_seconds": 1})", "no \"time\""},
+      {R"({"time": 1, "pid": -3})", "no \"time\" or no \"pid\""},
+      {R"({"time": 1, "pid": 2.5})", "no \"time\" or no \"pid\""},
+      {R"({"time": 1, "pid": 3, "cpu_user_seconds": 1})", "missing one of"},
+      {R"({"time": 1, "pid": 3, "cpu_user_seconds": 1, "cpu_system_seconds": -1, "rss_bytes": 1,)"
+       R"( "fds": 1, "threads": 1})",
+       "missing one of"},
+      {R"({"time": 1, "pid": 3, "cpu_user_seconds": 1, "cpu_system_seconds": 1, "rss_bytes": 1,)"
+       R"( "fds": 1, "threads": 1, "tcp_connections": "many"})",
+       "tcp_connections"},
+  };
+  for (const auto& [text, why] : cases) {
+    std::string error;
+    EXPECT_FALSE(parse_monitor_line(text, error).has_value()) << text;
+    EXPECT_NE(error.find(why), std::string::npos) << text << ": " << error;
+  }
+}
+
+// A stand-in for `ssh host dnstransport monitor`: process 42 on "another machine", read every
+// 50 ms of its clock, burning 0.4 s of user and 0.1 s of system CPU per second of it.
+const std::string half_a_cpu_command =
+    R"(awk 'BEGIN { for (i = 0; i < 400; i++) { printf "{\"time\": %.3f, \"pid\": 42, )"
+    R"(\"cpu_user_seconds\": %.3f, \"cpu_system_seconds\": %.3f, \"rss_bytes\": 1000, )"
+    R"(\"fds\": 5, \"threads\": 2, \"tcp_connections\": 7}\n", 100 + i * 0.05, i * 0.02, )"
+    R"(i * 0.005; fflush(); system("sleep 0.05") } }')";
+
+TEST(monitor_command_test, the_cpu_is_the_rate_between_readings_over_the_window) {
+  detail::server_monitor monitor({}, {}, half_a_cpu_command, 0);
+  ASSERT_TRUE(monitor.active());
+  monitor.sample();
+  std::this_thread::sleep_for(300ms);
+  monitor.sample();
+  std::this_thread::sleep_for(300ms);
+  monitor.close_window(detail::monotonic_ns());
+  std::this_thread::sleep_for(200ms);  // readings after the window's end are not used
+  monitor.sample();
+  const process_usage usage = monitor.finish(2000, 0.6);
+  ASSERT_TRUE(usage.monitored());
+  EXPECT_TRUE(usage.cpu_measured);
+  EXPECT_EQ(usage.command, half_a_cpu_command);
+  EXPECT_EQ(usage.command_pids, std::vector<int>{42});
+  EXPECT_TRUE(usage.pids.empty());
+  // Half a CPU over a 0.6 s window, whatever the readings' own times were.
+  EXPECT_NEAR(usage.cpu_share, 0.5, 1e-6);
+  EXPECT_NEAR(usage.cpu_user_seconds, 0.24, 1e-6);
+  EXPECT_NEAR(usage.cpu_system_seconds, 0.06, 1e-6);
+  EXPECT_NEAR(usage.cpu_per_1k_answers, 0.15, 1e-6);
+  EXPECT_EQ(usage.rss_max_bytes, 1000u);
+  EXPECT_EQ(usage.fds_max, 5u);
+  EXPECT_EQ(usage.threads_max, 2u);
+  EXPECT_EQ(usage.connections_max, 7u);
+  EXPECT_TRUE(usage.exited.empty());
+}
+
+TEST(monitor_command_test, a_process_the_command_says_exited_is_named) {
+  detail::server_monitor monitor(
+      {}, {},
+      R"(echo '{"time": 1, "pid": 77, "cpu_user_seconds": 1, "cpu_system_seconds": 0, )"
+      R"("rss_bytes": 1, "fds": 1, "threads": 1}'; sleep 0.1; )"
+      R"(echo '{"time": 2, "pid": 77, "exited": true}'; echo 'garbage'; sleep 10)",
+      0);
+  monitor.sample();
+  std::this_thread::sleep_for(400ms);
+  monitor.sample();
+  const process_usage usage = monitor.finish(10, 1);
+  EXPECT_EQ(usage.exited, std::vector<int>{77});
+  EXPECT_EQ(usage.command_pids, std::vector<int>{77});
+  EXPECT_FALSE(usage.cpu_measured);  // one reading: no rate
+  const auto& warnings = monitor.warnings();
+  const auto said = [&](const std::string& what) {
+    return std::any_of(warnings.begin(), warnings.end(),
+                       [&](const std::string& w) { return w.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(said("fewer than two readings"));
+  EXPECT_TRUE(said("1 line not understood, the first: \"garbage\""));
+}
+
+TEST(monitor_command_test, a_command_that_fails_before_its_first_reading_is_a_clear_error) {
+  try {
+    detail::server_monitor monitor({}, {},
+                                   "echo not a reading; echo 'no route to host' >&2; exit 3", 0);
+    FAIL() << "no error";
+  } catch (const setup_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--monitor-command \"echo not a reading"), std::string::npos) << what;
+    EXPECT_NE(what.find("exited with status 3"), std::string::npos) << what;
+    EXPECT_NE(what.find("no route to host"), std::string::npos) << what;
+    EXPECT_NE(what.find("\"not a reading\" (not a JSON object)"), std::string::npos) << what;
+  }
 }
 
 }  // namespace

@@ -232,8 +232,7 @@ TEST(sweep_test, presets_set_the_classic_studies) {
   EXPECT_EQ(plan.clients, (std::vector<unsigned>{1, 2, 4, 8, 16}));
   EXPECT_EQ(plan.queries_per_connection, std::vector<std::uint64_t>{0});
   const sweep_transport doq{transport_kind::doq, tls_backend::gnutls};
-  EXPECT_EQ(plan.transports,
-            (std::vector<sweep_transport>{udp, tcp, tls_gnutls, doh_gnutls, doq}));
+  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{udp, tcp, tls_gnutls, doh_gnutls, doq}));
   apply_preset(plan, "amortization");
   EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{tcp, tls_gnutls, doh_gnutls, doq}));
   EXPECT_EQ(plan.queries_per_connection.size(), 15u);
@@ -392,9 +391,14 @@ TEST(sweep_target_test, parses_name_address_and_ports) {
   const auto c = parse_sweep_target("v6=[::1]:5353,doh=443");
   EXPECT_EQ(c.server, "::1");
   EXPECT_EQ(c.ports.tcp, 5353);
+  const auto d = parse_sweep_target(
+      "knot=127.0.0.1,pid=12,cgroup=system.slice/knot.service,cgroup=/sys/fs/cgroup/x,pid=13");
+  EXPECT_EQ(d.monitor_pids, (std::vector<int>{12, 13}));
+  EXPECT_EQ(d.monitor_cgroups,
+            (std::vector<std::string>{"system.slice/knot.service", "/sys/fs/cgroup/x"}));
   for (const char* bad :
        {"127.0.0.1", "=127.0.0.1", "a=", "a=127.0.0.1,quic=853", "a=127.0.0.1,tls=70000",
-        "a=127.0.0.1,tls=x", "a=127.0.0.1,,tls=1", "a=127.0.0.1:99999"}) {
+        "a=127.0.0.1,tls=x", "a=127.0.0.1,,tls=1", "a=127.0.0.1:99999", "a=127.0.0.1,cgroup="}) {
     EXPECT_NE(setup_error_of([&] { parse_sweep_target(bad); }).find("--target"), std::string::npos)
         << bad;
   }
@@ -419,6 +423,14 @@ TEST(sweep_target_test, every_point_runs_against_each_target_in_turn) {
   EXPECT_EQ(spec.port, 5400);
   EXPECT_EQ(point_spec(plan, points[0]).server, "127.0.0.1");
   EXPECT_EQ(point_spec(plan, {tls_openssl, 1, 0, "a"}).port, 8853);
+  // Each target's monitoring goes with its points only.
+  plan.targets[1].monitor_pids = {7};
+  plan.targets[1].monitor_cgroups = {"b.service"};
+  plan.targets[1].monitor_command = "ssh b dnstransport monitor --pid 7";
+  EXPECT_EQ(point_spec(plan, points[7]).monitor_command, "ssh b dnstransport monitor --pid 7");
+  EXPECT_EQ(point_spec(plan, points[7]).monitor_cgroups, std::vector<std::string>{"b.service"});
+  EXPECT_TRUE(point_spec(plan, points[6]).monitor_command.empty());
+  EXPECT_TRUE(point_spec(plan, points[6]).monitor_cgroups.empty());
   plan.targets.push_back(parse_sweep_target("a=127.0.0.3"));
   EXPECT_NE(setup_error_of([&] { expand(plan); }).find("--target: the name a appears twice"),
             std::string::npos);
@@ -470,12 +482,16 @@ TEST(sweep_target_test, percent_of_udp_and_fits_are_per_target) {
 }
 
 TEST(sweep_target_test, json_names_each_points_target_and_reports_compare_the_targets) {
-  const sweep_result r = two_target_sweep();
+  sweep_result r = two_target_sweep();
+  r.plan.targets[0].monitor_cgroups = {"fast.service"};
+  r.plan.targets[1].monitor_command = "ssh slow dnstransport monitor --pid 1";
+  r.plan.base.monitor_command = "kept too";
   const std::string json = to_json(r);
   EXPECT_NE(json.find("\"targets\""), std::string::npos);
   EXPECT_NE(json.find("\"target\": \"slow\""), std::string::npos);
   const sweep_result read = sweep_result_from_json(json, "two.json");
   EXPECT_EQ(read.plan.targets, r.plan.targets);
+  EXPECT_EQ(read.plan.base.monitor_command, "kept too");
   ASSERT_EQ(read.points.size(), r.points.size());
   EXPECT_EQ(read.points[1].point.target, "slow");
   EXPECT_EQ(to_csv(read), to_csv(r));
