@@ -356,6 +356,8 @@ TEST_F(doq_server_test, an_unknown_version_gets_version_negotiation) {
   EXPECT_EQ(responder.stats().connections_accepted, 0u);
 }
 
+// Datagrams that belong to no connection and open none are dropped and counted; a 1-RTT
+// packet among them is answered with a stateless reset.
 TEST_F(doq_server_test, datagrams_for_no_connection_are_dropped_and_counted) {
   server responder(options());
   raw_socket raw(responder.doq_port());
@@ -369,10 +371,17 @@ TEST_F(doq_server_test, datagrams_for_no_connection_are_dropped_and_counted) {
   zero_rtt.resize(1200, 0);  // 0-RTT before any Initial
   doq_bytes short_header{0x40};
   short_header.resize(40, 0x5a);  // a 1-RTT packet for an unknown connection ID
+  doq_bytes tiny_short_header{0x40};
+  tiny_short_header.resize(21, 0x5b);  // too small for a smaller stateless reset
   const std::vector<doq_bytes> junk{{},        {0x40},   short_initial, long_id,
-                                    handshake, zero_rtt, short_header};
+                                    handshake, zero_rtt, short_header,  tiny_short_header};
   for (const auto& datagram : junk) raw.send(datagram);
   EXPECT_TRUE(dropped_reaches(responder, junk.size())) << responder.stats().doq_packets_dropped;
+  // The 1-RTT packet alone gets an answer: a stateless reset (RFC 9000, section 10.3), a
+  // short header one octet smaller than the packet, ending in the 16-octet token.
+  const doq_bytes reset = raw.receive(500ms);
+  ASSERT_EQ(reset.size(), short_header.size() - 1);
+  EXPECT_EQ(reset[0] & 0xc0, 0x40);
   EXPECT_TRUE(raw.receive(200ms).empty());
   // The listener goes on serving.
   doq_client client = connect(responder);
@@ -383,6 +392,7 @@ TEST_F(doq_server_test, datagrams_for_no_connection_are_dropped_and_counted) {
   EXPECT_TRUE(answered(client.stream(*id), query));
   responder.stop();
   EXPECT_EQ(responder.stats().doq_packets_dropped, junk.size());
+  EXPECT_EQ(responder.stats().doq_stateless_resets, 1u);
   EXPECT_EQ(responder.stats().connections_accepted, 1u);
 }
 
@@ -419,7 +429,8 @@ TEST_F(doq_server_test, random_datagrams_never_stop_the_listener) {
   EXPECT_EQ(responder.stats().doq_queries, 1u);
 }
 
-// After a connection has ended, a packet to its connection ID belongs to nothing: dropped.
+// After a connection has ended, a packet to its connection ID belongs to nothing: dropped,
+// and answered with a stateless reset that ends in the token the server gave for that ID.
 TEST_F(doq_server_test, connections_are_forgotten_after_close_and_after_the_idle_timeout) {
   server_options o = options();
   o.idle_timeout_seconds = 0.3;
@@ -435,10 +446,13 @@ TEST_F(doq_server_test, connections_are_forgotten_after_close_and_after_the_idle
   doq_client closing = connect(responder);
   ASSERT_TRUE(closing.handshake());
   const doq_bytes closed_id = closing.server_id();
+  const doq_bytes closed_token = closing.stateless_reset_token();
   closing.close();
   doq_client idle = connect(responder);
   ASSERT_TRUE(idle.handshake());
   const doq_bytes idle_id = idle.server_id();
+  const doq_bytes idle_token = idle.stateless_reset_token();
+  ASSERT_EQ(idle_token.size(), 16u);
   // While the connections live, such packets reach them (and fail to decrypt there).
   raw.send(to(idle_id));
   std::this_thread::sleep_for(100ms);
@@ -449,7 +463,14 @@ TEST_F(doq_server_test, connections_are_forgotten_after_close_and_after_the_idle
   raw.send(to(closed_id));
   raw.send(to(idle_id));
   EXPECT_TRUE(dropped_reaches(responder, 2)) << responder.stats().doq_packets_dropped;
+  const doq_bytes first = raw.receive(500ms);
+  const doq_bytes second = raw.receive(500ms);
+  ASSERT_EQ(first.size(), 43u);
+  ASSERT_EQ(second.size(), 43u);
+  EXPECT_EQ(doq_bytes(first.end() - 16, first.end()), closed_token);
+  EXPECT_EQ(doq_bytes(second.end() - 16, second.end()), idle_token);
   responder.stop();
+  EXPECT_EQ(responder.stats().doq_stateless_resets, 2u);
   EXPECT_EQ(responder.stats().connections_accepted, 2u);
 }
 

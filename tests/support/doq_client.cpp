@@ -236,6 +236,13 @@ doq_bytes doq_client::server_id() const {
   return doq_bytes(id->data, id->data + id->datalen);
 }
 
+doq_bytes doq_client::stateless_reset_token() const {
+  const ngtcp2_transport_params* params = ngtcp2_conn_get_remote_transport_params(conn_);
+  if (params == nullptr || params->stateless_reset_token_present == 0) return {};
+  return doq_bytes(std::begin(params->stateless_reset_token),
+                   std::end(params->stateless_reset_token));
+}
+
 void doq_client::send_datagram(const std::uint8_t* data, std::size_t size) {
   if (!received_) first_flight_.emplace_back(data, data + size);
   (void)::send(fd_, data, size, 0);

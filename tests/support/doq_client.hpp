@@ -84,6 +84,8 @@ class doq_client {
   void close(std::uint64_t code = 0);
   /// The connection ID the server gave for its packets (what a short header carries).
   doq_bytes server_id() const;
+  /// The stateless reset token the server gave for server_id() (its transport parameters).
+  doq_bytes stateless_reset_token() const;
   /// The datagrams sent before the first one came back (Initial, 0-RTT), to replay them.
   const std::vector<doq_bytes>& first_flight() const { return first_flight_; }
 

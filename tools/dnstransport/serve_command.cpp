@@ -78,7 +78,8 @@ action add_serve_command(CLI::App& app) {
   serve->add_option("--cert-dir", o->certificate_directory,
                     "Where a generated certificate is written (default: a temporary directory)");
   serve->add_option("--close-after", o->close_after,
-                    "Close a TCP/TLS/DoH connection after this many answers (0: never)");
+                    "Close a connection after this many answers (DoQ: CONNECTION_CLOSE with "
+                    "DOQ_NO_ERROR; 0: never)");
   serve->add_option("--idle-timeout", o->idle_timeout,
                     "Close a TCP/TLS/DoH connection idle this many seconds (0: never); DoQ's "
                     "QUIC idle timeout (0: 30 s)");

@@ -54,9 +54,24 @@ struct server_options {
   std::string certificate_directory;
 
   // Stream behaviour, to exercise clients.
-  /// Close a TCP/TLS/DoH connection after K answers (DoH: GOAWAY, then close once they are
-  /// sent); 0: never. DoQ does not follow it yet.
+  /// Close a connection after K answers (DoH: GOAWAY, then close once they are sent; DoQ:
+  /// CONNECTION_CLOSE with doq_close_code once the K-th answer is sent, queries still open
+  /// left unanswered); 0: never.
   std::uint64_t close_after_queries = 0;
+  /// DoQ: the application error code of the CONNECTION_CLOSE after close_after_queries
+  /// (RFC 9250, section 4.3: 0 DOQ_NO_ERROR, 1 DOQ_INTERNAL_ERROR, 2 DOQ_PROTOCOL_ERROR,
+  /// 4 DOQ_EXCESSIVE_LOAD).
+  std::uint64_t doq_close_code = 0;
+  /// DoQ, breaking the protocol on purpose to test clients (counted per connection; 0:
+  /// never): reset the stream of every N-th query with DOQ_INTERNAL_ERROR instead of
+  /// answering it,
+  std::uint64_t doq_reset_every = 0;
+  /// send every N-th query's answer with a 2-octet length one more than the message that
+  /// follows,
+  std::uint64_t doq_lie_every = 0;
+  /// and after N answers, forget the connection without a word, so that its next packets
+  /// get stateless resets (RFC 9000, section 10.3).
+  std::uint64_t doq_stateless_reset_after = 0;
   /// Close a connection idle this long; 0: never for TCP/TLS/DoH, 30 s for DoQ (QUIC's
   /// max_idle_timeout, which the client sees).
   double idle_timeout_seconds = 0;
@@ -90,6 +105,9 @@ struct server_stats {
   /// Datagrams on the DoQ port that are no QUIC packet, or belong to no connection and do
   /// not open one.
   std::uint64_t doq_packets_dropped = 0;
+  /// Of those: short-header packets for a connection it does not know (one that ended, or one
+  /// of another server), answered with a stateless reset (RFC 9000, section 10.3).
+  std::uint64_t doq_stateless_resets = 0;
   /// server_options::rate_limit: UDP queries left unanswered because the limit was reached.
   /// The UDP queries received are udp_queries (answered) + rate_limited_dropped +
   /// the malformed ones.

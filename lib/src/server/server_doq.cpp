@@ -210,9 +210,15 @@ void doq_listener::on_datagram(std::span<const std::uint8_t> datagram,
     connection = owner->second;
   } else {
     // Only a client's first Initial (long enough, a valid header) opens a connection;
-    // anything else for an unknown ID is dropped (no stateless reset in this step).
+    // anything else for an unknown ID is dropped, and a short-header packet with one of our
+    // IDs' length gets a stateless reset: its connection ended here (or lives in another
+    // server), and the reset tells the client at once instead of after its idle timeout.
     ngtcp2_pkt_hd header;
     if (ngtcp2_accept(&header, datagram.data(), datagram.size()) != 0) {
+      if ((datagram[0] & 0x80) == 0 && version_cid.dcidlen == doq_cid_length) {
+        send_stateless_reset({version_cid.dcid, version_cid.dcidlen}, datagram.size(), local,
+                             local_size, remote, remote_size);
+      }
       dropped();
       return;
     }
@@ -238,6 +244,42 @@ void doq_listener::on_datagram(std::span<const std::uint8_t> datagram,
     open = false;
   }
   if (!open) remove(*connection);
+}
+
+void doq_listener::send_stateless_reset(std::span<const std::uint8_t> dcid, std::size_t size,
+                                        const sockaddr_storage& local, socklen_t local_size,
+                                        const sockaddr_storage& remote, socklen_t remote_size) {
+  // RFC 9000, section 10.3: smaller than the packet that caused it (so two endpoints cannot
+  // loop), at least 21 octets: 5 unpredictable ones (the first carries the short-header
+  // bits), then the 16-octet token.
+  constexpr std::size_t longest = 43;
+  constexpr std::size_t shortest =
+      1 + NGTCP2_MIN_STATELESS_RESET_RANDLEN + NGTCP2_STATELESS_RESET_TOKENLEN;
+  const std::size_t length = std::min(size - 1, longest);
+  if (size < 1 || length < shortest) return;
+  ngtcp2_cid cid;
+  ngtcp2_cid_init(&cid, dcid.data(), dcid.size());
+  std::array<std::uint8_t, NGTCP2_STATELESS_RESET_TOKENLEN> token{};
+  const auto& secret = context_.static_secret();
+  if (ngtcp2_crypto_generate_stateless_reset_token(token.data(), secret.data(), secret.size(),
+                                                   &cid) != 0) {
+    return;
+  }
+  std::array<std::uint8_t, longest> random{};
+  const std::size_t random_length = length - NGTCP2_STATELESS_RESET_TOKENLEN;
+  gnutls_rnd(GNUTLS_RND_NONCE, random.data(), random_length);
+  const std::span<std::uint8_t> buffer = packet_buffer(1, longest);
+  const ngtcp2_ssize written = ngtcp2_pkt_write_stateless_reset(
+      buffer.data(), buffer.size(), token.data(), random.data(), random_length);
+  if (written <= 0) return;
+  doq_packet packet;
+  packet.local = local;
+  packet.local_size = local_size;
+  packet.remote = remote;
+  packet.remote_size = remote_size;
+  packet.bytes = buffer.first(static_cast<std::size_t>(written));
+  send({&packet, 1});
+  thread_.counters.doq_stateless_resets.fetch_add(1, std::memory_order_relaxed);
 }
 
 void doq_listener::send_version_negotiation(std::span<const std::uint8_t> dcid,

@@ -5,8 +5,9 @@
 // sockets would need the IDs to name their thread; one thread is enough for this step of
 // issue 14. The socket is drained on readiness (Asio async_wait, then recvmmsg); each
 // datagram goes to the connection its destination connection ID names, a client's first
-// Initial starts a new one, an unknown QUIC version gets a Version Negotiation packet and
-// anything else is dropped and counted. A connection is server_doq_connection.cpp.
+// Initial starts a new one, an unknown QUIC version gets a Version Negotiation packet, a
+// short-header packet for an unknown connection a stateless reset, and anything else is
+// dropped and counted. A connection is server_doq_connection.cpp.
 
 #include <sys/socket.h>
 
@@ -101,6 +102,10 @@ class doq_listener final : public thread_listener {
                                 std::span<const std::uint8_t> scid, const sockaddr_storage& local,
                                 socklen_t local_size, const sockaddr_storage& remote,
                                 socklen_t remote_size);
+  // A stateless reset for a packet of `size` octets to the unknown connection ID `dcid`.
+  void send_stateless_reset(std::span<const std::uint8_t> dcid, std::size_t size,
+                            const sockaddr_storage& local, socklen_t local_size,
+                            const sockaddr_storage& remote, socklen_t remote_size);
   void dropped();
 
   server_thread& thread_;

@@ -164,8 +164,24 @@ bool doq_connection::on_datagram(const ngtcp2_path& path, std::span<const std::u
     return true;
   }
   apply_resets();
-  if (!write()) return false;
+  if (!write() || !misbehave()) return false;
   arm_timer();
+  return true;
+}
+
+bool doq_connection::misbehave() {
+  // Answers still to go out first.
+  if (phase_ != phase::open || !send_queue_.empty() || !delayed_.empty()) return true;
+  const server_options& o = thread_.options();
+  if (o.doq_stateless_reset_after != 0 && answers_ >= o.doq_stateless_reset_after) {
+    return false;  // forgotten: the listener answers its packets with stateless resets
+  }
+  if (o.close_after_queries != 0 && queries_ >= o.close_after_queries) {
+    ngtcp2_connection_close_error error;
+    ngtcp2_connection_close_error_default(&error);
+    ngtcp2_connection_close_error_set_application_error(&error, o.doq_close_code, nullptr, 0);
+    return close(error);
+  }
   return true;
 }
 
@@ -369,7 +385,7 @@ void doq_connection::on_timer() {
     ngtcp2_connection_close_error_set_transport_error_liberr(&error, result, nullptr, 0);
     open = close(error);
   } else {
-    open = write();
+    open = write() && misbehave();
   }
   if (!open) {
     listener_.remove(*this);

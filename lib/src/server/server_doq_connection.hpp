@@ -92,6 +92,9 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
   void arm_rate_timer();
   void send_delayed();
   void fail_stream(stream& s, std::uint64_t error);
+  // After a write: the close after close_after_queries, and the silent end of
+  // doq_stateless_reset_after. False when the connection is to be forgotten.
+  bool misbehave();
   void apply_resets();
 
   // Hands ngtcp2 what is queued and sends the packets it makes. False when the connection
@@ -127,6 +130,8 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
   std::uint64_t timer_at_ = 0;    // what the timer is set to; 0: not set
   std::uint64_t period_end_ = 0;  // end of the closing or draining period
   bool counted_failure_ = false;
+  std::uint64_t queries_ = 0;  // complete queries received (numbering them from 1)
+  std::uint64_t answers_ = 0;  // answers handed to the send queue
 };
 
 }  // namespace dnstransport::detail

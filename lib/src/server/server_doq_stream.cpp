@@ -105,7 +105,17 @@ void doq_connection::receive(std::int64_t stream_id, bool fin, std::span<const s
     fail_stream(s, doq_protocol_error);
     return;
   }
-  if (fin) answer(s);
+  if (!fin) return;
+  const server_options& o = thread_.options();
+  ++queries_;
+  // After close_after_queries, the connection closes once the answers so far are out; later
+  // queries stay unanswered.
+  if (o.close_after_queries != 0 && queries_ > o.close_after_queries) return;
+  if (o.doq_reset_every != 0 && queries_ % o.doq_reset_every == 0) {
+    fail_stream(s, doq_internal_error);
+    return;
+  }
+  answer(s);
 }
 
 void doq_connection::answer(stream& s) {
@@ -121,8 +131,11 @@ void doq_connection::answer(stream& s) {
     fail_stream(s, doq_protocol_error);
     return;
   }
-  s.out[0] = static_cast<std::uint8_t>(size >> 8);
-  s.out[1] = static_cast<std::uint8_t>(size);
+  // doq_lie_every: the length claims an octet the stream never carries.
+  const std::uint64_t lie = thread_.options().doq_lie_every;
+  const std::size_t claimed = lie != 0 && queries_ % lie == 0 ? size + 1 : size;
+  s.out[0] = static_cast<std::uint8_t>(claimed >> 8);
+  s.out[1] = static_cast<std::uint8_t>(claimed);
   s.out.resize(2 + size);
   s.in = {};
   if (rate_limiter* limiter = thread_.limiter(); limiter != nullptr) {
@@ -142,6 +155,7 @@ void doq_connection::answer(stream& s) {
 void doq_connection::deliver(stream& s) {
   send_queue_.push_back(&s);
   s.queued = true;
+  ++answers_;
   thread_.counters.doq_queries.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -168,7 +182,7 @@ void doq_connection::send_delayed() {
     deliver(s);
   }
   if (!delayed_.empty()) arm_rate_timer();
-  if (!write()) {
+  if (!write() || !misbehave()) {
     listener_.remove(*this);
     return;
   }

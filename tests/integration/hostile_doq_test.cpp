@@ -1,0 +1,109 @@
+// DNS over QUIC against a responder that breaks the connection or the protocol part-way:
+// CONNECTION_CLOSE with an error code after N queries, stream resets on some queries, an
+// answer whose 2-octet length lies, and a server that forgets its connections so that their
+// packets get stateless resets. Each run ends in time, accounts for every query once, and
+// names what happened.
+#include <dnstransport/load.hpp>
+
+#include <gtest/gtest.h>
+
+#ifdef DNSTRANSPORT_HAVE_DOQ
+
+#include <dnstransport/server.hpp>
+
+#include "hostile_checks.hpp"
+
+namespace dnstransport::hostile {
+namespace {
+
+server_options doq_server() {
+  server_options o;
+  o.doq = endpoint{"127.0.0.1", 0};
+  return o;
+}
+
+load_spec doq_spec(std::uint16_t port, std::uint64_t count) {
+  load_spec spec;
+  spec.transport = transport_kind::doq;
+  spec.tls.backend = tls_backend::gnutls;
+  spec.port = port;
+  spec.clients = 1;
+  spec.outstanding = 4;
+  spec.count = count;
+  spec.timeout_seconds = 3;
+  return spec;
+}
+
+std::uint64_t at(const std::map<std::string, std::uint64_t>& counts, const std::string& key) {
+  const auto found = counts.find(key);
+  return found == counts.end() ? 0 : found->second;
+}
+
+TEST(hostile_doq_test, connection_close_after_n_queries_is_counted_by_its_error_code) {
+  server_options o = doq_server();
+  o.close_after_queries = 10;
+  o.doq_close_code = 4;  // DOQ_EXCESSIVE_LOAD
+  server responder(o);
+  const run_result r = run_checked(doq_spec(responder.doq_port(), 100)).result;
+  // Every connection carries ten answers, then the server closes it; the client opens
+  // another for the queries left.
+  const std::uint64_t closes = at(r.quic.closes, "DOQ_EXCESSIVE_LOAD");
+  EXPECT_GE(closes, 5u) << summary(r);
+  EXPECT_GE(closes + 1, r.connections.opened) << summary(r);
+  EXPECT_EQ(r.connections.closed_by_server, closes) << summary(r);
+  EXPECT_LE(r.responses_received, 10 * r.connections.opened) << summary(r);
+  EXPECT_GE(r.responses_received, 10 * closes) << summary(r);
+  EXPECT_EQ(r.lost, 0u) << summary(r);
+  // Queries sent after the tenth were in flight when the close came.
+  EXPECT_EQ(r.responses_received + r.lost_on_close, r.queries_sent) << summary(r);
+}
+
+TEST(hostile_doq_test, streams_reset_by_the_server_fail_those_queries_only) {
+  server_options o = doq_server();
+  o.doq_reset_every = 3;
+  server responder(o);
+  const run_result r = run_checked(doq_spec(responder.doq_port(), 90)).result;
+  EXPECT_EQ(r.queries_sent, 90u) << summary(r);
+  EXPECT_EQ(r.connections.opened, 1u) << summary(r);  // a stream reset keeps the connection
+  EXPECT_EQ(r.quic_failed, 30u) << summary(r);
+  EXPECT_EQ(at(r.quic_failures, "stream_reset_DOQ_INTERNAL_ERROR"), 30u) << summary(r);
+  EXPECT_EQ(r.responses_received, 60u) << summary(r);
+  EXPECT_EQ(r.lost, 0u);
+}
+
+TEST(hostile_doq_test, an_answer_whose_length_lies_is_a_length_mismatch_not_an_answer) {
+  server_options o = doq_server();
+  o.doq_lie_every = 4;
+  server responder(o);
+  const run_result r = run_checked(doq_spec(responder.doq_port(), 40)).result;
+  EXPECT_EQ(r.queries_sent, 40u) << summary(r);
+  EXPECT_EQ(r.quic_failed, 10u) << summary(r);
+  EXPECT_EQ(at(r.quic_failures, "length_mismatch"), 10u) << summary(r);
+  EXPECT_EQ(r.responses_received, 30u) << summary(r);
+  EXPECT_EQ(r.malformed, 0u);
+}
+
+TEST(hostile_doq_test, a_server_that_forgets_its_connections_sends_stateless_resets) {
+  server_options o = doq_server();
+  o.doq_stateless_reset_after = 5;
+  server responder(o);
+  load_spec spec = doq_spec(responder.doq_port(), 30);
+  spec.outstanding = 1;  // the sixth query of a connection is the packet that gets the reset
+  const run_result r = run_checked(spec).result;
+  responder.stop();
+  EXPECT_GE(r.quic.stateless_resets, 1u) << summary(r);
+  EXPECT_EQ(at(r.quic.closes, "stateless_reset"), r.quic.stateless_resets) << summary(r);
+  EXPECT_EQ(r.connections.reset_by_server, r.quic.stateless_resets) << summary(r);
+  EXPECT_GE(responder.stats().doq_stateless_resets, r.quic.stateless_resets);
+  // At most five answers per connection, and the queries caught by a reset are lost on
+  // close, never counted as answers.
+  EXPECT_LE(r.responses_received, 5 * r.connections.opened) << summary(r);
+  EXPECT_EQ(r.responses_received + r.lost_on_close, r.queries_sent) << summary(r);
+  EXPECT_GE(r.responses_received, 25u) << summary(r);
+  EXPECT_EQ(r.lost, 0u) << summary(r);
+}
+
+}  // namespace
+}  // namespace dnstransport::hostile
+
+#endif
