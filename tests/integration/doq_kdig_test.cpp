@@ -140,6 +140,23 @@ TEST_F(doq_kdig_test, several_questions_share_one_connection) {
   EXPECT_EQ(responder.stats().tls_handshakes_failed, 0u);
 }
 
+// An independent client follows the responder's Retry (address validation) and checks the
+// transport parameters that prove the Retry came from the server it then talks to.
+TEST_F(doq_kdig_test, kdig_follows_a_retry) {
+  server_options o = options();
+  o.doq_retry = true;
+  server responder(o);
+  const auto a = kdig(responder, "127.0.0.1", {"retry.example", "A"});
+  EXPECT_FALSE(a.timed_out);
+  EXPECT_EQ(a.exit_code, 0) << a.out << a.err;
+  EXPECT_NE(a.out.find("IN\tA\t192.0.2.1"), std::string::npos) << a.out;
+  responder.stop();
+  EXPECT_EQ(responder.stats().doq_retries, 1u);
+  EXPECT_EQ(responder.stats().connections_accepted, 1u);
+  EXPECT_EQ(responder.stats().doq_queries, 1u);
+  EXPECT_EQ(responder.stats().tls_handshakes_failed, 0u);
+}
+
 // On a wildcard address each datagram's destination (IP_PKTINFO / IPV6_PKTINFO) is the
 // local address of its path, and the answers leave from it.
 TEST_F(doq_kdig_test, a_wildcard_listener_answers_from_the_address_asked) {

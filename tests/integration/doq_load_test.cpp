@@ -145,6 +145,29 @@ TEST(doq_load_test, usage_errors_name_the_flag_and_why) {
             std::string::npos);
 }
 
+// Address validation: every connection's first Initial gets a Retry, which the client follows
+// with the token; each is counted once and the queries are all answered.
+TEST(doq_load_test, a_retry_before_every_connection_is_followed_and_counted) {
+  server_options o = doq_server();
+  o.doq_retry = true;
+  server responder(o);
+  load_spec spec = doq_spec(responder.doq_port());
+  spec.clients = 2;
+  spec.outstanding = 5;
+  spec.count = 40;
+  spec.queries_per_connection = 10;
+  spec.tls.resume = true;
+  spec.tls.early_data = true;  // 0-RTT goes again after the Retry, with the new Initial
+  const run_result r = run_checked(spec).result;
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.connections.opened, 4u) << summary(r);
+  EXPECT_EQ(r.quic.retries, 4u) << summary(r);
+  responder.stop();
+  EXPECT_EQ(responder.stats().doq_retries, 4u);
+  EXPECT_EQ(responder.stats().connections_accepted, 4u);
+  EXPECT_EQ(responder.stats().doq_queries, 40u);
+}
+
 // Reads Initials and never answers: every connection attempt ends as a handshake timeout.
 TEST(doq_load_test, a_silent_server_ends_every_attempt_as_a_handshake_timeout) {
   hostile_server server(

@@ -25,6 +25,7 @@ struct serve_options {
   std::string doq;
   unsigned doq_max_streams = 100;
   bool doq_no_0rtt = false;
+  bool doq_retry = false;
   unsigned threads = 1;
   std::string cpus;
   std::string mode = "answer";
@@ -64,6 +65,9 @@ action add_serve_command(CLI::App& app) {
       ->capture_default_str();
   serve->add_flag("--doq-no-0rtt", o->doq_no_0rtt,
                   "DoQ: refuse 0-RTT (tickets allow no early data; resumption still works)");
+  serve->add_flag("--doq-retry", o->doq_retry,
+                  "DoQ: validate every client's address with a Retry first (a round trip more "
+                  "per connection, as a server under a flood of spoofed packets would)");
   serve->add_option("--threads", o->threads, "Threads, each with its own SO_REUSEPORT sockets")
       ->capture_default_str();
   serve->add_option("--cpus", o->cpus, "Pin threads to these CPUs, e.g. 1 or 2-3");
@@ -114,6 +118,7 @@ action add_serve_command(CLI::App& app) {
     if (!o->doq.empty()) s.doq = parse_endpoint(o->doq, 853, "--doq");
     s.doq_max_streams = o->doq_max_streams;
     s.doq_early_data = !o->doq_no_0rtt;
+    s.doq_retry = o->doq_retry;
     s.threads = o->threads;
     if (!o->cpus.empty()) s.cpus = parse_cpu_list(o->cpus, "--cpus");
     const auto mode = parse_answer_mode(o->mode);
@@ -149,9 +154,9 @@ action add_serve_command(CLI::App& app) {
                  responder.certificate().certificate_file.string());
     }
     if (s.doq) {
-      fmt::print("doq  {} (gnutls, 0-RTT {}), certificate {}\n",
+      fmt::print("doq  {} (gnutls, 0-RTT {}{}), certificate {}\n",
                  to_string({s.doq->address, responder.doq_port()}),
-                 s.doq_early_data ? "accepted" : "refused",
+                 s.doq_early_data ? "accepted" : "refused", s.doq_retry ? ", Retry first" : "",
                  responder.certificate().certificate_file.string());
     }
     fmt::print("mode {}, {} thread{}{}; stop with Ctrl-C\n", o->mode, s.threads,
@@ -180,8 +185,10 @@ action add_serve_command(CLI::App& app) {
                  st.rate_limited_dropped, st.rate_limited_delayed);
     }
     if (s.doq) {
-      fmt::print("doq: {} connections with 0-RTT accepted, {} datagrams dropped\n",
-                 st.doq_early_data, st.doq_packets_dropped);
+      fmt::print(
+          "doq: {} connections with 0-RTT accepted, {} Retry sent, {} datagrams dropped ({} "
+          "answered with a stateless reset)\n",
+          st.doq_early_data, st.doq_retries, st.doq_packets_dropped, st.doq_stateless_resets);
     }
     return exit_ok;
   };

@@ -43,6 +43,10 @@ struct server_options {
   /// DoQ: accept queries sent in 0-RTT by clients resuming a session; false: tickets allow
   /// no early data and the client sends its queries after the handshake.
   bool doq_early_data = true;
+  /// DoQ: validate each client's address with a Retry before its connection starts (RFC
+  /// 9000, section 8.1.2), as a server under a flood of spoofed Initials would: a round trip
+  /// more per connection. Initials with a Retry token that does not check out are dropped.
+  bool doq_retry = false;
   unsigned threads = 1;
   std::vector<int> cpus;  ///< pin thread i to cpus[i % size]; empty: no pinning
   answer_mode mode = answer_mode::answer;
@@ -108,6 +112,7 @@ struct server_stats {
   /// Of those: short-header packets for a connection it does not know (one that ended, or one
   /// of another server), answered with a stateless reset (RFC 9000, section 10.3).
   std::uint64_t doq_stateless_resets = 0;
+  std::uint64_t doq_retries = 0;  ///< Retry packets sent (server_options::doq_retry)
   /// server_options::rate_limit: UDP queries left unanswered because the limit was reached.
   /// The UDP queries received are udp_queries (answered) + rate_limited_dropped +
   /// the malformed ones.

@@ -206,6 +206,7 @@ server_stats server::stats() const {
     total.doq_early_data += c.doq_early_data.load(std::memory_order_relaxed);
     total.doq_packets_dropped += c.doq_packets_dropped.load(std::memory_order_relaxed);
     total.doq_stateless_resets += c.doq_stateless_resets.load(std::memory_order_relaxed);
+    total.doq_retries += c.doq_retries.load(std::memory_order_relaxed);
     total.connections_accepted += c.connections_accepted.load(std::memory_order_relaxed);
     total.tls_handshakes_failed += c.tls_handshakes_failed.load(std::memory_order_relaxed);
     total.tls_resumed += c.tls_resumed.load(std::memory_order_relaxed);

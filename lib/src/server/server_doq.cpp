@@ -3,6 +3,7 @@
 #include <gnutls/crypto.h>
 #include <netinet/in.h>
 #include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +16,7 @@
 
 #include "server/server_doq_connection.hpp"
 #include "server/server_doq_context.hpp"
+#include "util/clock.hpp"
 #include "util/socket_util.hpp"
 
 namespace dnstransport::detail {
@@ -222,9 +224,27 @@ void doq_listener::on_datagram(std::span<const std::uint8_t> datagram,
       dropped();
       return;
     }
+    ngtcp2_cid original_dcid;
+    const bool validated = thread_.options().doq_retry;
+    if (validated) {
+      if (header.token.len == 0) {
+        send_retry(header, remote, remote_size, local, local_size);
+        return;
+      }
+      // Only a token of our Retry, for this address, recent, opens the connection.
+      const auto& secret = context_.static_secret();
+      if (header.token.base[0] != NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY ||
+          ngtcp2_crypto_verify_retry_token(
+              &original_dcid, header.token.base, header.token.len, secret.data(), secret.size(),
+              header.version, reinterpret_cast<const sockaddr*>(&remote), remote_size, &header.dcid,
+              retry_token_lifetime, monotonic_ns()) != 0) {
+        dropped();
+        return;
+      }
+    }
     try {
       connection = std::make_shared<doq_connection>(*this);
-      if (!connection->init(header, path)) {
+      if (!connection->init(header, path, validated ? &original_dcid : nullptr)) {
         remove(*connection);
         dropped();
         return;
@@ -244,6 +264,40 @@ void doq_listener::on_datagram(std::span<const std::uint8_t> datagram,
     open = false;
   }
   if (!open) remove(*connection);
+}
+
+void doq_listener::send_retry(const ngtcp2_pkt_hd& header, const sockaddr_storage& remote,
+                              socklen_t remote_size, const sockaddr_storage& local,
+                              socklen_t local_size) {
+  ngtcp2_cid retry_id;
+  retry_id.datalen = doq_cid_length;
+  gnutls_rnd(GNUTLS_RND_NONCE, retry_id.data, retry_id.datalen);
+  std::array<std::uint8_t, NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN> token{};
+  const auto& secret = context_.static_secret();
+  const ngtcp2_ssize token_size =
+      ngtcp2_crypto_generate_retry_token(token.data(), secret.data(), secret.size(), header.version,
+                                         reinterpret_cast<const sockaddr*>(&remote), remote_size,
+                                         &retry_id, &header.dcid, monotonic_ns());
+  if (token_size < 0) {
+    dropped();
+    return;
+  }
+  const std::span<std::uint8_t> buffer = packet_buffer(1, NGTCP2_MAX_UDP_PAYLOAD_SIZE);
+  const ngtcp2_ssize written = ngtcp2_crypto_write_retry(
+      buffer.data(), buffer.size(), header.version, &header.scid, &retry_id, &header.dcid,
+      token.data(), static_cast<std::size_t>(token_size));
+  if (written <= 0) {
+    dropped();
+    return;
+  }
+  doq_packet packet;
+  packet.local = local;
+  packet.local_size = local_size;
+  packet.remote = remote;
+  packet.remote_size = remote_size;
+  packet.bytes = buffer.first(static_cast<std::size_t>(written));
+  send({&packet, 1});
+  thread_.counters.doq_retries.fetch_add(1, std::memory_order_relaxed);
 }
 
 void doq_listener::send_stateless_reset(std::span<const std::uint8_t> dcid, std::size_t size,

@@ -26,6 +26,7 @@
 #include "server/server_thread.hpp"
 
 struct ngtcp2_cid;
+struct ngtcp2_pkt_hd;
 struct ngtcp2_addr;
 
 namespace dnstransport::detail {
@@ -36,6 +37,8 @@ class doq_connection;
 // Length of the connection IDs the responder issues; short-header packets carry no length,
 // so every ID of ours has this one.
 inline constexpr std::size_t doq_cid_length = 16;
+// How long a Retry token stays good: one round trip is all it needs.
+inline constexpr std::uint64_t retry_token_lifetime = 10'000'000'000;  // ns
 
 // A connection ID as a map key.
 struct cid_key {
@@ -102,6 +105,9 @@ class doq_listener final : public thread_listener {
                                 std::span<const std::uint8_t> scid, const sockaddr_storage& local,
                                 socklen_t local_size, const sockaddr_storage& remote,
                                 socklen_t remote_size);
+  // A Retry for a client's first Initial (server_options::doq_retry).
+  void send_retry(const ngtcp2_pkt_hd& header, const sockaddr_storage& remote,
+                  socklen_t remote_size, const sockaddr_storage& local, socklen_t local_size);
   // A stateless reset for a packet of `size` octets to the unknown connection ID `dcid`.
   void send_stateless_reset(std::span<const std::uint8_t> dcid, std::size_t size,
                             const sockaddr_storage& local, socklen_t local_size,

@@ -45,7 +45,8 @@ ngtcp2_conn* doq_connection::connection_of(ngtcp2_crypto_conn_ref* ref) {
   return static_cast<doq_connection*>(ref->user_data)->conn_;
 }
 
-bool doq_connection::init(const ngtcp2_pkt_hd& header, const ngtcp2_path& path) {
+bool doq_connection::init(const ngtcp2_pkt_hd& header, const ngtcp2_path& path,
+                          const ngtcp2_cid* original_dcid) {
   ref_ = {&doq_connection::connection_of, this};
   ngtcp2_cid scid{};
   scid.datalen = doq_cid_length;
@@ -96,6 +97,13 @@ bool doq_connection::init(const ngtcp2_pkt_hd& header, const ngtcp2_path& path) 
                                 ? seconds_to_ns(options.idle_timeout_seconds)
                                 : default_idle_timeout;
   params.original_dcid = header.dcid;
+  if (original_dcid != nullptr) {
+    // After a Retry: the client's first ID, and the one the Retry gave it (RFC 9000,
+    // section 7.3), so the client can tell the Retry came from this server.
+    params.original_dcid = *original_dcid;
+    params.retry_scid = header.dcid;
+    params.retry_scid_present = 1;
+  }
   const auto& secret = listener_.context().static_secret();
   if (ngtcp2_crypto_generate_stateless_reset_token(params.stateless_reset_token, secret.data(),
                                                    secret.size(), &scid) != 0) {

@@ -41,8 +41,9 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
   doq_connection& operator=(const doq_connection&) = delete;
 
   // Sets up QUIC and TLS for the client's first Initial `header`, on the path the datagram
-  // came by. False when ngtcp2 or GnuTLS refuses (the datagram is then dropped).
-  bool init(const ngtcp2_pkt_hd& header, const ngtcp2_path& path);
+  // came by; `original_dcid` is the ID of the Initial that got a Retry, when this one carries
+  // its token. False when ngtcp2 or GnuTLS refuses (the datagram is then dropped).
+  bool init(const ngtcp2_pkt_hd& header, const ngtcp2_path& path, const ngtcp2_cid* original_dcid);
 
   // One datagram for this connection. False when the connection is over and is to be
   // removed.

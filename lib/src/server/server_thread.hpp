@@ -36,6 +36,7 @@ struct server_counters {
   std::atomic<std::uint64_t> doq_early_data{0};
   std::atomic<std::uint64_t> doq_packets_dropped{0};
   std::atomic<std::uint64_t> doq_stateless_resets{0};
+  std::atomic<std::uint64_t> doq_retries{0};
   std::atomic<std::uint64_t> connections_accepted{0};
   std::atomic<std::uint64_t> tls_handshakes_failed{0};
   std::atomic<std::uint64_t> tls_resumed{0};
