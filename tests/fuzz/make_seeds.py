@@ -79,3 +79,11 @@ write("encode_name", {
     "long_label": b"x" * 63 + b".example",
     "empty_label": b"a..b",
 })
+write("doq_stream", {
+    "whole_answer": b"\x03\x00" + frames(ok),
+    "one_byte_chunks_fin_alone": b"\x00\x01" + frames(q),
+    "random_chunks": b"\x06\x00" + frames(q_opt),
+    "length_lies_long": b"\x03\x00" + struct.pack(">H", len(ok) + 1) + ok,
+    "overrun": b"\x02\x00" + frames(ok) + b"\x00",
+    "too_short": b"\x03\x01\x05",
+})

@@ -262,8 +262,8 @@ struct run_result {
   /// DoQ: the query's stream failed above DNS; by cause in quic_failures.
   std::uint64_t quic_failed = 0;
   /// quic_failed by cause: "stream_reset_DOQ_PROTOCOL_ERROR" (the server reset the stream
-  /// with that code), "length_mismatch" (the stream ended without exactly one message of
-  /// its 2-octet length), "no_answer" (FIN with fewer than 2 octets), "answer_too_long",
+  /// with that code), "length_mismatch" (more octets than the 2-octet length announces, or
+  /// FIN before they are all there), "no_answer" (FIN with fewer than 2 octets),
   /// "stream_closed_<code>" (the stream closed without an answer or reset).
   std::map<std::string, std::uint64_t> quic_failures;
   /// TC answers whose query was retried over TCP (tc_retry_tcp); each retry then ends in

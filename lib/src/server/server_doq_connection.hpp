@@ -28,6 +28,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "message/doq_stream_reader.hpp"
 #include "server/server_doq.hpp"
 #include "transport/doq/doq_codes.hpp"  // DoQ error codes (RFC 9250, section 4.3)
 
@@ -55,7 +56,7 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
  private:
   struct stream {
     std::int64_t id = 0;
-    std::vector<std::uint8_t> in;   // the query with its length, as it arrives
+    doq_stream_reader in;           // the query with its length, as it arrives
     std::vector<std::uint8_t> out;  // the answer with its length, kept until the stream
                                     // closes: ngtcp2 retransmits from it
     std::size_t sent = 0;           // octets of `out` handed to ngtcp2

@@ -16,14 +16,6 @@
 
 namespace dnstransport::detail {
 
-namespace {
-
-std::uint16_t read16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
-
-}  // namespace
-
 int doq_connection::on_stream_data(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id,
                                    std::uint64_t, const std::uint8_t* data, std::size_t size,
                                    void* user_data, void*) {
@@ -96,16 +88,15 @@ void doq_connection::receive(std::int64_t stream_id, bool fin, std::span<const s
     slot->id = stream_id;
   }
   stream& s = *slot;
-  if (s.failed || !s.out.empty()) return;
-  s.in.insert(s.in.end(), data.begin(), data.end());
-  const std::size_t expected = s.in.size() >= 2 ? 2 + read16(s.in.data()) : 0;
+  if (s.failed || !s.out.empty() || s.in.state() != doq_stream_reader::outcome::more) return;
+  const auto got = s.in.add(data, fin);
+  if (got == doq_stream_reader::outcome::more) return;
   // More than the length announces, or FIN before it is all there: not one DNS message.
-  if ((expected != 0 && s.in.size() > expected) || (fin && s.in.size() != expected)) {
+  if (got != doq_stream_reader::outcome::message) {
     thread_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
     fail_stream(s, doq_protocol_error);
     return;
   }
-  if (!fin) return;
   const server_options& o = thread_.options();
   ++queries_;
   // After close_after_queries, the connection closes once the answers so far are out; later
@@ -119,7 +110,8 @@ void doq_connection::receive(std::int64_t stream_id, bool fin, std::span<const s
 }
 
 void doq_connection::answer(stream& s) {
-  const std::span<const std::uint8_t> query = std::span<const std::uint8_t>(s.in).subspan(2);
+  // Read now: the query may point into ngtcp2's packet buffer.
+  const std::span<const std::uint8_t> query = s.in.message();
   s.out.resize(2 + query.size() + answer_overhead);
   // The answer keeps the query's DNS id, which a DoQ client sets to 0 (RFC 9250,
   // section 4.2.1).
@@ -137,7 +129,7 @@ void doq_connection::answer(stream& s) {
   s.out[0] = static_cast<std::uint8_t>(claimed >> 8);
   s.out[1] = static_cast<std::uint8_t>(claimed);
   s.out.resize(2 + size);
-  s.in = {};
+  s.in = doq_stream_reader();
   if (rate_limiter* limiter = thread_.limiter(); limiter != nullptr) {
     const std::uint64_t now = monotonic_ns();
     const std::uint64_t due = limiter->reserve(now);
@@ -191,7 +183,7 @@ void doq_connection::send_delayed() {
 
 void doq_connection::fail_stream(stream& s, std::uint64_t error) {
   s.failed = true;
-  s.in = {};
+  s.in = doq_stream_reader();
   pending_resets_.emplace_back(s.id, error);
 }
 

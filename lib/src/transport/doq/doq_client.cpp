@@ -111,7 +111,7 @@ doq_client::request& doq_client::new_request() {
   r->early = false;
   r->stream = -1;
   r->handed = 0;
-  r->answer.clear();
+  r->answer.reset();
   return *r;
 }
 
@@ -284,30 +284,15 @@ void doq_client::cancel_expired() {
 
 void doq_client::receive(request& r, bool fin, std::span<const std::uint8_t> data) {
   if (r.done) return;
-  if (fin && r.answer.empty()) {
-    finish(r, data);  // the whole answer in one piece: no copy
+  // RFC 9250, section 4.2: one message with its 2-octet length, then FIN.
+  const auto got = r.answer.add(data, fin);
+  if (got == doq_stream_reader::outcome::more) return;
+  r.done = true;  // what else comes on the stream is dropped
+  if (got != doq_stream_reader::outcome::message) {
+    fail_exchange(r.id, now_, doq_stream_failure_name(got), exchange_layer::quic);
     return;
   }
-  // An answer is at most 2 + 65535 octets; more is no DoQ answer.
-  if (r.answer.size() + data.size() > 2 + 65535) {
-    r.done = true;  // what else comes on the stream is dropped
-    fail_exchange(r.id, now_, "answer_too_long", exchange_layer::quic);
-    return;
-  }
-  r.answer.insert(r.answer.end(), data.begin(), data.end());
-  if (fin) finish(r, r.answer);
-}
-
-void doq_client::finish(request& r, std::span<const std::uint8_t> message) {
-  r.done = true;
-  if (message.size() < 2 ||
-      (static_cast<std::size_t>(message[0]) << 8 | message[1]) != message.size() - 2) {
-    // RFC 9250, section 4.2: one message with its 2-octet length, then FIN.
-    fail_exchange(r.id, now_, message.size() < 2 ? "no_answer" : "length_mismatch",
-                  exchange_layer::quic);
-    return;
-  }
-  count_on_connection(on_answer(r.id, message.subspan(2), now_, 0));
+  count_on_connection(on_answer(r.id, r.answer.message(), now_, 0));
 }
 
 void doq_client::count_on_connection(const completion& c) {

@@ -29,6 +29,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "engine/engine.hpp"
+#include "message/doq_stream_reader.hpp"
 #include "transport/doq/doq_transport.hpp"
 
 namespace dnstransport::detail {
@@ -51,7 +52,7 @@ class doq_client final : public client_base {
     std::int64_t stream = -1;            // -1: waiting for a stream
     std::array<std::uint8_t, 4> head{};  // length, then id 0
     std::size_t handed = 0;              // octets ngtcp2 has taken
-    std::vector<std::uint8_t> answer;    // the answer with its length, as it arrives
+    doq_stream_reader answer;            // the answer with its length, as it arrives
     bool in_use = false;
     bool done = false;   // the query was counted (or cancelled): the stream is only closing
     bool early = false;  // sent in 0-RTT
@@ -98,7 +99,6 @@ class doq_client final : public client_base {
   // DOQ_REQUEST_CANCELLED), so a server that never answers does not hold the stream limit.
   void cancel_expired();
   void receive(request& r, bool fin, std::span<const std::uint8_t> data);
-  void finish(request& r, std::span<const std::uint8_t> message);
   void count_on_connection(const completion& c);
   request& new_request();
   void free_request(request& r) noexcept;

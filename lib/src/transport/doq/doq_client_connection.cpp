@@ -222,7 +222,7 @@ int doq_client::handshake_completed() {
     }
     r.stream = -1;
     r.handed = 0;
-    r.answer.clear();
+    r.answer.reset();
     resend_.push_back(&r);
   }
   return 0;
