@@ -28,6 +28,9 @@ TEST(calibrate_test, every_case_measures_a_ceiling) {
   options.cases = {{transport_kind::udp, tls_backend::openssl, 0},
                    {transport_kind::tcp, tls_backend::openssl, 1},
                    {transport_kind::tls, tls_backend::gnutls, 0}};
+#ifdef DNSTRANSPORT_HAVE_DOQ
+  options.cases.push_back({transport_kind::doq, tls_backend::gnutls, 0});
+#endif
   options.duration_seconds = 0.3;
   options.clients = 2;
   options.outstanding = 10;
@@ -35,14 +38,14 @@ TEST(calibrate_test, every_case_measures_a_ceiling) {
   // the whole process, measured apart from the library.
   std::vector<double> process_cpu;
   options.on_case = [&](std::size_t i, std::size_t n) {
-    EXPECT_EQ(n, 3u);
+    EXPECT_EQ(n, options.cases.size());
     EXPECT_EQ(i, process_cpu.size());
     process_cpu.push_back(process_cpu_seconds());
   };
   const auto results = calibrate(options);
   process_cpu.push_back(process_cpu_seconds());
-  ASSERT_EQ(results.size(), 3u);
-  ASSERT_EQ(process_cpu.size(), 4u);
+  ASSERT_EQ(results.size(), options.cases.size());
+  ASSERT_EQ(process_cpu.size(), options.cases.size() + 1);
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const std::string what = fmt::format(
@@ -80,6 +83,11 @@ TEST(calibrate_test, every_case_measures_a_ceiling) {
 
   const std::string table = format_calibration(results);
   EXPECT_NE(table.find("tls (gnutls)"), std::string::npos) << table;
+#ifdef DNSTRANSPORT_HAVE_DOQ
+  // Persistent DoQ: one QUIC connection per client.
+  EXPECT_EQ(results[3].run.connections.opened, options.clients);
+  EXPECT_NE(table.find("doq (gnutls)"), std::string::npos) << table;
+#endif
   EXPECT_NE(table.find("ceiling"), std::string::npos) << table;
   for (const auto& r : results) {
     EXPECT_NE(table.find(fmt::format("{:.0f}", r.run.qps)), std::string::npos) << table;

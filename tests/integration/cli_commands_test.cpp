@@ -406,11 +406,15 @@ TEST(cli_serve_test, bad_doq_settings_are_usage_errors) {
 // ---- calibrate ----------------------------------------------------------------------------
 
 TEST(cli_calibrate_test, prints_a_row_per_case_and_the_ceiling) {
-  const process_result r =
-      run_process(cli,
-                  {"calibrate", "--duration", "0.2", "--clients", "2", "--outstanding", "5",
-                   "--transports", "udp,tcp:1,tls-gnutls"},
-                  60s);
+#ifdef DNSTRANSPORT_HAVE_DOQ
+  const std::string transports = "udp,tcp:1,tls-gnutls,doh-openssl:1,doq";
+#else
+  const std::string transports = "udp,tcp:1,tls-gnutls,doh-openssl:1";
+#endif
+  const process_result r = run_process(cli,
+                                       {"calibrate", "--duration", "0.2", "--clients", "2",
+                                        "--outstanding", "5", "--transports", transports},
+                                       60s);
   ASSERT_FALSE(r.timed_out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Header, one row per case in the order given, and the explanation.
@@ -418,11 +422,18 @@ TEST(cli_calibrate_test, prints_a_row_per_case_and_the_ceiling) {
   std::string line;
   std::vector<std::string> rows;
   while (std::getline(lines, line)) rows.push_back(line);
-  ASSERT_GE(rows.size(), 5u) << r.out;
+  ASSERT_GE(rows.size(), 6u) << r.out;
   EXPECT_NE(rows[0].find("ceiling q/s/thread"), std::string::npos) << r.out;
   const std::regex row(R"(^(\S+(?: \(\w+\))?)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+(.+)$)");
   const std::vector<std::pair<std::string, std::string>> cases{
-      {"udp", "-"}, {"tcp", "1"}, {"tls (gnutls)", "unlimited"}};
+      {"udp", "-"},
+      {"tcp", "1"},
+      {"tls (gnutls)", "unlimited"},
+      {"doh (openssl)", "1"},
+#ifdef DNSTRANSPORT_HAVE_DOQ
+      {"doq (gnutls)", "unlimited"},
+#endif
+  };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     std::smatch m;
     ASSERT_TRUE(std::regex_match(rows[i + 1], m, row)) << rows[i + 1];
@@ -445,6 +456,8 @@ TEST(cli_calibrate_test, bad_cases_are_usage_errors) {
   expect_refused({"calibrate", "--transports", "quic"}, "--transports");
   expect_refused({"calibrate", "--transports", "udp:10"}, "--transports");
   expect_refused({"calibrate", "--transports", "tls-wolfssl"}, "--transports");
+  expect_refused({"calibrate", "--transports", "doh-wolfssl"}, "--transports");
+  expect_refused({"calibrate", "--transports", "doq-openssl"}, "--transports");
   expect_refused({"calibrate", "--transports", "tcp:many"}, "--transports");
 }
 

@@ -37,20 +37,29 @@ calibration_case parse_case(const std::string& text) {
       }
     }
   }
+  const auto with_backend = [&](transport_kind transport, std::string_view prefix) {
+    c.transport = transport;
+    if (name.size() > prefix.size()) {
+      const auto backend = parse_tls_backend(name.substr(prefix.size() + 1));
+      if (!backend) {
+        throw setup_error(fmt::format("--transports: unknown TLS backend in \"{}\"", text));
+      }
+      c.backend = *backend;
+    }
+  };
   if (name == "udp" || name == "tcp") {
     c.transport = *parse_transport(name);
   } else if (name == "tls" || name.rfind("tls-", 0) == 0) {
-    c.transport = transport_kind::tls;
-    if (name != "tls") {
-      const auto backend = parse_tls_backend(name.substr(4));
-      if (!backend)
-        throw setup_error(fmt::format("--transports: unknown TLS backend in \"{}\"", text));
-      c.backend = *backend;
-    }
+    with_backend(transport_kind::tls, "tls");
+  } else if (name == "doh" || name.rfind("doh-", 0) == 0) {
+    with_backend(transport_kind::doh, "doh");
+  } else if (name == "doq") {
+    c.transport = transport_kind::doq;
+    c.backend = tls_backend::gnutls;  // ngtcp2's crypto helper: GnuTLS only
   } else {
     throw setup_error(
-        fmt::format("--transports: \"{}\" is not udp, tcp, tls, tls-openssl or "
-                    "tls-gnutls",
+        fmt::format("--transports: \"{}\" is not udp, tcp, tls, tls-openssl, tls-gnutls, doh, "
+                    "doh-openssl, doh-gnutls or doq",
                     text));
   }
   if (c.transport == transport_kind::udp && c.queries_per_connection != 0) {
@@ -75,8 +84,9 @@ action add_calibrate_command(CLI::App& app) {
   cmd->add_option("--server-cpus", o->server_cpus,
                   "Pin the built-in responder to these CPUs (default: the others)");
   cmd->add_option("--transports", o->transports,
-                  "Cases, e.g. udp,tcp,tcp:1,tls-openssl,tls-gnutls:1 (N after ':' = queries "
-                  "per connection). Default: udp, tcp and tls (every backend), persistent and 1")
+                  "Cases, e.g. udp,tcp,tcp:1,tls-openssl,tls-gnutls:1,doh:1,doq (N after ':' = "
+                  "queries per connection). Default: udp, tcp, tls (every backend), doh and doq, "
+                  "persistent and 1")
       ->delimiter(',');
   cmd->footer(std::string("Example: dnstransport calibrate --cpus 0 --server-cpus 1\n") +
               exit_codes_help);

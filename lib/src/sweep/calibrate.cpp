@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <dnstransport/server.hpp>
+#include <dnstransport/transport.hpp>
 
 namespace dnstransport {
 
@@ -13,6 +14,15 @@ std::vector<calibration_case> default_calibration_cases() {
   for (tls_backend backend : available_tls_backends()) {
     cases.push_back({transport_kind::tls, backend, 0});
     cases.push_back({transport_kind::tls, backend, 1});
+  }
+  const auto backends = available_tls_backends();
+  if (!backends.empty()) {
+    cases.push_back({transport_kind::doh, backends.front(), 0});
+    cases.push_back({transport_kind::doh, backends.front(), 1});
+  }
+  if (traits_of(transport_kind::doq).compiled) {  // always on GnuTLS
+    cases.push_back({transport_kind::doq, tls_backend::gnutls, 0});
+    cases.push_back({transport_kind::doq, tls_backend::gnutls, 1});
   }
   return cases;
 }
