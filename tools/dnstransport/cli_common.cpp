@@ -140,7 +140,8 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_flag("--verify", o.verify, "Verify the server certificate (off by default)");
   app.add_flag("--insecure", o.insecure, "Do not verify the server certificate (the default)");
   app.add_option("--tls-priority", o.tls_priority,
-                 "Cipher list (OpenSSL) or priority string (GnuTLS), passed as given");
+                 "Cipher list (OpenSSL) or priority string (GnuTLS), passed as given (GnuTLS "
+                 "default: NORMAL with X25519 and AES-128-GCM first)");
   app.add_option("--server-threads", o.server_threads, "Built-in responder: threads")
       ->capture_default_str();
   app.add_option("--server-cpus", o.server_cpus,

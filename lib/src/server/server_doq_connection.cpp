@@ -350,12 +350,12 @@ void doq_connection::handshake_failed() {
 
 void doq_connection::arm_timer() {
   const std::uint64_t at = phase_ == phase::open ? ngtcp2_conn_get_expiry(conn_) : period_end_;
-  if (at == std::numeric_limits<std::uint64_t>::max()) {
-    if (timer_at_ != 0) timer_.cancel();
-    timer_at_ = 0;
+  // ngtcp2's expiry moves with nearly every packet, mostly later: a timer already due no
+  // later stays (re-arming costs a timerfd_settime call each time), and on_timer, finding
+  // nothing expired, arms it again.
+  if (at == std::numeric_limits<std::uint64_t>::max() || (timer_at_ != 0 && timer_at_ <= at)) {
     return;
   }
-  if (at == timer_at_) return;
   timer_at_ = at;
   const std::uint64_t now = monotonic_ns();
   timer_.expires_after(std::chrono::nanoseconds(at > now ? at - now : 0));
@@ -371,11 +371,21 @@ void doq_connection::arm_timer() {
 }
 
 void doq_connection::on_timer() {
+  const std::uint64_t now = monotonic_ns();
+  // A timer armed for an earlier expiry may fire before what is due now (arm_timer).
   if (phase_ != phase::open) {
+    if (now < period_end_) {
+      arm_timer();
+      return;
+    }
     listener_.remove(*this);  // the closing or draining period is over
     return;
   }
-  const int result = ngtcp2_conn_handle_expiry(conn_, monotonic_ns());
+  if (ngtcp2_conn_get_expiry(conn_) > now) {
+    arm_timer();
+    return;
+  }
+  const int result = ngtcp2_conn_handle_expiry(conn_, now);
   if (result == NGTCP2_ERR_IDLE_CLOSE) {
     handshake_failed();
     listener_.remove(*this);

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <ctime>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -50,7 +51,8 @@ class doq_context {
 
   std::shared_ptr<shared_setup> setup_;
   gnutls_anti_replay_t anti_replay_ = nullptr;
-  std::unordered_map<std::string, std::time_t> seen_;  // anti-replay entries until they expire
+  std::unordered_map<std::string, std::time_t> seen_;       // anti-replay entries until they expire
+  std::deque<std::pair<std::time_t, std::string>> expiry_;  // seen_'s keys, oldest first
   bool early_data_;
   bool renew_tickets_;
   std::array<std::uint8_t, 32> static_secret_{};

@@ -19,8 +19,8 @@ tls_client_options quic_tls_options(const tls_client_options& tls) {
   // compatibility mode's ChangeCipherSpec (section 8.4).
   o.min_version = tls_version::v1_3;
   o.max_version = tls_version::v1_3;
-  o.priority =
-      (o.priority.empty() ? std::string("NORMAL") : o.priority) + ":%DISABLE_TLS13_COMPAT_MODE";
+  o.priority = (o.priority.empty() ? std::string(gnutls_client_priority) : o.priority) +
+               ":%DISABLE_TLS13_COMPAT_MODE";
   return o;
 }
 

@@ -89,8 +89,9 @@ void shared_setup::apply(gnutls_session_t session) const {
 }
 
 std::shared_ptr<const shared_setup> load_gnutls_client_setup(const tls_client_options& options) {
-  auto setup =
-      std::make_shared<shared_setup>(options.min_version, options.max_version, options.priority);
+  auto setup = std::make_shared<shared_setup>(
+      options.min_version, options.max_version,
+      options.priority.empty() ? std::string(gnutls_client_priority) : options.priority);
   if (!options.ca_file.empty()) {
     const int result = gnutls_certificate_set_x509_trust_file(
         setup->credentials(), options.ca_file.c_str(), GNUTLS_X509_FMT_PEM);
