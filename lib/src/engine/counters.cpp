@@ -72,6 +72,7 @@ void quic_counters::merge(const quic_counters& o) {
   retries += o.retries;
   version_negotiation += o.version_negotiation;
   stateless_resets += o.stateless_resets;
+  streams_exhausted += o.streams_exhausted;
   stray_packets += o.stray_packets;
   for (const auto& [code, n] : o.closes) closes[code] += n;
   packets_sent += o.packets_sent;

@@ -80,7 +80,8 @@ struct quic_counters {
   std::uint64_t retries = 0;         // Retry packets (address validation) taken
   std::uint64_t version_negotiation = 0;
   std::uint64_t stateless_resets = 0;
-  std::uint64_t stray_packets = 0;              // datagrams no connection took
+  std::uint64_t streams_exhausted = 0;  // connections replaced: the server granted no streams
+  std::uint64_t stray_packets = 0;      // datagrams no connection took
   std::map<std::string, std::uint64_t> closes;  // CONNECTION_CLOSE from the server, by code
   std::uint64_t packets_sent = 0;
   std::uint64_t packets_received = 0;

@@ -238,6 +238,7 @@ void fill_result(run_result& r, const detail::counters& total) {
   out.retries = u.retries;
   out.version_negotiation = u.version_negotiation;
   out.stateless_resets = u.stateless_resets;
+  out.streams_exhausted = u.streams_exhausted;
   out.stray_packets = u.stray_packets;
   out.closes = u.closes;
   out.packets_sent = u.packets_sent;

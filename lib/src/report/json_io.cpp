@@ -422,6 +422,7 @@ json::object quic_stats_to_json(const quic_stats& q) {
           {"retries", q.retries},
           {"version_negotiation", q.version_negotiation},
           {"stateless_resets", q.stateless_resets},
+          {"streams_exhausted", q.streams_exhausted},
           {"stray_packets", q.stray_packets},
           {"closes", counts_to_json(q.closes)},
           {"packets_sent", q.packets_sent},
@@ -444,6 +445,7 @@ quic_stats quic_stats_from_json(const json::object& o) {
   q.retries = count_at(o, "retries");
   q.version_negotiation = count_at(o, "version_negotiation");
   q.stateless_resets = count_at(o, "stateless_resets");
+  if (o.contains("streams_exhausted")) q.streams_exhausted = count_at(o, "streams_exhausted");
   q.stray_packets = count_at(o, "stray_packets");
   counts_from_json(o, "closes", q.closes);
   q.packets_sent = count_at(o, "packets_sent");

@@ -266,6 +266,11 @@ std::string format_table(const run_result& r) {
                        with_commas(q.retries), with_commas(q.version_negotiation),
                        with_commas(q.stateless_resets), with_commas(q.stray_packets)));
     }
+    if (q.streams_exhausted != 0) {
+      line("out of streams",
+           fmt::format("{} connections replaced: the server granted no more streams",
+                       with_commas(q.streams_exhausted)));
+    }
   }
   const auto& c = r.connections;
   if (!c.failures.empty()) {

@@ -151,6 +151,7 @@ class doq_client final : public client_base {
   std::uint64_t highest_sequence_answered_ = 0;
   std::uint64_t now_ = 0;  // the time of the packets being processed, for the callbacks
   std::uint64_t timer_at_ = 0;
+  std::uint64_t starved_since_ = 0;  // no stream credit, nothing in flight, since (0: not)
   bool any_answered_ = false;
   bool counted_ = false;   // set-up began after the warm-up: the connection is counted
   bool in_setup_ = false;  // counted in the worker's set-ups in flight

@@ -72,6 +72,23 @@ void doq_client::tick(std::uint64_t now) {
       if (send_allowance(now) > 0) connect(now);
       return;
     }
+    // A server that stops granting streams (Knot DNS 3.2 allows 100 per connection) would
+    // leave the queries waiting for good: once nothing is in flight and no MAX_STREAMS came
+    // for 3 PTOs (the credit for answered streams comes a round trip after the answers),
+    // the connection is replaced.
+    if (ngtcp2_conn_get_streams_bidi_left(conn_) == 0 && slots_.empty() &&
+        (send_allowance(now) > 0 || !resend_.empty())) {
+      if (starved_since_ == 0) {
+        starved_since_ = now;
+      } else if (now - starved_since_ >= 3 * ngtcp2_conn_get_pto(conn_)) {
+        if (counted_) ++quic().streams_exhausted;
+        close(true);
+        connect(now);
+        return;
+      }
+    } else {
+      starved_since_ = 0;
+    }
     fill(now);
     write(now);
     return;
@@ -372,6 +389,7 @@ void doq_client::end_connection() {
   timer_at_ = 0;
   waiting_read_ = false;
   early_ = false;
+  starved_since_ = 0;
   ++generation_;
   state_ = conn_state::idle;
 }
