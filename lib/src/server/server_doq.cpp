@@ -172,6 +172,7 @@ void doq_listener::on_readable() {
         dropped();
       }
     }
+    flush();
     if (n < static_cast<int>(receive_batch)) break;
   }
   wait();
@@ -263,7 +264,28 @@ void doq_listener::on_datagram(std::span<const std::uint8_t> datagram,
   } catch (const std::exception&) {
     open = false;
   }
-  if (!open) remove(*connection);
+  if (!open) {
+    remove(*connection);
+    return;
+  }
+  if (connection->flush_due() &&
+      std::find(to_flush_.begin(), to_flush_.end(), connection) == to_flush_.end()) {
+    to_flush_.push_back(std::move(connection));
+  }
+}
+
+void doq_listener::flush() {
+  for (auto& connection : to_flush_) {
+    if (!connections_.contains(connection.get())) continue;  // removed meanwhile
+    bool open = false;
+    try {
+      open = connection->flush();
+    } catch (const std::exception&) {
+      open = false;
+    }
+    if (!open) remove(*connection);
+  }
+  to_flush_.clear();
 }
 
 void doq_listener::send_retry(const ngtcp2_pkt_hd& header, const sockaddr_storage& remote,

@@ -113,6 +113,8 @@ class doq_listener final : public thread_listener {
                             const sockaddr_storage& local, socklen_t local_size,
                             const sockaddr_storage& remote, socklen_t remote_size);
   void dropped();
+  // Lets each connection that read datagrams of the last batch send (doq_connection::flush).
+  void flush();
 
   server_thread& thread_;
   const doq_context& context_;
@@ -125,6 +127,7 @@ class doq_listener final : public thread_listener {
   socklen_t bound_size_ = 0;
   std::unordered_map<cid_key, doq_connection*, cid_hash> by_id_;
   std::unordered_map<doq_connection*, std::shared_ptr<doq_connection>> connections_;
+  std::vector<std::shared_ptr<doq_connection>> to_flush_;  // read in this batch, to send
   std::vector<std::uint8_t> in_;
   std::vector<std::uint8_t> out_;
 };

@@ -172,6 +172,13 @@ bool doq_connection::on_datagram(const ngtcp2_path& path, std::span<const std::u
     return true;
   }
   apply_resets();
+  flush_due_ = true;  // the listener flushes once its batch of datagrams is read
+  return true;
+}
+
+bool doq_connection::flush() {
+  flush_due_ = false;
+  if (phase_ != phase::open) return true;
   if (!write() || !misbehave()) return false;
   arm_timer();
   return true;
@@ -305,11 +312,8 @@ bool doq_connection::write() {
   }
   if (count > 0) listener_.send({packets.data(), count});
   if (broken) return close(error);
-  // Pacing starts with the first RTT sample: ngtcp2 would otherwise space the first flight by
-  // the 333 ms initial RTT (RFC 9002) and answer a client's Finished ~20 ms late.
-  ngtcp2_conn_stat stat;
-  ngtcp2_conn_get_conn_stat(conn_, &stat);
-  if (stat.first_rtt_sample_ts != UINT64_MAX) ngtcp2_conn_update_pkt_tx_time(conn_, now);
+  // No pacing (ngtcp2_conn_update_pkt_tx_time is never called): answers leave as soon as
+  // the congestion window lets them, without a timer of tens of microseconds per packet.
   return true;
 }
 

@@ -50,6 +50,13 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
   // removed.
   bool on_datagram(const ngtcp2_path& path, std::span<const std::uint8_t> datagram);
 
+  // Sends what the datagrams read since the last flush call for (answers, ACKs, handshake
+  // data): once per batch of datagrams, so that a batch's answers share packets. False when
+  // the connection is over and is to be removed.
+  bool flush();
+  // Whether datagrams were read since the last flush.
+  bool flush_due() const noexcept { return flush_due_; }
+
   // The IDs the listener routes to this connection, so it can forget them all at the end.
   std::vector<cid_key>& ids() noexcept { return ids_; }
 
@@ -132,6 +139,7 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
   std::uint64_t timer_at_ = 0;    // what the timer is set to; 0: not set
   std::uint64_t period_end_ = 0;  // end of the closing or draining period
   bool counted_failure_ = false;
+  bool flush_due_ = false;
   std::uint64_t queries_ = 0;  // complete queries received (numbering them from 1)
   std::uint64_t answers_ = 0;  // answers handed to the send queue
 };
