@@ -145,6 +145,35 @@ TEST(doq_load_test, usage_errors_name_the_flag_and_why) {
             std::string::npos);
 }
 
+// Two responder threads, a DoQ socket each on one port: each connection (a new source port
+// every time) lands on either, and a ticket from one thread resumes, with 0-RTT, on the other.
+TEST(doq_load_test, several_responder_threads_share_tickets_and_serve_every_connection) {
+  server_options o = doq_server();
+  o.threads = 2;
+  server responder(o);
+  load_spec spec = doq_spec(responder.doq_port());
+  spec.clients = 2;
+  spec.outstanding = 1;
+  spec.queries_per_connection = 1;
+  spec.count = 100;
+  spec.tls.resume = true;
+  spec.tls.early_data = true;
+  const run_result r = run_checked(spec).result;
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.handshakes_resumed, 98u) << summary(r);
+  EXPECT_EQ(r.quic.early_data_accepted, 98u) << summary(r);
+  load_spec persistent = doq_spec(responder.doq_port());
+  persistent.clients = 8;
+  persistent.outstanding = 20;
+  persistent.count = 8000;
+  const run_result p = run_checked(persistent).result;
+  expect_all_in(p.responses_received, p);
+  EXPECT_EQ(p.connections.opened, 8u) << summary(p);
+  responder.stop();
+  EXPECT_EQ(responder.stats().connections_accepted, 108u);
+  EXPECT_EQ(responder.stats().doq_queries, 8100u);
+}
+
 // Address validation: every connection's first Initial gets a Retry, which the client follows
 // with the token; each is counted once and the queries are all answered.
 TEST(doq_load_test, a_retry_before_every_connection_is_followed_and_counted) {

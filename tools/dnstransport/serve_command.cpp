@@ -58,7 +58,7 @@ action add_serve_command(CLI::App& app) {
       ->capture_default_str();
   serve->add_option("--doq", o->doq,
                     "DNS-over-QUIC (RFC 9250) UDP address and port, e.g. 127.0.0.1:8853; always "
-                    "GnuTLS, on the first thread");
+                    "GnuTLS, a socket per thread");
   serve
       ->add_option("--doq-max-streams", o->doq_max_streams,
                    "DoQ: queries (streams) a client may have open at once")

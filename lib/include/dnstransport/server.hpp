@@ -36,7 +36,7 @@ struct server_options {
   std::optional<endpoint> doh;          ///< DNS-over-HTTPS listener (RFC 8484, HTTP/2 over TLS)
   std::string doh_path = "/dns-query";  ///< the path DoH requests go to; others get 404
   unsigned doh_max_streams = 100;       ///< SETTINGS_MAX_CONCURRENT_STREAMS announced
-  /// DNS-over-QUIC listener (RFC 9250): one UDP socket on the first thread, TLS 1.3 through
+  /// DNS-over-QUIC listener (RFC 9250): a UDP socket per thread (SO_REUSEPORT), TLS 1.3 through
   /// GnuTLS whatever tls_options.backend says, ALPN "doq". Needs a build with GnuTLS.
   std::optional<endpoint> doq;
   unsigned doq_max_streams = 100;  ///< DoQ: queries (streams) a client may have open at once

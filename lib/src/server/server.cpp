@@ -136,9 +136,11 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
       s.doh_port = t->open_doh({address_of(*o.doh, "--doh"), i == 0 ? o.doh->port : s.doh_port});
     }
 #ifdef DNSTRANSPORT_HAVE_DOQ
-    if (o.doq && i == 0) {
+    if (o.doq) {
+      // One socket per thread on the same port (SO_REUSEPORT): the kernel keeps each
+      // client's 4-tuple, so each QUIC connection, on one thread.
       auto listener = std::make_unique<detail::doq_listener>(*t, *s.doq);
-      s.doq_port = listener->open({address_of(*o.doq, "--doq"), o.doq->port});
+      s.doq_port = listener->open({address_of(*o.doq, "--doq"), i == 0 ? o.doq->port : s.doq_port});
       t->add_listener(std::move(listener));
     }
 #endif

@@ -90,7 +90,11 @@ doq_listener::~doq_listener() = default;
 std::uint16_t doq_listener::open(const boost::asio::ip::udp::endpoint& where) {
   boost::system::error_code ec;
   socket_.open(where.protocol(), ec);
-  if (!ec) socket_.bind(where, ec);
+  if (!ec) {
+    const int one = 1;
+    setsockopt(socket_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    socket_.bind(where, ec);
+  }
   if (!ec) socket_.non_blocking(true, ec);
   if (ec) {
     throw setup_error(fmt::format("cannot listen for DNS over QUIC on UDP {}: {}", describe(where),

@@ -1,9 +1,10 @@
 #pragma once
-// Internal: the responder's DNS-over-QUIC listener (RFC 9250) on ngtcp2 and GnuTLS. One UDP
-// socket on one responder thread serves every DoQ connection: QUIC finds a connection by the
-// connection ID in each packet, not by the address, so spreading it over SO_REUSEPORT
-// sockets would need the IDs to name their thread; one thread is enough for this step of
-// issue 14. The socket is drained on readiness (Asio async_wait, then recvmmsg); each
+// Internal: the responder's DNS-over-QUIC listener (RFC 9250) on ngtcp2 and GnuTLS. Every
+// responder thread has one, each with its own UDP socket on the same port (SO_REUSEPORT) and
+// its own connections: the kernel picks the socket by the client's address and port, which
+// stay the same for a connection (this responder supports no migration), so each
+// connection's packets reach its thread. The socket is drained on readiness (Asio
+// async_wait, then recvmmsg; the connections that read datagrams send once per batch); each
 // datagram goes to the connection its destination connection ID names, a client's first
 // Initial starts a new one, an unknown QUIC version gets a Version Negotiation packet, a
 // short-header packet for an unknown connection a stateless reset, and anything else is

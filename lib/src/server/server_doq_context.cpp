@@ -67,6 +67,7 @@ doq_context::~doq_context() {
 int doq_context::remember(void* self, std::time_t expires, const gnutls_datum_t* key,
                           const gnutls_datum_t*) {
   auto& context = *static_cast<doq_context*>(self);
+  const std::lock_guard lock(context.seen_mutex_);  // every responder thread's handshakes
   const std::time_t now = std::time(nullptr);
   // Entries expire in about the order they were added (GnuTLS gives each the same window):
   // the oldest go from the front of the queue, so no handshake scans the table. (A scan

@@ -2,7 +2,7 @@
 // Internal: what every DNS-over-QUIC connection of the responder shares: the GnuTLS set-up
 // (certificate, TLS 1.3 only, the session ticket key), the 0-RTT anti-replay database and the
 // secret stateless reset tokens are derived from. Built once per responder, before its
-// threads start; used from the one thread that serves DoQ.
+// threads start; used from every thread (the anti-replay table under a mutex).
 
 #include <gnutls/gnutls.h>
 
@@ -11,6 +11,7 @@
 #include <ctime>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -51,6 +52,7 @@ class doq_context {
 
   std::shared_ptr<shared_setup> setup_;
   gnutls_anti_replay_t anti_replay_ = nullptr;
+  std::mutex seen_mutex_;
   std::unordered_map<std::string, std::time_t> seen_;       // anti-replay entries until they expire
   std::deque<std::pair<std::time_t, std::string>> expiry_;  // seen_'s keys, oldest first
   bool early_data_;

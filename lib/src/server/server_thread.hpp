@@ -1,9 +1,8 @@
 #pragma once
 // Internal: one thread of the built-in responder. Every thread has its own io_context and
-// its own SO_REUSEPORT sockets (UDP, TCP, TLS, DoH), so the kernel spreads queries and
+// its own SO_REUSEPORT sockets (UDP, TCP, TLS, DoH, DoQ), so the kernel spreads queries and
 // connections over threads and nothing is shared between them but the rate limit, when there
-// is one (rate_limiter.hpp). The DoQ listener is on the first thread only (server_doq.hpp
-// says why).
+// is one (rate_limiter.hpp), and DoQ's 0-RTT anti-replay table (server_doq_context.hpp).
 
 #include <atomic>
 #include <cstdint>
