@@ -1,8 +1,8 @@
 // DNS over QUIC against a responder that breaks the connection or the protocol part-way:
 // CONNECTION_CLOSE with an error code after N queries, stream resets on some queries, an
-// answer whose 2-octet length lies, and a server that forgets its connections so that their
-// packets get stateless resets. Each run ends in time, accounts for every query once, and
-// names what happened.
+// answer whose 2-octet length lies, a server that forgets its connections so that their
+// packets get stateless resets, and one that grants no streams beyond its first limit. Each run
+// ends in time, accounts for every query once, and names what happened.
 #include <dnstransport/load.hpp>
 
 #include <gtest/gtest.h>
@@ -101,6 +101,21 @@ TEST(hostile_doq_test, a_server_that_forgets_its_connections_sends_stateless_res
   EXPECT_EQ(r.responses_received + r.lost_on_close, r.queries_sent) << summary(r);
   EXPECT_GE(r.responses_received, 25u) << summary(r);
   EXPECT_EQ(r.lost, 0u) << summary(r);
+}
+
+// A server that grants its first 10 streams and never more (Knot DNS 3.2 does so with 100):
+// once every query is answered and none can be sent, the client replaces the connection.
+TEST(hostile_doq_test, a_server_that_grants_no_more_streams_gets_new_connections) {
+  server_options o = doq_server();
+  o.doq_max_streams = 10;
+  o.doq_fixed_streams = true;
+  server responder(o);
+  load_spec spec = doq_spec(responder.doq_port(), 50);
+  const run_result r = run_checked(spec).result;
+  EXPECT_EQ(r.responses_received, 50u) << summary(r);
+  EXPECT_EQ(r.connections.opened, 5u) << summary(r);
+  EXPECT_EQ(r.quic.streams_exhausted, 4u) << summary(r);
+  EXPECT_EQ(r.lost, 0u);
 }
 
 }  // namespace

@@ -178,9 +178,9 @@ struct quic_stats {
   std::uint64_t retries = 0;              ///< Retry packets (address validation) followed
   std::uint64_t version_negotiation = 0;  ///< Version Negotiation answers (no common version)
   std::uint64_t stateless_resets = 0;
-  /// Connections the client replaced because the server stopped granting streams: every
-  /// query answered, none in flight, queries waiting, and no MAX_STREAMS for 3 PTOs (Knot
-  /// DNS 3.2 grants 100 streams per connection and no more).
+  /// Connections the client replaced because the server grants no streams beyond its first
+  /// limit: never a MAX_STREAMS on the connection, every query answered, queries waiting, for
+  /// 3 PTOs (Knot DNS 3.2 grants 100 streams per connection and no more).
   std::uint64_t streams_exhausted = 0;
   std::uint64_t stray_packets = 0;  ///< datagrams that belonged to no connection
   /// How established connections were ended by the other side: the server's

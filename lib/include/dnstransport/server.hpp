@@ -73,9 +73,12 @@ struct server_options {
   /// send every N-th query's answer with a 2-octet length one more than the message that
   /// follows,
   std::uint64_t doq_lie_every = 0;
-  /// and after N answers, forget the connection without a word, so that its next packets
-  /// get stateless resets (RFC 9000, section 10.3).
+  /// after N answers, forget the connection without a word, so that its next packets
+  /// get stateless resets (RFC 9000, section 10.3),
   std::uint64_t doq_stateless_reset_after = 0;
+  /// and grant no streams beyond doq_max_streams per connection (no MAX_STREAMS), as Knot
+  /// DNS 3.2 does.
+  bool doq_fixed_streams = false;
   /// Close a connection idle this long; 0: never for TCP/TLS/DoH, 30 s for DoQ (QUIC's
   /// max_idle_timeout, which the client sees).
   double idle_timeout_seconds = 0;

@@ -41,7 +41,8 @@ int doq_connection::on_stream_close(ngtcp2_conn* conn, std::uint32_t, std::int64
     }
     self.streams_.erase(found);
   }
-  if (ngtcp2_is_bidi_stream(stream_id) != 0 && ngtcp2_conn_is_local_stream(conn, stream_id) == 0) {
+  if (ngtcp2_is_bidi_stream(stream_id) != 0 && ngtcp2_conn_is_local_stream(conn, stream_id) == 0 &&
+      !self.thread_.options().doq_fixed_streams) {
     ngtcp2_conn_extend_max_streams_bidi(conn, 1);
   }
   return 0;

@@ -113,6 +113,7 @@ class doq_client final : public client_base {
   static int on_stream_close(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id,
                              std::uint64_t app_error_code, void* user_data, void* stream_user_data);
   static int on_recv_retry(ngtcp2_conn* conn, const ngtcp2_pkt_hd* header, void* user_data);
+  static int on_streams_raised(ngtcp2_conn* conn, std::uint64_t max_streams, void* user_data);
   static int on_stateless_reset(ngtcp2_conn* conn, const ngtcp2_pkt_stateless_reset* reset,
                                 void* user_data);
   static void random(std::uint8_t* dest, std::size_t size, const ngtcp2_rand_ctx* context);
@@ -152,6 +153,8 @@ class doq_client final : public client_base {
   std::uint64_t now_ = 0;  // the time of the packets being processed, for the callbacks
   std::uint64_t timer_at_ = 0;
   std::uint64_t starved_since_ = 0;  // no stream credit, nothing in flight, since (0: not)
+  std::uint64_t streams_limit_ = 0;  // the server's stream limit so far on this connection
+  bool streams_raised_ = false;      // the server has raised it (MAX_STREAMS) at least once
   bool any_answered_ = false;
   bool counted_ = false;   // set-up began after the warm-up: the connection is counted
   bool in_setup_ = false;  // counted in the worker's set-ups in flight

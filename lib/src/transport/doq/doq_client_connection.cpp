@@ -72,11 +72,12 @@ void doq_client::tick(std::uint64_t now) {
       if (send_allowance(now) > 0) connect(now);
       return;
     }
-    // A server that stops granting streams (Knot DNS 3.2 allows 100 per connection) would
-    // leave the queries waiting for good: once nothing is in flight and no MAX_STREAMS came
-    // for 3 PTOs (the credit for answered streams comes a round trip after the answers),
-    // the connection is replaced.
-    if (ngtcp2_conn_get_streams_bidi_left(conn_) == 0 && slots_.empty() &&
+    // A server that never grants more streams than its first limit (Knot DNS 3.2 allows
+    // 100 per connection) would leave the queries waiting for good: once nothing is in
+    // flight and no MAX_STREAMS came for 3 PTOs, the connection is replaced. A server that
+    // has raised the limit before is only slow to raise it again (its credit for answered
+    // streams comes a round trip or an ACK delay after the answers): it is waited for.
+    if (!streams_raised_ && ngtcp2_conn_get_streams_bidi_left(conn_) == 0 && slots_.empty() &&
         (send_allowance(now) > 0 || !resend_.empty())) {
       if (starved_since_ == 0) {
         starved_since_ = now;
@@ -390,6 +391,8 @@ void doq_client::end_connection() {
   waiting_read_ = false;
   early_ = false;
   starved_since_ = 0;
+  streams_limit_ = 0;
+  streams_raised_ = false;
   ++generation_;
   state_ = conn_state::idle;
 }
@@ -468,6 +471,14 @@ int doq_client::on_recv_retry(ngtcp2_conn* conn, const ngtcp2_pkt_hd* header, vo
   return ngtcp2_crypto_recv_retry_cb(conn, header, user_data);
 }
 
+int doq_client::on_streams_raised(ngtcp2_conn*, std::uint64_t max_streams, void* user_data) {
+  auto& self = *static_cast<doq_client*>(user_data);
+  // The first call carries the server's initial limit; a later, higher one is MAX_STREAMS.
+  if (self.streams_limit_ != 0 && max_streams > self.streams_limit_) self.streams_raised_ = true;
+  self.streams_limit_ = std::max(self.streams_limit_, max_streams);
+  return 0;
+}
+
 int doq_client::on_stateless_reset(ngtcp2_conn*, const ngtcp2_pkt_stateless_reset*,
                                    void* user_data) {
   auto& self = *static_cast<doq_client*>(user_data);
@@ -501,6 +512,7 @@ const ngtcp2_callbacks& doq_client::callbacks() {
     c.update_key = ngtcp2_crypto_update_key_cb;
     c.stream_reset = &doq_client::on_stream_reset;
     c.recv_stateless_reset = &doq_client::on_stateless_reset;
+    c.extend_max_local_streams_bidi = &doq_client::on_streams_raised;
     c.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
     c.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
     c.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
