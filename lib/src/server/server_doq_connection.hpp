@@ -70,6 +70,7 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
     bool queued = false;            // in send_queue_
     bool delayed = false;           // in delayed_, waiting for the rate limit
     bool failed = false;            // reset; data that still arrives is discarded
+    bool credited = false;          // its stream credit went back to the client already
   };
 
   enum class phase { open, closing, draining };

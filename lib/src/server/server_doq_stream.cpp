@@ -33,7 +33,9 @@ int doq_connection::on_stream_data(ngtcp2_conn* conn, std::uint32_t flags, std::
 int doq_connection::on_stream_close(ngtcp2_conn* conn, std::uint32_t, std::int64_t stream_id,
                                     std::uint64_t, void* user_data, void*) {
   auto& self = *static_cast<doq_connection*>(user_data);
+  bool credited = false;  // the client got this stream's credit back when its query was read
   if (const auto found = self.streams_.find(stream_id); found != self.streams_.end()) {
+    credited = found->second->credited;
     if (found->second->queued) std::erase(self.send_queue_, found->second.get());
     if (found->second->delayed) {
       std::erase_if(self.delayed_,
@@ -42,7 +44,7 @@ int doq_connection::on_stream_close(ngtcp2_conn* conn, std::uint32_t, std::int64
     self.streams_.erase(found);
   }
   if (ngtcp2_is_bidi_stream(stream_id) != 0 && ngtcp2_conn_is_local_stream(conn, stream_id) == 0 &&
-      !self.thread_.options().doq_fixed_streams) {
+      !credited && !self.thread_.options().doq_fixed_streams) {
     ngtcp2_conn_extend_max_streams_bidi(conn, 1);
   }
   return 0;
@@ -92,6 +94,13 @@ void doq_connection::receive(std::int64_t stream_id, bool fin, std::span<const s
   if (s.failed || !s.out.empty() || s.in.state() != doq_stream_reader::outcome::more) return;
   const auto got = s.in.add(data, fin);
   if (got == doq_stream_reader::outcome::more) return;
+  // The query is read: the client may open another stream now, not only once this one has
+  // closed (after our answer is acknowledged, an ACK delay later), which would leave a
+  // client with every stream answered waiting for credit.
+  if (!thread_.options().doq_fixed_streams) {
+    ngtcp2_conn_extend_max_streams_bidi(conn_, 1);
+    s.credited = true;
+  }
   // More than the length announces, or FIN before it is all there: not one DNS message.
   if (got != doq_stream_reader::outcome::message) {
     thread_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
