@@ -238,7 +238,7 @@ TEST(cli_test, fast_open_connections_count_once_established) {
   const run_result result = run_result_from_json(text, json);
   EXPECT_EQ(result.responses_received, 400u);
   EXPECT_EQ(result.connections.opened, 400u);
-  EXPECT_EQ(result.connections.failed, 0u);
+  EXPECT_EQ(result.connections.failed, 0u) << result.connections.first_failure;
   EXPECT_GT(result.connections.fastopen_data_in_syn, 0u);
   EXPECT_EQ(result.connect_latency.count(), 400u);
   EXPECT_GT(result.connect_latency.min(), 0u);

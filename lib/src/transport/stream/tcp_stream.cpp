@@ -60,7 +60,11 @@ class tcp_stream final : public byte_stream {
         return stream_io::done;
       }
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return stream_io::want_write;
+      // EINPROGRESS: a Fast Open connect whose SYN went without the data (the kernel may
+      // decline to put data in a SYN, e.g. after SYN losses): write again once connected.
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINPROGRESS) {
+        return stream_io::want_write;
+      }
       error_ = errno;
       return stream_io::failed;
     }
