@@ -292,6 +292,18 @@ void doq_listener::flush() {
   to_flush_.clear();
 }
 
+void doq_listener::send_reply(std::span<const std::uint8_t> bytes, const sockaddr_storage& local,
+                              socklen_t local_size, const sockaddr_storage& remote,
+                              socklen_t remote_size) {
+  doq_packet packet;
+  packet.local = local;
+  packet.local_size = local_size;
+  packet.remote = remote;
+  packet.remote_size = remote_size;
+  packet.bytes = bytes;
+  send({&packet, 1});
+}
+
 void doq_listener::send_retry(const ngtcp2_pkt_hd& header, const sockaddr_storage& remote,
                               socklen_t remote_size, const sockaddr_storage& local,
                               socklen_t local_size) {
@@ -316,13 +328,8 @@ void doq_listener::send_retry(const ngtcp2_pkt_hd& header, const sockaddr_storag
     dropped();
     return;
   }
-  doq_packet packet;
-  packet.local = local;
-  packet.local_size = local_size;
-  packet.remote = remote;
-  packet.remote_size = remote_size;
-  packet.bytes = buffer.first(static_cast<std::size_t>(written));
-  send({&packet, 1});
+  send_reply(buffer.first(static_cast<std::size_t>(written)), local, local_size, remote,
+             remote_size);
   thread_.counters.doq_retries.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -352,13 +359,8 @@ void doq_listener::send_stateless_reset(std::span<const std::uint8_t> dcid, std:
   const ngtcp2_ssize written = ngtcp2_pkt_write_stateless_reset(
       buffer.data(), buffer.size(), token.data(), random.data(), random_length);
   if (written <= 0) return;
-  doq_packet packet;
-  packet.local = local;
-  packet.local_size = local_size;
-  packet.remote = remote;
-  packet.remote_size = remote_size;
-  packet.bytes = buffer.first(static_cast<std::size_t>(written));
-  send({&packet, 1});
+  send_reply(buffer.first(static_cast<std::size_t>(written)), local, local_size, remote,
+             remote_size);
   thread_.counters.doq_stateless_resets.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -377,13 +379,8 @@ void doq_listener::send_version_negotiation(std::span<const std::uint8_t> dcid,
     dropped();
     return;
   }
-  doq_packet packet;
-  packet.local = local;
-  packet.local_size = local_size;
-  packet.remote = remote;
-  packet.remote_size = remote_size;
-  packet.bytes = buffer.first(static_cast<std::size_t>(written));
-  send({&packet, 1});
+  send_reply(buffer.first(static_cast<std::size_t>(written)), local, local_size, remote,
+             remote_size);
 }
 
 void doq_listener::associate(const cid_key& id, doq_connection& connection) {

@@ -106,6 +106,9 @@ class doq_listener final : public thread_listener {
                                 std::span<const std::uint8_t> scid, const sockaddr_storage& local,
                                 socklen_t local_size, const sockaddr_storage& remote,
                                 socklen_t remote_size);
+  // One packet that answers a datagram of no connection, back the way it came.
+  void send_reply(std::span<const std::uint8_t> bytes, const sockaddr_storage& local,
+                  socklen_t local_size, const sockaddr_storage& remote, socklen_t remote_size);
   // A Retry for a client's first Initial (server_options::doq_retry).
   void send_retry(const ngtcp2_pkt_hd& header, const sockaddr_storage& remote,
                   socklen_t remote_size, const sockaddr_storage& local, socklen_t local_size);
