@@ -21,10 +21,8 @@ namespace dnstransport::detail {
 namespace {
 
 constexpr unsigned receive_batch = 16;
-// Packets per sendmmsg; they are written one after another into one scratch buffer.
-constexpr unsigned send_batch = 32;
+// The outbox's packets are written one after another into one scratch buffer.
 constexpr std::size_t packet_room = 1452;
-static_assert(send_batch * packet_room <= worker::scratch_size);
 static_assert(receive_batch < worker::scratch_count);
 
 }  // namespace
@@ -41,6 +39,7 @@ void doq_client::wait_readable() {
 }
 
 void doq_client::on_readable() {
+  const output_round round(*this);
   const int fd = socket_.native_handle();
   std::array<mmsghdr, receive_batch> msgs{};
   std::array<iovec, receive_batch> iov{};
@@ -160,26 +159,42 @@ void doq_client::fill(std::uint64_t now) {
     put_frame_prefix(r.head.data(), query.size());
     r.head[2] = r.head[3] = 0;  // RFC 9250, section 4.2.1: the DNS id is 0
     r.early = state_ != conn_state::established;
-    if (r.early && s.counted) ++quic().queries_in_early_data;
+    if (r.early && early_keys_ && s.counted) ++quic().queries_in_early_data;
     send_queue_.push_back(&r);
   }
+}
+
+std::span<std::uint8_t> doq_client::outbox_room() {
+  static_assert(send_batch * packet_room <= worker::scratch_size);
+  if (outbox_count_ == send_batch) {
+    send_packets({outbox_.data(), outbox_count_});
+    outbox_count_ = 0;
+    outbox_used_ = 0;
+  }
+  return owner_.scratch(worker::scratch_count - 1).subspan(outbox_used_, packet_room);
+}
+
+void doq_client::add_to_outbox(std::size_t size) {
+  // Back to back, so that runs of full packets can leave as one GSO send.
+  outbox_[outbox_count_++] = {owner_.scratch(worker::scratch_count - 1).data() + outbox_used_,
+                              size};
+  outbox_used_ += size;
+}
+
+void doq_client::flush() {
+  if (rounds_ > 0 || outbox_count_ == 0) return;
+  send_packets({outbox_.data(), outbox_count_});
+  outbox_count_ = 0;
+  outbox_used_ = 0;
 }
 
 bool doq_client::write(std::uint64_t now) {
   if (conn_ == nullptr) return false;
   for (request* r : blocked_) send_queue_.push_back(r);
   blocked_.clear();
-  const auto buffer = owner_.scratch(worker::scratch_count - 1);
-  std::array<iovec, send_batch> packets{};
-  unsigned count = 0;
-  std::size_t used = 0;
   // Bounded: each round either takes query octets, writes a packet, or moves a stream aside.
   for (unsigned round = 0; round < 16 * send_batch + 2 * send_queue_.size(); ++round) {
-    if (count == send_batch) {
-      send_packets({packets.data(), count});
-      count = 0;
-      used = 0;
-    }
+    const auto room = outbox_room();
     request* r = send_queue_.empty() ? nullptr : send_queue_.front();
     std::array<ngtcp2_vec, 2> data{};
     std::size_t pieces = 0;
@@ -200,7 +215,7 @@ bool doq_client::write(std::uint64_t now) {
     ngtcp2_ssize accepted = -1;
     ngtcp2_pkt_info info{};
     const ngtcp2_ssize n = ngtcp2_conn_writev_stream(
-        conn_, nullptr, &info, buffer.data() + used, packet_room, &accepted, flags,
+        conn_, nullptr, &info, room.data(), room.size(), &accepted, flags,
         r != nullptr ? r->stream : -1, r != nullptr ? data.data() : nullptr, pieces, now);
     // A callback may have closed the stream meanwhile (and freed its request).
     if (r != nullptr && (!r->in_use || send_queue_.empty() || send_queue_.front() != r)) {
@@ -224,16 +239,14 @@ bool doq_client::write(std::uint64_t now) {
       continue;
     }
     if (n < 0) {
-      send_packets({packets.data(), count});
+      flush();
       connection_broke(static_cast<int>(n));
       return false;
     }
     if (n == 0) break;  // nothing more, or the congestion window is full
-    // Back to back, so that runs of full packets can leave as one GSO send.
-    packets[count++] = {buffer.data() + used, static_cast<std::size_t>(n)};
-    used += static_cast<std::size_t>(n);
+    add_to_outbox(static_cast<std::size_t>(n));
   }
-  send_packets({packets.data(), count});
+  flush();
   // No pacing (ngtcp2_conn_update_pkt_tx_time is never called): a client's packets are
   // small queries, bursts are bounded by the congestion window, and pacing timers of tens of
   // microseconds cost a timer reprogram per packet (a quarter of the client's CPU on

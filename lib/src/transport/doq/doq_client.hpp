@@ -1,6 +1,10 @@
 #pragma once
-// Internal: the DoQ client. One QUIC connection at a time, each on a UDP socket of its own
-// (a new source port per connection, as a stub opening a new connection would have). Every
+// Internal: the DoQ client. One QUIC connection at a time on the client's one UDP socket:
+// successive connections share its source port, as they do in QUIC stacks that keep one
+// socket per endpoint (quic-go, quinn, msquic), and the server tells them apart by their
+// connection IDs; a datagram of an earlier connection that arrives later is discarded by
+// ngtcp2 (counted as stray). A socket per connection cost 10 system calls per connection
+// (a twelfth of a resumed handshake's client CPU). Every
 // query gets a bidirectional stream: [length][id 0][rest of the query] and FIN (RFC 9250,
 // section 4.2); its answer is matched by stream, and the question is still checked. The
 // connection's life cycle is in doq_client_connection.cpp (connect, handshake, 0-RTT, the
@@ -62,7 +66,8 @@ class doq_client final : public client_base {
 
   // The connection's life cycle (doq_client_connection.cpp).
   void connect(std::uint64_t now);
-  // A connected UDP socket for the next connection; the errno of what failed.
+  // The client's connected UDP socket, opened for its first connection and kept; the errno
+  // of what failed.
   int open_socket();
   bool create_connection(std::uint64_t now);
   // The handshake completed (from ngtcp2's callback): counted, 0-RTT judged.
@@ -75,8 +80,10 @@ class doq_client final : public client_base {
   void connection_broke(int error);
   // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
   void close(bool count);
-  // Drops the connection, its socket and its streams; keeps its ticket. In-flight queries
-  // are lost on close.
+  // Puts a packet with `close` in the outbox.
+  void write_connection_close(const ngtcp2_connection_close_error& close);
+  // Drops the connection and its streams; keeps its ticket and the socket. In-flight
+  // queries are lost on close.
   void end_connection();
   void take_ticket();
   bool connection_done() const noexcept;
@@ -89,9 +96,17 @@ class doq_client final : public client_base {
   // Opens streams for the queries the budget, the queries-per-connection limit and the
   // server's stream limit allow (and for the queries 0-RTT lost).
   void fill(std::uint64_t now);
-  // Hands queued query data to ngtcp2 and sends the packets it makes (ACKs, retransmissions,
-  // handshake). False when the connection broke doing so.
+  // Hands queued query data to ngtcp2 and puts the packets it makes (ACKs, retransmissions,
+  // handshake) in the outbox. False when the connection broke doing so.
   bool write(std::uint64_t now);
+  // Room in the outbox for one more packet (sending what it holds when it is full), and the
+  // packet written there.
+  std::span<std::uint8_t> outbox_room();
+  void add_to_outbox(std::size_t size);
+  // Sends what the outbox holds unless an I/O round is under way (`output_round`), which
+  // sends once at its end: the client's Finished, its CONNECTION_CLOSE and the next
+  // connection's Initial leave in one sendmmsg.
+  void flush();
   void send_packets(std::span<const iovec> packets);
   // After reading or a timer: answers counted, then more queries or the next connection.
   void after_io(std::uint64_t now);
@@ -123,6 +138,22 @@ class doq_client final : public client_base {
                        unsigned int incoming, const gnutls_datum_t* message);
   static ngtcp2_conn* connection_of(ngtcp2_crypto_conn_ref* ref);
   static const ngtcp2_callbacks& callbacks();
+
+  // Holds the outbox for one entry point (a read, a timer, a tick), then flushes it. The
+  // outbox lives in the worker's scratch buffer, which no other client touches before this
+  // client returns to the event loop.
+  class output_round {
+   public:
+    explicit output_round(doq_client& client) noexcept : client_(client) { ++client_.rounds_; }
+    ~output_round() {
+      if (--client_.rounds_ == 0) client_.flush();
+    }
+    output_round(const output_round&) = delete;
+    output_round& operator=(const output_round&) = delete;
+
+   private:
+    doq_client& client_;
+  };
 
   const doq_transport& transport_;
   boost::asio::ip::udp::socket socket_;
@@ -156,12 +187,20 @@ class doq_client final : public client_base {
   std::uint64_t streams_limit_ = 0;  // the server's stream limit so far on this connection
   bool streams_raised_ = false;      // the server has raised it (MAX_STREAMS) at least once
   bool any_answered_ = false;
-  bool counted_ = false;   // set-up began after the warm-up: the connection is counted
-  bool in_setup_ = false;  // counted in the worker's set-ups in flight
-  bool early_ = false;     // 0-RTT keys are in place: queries may go before the handshake ends
+  bool counted_ = false;     // set-up began after the warm-up: the connection is counted
+  bool in_setup_ = false;    // counted in the worker's set-ups in flight
+  bool early_ = false;       // queries may go before the handshake ends (in 0-RTT once keys are)
+  bool early_keys_ = false;  // GnuTLS made 0-RTT keys: queries opened early go in 0-RTT
   bool stateless_reset_ = false;
   bool waiting_read_ = false;
   unsigned failed_in_a_row_ = 0;
+
+  // Packets made but not sent yet, back to back in the worker's last scratch buffer.
+  static constexpr unsigned send_batch = 32;  // packets per sendmmsg
+  std::array<iovec, send_batch> outbox_{};
+  unsigned outbox_count_ = 0;
+  std::size_t outbox_used_ = 0;
+  unsigned rounds_ = 0;  // output_rounds under way
 };
 
 }  // namespace dnstransport::detail

@@ -43,11 +43,13 @@ doq_client::~doq_client() {
 }
 
 void doq_client::start() {
+  const output_round round(*this);
   const std::uint64_t now = monotonic_ns();
   if (send_allowance(now) > 0) connect(now);
 }
 
 void doq_client::tick(std::uint64_t now) {
+  const output_round round(*this);
   if (state_ == conn_state::handshaking) {
     if (!may_send(now) && slots_.empty()) {
       close(true);
@@ -108,6 +110,7 @@ bool doq_client::connection_done() const noexcept {
 }
 
 int doq_client::open_socket() {
+  if (socket_.is_open()) return 0;
   const run_plan& p = plan();
   const boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
   boost::system::error_code ec;
@@ -115,7 +118,11 @@ int doq_client::open_socket() {
   if (!ec && !p.sources.empty()) socket_.bind({p.sources[index_ % p.sources.size()], 0}, ec);
   if (!ec) socket_.connect(server, ec);
   if (!ec) socket_.non_blocking(true, ec);
-  if (ec) return ec.value();
+  if (ec) {
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    return ec.value();
+  }
   enlarge_socket_buffers(socket_.native_handle());
   socklen_t size = sizeof local_;
   getsockname(socket_.native_handle(), reinterpret_cast<sockaddr*>(&local_), &size);
@@ -180,6 +187,7 @@ void doq_client::connect(std::uint64_t now) {
   highest_sequence_answered_ = 0;
   any_answered_ = false;
   early_ = false;
+  early_keys_ = false;
   stateless_reset_ = false;
   if (const int error = open_socket(); error != 0) {
     if (counted_) {
@@ -193,16 +201,29 @@ void doq_client::connect(std::uint64_t now) {
     fail_connection("quic_setup", "DoQ: ngtcp2 or GnuTLS could not set up a connection");
     return;
   }
-  // The first write makes the ClientHello; GnuTLS has the 0-RTT keys after it when the
-  // ticket allows early data.
+  // With a ticket, the queries' streams are opened before the first write, which makes the
+  // ClientHello: GnuTLS has the 0-RTT keys right after it when the ticket allows early data,
+  // and ngtcp2 then puts the queries in a 0-RTT packet in the same datagram (where the
+  // Initial's padding would go).
+  const doq_settings& s = transport_.settings();
+  early_ = s.resume && s.early_data && have_ticket_;
+  if (early_) fill(now);
   if (!write(now)) return;
   const ngtcp2_crypto_ctx* early = ngtcp2_conn_get_early_crypto_ctx(conn_);
-  if (transport_.settings().early_data && early != nullptr &&
-      early->aead.native_handle != nullptr) {
-    early_ = true;
+  if (early_ && early != nullptr && early->aead.native_handle != nullptr) {
+    early_keys_ = true;
     if (counted_) ++quic().early_data_offered;
+    for (request& r : requests_) {
+      const slot_table::slot* slot = r.in_use && r.early ? slots_.find(r.id) : nullptr;
+      if (slot != nullptr && slot->counted) ++quic().queries_in_early_data;
+    }
+    // Queries that did not fit in the first datagram go now, in 0-RTT too.
     fill(now);
     if (!write(now)) return;
+  } else if (early_) {
+    // The ticket allows no early data: the queries opened wait for the handshake.
+    early_ = false;
+    for (request& r : requests_) r.early = false;
   }
   wait_readable();
 }
@@ -307,14 +328,7 @@ void doq_client::connection_broke(int error) {
     ngtcp2_connection_close_error_set_transport_error_liberr(&close, error, nullptr, 0);
     cause = fmt::format("quic_{}", quic_transport_error_name(close.error_code));
     message = fmt::format("DoQ: {} ({})", ngtcp2_strerror(error), cause);
-    std::array<std::uint8_t, 1452> packet;
-    ngtcp2_pkt_info info{};
-    const ngtcp2_ssize n = ngtcp2_conn_write_connection_close(
-        conn_, nullptr, &info, packet.data(), packet.size(), &close, monotonic_ns());
-    if (n > 0) {
-      const iovec one{packet.data(), static_cast<std::size_t>(n)};
-      send_packets({&one, 1});
-    }
+    write_connection_close(close);
     if (!handshaking && counted_) {
       ++connections().reset_by_server;
       connections().record_failure(cause, message);
@@ -335,16 +349,18 @@ void doq_client::close(bool count) {
     ngtcp2_connection_close_error close;
     ngtcp2_connection_close_error_default(&close);
     ngtcp2_connection_close_error_set_application_error(&close, doq_no_error, nullptr, 0);
-    std::array<std::uint8_t, 1452> packet;
-    ngtcp2_pkt_info info{};
-    const ngtcp2_ssize n = ngtcp2_conn_write_connection_close(
-        conn_, nullptr, &info, packet.data(), packet.size(), &close, monotonic_ns());
-    if (n > 0) {
-      const iovec one{packet.data(), static_cast<std::size_t>(n)};
-      send_packets({&one, 1});
-    }
+    write_connection_close(close);
   }
   end_connection();
+}
+
+void doq_client::write_connection_close(const ngtcp2_connection_close_error& close) {
+  const auto room = outbox_room();
+  ngtcp2_pkt_info info{};
+  const ngtcp2_ssize n = ngtcp2_conn_write_connection_close(conn_, nullptr, &info, room.data(),
+                                                            room.size(), &close, monotonic_ns());
+  if (n > 0) add_to_outbox(static_cast<std::size_t>(n));
+  flush();
 }
 
 void doq_client::end_connection() {
@@ -384,12 +400,16 @@ void doq_client::end_connection() {
   send_queue_.clear();
   blocked_.clear();
   resend_.clear();
-  boost::system::error_code ignored;
-  socket_.close(ignored);
+  // The socket stays for the next connection; a wait on it belongs to this one.
+  if (waiting_read_) {
+    boost::system::error_code ignored;
+    socket_.cancel(ignored);
+  }
   if (timer_at_ != 0) timer_.cancel();
   timer_at_ = 0;
   waiting_read_ = false;
   early_ = false;
+  early_keys_ = false;
   starved_since_ = 0;
   streams_limit_ = 0;
   streams_raised_ = false;
@@ -430,6 +450,7 @@ void doq_client::arm_timer() {
 
 void doq_client::on_timer() {
   if (conn_ == nullptr) return;
+  const output_round round(*this);
   const std::uint64_t now = monotonic_ns();
   if (ngtcp2_conn_get_expiry(conn_) > now) {
     arm_timer();

@@ -35,7 +35,7 @@ doq_transport::doq_transport(const doq_settings& settings, const tls_client_opti
 doq_transport::~doq_transport() = default;
 
 gnutls_session_t doq_transport::new_session() const {
-  unsigned int flags = GNUTLS_CLIENT | GNUTLS_NO_END_OF_EARLY_DATA;
+  unsigned int flags = gnutls_client_flags | GNUTLS_NO_END_OF_EARLY_DATA;
   if (settings_.early_data) flags |= GNUTLS_ENABLE_EARLY_DATA;
   gnutls_session_t session = nullptr;
   if (gnutls_init(&session, flags) < 0) return nullptr;

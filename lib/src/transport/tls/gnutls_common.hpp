@@ -30,6 +30,13 @@ inline constexpr const char* gnutls_client_priority =
     "+GROUP-X448:+GROUP-FFDHE2048:+GROUP-FFDHE3072:+GROUP-FFDHE4096:-CIPHER-ALL:+AES-128-GCM:"
     "+CHACHA20-POLY1305:+AES-256-GCM:+AES-128-CCM:+AES-256-CCM:+AES-128-CBC:+AES-256-CBC";
 
+// Every GnuTLS client session (DoT, DoH, DoQ) sends a key share for the first group only
+// (X25519 unless --tls-priority says otherwise), as OpenSSL does: GnuTLS's default also
+// computes a P-256 share that a server supporting X25519 never uses. Measured on DoQ, one
+// query per connection: 307 -> 285 us of client CPU per full handshake, 184 -> 156 per
+// resumed one. A server without the first group costs a HelloRetryRequest round trip.
+inline constexpr unsigned int gnutls_client_flags = GNUTLS_CLIENT | GNUTLS_KEY_SHARE_TOP;
+
 // GnuTLS initialises itself when loaded unless told otherwise (GNUTLS_NO_IMPLICIT_INIT or a
 // static build); the calls are reference counted, so each context holding one is safe.
 class gnutls_library {

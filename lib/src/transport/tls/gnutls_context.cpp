@@ -131,7 +131,7 @@ class gnutls_client_context final : public tls_client_context {
   }
 
   std::unique_ptr<tls_connection> connect(int fd, const tls_ticket* resume_from) override {
-    auto session = std::make_unique<gnutls_connection>(setup_, fd, GNUTLS_CLIENT, resume_);
+    auto session = std::make_unique<gnutls_connection>(setup_, fd, gnutls_client_flags, resume_);
     gnutls_session_t s = session->get();
     setup_->apply(s);
     if (!sni_.empty() && gnutls_server_name_set(s, GNUTLS_NAME_DNS, sni_.data(), sni_.size()) < 0) {
