@@ -41,7 +41,8 @@ struct server_options {
   std::optional<endpoint> doq;
   unsigned doq_max_streams = 100;  ///< DoQ: queries (streams) a client may have open at once
   /// DoQ: accept queries sent in 0-RTT by clients resuming a session; false: tickets allow
-  /// no early data and the client sends its queries after the handshake.
+  /// no early data and the client sends its queries after the handshake. (TLS and DoH:
+  /// tls_options.early_data.)
   bool doq_early_data = true;
   /// DoQ: validate each client's address with a Retry before its connection starts (RFC
   /// 9000, section 8.1.2), as a server under a flood of spoofed Initials would: a round trip
@@ -105,6 +106,8 @@ struct server_stats {
   std::uint64_t connections_accepted = 0;   ///< TCP, TLS and DoH connections, QUIC connections
   std::uint64_t tls_handshakes_failed = 0;  ///< DoQ too: connections that never completed one
   std::uint64_t tls_resumed = 0;
+  /// TLS and DoH connections whose early data (0-RTT) was accepted and answered.
+  std::uint64_t tls_early_data = 0;
   /// Dropped, or for DoH: answered 400, or for DoQ: the stream reset with
   /// DOQ_PROTOCOL_ERROR (a length that does not match the data, or no query).
   std::uint64_t malformed_queries = 0;

@@ -52,41 +52,9 @@ doq_context::doq_context(const tls_server_options& tls, bool early_data)
   if (gnutls_rnd(GNUTLS_RND_KEY, static_secret_.data(), static_secret_.size()) != 0) {
     throw setup_error("cannot draw the DNS-over-QUIC stateless reset secret from GnuTLS");
   }
-  if (const int result = gnutls_anti_replay_init(&anti_replay_); result < 0) {
-    throw setup_error(
-        fmt::format("cannot set up the 0-RTT anti-replay check: {}", gnutls_strerror(result)));
-  }
-  gnutls_anti_replay_set_add_function(anti_replay_, &doq_context::remember);
-  gnutls_anti_replay_set_ptr(anti_replay_, this);
 }
 
-doq_context::~doq_context() {
-  gnutls_anti_replay_deinit(anti_replay_);
-}
-
-int doq_context::remember(void* self, std::time_t expires, const gnutls_datum_t* key,
-                          const gnutls_datum_t*) {
-  auto& context = *static_cast<doq_context*>(self);
-  const std::lock_guard lock(context.seen_mutex_);  // every responder thread's handshakes
-  const std::time_t now = std::time(nullptr);
-  // Entries expire in about the order they were added (GnuTLS gives each the same window):
-  // the oldest go from the front of the queue, so no handshake scans the table. (A scan
-  // once the table held 4096 entries cost half the responder's CPU at 3,000 resumed
-  // connections a second.)
-  while (!context.expiry_.empty() && context.expiry_.front().first < now) {
-    const auto found = context.seen_.find(context.expiry_.front().second);
-    if (found != context.seen_.end() && found->second < now) context.seen_.erase(found);
-    context.expiry_.pop_front();
-  }
-  std::string k(reinterpret_cast<const char*>(key->data), key->size);
-  const auto [where, added] = context.seen_.try_emplace(k, expires);
-  if (!added) {
-    if (where->second >= now) return GNUTLS_E_DB_ENTRY_EXISTS;
-    where->second = expires;
-  }
-  context.expiry_.emplace_back(expires, std::move(k));
-  return 0;
-}
+doq_context::~doq_context() = default;
 
 gnutls_session_t doq_context::new_session(ngtcp2_crypto_conn_ref* ref) const {
   unsigned int flags = GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET | GNUTLS_NO_END_OF_EARLY_DATA;
@@ -112,7 +80,7 @@ gnutls_session_t doq_context::new_session(ngtcp2_crypto_conn_ref* ref) const {
   gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_POST,
                                      check_alpn);
   if (early_data_) {
-    gnutls_anti_replay_enable(session, anti_replay_);
+    anti_replay_.enable(session);
     // RFC 9001, section 4.6.1: a ticket that allows 0-RTT says so with 0xffffffff; QUIC's own
     // flow control limits what the client sends.
     gnutls_record_set_max_early_data_size(session, 0xffffffffu);
