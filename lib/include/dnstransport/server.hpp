@@ -77,6 +77,11 @@ struct server_options {
   /// after N answers, forget the connection without a word, so that its next packets
   /// get stateless resets (RFC 9000, section 10.3),
   std::uint64_t doq_stateless_reset_after = 0;
+  /// after N answers, open a bidirectional stream of its own and send on it, though the
+  /// client granted the server no streams (RFC 9250, section 4.2: only clients open
+  /// streams); the responder raises the limit in its copy of the client's transport
+  /// parameters to be able to,
+  std::uint64_t doq_open_stream_after = 0;
   /// and grant no streams beyond doq_max_streams per connection (no MAX_STREAMS), as Knot
   /// DNS 3.2 does.
   bool doq_fixed_streams = false;

@@ -33,7 +33,9 @@ class doq_context {
   // A server session set up for QUIC (ALPN "doq" mandatory, tickets sent by the caller once
   // the handshake completes), whose ngtcp2 callbacks find their connection through `ref`.
   // Null when GnuTLS cannot allocate one.
-  gnutls_session_t new_session(ngtcp2_crypto_conn_ref* ref) const;
+  // `claim_streams` (server_options::doq_open_stream_after): the session also raises the
+  // client's stream limit for the server as ngtcp2 reads it, breaking the protocol on purpose.
+  gnutls_session_t new_session(ngtcp2_crypto_conn_ref* ref, bool claim_streams) const;
 
   // Whether a session sends a new ticket after a resumed handshake (--no-ticket-renewal).
   bool renew_tickets() const noexcept { return renew_tickets_; }
