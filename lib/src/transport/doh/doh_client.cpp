@@ -98,10 +98,11 @@ bool doh_client::start_session() {
 }
 
 bool doh_client::fill_early(std::uint64_t now, std::size_t room) {
-  if (!start_session()) return false;
   // The preface and SETTINGS take under 100 octets; a request's HEADERS and DATA under 256
   // (HPACK makes the later ones smaller).
   early_streams_ = room > 128 ? static_cast<std::uint32_t>((room - 128) / 256) : 0;
+  if (early_streams_ == 0 || send_allowance(now) == 0) return true;  // nothing goes early
+  if (!start_session()) return false;
   const std::uint64_t generation = generation_;
   fill(now);
   return generation == generation_;

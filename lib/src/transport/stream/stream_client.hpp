@@ -133,8 +133,9 @@ class stream_client : public client_base {
   bool any_answered_ = false;
   bool waiting_read_ = false;
   bool waiting_write_ = false;
-  bool in_setup_ = false;  // counted in the worker's set-ups in flight
-  bool early_ = false;     // queries went in 0-RTT on this connection, not judged yet
+  bool in_setup_ = false;       // counted in the worker's set-ups in flight
+  bool early_ = false;          // early data went on this connection, not judged yet
+  bool early_counted_ = false;  // ... with queries, on a counted connection
   // A deferred Fast Open connection whose SYN-ACK has not come yet: it is neither opened
   // nor its connect latency known; the first readiness after it tells (confirm_syn).
   bool syn_pending_ = false;

@@ -153,8 +153,11 @@ bool stream_client::send_early(std::uint64_t now) {
   const std::size_t room = channel_.stream().begin_early_data();
   if (room == 0) return true;
   early_ = true;
-  if (counted_) ++early_counts().offered;
-  return fill_early(now, room);
+  if (!fill_early(now, room)) return false;
+  // Counted as offered only when queries went early (the run may have sent its last).
+  early_counted_ = counted_ && sent_on_connection_ > 0;
+  if (early_counted_) ++early_counts().offered;
+  return true;
 }
 
 bool stream_client::fill_early(std::uint64_t now, std::size_t room) {
@@ -171,10 +174,10 @@ bool stream_client::early_data_judged(std::uint64_t now) {
   if (!early_) return true;
   early_ = false;
   if (channel_.stream().early_data() == early_data_status::accepted) {
-    if (counted_) ++early_counts().accepted;
+    if (early_counted_) ++early_counts().accepted;
     return true;
   }
-  if (counted_) ++early_counts().rejected;
+  if (early_counted_) ++early_counts().rejected;
   // The server skipped the early data: every query in flight (all of them went early) goes
   // again, the same query with the same id, its latency still from the first send.
   channel_.drop_output();
