@@ -27,7 +27,8 @@ TEST(calibrate_test, every_case_measures_a_ceiling) {
   calibration_options options;
   options.cases = {{transport_kind::udp, tls_backend::openssl, 0},
                    {transport_kind::tcp, tls_backend::openssl, 1},
-                   {transport_kind::tls, tls_backend::gnutls, 0}};
+                   {transport_kind::tls, tls_backend::gnutls, 0},
+                   {transport_kind::tls, tls_backend::openssl, 1, true}};
 #ifdef DNSTRANSPORT_HAVE_DOQ
   options.cases.push_back({transport_kind::doq, tls_backend::gnutls, 0});
 #endif
@@ -81,11 +82,23 @@ TEST(calibrate_test, every_case_measures_a_ceiling) {
   EXPECT_EQ(results[2].run.connections.opened, options.clients);
   EXPECT_EQ(results[2].run.handshakes_full, options.clients);
 
+  // One query per connection resumed: every connection after a client's first resumes.
+  const auto& resumed = results[3].run;
+  EXPECT_EQ(resumed.handshakes_full, options.clients);
+  EXPECT_EQ(resumed.handshakes_resumed + options.clients, resumed.connections.opened);
+  EXPECT_GT(resumed.handshakes_resumed, 0u);
+
   const std::string table = format_calibration(results);
   EXPECT_NE(table.find("tls (gnutls)"), std::string::npos) << table;
+  EXPECT_NE(table.find("tls (openssl), resumed"), std::string::npos) << table;
+  // Client CPU per connection, for the cases at one query per connection only.
+  EXPECT_NE(table.find(fmt::format("{:.1f}", resumed.client_cpu_seconds * 1e6 /
+                                                 static_cast<double>(resumed.connections.opened))),
+            std::string::npos)
+      << table;
 #ifdef DNSTRANSPORT_HAVE_DOQ
   // Persistent DoQ: one QUIC connection per client.
-  EXPECT_EQ(results[3].run.connections.opened, options.clients);
+  EXPECT_EQ(results[4].run.connections.opened, options.clients);
   EXPECT_NE(table.find("doq (gnutls)"), std::string::npos) << table;
 #endif
   EXPECT_NE(table.find("ceiling"), std::string::npos) << table;

@@ -410,9 +410,9 @@ TEST(cli_serve_test, bad_doq_settings_are_usage_errors) {
 
 TEST(cli_calibrate_test, prints_a_row_per_case_and_the_ceiling) {
 #ifdef DNSTRANSPORT_HAVE_DOQ
-  const std::string transports = "udp,tcp:1,tls-gnutls,doh-openssl:1,doq";
+  const std::string transports = "udp,tcp:1,tls-gnutls,doh-openssl:1,tls-gnutls:1+resume,doq";
 #else
-  const std::string transports = "udp,tcp:1,tls-gnutls,doh-openssl:1";
+  const std::string transports = "udp,tcp:1,tls-gnutls,doh-openssl:1,tls-gnutls:1+resume";
 #endif
   const process_result r = run_process(cli,
                                        {"calibrate", "--duration", "0.2", "--clients", "2",
@@ -427,12 +427,14 @@ TEST(cli_calibrate_test, prints_a_row_per_case_and_the_ceiling) {
   while (std::getline(lines, line)) rows.push_back(line);
   ASSERT_GE(rows.size(), 6u) << r.out;
   EXPECT_NE(rows[0].find("ceiling q/s/thread"), std::string::npos) << r.out;
-  const std::regex row(R"(^(\S+(?: \(\w+\))?)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+(.+)$)");
+  const std::regex row(
+      R"(^(\S+(?: \(\w+\))?(?:, resumed)?)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+(\S+)\s+(\d+)\s+(.+)$)");
   const std::vector<std::pair<std::string, std::string>> cases{
       {"udp", "-"},
       {"tcp", "1"},
       {"tls (gnutls)", "unlimited"},
       {"doh (openssl)", "1"},
+      {"tls (gnutls), resumed", "1"},
 #ifdef DNSTRANSPORT_HAVE_DOQ
       {"doq (gnutls)", "unlimited"},
 #endif
@@ -444,12 +446,21 @@ TEST(cli_calibrate_test, prints_a_row_per_case_and_the_ceiling) {
     EXPECT_EQ(m[2], cases[i].second);
     const double qps = std::stod(m[3]);
     const double cpu_per_million = std::stod(m[4]);
-    const double ceiling = std::stod(m[5]);
+    const double ceiling = std::stod(m[6]);
     EXPECT_GT(qps, 0) << rows[i + 1];
     EXPECT_GT(cpu_per_million, 0) << rows[i + 1];
     // The ceiling is answers per CPU second, so it is 1e6 / (CPU seconds per million).
     EXPECT_NEAR(ceiling, 1e6 / cpu_per_million, 0.01 * ceiling + 1) << rows[i + 1];
-    const std::string limit = m[6];
+    // Client CPU per connection at one query per connection: about the CPU per answer (one
+    // answer per connection; a client may open one more as the run ends).
+    if (cases[i].second == "1") {
+      const double per_connection = std::stod(m[5]);
+      EXPECT_GT(per_connection, 0.5 * cpu_per_million) << rows[i + 1];
+      EXPECT_LE(per_connection, 1.01 * cpu_per_million) << rows[i + 1];
+    } else {
+      EXPECT_EQ(m[5], "-") << rows[i + 1];
+    }
+    const std::string limit = m[7];
     EXPECT_TRUE(limit == "responder" || limit == "client (this figure is the ceiling)") << limit;
   }
   EXPECT_NE(r.out.find("A server measured near threads x ceiling"), std::string::npos) << r.out;
@@ -462,6 +473,7 @@ TEST(cli_calibrate_test, bad_cases_are_usage_errors) {
   expect_refused({"calibrate", "--transports", "doh-wolfssl"}, "--transports");
   expect_refused({"calibrate", "--transports", "doq-openssl"}, "--transports");
   expect_refused({"calibrate", "--transports", "tcp:many"}, "--transports");
+  expect_refused({"calibrate", "--transports", "tcp:1+resume"}, "--transports");
 }
 
 // ---- run --source and --edns --------------------------------------------------------------

@@ -1,10 +1,13 @@
 #include <algorithm>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include <dnstransport/calibrate.hpp>
 #include <dnstransport/error.hpp>
+#include <dnstransport/transport.hpp>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -22,11 +25,21 @@ struct calibrate_options_cli {
   std::vector<std::string> transports;
 };
 
-calibration_case parse_case(const std::string& text) {
-  // udp | tcp | tcp:N | tls-openssl | tls-gnutls:N ... (N = queries per connection)
+calibration_case parse_case(const std::string& given) {
+  // udp | tcp | tcp:N | tls-openssl | tls-gnutls:N ... (N = queries per connection), then
+  // +resume or +0rtt for TLS transports
+  calibration_case c;
+  std::string text = given;
+  for (const auto& [suffix, early] : {std::pair{"+resume", false}, std::pair{"+0rtt", true}}) {
+    const std::string_view s(suffix);
+    if (text.size() > s.size() && text.compare(text.size() - s.size(), s.size(), s) == 0) {
+      text.resize(text.size() - s.size());
+      c.resume = true;
+      c.early_data = early;
+    }
+  }
   const auto colon = text.find(':');
   const std::string name = text.substr(0, colon);
-  calibration_case c;
   if (colon != std::string::npos) {
     const std::string n = text.substr(colon + 1);
     if (n != "unlimited") {
@@ -65,6 +78,10 @@ calibration_case parse_case(const std::string& text) {
   if (c.transport == transport_kind::udp && c.queries_per_connection != 0) {
     throw setup_error("--transports: udp has no queries per connection");
   }
+  if (c.resume && !traits_of(c.transport).has_tls) {
+    throw setup_error(
+        fmt::format("--transports: \"{}\": +resume and +0rtt need tls, doh or doq", given));
+  }
   return c;
 }
 
@@ -84,9 +101,11 @@ action add_calibrate_command(CLI::App& app) {
   cmd->add_option("--server-cpus", o->server_cpus,
                   "Pin the built-in responder to these CPUs (default: the others)");
   cmd->add_option("--transports", o->transports,
-                  "Cases, e.g. udp,tcp,tcp:1,tls-openssl,tls-gnutls:1,doh:1,doq (N after ':' = "
-                  "queries per connection). Default: udp, tcp, tls (every backend), doh and doq, "
-                  "persistent and 1")
+                  "Cases, e.g. udp,tcp,tcp:1,tls-openssl,tls-gnutls:1,tls-gnutls:1+resume,doh:1,"
+                  "doq:1+0rtt (N after ':' = queries per connection; +resume: connections after "
+                  "a client's first resume its session, +0rtt: and send their queries in "
+                  "0-RTT). Default: udp, tcp, tls (every backend), doh and doq, persistent and "
+                  "1, tls at 1 resumed, doq at 1 with 0-RTT")
       ->delimiter(',');
   cmd->footer(std::string("Example: dnstransport calibrate --cpus 0 --server-cpus 1\n") +
               exit_codes_help);

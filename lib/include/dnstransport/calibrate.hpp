@@ -17,10 +17,21 @@ struct calibration_case {
   transport_kind transport = transport_kind::udp;
   tls_backend backend = tls_backend::openssl;  ///< used when transport is tls
   std::uint64_t queries_per_connection = 0;    ///< 0: persistent connections
+  /// TLS transports: each connection after a client's first resumes its session (a ticket),
+  /// so the case measures resumed handshakes rather than full ones.
+  bool resume = false;
+  /// With resume: the first queries go in 0-RTT (early data).
+  bool early_data = false;
 };
 
+/// "tls (gnutls), resumed" and the like: the transport, the backend where there is TLS, and
+/// how connections start.
+std::string calibration_case_name(const calibration_case& c);
+
 /// The calibration cases run by default: UDP; TCP and TLS (both backends) persistent and at
-/// one query per connection.
+/// one query per connection, TLS at one query per connection resumed too (what a resumed
+/// handshake costs the client against a full one, per backend); DoH; DoQ, at one query per
+/// connection also resumed with 0-RTT.
 std::vector<calibration_case> default_calibration_cases();
 
 /// Settings shared by every calibration load.
@@ -55,7 +66,8 @@ std::vector<calibration_result> calibrate(const calibration_options& options);
 /// The worker-thread CPU share at or above which a load is called client-bound.
 inline constexpr double client_bound_threshold = 0.9;
 
-/// A table of the results: transport, queries/s, client CPU per million answers, queries/s
+/// A table of the results: transport, queries/s, client CPU per million answers, client CPU
+/// per connection (a handshake and its one query, at one query per connection), queries/s
 /// per client CPU (the ceiling per worker thread), and whether the client was the limit.
 std::string format_calibration(const std::vector<calibration_result>& results);
 

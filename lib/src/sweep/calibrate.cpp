@@ -14,6 +14,7 @@ std::vector<calibration_case> default_calibration_cases() {
   for (tls_backend backend : available_tls_backends()) {
     cases.push_back({transport_kind::tls, backend, 0});
     cases.push_back({transport_kind::tls, backend, 1});
+    cases.push_back({transport_kind::tls, backend, 1, true});
   }
   const auto backends = available_tls_backends();
   if (!backends.empty()) {
@@ -23,8 +24,20 @@ std::vector<calibration_case> default_calibration_cases() {
   if (traits_of(transport_kind::doq).compiled) {  // always on GnuTLS
     cases.push_back({transport_kind::doq, tls_backend::gnutls, 0});
     cases.push_back({transport_kind::doq, tls_backend::gnutls, 1});
+    cases.push_back({transport_kind::doq, tls_backend::gnutls, 1, true, true});
   }
   return cases;
+}
+
+std::string calibration_case_name(const calibration_case& c) {
+  std::string name(transport_name(c.transport));
+  if (traits_of(c.transport).has_tls) name += fmt::format(" ({})", tls_backend_name(c.backend));
+  if (c.early_data) {
+    name += ", 0-RTT";
+  } else if (c.resume) {
+    name += ", resumed";
+  }
+  return name;
 }
 
 std::vector<calibration_result> calibrate(const calibration_options& options) {
@@ -62,6 +75,8 @@ std::vector<calibration_result> calibrate(const calibration_options& options) {
     spec.transport = c.transport;
     spec.port = responder.port(c.transport);
     spec.tls.backend = c.backend;
+    spec.tls.resume = c.resume || c.early_data;
+    spec.tls.early_data = c.early_data;
     spec.queries_per_connection = c.queries_per_connection;
     spec.clients = options.clients;
     spec.outstanding = c.queries_per_connection == 1 ? 1 : options.outstanding;
@@ -83,13 +98,11 @@ std::vector<calibration_result> calibrate(const calibration_options& options) {
 }
 
 std::string format_calibration(const std::vector<calibration_result>& results) {
-  std::string out = fmt::format("{:<16} {:>10} {:>14} {:>16} {:>20}  {}\n", "transport", "per conn",
-                                "queries/s", "CPU s/M answers", "ceiling q/s/thread", "limited by");
+  std::string out = fmt::format("{:<26} {:>10} {:>12} {:>16} {:>12} {:>19}  {}\n", "transport",
+                                "per conn", "queries/s", "CPU s/M answers", "CPU us/conn",
+                                "ceiling q/s/thread", "limited by");
   for (const auto& r : results) {
-    std::string name(transport_name(r.which.transport));
-    if (traits_of(r.which.transport).has_tls) {
-      name += fmt::format(" ({})", tls_backend_name(r.which.backend));
-    }
+    const std::string name = calibration_case_name(r.which);
     const std::string per_connection = !traits_of(r.which.transport).has_connections ? "-"
                                        : r.which.queries_per_connection == 0
                                            ? "unlimited"
@@ -98,14 +111,22 @@ std::string format_calibration(const std::vector<calibration_result>& results) {
         r.run.responses_received > 0
             ? r.run.client_cpu_seconds * 1e6 / static_cast<double>(r.run.responses_received)
             : 0;
-    out += fmt::format("{:<16} {:>10} {:>14.0f} {:>16.2f} {:>20.0f}  {}\n", name, per_connection,
-                       r.run.qps, per_million, r.qps_per_client_cpu,
+    // At one query per connection each connection is a set-up (and handshake) and a query.
+    const std::uint64_t connections = r.run.connections.opened;
+    const std::string per_conn = r.which.queries_per_connection == 1 && connections > 0
+                                     ? fmt::format("{:.1f}", r.run.client_cpu_seconds * 1e6 /
+                                                                 static_cast<double>(connections))
+                                     : "-";
+    out += fmt::format("{:<26} {:>10} {:>12.0f} {:>16.2f} {:>12} {:>19.0f}  {}\n", name,
+                       per_connection, r.run.qps, per_million, per_conn, r.qps_per_client_cpu,
                        r.client_bound ? "client (this figure is the ceiling)" : "responder");
   }
   out +=
       "ceiling q/s/thread = answers per second of client CPU: the most one fully busy worker "
       "thread can drive. A server measured near threads x ceiling is being measured by the "
-      "client, not the server.\n";
+      "client, not the server.\n"
+      "CPU us/conn = client CPU per connection at one query per connection: its set-up (TCP, "
+      "a full, resumed or 0-RTT handshake) and its one query.\n";
   return out;
 }
 
