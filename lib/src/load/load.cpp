@@ -50,6 +50,8 @@ std::string_view arrival_mode_name(arrival_mode mode) noexcept {
       return "constant";
     case arrival_mode::poisson:
       return "poisson";
+    case arrival_mode::replay:
+      return "replay";
     case arrival_mode::closed:
       break;
   }
@@ -57,9 +59,20 @@ std::string_view arrival_mode_name(arrival_mode mode) noexcept {
 }
 
 std::optional<arrival_mode> parse_arrival_mode(std::string_view name) noexcept {
-  for (auto mode : {arrival_mode::constant, arrival_mode::poisson, arrival_mode::closed}) {
+  for (auto mode : {arrival_mode::constant, arrival_mode::poisson, arrival_mode::closed,
+                    arrival_mode::replay}) {
     if (name == arrival_mode_name(mode)) return mode;
   }
+  return std::nullopt;
+}
+
+std::string_view replay_mode_name(replay_mode mode) noexcept {
+  return mode == replay_mode::timing ? "timing" : "fast";
+}
+
+std::optional<replay_mode> parse_replay_mode(std::string_view name) noexcept {
+  if (name == "fast") return replay_mode::fast;
+  if (name == "timing") return replay_mode::timing;
   return std::nullopt;
 }
 
@@ -297,6 +310,28 @@ void fill_timeline(run_result& result, const std::vector<std::unique_ptr<detail:
 }
 
 // Open loop: says when the generator did not keep to its schedule.
+void validate_replay(const load_spec& spec) {
+  if (spec.capture && spec.queries.get() != &spec.capture->queries) {
+    throw setup_error("load_spec: queries must be the capture's own when a capture is given");
+  }
+  if (spec.replay == replay_mode::fast) return;
+  throw setup_error("--replay timing is not available yet");
+}
+
+capture_summary summarize(const load_spec& spec) {
+  const pcap_capture& c = *spec.capture;
+  capture_summary s;
+  s.counts = c.counts;
+  s.clients = c.sources.size();
+  if (!c.times_ns.empty()) {
+    const auto [first, last] = std::minmax_element(c.times_ns.begin(), c.times_ns.end());
+    s.span_seconds = static_cast<double>(*last - *first) / 1e9;
+  }
+  s.replay = spec.replay;
+  s.speed = spec.replay == replay_mode::timing ? spec.replay_speed : 1;
+  return s;
+}
+
 void add_open_loop_warnings(run_result& r) {
   if (!r.open_loop()) return;
   if (r.not_sent_outstanding > 0) {
@@ -397,6 +432,7 @@ void validate(const load_spec& spec) {
     throw setup_error("--early-data needs --tls-resume (0-RTT rides on a resumed session)");
   }
   if (spec.queries && spec.queries->empty()) throw setup_error("the query set is empty");
+  validate_replay(spec);
   if (spec.transport == transport_kind::doh &&
       (spec.doh_path.empty() || spec.doh_path.front() != '/' ||
        spec.doh_path.find_first_of(" #\r\n") != std::string::npos)) {
@@ -444,6 +480,7 @@ run_result run_load(const load_spec& spec) {
   result.queries_per_connection = spec.queries_per_connection;
   result.query_origin = queries->origin();
   result.query_count_in_set = queries->size();
+  if (spec.capture) result.capture = summarize(spec);
 
   const unsigned threads = std::min(spec.threads, spec.clients);
   if (threads < spec.threads) {
