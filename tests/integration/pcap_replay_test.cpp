@@ -267,6 +267,14 @@ TEST(pcap_replay_test, timing_replay_refuses_what_contradicts_the_capture) {
   refused([](load_spec& s) { s.replay_speed = 0; }, "--speed");
   refused([](load_spec& s) { s.capture = nullptr; }, "needs a capture");
   refused([](load_spec& s) { s.replay = replay_mode::fast; }, "--duration");
+  refused(
+      [](load_spec& s) {
+        s.replay = replay_mode::fast;
+        s.duration_seconds = 1;
+        s.rate = 100;
+        s.arrivals = arrival_mode::replay;
+      },
+      "--replay timing");
 }
 
 #ifdef DNSTRANSPORT_CLI_PATH
@@ -341,6 +349,8 @@ TEST(pcap_replay_cli_test, capture_flags_are_refused_where_they_do_not_apply) {
                  "--clients 5");
   expect_refused({"run", "--queries", input, "--replay", "timing", "--speed", "0"}, "--speed");
   expect_refused({"run", "--queries", input, "--replay", "timing", "--rate", "100"}, "--rate");
+  expect_refused({"run", "--queries", input, "--rate", "100", "--arrivals", "replay"},
+                 "--replay timing");
 }
 
 TEST(pcap_replay_cli_test, run_replays_a_capture_with_its_timing) {

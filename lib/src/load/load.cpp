@@ -433,6 +433,10 @@ void validate(const load_spec& spec) {
   if (!(spec.timeout_seconds > 0)) throw setup_error("--timeout must be greater than 0 seconds");
   if (spec.warmup_seconds < 0) throw setup_error("--warmup cannot be negative");
   if (!(spec.rate >= 0)) throw setup_error("--rate cannot be negative");
+  if (spec.arrivals == arrival_mode::replay) {
+    throw setup_error(
+        "--arrivals replay is not chosen by --arrivals: give a capture with --replay timing");
+  }
   if (!(spec.interval_seconds == 0 || spec.interval_seconds >= 0.01)) {
     throw setup_error(
         fmt::format("--interval must be at least 0.01 seconds, or 0 for no timeline (got {})",
@@ -568,7 +572,9 @@ run_result run_load(const load_spec& spec) {
   plan.interval_ns = seconds_to_ns(spec.interval_seconds);
   result.interval_seconds = spec.interval_seconds;
   plan.distinct_questions = number_questions(*queries, plan.question_of);
-  if (plan.distinct_questions < spec.outstanding) {
+  // A replayed client sends what its source sent; it has no choice of questions to widen.
+  if (plan.distinct_questions < spec.outstanding &&
+      plan.arrivals != detail::run_plan::schedule::replay) {
     result.warnings.push_back(fmt::format(
         "at most {} queries in flight per client, not --outstanding {}: the query list has {} "
         "distinct question{}, and a client never has two queries with the same question in "
