@@ -5,18 +5,20 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include <dnstransport/error.hpp>
 
 #include "query/pcap_decode.hpp"
-#include "query/query_file.hpp"
 
 namespace dnstransport {
 
@@ -31,7 +33,7 @@ struct pcap_closer {
 using pcap_ptr = std::unique_ptr<pcap_t, pcap_closer>;
 
 // One direction of a TCP connection.
-using flow_key = std::tuple<std::array<std::uint8_t, 16>, std::array<std::uint8_t, 16>,
+using flow_key = std::tuple<bool, std::array<std::uint8_t, 16>, std::array<std::uint8_t, 16>,
                             std::uint16_t, std::uint16_t>;
 
 // The part of a DNS message seen so far on a flow, waiting for the segment that follows.
@@ -120,7 +122,7 @@ class capture_builder {
       ++c.tcp_without_data;
       return;
     }
-    const flow_key key{p.source, p.destination, p.source_port, p.destination_port};
+    const flow_key key{p.ipv6, p.source, p.destination, p.source_port, p.destination_port};
     std::vector<std::uint8_t> joined;
     std::span<const std::uint8_t> data = p.payload;
     std::uint64_t first_time = time_ns;
@@ -170,8 +172,9 @@ class capture_builder {
 std::string counts_text(const pcap_counts& c) {
   return fmt::format(
       "{} packets: {} responses, {} other DNS, {} not DNS, {} TCP without data, {} fragments, "
-      "{} malformed",
-      c.packets, c.responses, c.other_dns, c.not_dns, c.tcp_without_data, c.fragments, c.malformed);
+      "{} malformed, {} incomplete TCP messages",
+      c.packets, c.responses, c.other_dns, c.not_dns, c.tcp_without_data, c.fragments, c.malformed,
+      c.tcp_incomplete);
 }
 
 }  // namespace
@@ -188,17 +191,11 @@ bool looks_like_pcap(std::span<const std::uint8_t> head) noexcept {
   return big == 0x0a0d0d0a;  // pcapng Section Header Block (a palindrome)
 }
 
-pcap_capture parse_pcap(std::span<const std::uint8_t> data, std::string_view source_name,
-                        const pcap_options& options) {
-  if (options.ports.empty()) throw setup_error("--pcap-port: no port given");
-  // fmemopen refuses a zero size; an empty capture is refused by libpcap below.
-  static const std::uint8_t nothing = 0;
-  std::FILE* file =
-      fmemopen(const_cast<std::uint8_t*>(data.empty() ? &nothing : data.data()), data.size(), "rb");
-  if (file == nullptr) {
-    throw setup_error(
-        fmt::format("cannot read capture \"{}\": {}", source_name, std::strerror(errno)));
-  }
+namespace {
+
+// Every record of the capture in `file`, which this closes.
+pcap_capture read_records(std::FILE* file, std::string_view source_name,
+                          const pcap_options& options) {
   char error[PCAP_ERRBUF_SIZE] = {};
   pcap_ptr pcap(pcap_fopen_offline_with_tstamp_precision(file, PCAP_TSTAMP_PRECISION_NANO, error));
   if (!pcap) {
@@ -244,8 +241,31 @@ pcap_capture parse_pcap(std::span<const std::uint8_t> data, std::string_view sou
   return capture;
 }
 
+}  // namespace
+
+pcap_capture parse_pcap(std::span<const std::uint8_t> data, std::string_view source_name,
+                        const pcap_options& options) {
+  if (options.ports.empty()) throw setup_error("--pcap-port: no port given");
+  // fmemopen refuses a zero size; an empty capture is refused by libpcap.
+  static const std::uint8_t nothing = 0;
+  std::FILE* file =
+      fmemopen(const_cast<std::uint8_t*>(data.empty() ? &nothing : data.data()), data.size(), "rb");
+  if (file == nullptr) {
+    throw setup_error(
+        fmt::format("cannot read capture \"{}\": {}", source_name, std::strerror(errno)));
+  }
+  return read_records(file, source_name, options);
+}
+
 pcap_capture read_pcap(const std::filesystem::path& path, const pcap_options& options) {
-  return parse_pcap(detail::read_query_file(path), path.string(), options);
+  if (options.ports.empty()) throw setup_error("--pcap-port: no port given");
+  // Read as libpcap goes, so a capture of any size needs no more memory than its queries.
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    throw setup_error(
+        fmt::format("cannot read query file \"{}\": {}", path.string(), std::strerror(errno)));
+  }
+  return read_records(file, path.string(), options);
 }
 
 }  // namespace dnstransport

@@ -14,8 +14,6 @@
 #include <dnstransport/error.hpp>
 #include <dnstransport/pcap.hpp>
 
-#include "query/query_file.hpp"
-
 namespace dnstransport {
 
 namespace {
@@ -57,9 +55,7 @@ struct file_closer {
 };
 using file_ptr = std::unique_ptr<std::FILE, file_closer>;
 
-}  // namespace
-
-std::vector<std::uint8_t> detail::read_query_file(const std::filesystem::path& path) {
+std::vector<std::uint8_t> read_whole_file(const std::filesystem::path& path) {
   const auto fail = [&](int error) {
     return setup_error(
         fmt::format("cannot read query file \"{}\": {}", path.string(), system_message(error)));
@@ -77,8 +73,6 @@ std::vector<std::uint8_t> detail::read_query_file(const std::filesystem::path& p
   if (std::ferror(file.get())) throw fail(errno);
   return data;
 }
-
-namespace {
 
 std::string lower_extension(const std::filesystem::path& path) {
   std::string extension = path.extension().string();
@@ -192,7 +186,7 @@ query_set load_query_file(const std::filesystem::path& path, query_file_format f
                           const query_options& options) {
   if (format == query_file_format::automatic) format = query_file_format_of(path);
   if (format == query_file_format::pcap) return read_pcap(path).queries;
-  const std::vector<std::uint8_t> data = detail::read_query_file(path);
+  const std::vector<std::uint8_t> data = read_whole_file(path);
   const std::string name = path.string();
   if (format == query_file_format::wire) return parse_wire_queries(data, name);
   return parse_text_queries(

@@ -222,7 +222,7 @@ TEST(pcap_test, unusable_captures_are_setup_errors_naming_them) {
                                     as_response(dns_query("a.example", 1, 1)))));
   EXPECT_EQ(setup_error_of([&] { parse_pcap(only_answers.data(), "answers.pcap"); }),
             "answers.pcap: no DNS queries found (1 packets: 1 responses, 0 other DNS, 0 not DNS, "
-            "0 TCP without data, 0 fragments, 0 malformed)");
+            "0 TCP without data, 0 fragments, 0 malformed, 0 incomplete TCP messages)");
   capture wifi(105);  // IEEE 802.11
   wifi.add(t0, bytes(40, 0));
   EXPECT_TRUE(contains(setup_error_of([&] { parse_pcap(wifi.data(), "wifi.pcap"); }),
