@@ -1,5 +1,6 @@
 #include <dnstransport/pcap.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -160,6 +161,52 @@ TEST(pcap_test, tcp_segments_out_of_order_leave_the_message_incomplete) {
   EXPECT_EQ(got.times_ns, (std::vector<std::uint64_t>{t0 + 1000}));
 }
 
+// An IPv4 packet with 4 octets of options (NOPs).
+bytes with_ipv4_options(bytes packet) {
+  packet.insert(packet.begin() + 20, {1, 1, 1, 1});
+  packet[0] = 0x46;
+  const std::size_t total = packet.size();
+  packet[2] = static_cast<std::uint8_t>(total >> 8);
+  packet[3] = static_cast<std::uint8_t>(total & 0xff);
+  return packet;
+}
+
+// An IPv6 packet with an 8-octet extension header (`type`: 0 hop-by-hop, 60 destination
+// options, 44 fragment) before its transport header.
+bytes with_ipv6_extension(bytes packet, std::uint8_t type) {
+  const std::uint8_t next = packet[6];
+  packet.insert(packet.begin() + 40, {next, 0, 1, 4, 0, 0, 0, 0});
+  packet[6] = type;
+  const std::size_t payload = packet.size() - 40;
+  packet[4] = static_cast<std::uint8_t>(payload >> 8);
+  packet[5] = static_cast<std::uint8_t>(payload & 0xff);
+  return packet;
+}
+
+TEST(pcap_test, ip_options_and_ipv6_extension_headers_are_skipped) {
+  const address a4 = ip("192.0.2.1");
+  const address a6 = ip("2001:db8::1");
+  capture c(link_ethernet);
+  c.add(t0, ethernet(with_ipv4_options(
+                udp(a4, ip("192.0.2.53"), 1000, 53, dns_query("options.example", 1, 1)))));
+  c.add(t0 + 1, ethernet(with_ipv6_extension(
+                    udp(a6, ip("2001:db8::53"), 1000, 53, dns_query("hop.example", 1, 2)), 0)));
+  c.add(t0 + 2, ethernet(with_ipv6_extension(
+                    with_ipv6_extension(tcp(a6, ip("2001:db8::53"), 1000, 53, 1,
+                                            framed({dns_query("dest.example", 1, 3)})),
+                                        60),
+                    0)));
+  c.add(t0 + 3, ethernet(with_ipv6_extension(
+                    udp(a6, ip("2001:db8::53"), 1000, 53, dns_query("frag.example", 1, 4)), 44)));
+  const pcap_capture got = parse_pcap(c.data(), "ext.pcap");
+  EXPECT_EQ(got.counts.queries, 3u);
+  EXPECT_EQ(got.counts.fragments, 1u);
+  ASSERT_EQ(got.queries.size(), 3u);
+  EXPECT_EQ(to_bytes(got.queries[0]), kept("options.example", 1));
+  EXPECT_EQ(to_bytes(got.queries[1]), kept("hop.example", 1));
+  EXPECT_EQ(to_bytes(got.queries[2]), kept("dest.example", 1));
+}
+
 TEST(pcap_test, linux_cooked_and_raw_captures) {
   const bytes v4 = udp(ip("10.0.0.1"), ip("10.0.0.53"), 1234, 53, dns_query("sll.example", 1, 1));
   const bytes v6 = udp(ip("fd00::1"), ip("fd00::53"), 1234, 53, dns_query("sll.example", 28, 2));
@@ -180,6 +227,30 @@ TEST(pcap_test, linux_cooked_and_raw_captures) {
   const pcap_capture got = parse_pcap(raw.data(), "raw.pcap");
   EXPECT_EQ(got.counts.queries, 2u);
   EXPECT_EQ(got.counts.not_dns, 1u);
+}
+
+TEST(pcap_test, bsd_loopback_captures_in_either_byte_order) {
+  const bytes v4 = udp(ip("127.0.0.1"), ip("127.0.0.1"), 1234, 53, dns_query("lo.example", 1, 1));
+  const bytes v6 = udp(ip("::1"), ip("::1"), 1234, 53, dns_query("lo.example", 28, 2));
+  const auto family = [](std::uint32_t f, bool big_endian, const bytes& packet) {
+    bytes out(4 + packet.size(), 0);
+    out[0] = static_cast<std::uint8_t>(big_endian ? f >> 24 : f & 0xff);
+    out[3] = static_cast<std::uint8_t>(big_endian ? f & 0xff : f >> 24);
+    std::copy(packet.begin(), packet.end(), out.begin() + 4);
+    return out;
+  };
+  capture null(0);  // DLT_NULL: the family in the capturing host's order
+  null.add(t0, family(2, false, v4));
+  null.add(t0 + 1, family(30, false, v6));  // AF_INET6 on macOS
+  null.add(t0 + 2, family(2, true, v4));    // written by a big-endian host
+  null.add(t0 + 3, family(7, false, v4));   // another family
+  const pcap_capture got = parse_pcap(null.data(), "null.pcap");
+  EXPECT_EQ(got.counts.queries, 3u);
+  EXPECT_EQ(got.counts.not_dns, 1u);
+  EXPECT_EQ(got.sources, (std::vector<std::string>{"127.0.0.1", "::1"}));
+  capture loop(108);  // DLT_LOOP: network order
+  loop.add(t0, family(24, true, v6));
+  EXPECT_EQ(parse_pcap(loop.data(), "loop.pcap").counts.queries, 1u);
 }
 
 TEST(pcap_test, nanosecond_pcap_and_pcapng_keep_their_timestamps) {
