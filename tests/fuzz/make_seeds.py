@@ -87,3 +87,53 @@ write("doq_stream", {
     "overrun": b"\x02\x00" + frames(ok) + b"\x00",
     "too_short": b"\x03\x01\x05",
 })
+
+
+def ip_udp(src, dst, sport, dport, payload):
+    udp = struct.pack(">HHHH", sport, dport, 8 + len(payload), 0) + payload
+    return struct.pack(">BBHIBBH4s4s", 0x45, 0, 20 + len(udp), 0x00014000, 64, 17, 0,
+                       bytes(src), bytes(dst)) + udp
+
+
+def ip6_tcp(src, dst, sport, dport, seq, payload):
+    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq, 1, 0x50, 0x18, 65535, 0, 0) + payload
+    return struct.pack(">IHBB16s16s", 0x60000000, len(tcp), 6, 64, bytes(src), bytes(dst)) + tcp
+
+
+def ether(packet, ethertype=0x0800, vlan=None):
+    head = bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1])
+    if vlan is not None:
+        return head + struct.pack(">HHH", 0x8100, vlan, ethertype) + packet
+    return head + struct.pack(">H", ethertype) + packet
+
+
+def pcap(link, *frames_, magic=0xA1B2C3D4):
+    out = struct.pack("<IHHiIII", magic, 2, 4, 0, 0, 65535, link)
+    for i, f in enumerate(frames_):
+        out += struct.pack("<IIII", 1700000000, i * 1000, len(f), len(f)) + f
+    return out
+
+
+def pcapng(link, *frames_):
+    out = struct.pack("<IIIHHqI", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1, 28)
+    out += struct.pack("<IIHHII", 1, 20, link, 0, 65535, 20)
+    for f in frames_:
+        padded = f + bytes(-len(f) % 4)
+        total = 32 + len(padded)
+        out += struct.pack("<IIIIIII", 6, total, 0, 0, 1000, len(f), len(f)) + padded
+        out += struct.pack("<I", total)
+    return out
+
+
+C4, S4 = [192, 0, 2, 1], [192, 0, 2, 53]
+C6, S6 = [0x20, 1, 0xd, 0xb8] + [0] * 11 + [1], [0x20, 1, 0xd, 0xb8] + [0] * 11 + [0x53]
+udp_query = ip_udp(C4, S4, 40000, 53, q)
+write("pcap", {
+    "ethernet_udp": pcap(1, ether(udp_query), ether(ip_udp(S4, C4, 53, 40000, ok))),
+    "vlan_tcp_ipv6": pcap(1, ether(ip6_tcp(C6, S6, 50000, 53, 7, frames(q, q_opt)[:20]), 0x86DD,
+                                   100),
+                          ether(ip6_tcp(C6, S6, 50000, 53, 27, frames(q, q_opt)[20:]), 0x86DD,
+                                100)),
+    "raw_nanoseconds": pcap(101, udp_query, magic=0xA1B23C4D),
+    "pcapng_sll": pcapng(113, struct.pack(">HHH8sH", 4, 772, 6, bytes(8), 0x0800) + udp_query),
+})

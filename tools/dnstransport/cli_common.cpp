@@ -62,17 +62,40 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
            "tcp/tls/doh/doq: queries answered on a connection before it is replaced; 1 = a new "
            "connection per query, 'unlimited' keeps it")
         ->capture_default_str();
-    app.add_option("--clients", o.clients, "Concurrent clients; each has its own socket")
-        ->capture_default_str();
+    app.add_option("--clients", o.clients,
+                   "Concurrent clients; each has its own socket (--replay timing: one per source "
+                   "address of the capture)")
+        ->capture_default_str()
+        ->each([&o](const std::string&) { o.clients_given = true; });
   }
   app.add_option("--queries", o.queries_file,
-                 "Query file: dnsperf text format ('name TYPE' per line) or length-prefixed wire "
-                 "format (.raw/.wire/.bin). Default: a built-in set of ~300 realistic queries");
-  app.add_option("--query-format", o.query_format, "auto, text or wire")->capture_default_str();
+                 "Query file: dnsperf text format ('name TYPE' per line), length-prefixed wire "
+                 "format (.raw/.wire/.bin) or a packet capture (.pcap/.pcapng, or recognised by "
+                 "its magic number) whose DNS queries are used. Default: a built-in set of ~300 "
+                 "realistic queries");
+  app.add_option("--query-format", o.query_format, "auto, text, wire or pcap")
+      ->capture_default_str();
+  app.add_option("--pcap-port", o.pcap_ports,
+                 "With a capture: a UDP/TCP port that carries DNS (repeat it or give a "
+                 "comma-separated list; packets from or to these ports are read as DNS). "
+                 "Default: 53")
+      ->delimiter(',');
+  app.add_option("--replay", o.replay,
+                 "With a capture: fast (the default: its queries are the query list, cycled by "
+                 "--clients clients at the run's own pace) or timing (each source address of the "
+                 "capture is one client, sending its queries at their captured times; the run "
+                 "ends when the capture does, or at --duration if given)");
+  app.add_option("--speed", o.speed,
+                 "--replay timing: how much faster than captured the queries are sent (2: twice "
+                 "as fast, 0.5: half as fast)")
+      ->capture_default_str();
   app.add_option("--outstanding", o.outstanding, "Queries in flight per client")
       ->capture_default_str();
-  app.add_option("--duration", o.duration, "Seconds to measure (after --warmup)")
-      ->capture_default_str();
+  app.add_option("--duration", o.duration,
+                 "Seconds to measure (after --warmup); --replay timing: the whole capture "
+                 "unless given")
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.duration_given = true; });
   app.add_option("--count", o.count,
                  "Stop after this many measured queries (after --warmup) instead of a duration");
   app.add_option("--timeout", o.timeout, "Seconds before an unanswered query counts as lost")
@@ -175,6 +198,66 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_flag("--progress", o.progress, "Print progress even when stderr is not a terminal");
 }
 
+query_file_format parse_query_format(const std::string& text) {
+  if (text == "auto") return query_file_format::automatic;
+  if (text == "text") return query_file_format::text;
+  if (text == "wire") return query_file_format::wire;
+  if (text == "pcap") return query_file_format::pcap;
+  throw setup_error(fmt::format("--query-format: \"{}\" is not auto, text, wire or pcap", text));
+}
+
+pcap_options pcap_options_of(const std::vector<std::uint16_t>& ports) {
+  pcap_options options;
+  if (!ports.empty()) options.ports = ports;
+  if (std::find(options.ports.begin(), options.ports.end(), 0) != options.ports.end()) {
+    throw setup_error("--pcap-port: 0 is not a port DNS is sent to");
+  }
+  return options;
+}
+
+namespace {
+
+// The query set, from --queries (a capture: with how to replay it) or the built-in set.
+void set_queries(load_spec& spec, const run_options& o, const query_options& query) {
+  query_file_format format = parse_query_format(o.query_format);
+  if (!o.queries_file.empty() && format == query_file_format::automatic) {
+    format = query_file_format_of(o.queries_file);
+  }
+  const bool capture = !o.queries_file.empty() && format == query_file_format::pcap;
+  if (!capture) {
+    if (!o.pcap_ports.empty())
+      throw setup_error("--pcap-port applies to a capture (--queries FILE.pcap)");
+    if (!o.replay.empty()) throw setup_error("--replay applies to a capture (--queries FILE.pcap)");
+    if (o.speed != 1) throw setup_error("--speed applies to --replay timing");
+    spec.queries = std::make_shared<const query_set>(
+        o.queries_file.empty() ? default_queries(query)
+                               : load_query_file(o.queries_file, format, query));
+    return;
+  }
+  const auto replay = parse_replay_mode(o.replay.empty() ? "fast" : o.replay);
+  if (!replay) throw setup_error(fmt::format("--replay: \"{}\" is not fast or timing", o.replay));
+  auto read = std::make_shared<const pcap_capture>(
+      read_pcap(o.queries_file, pcap_options_of(o.pcap_ports)));
+  spec.queries = std::shared_ptr<const query_set>(read, &read->queries);
+  spec.capture = read;
+  spec.replay = *replay;
+  spec.replay_speed = o.speed;
+  if (*replay != replay_mode::timing) {
+    if (o.speed != 1) throw setup_error("--speed applies to --replay timing");
+    return;
+  }
+  if (o.clients_given && o.clients != read->sources.size()) {
+    throw setup_error(fmt::format(
+        "--clients {}: with --replay timing each source address of the capture is one client, "
+        "and {} has {}; leave --clients out",
+        o.clients, o.queries_file, read->sources.size()));
+  }
+  spec.clients = static_cast<unsigned>(read->sources.size());
+  if (!o.duration_given) spec.duration_seconds = 0;
+}
+
+}  // namespace
+
 load_spec make_load_spec(const run_options& o) {
   load_spec spec;
   spec.label = o.label;
@@ -240,18 +323,7 @@ load_spec make_load_spec(const run_options& o) {
     throw setup_error("--edns-payload must be between 512 and 65535");
   }
   query.edns.udp_payload_size = static_cast<std::uint16_t>(o.edns_payload);
-  query_file_format format = query_file_format::automatic;
-  if (o.query_format == "text") {
-    format = query_file_format::text;
-  } else if (o.query_format == "wire") {
-    format = query_file_format::wire;
-  } else if (o.query_format != "auto") {
-    throw setup_error(
-        fmt::format("--query-format: \"{}\" is not auto, text or wire", o.query_format));
-  }
-  spec.queries = std::make_shared<const query_set>(
-      o.queries_file.empty() ? default_queries(query)
-                             : load_query_file(o.queries_file, format, query));
+  set_queries(spec, o, query);
 
   const std::string backend_name = !o.tls_backend.empty()                  ? o.tls_backend
                                    : traits_of(spec.transport).gnutls_only ? "gnutls"

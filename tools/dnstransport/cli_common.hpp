@@ -43,7 +43,12 @@ struct run_options {
   std::string transport = "udp";
   std::string queries_file;
   std::string query_format = "auto";
+  std::vector<std::uint16_t> pcap_ports;  // empty: 53
+  std::string replay;                     // empty: fast (with a capture)
+  double speed = 1;
   unsigned clients = 8;
+  bool clients_given = false;   // --clients on the command line
+  bool duration_given = false;  // --duration on the command line
   unsigned outstanding = 100;
   double duration = 10;
   std::uint64_t count = 0;
@@ -102,6 +107,11 @@ struct run_options {
 /// Adds every `run` flag to `app`; `with_axes` adds --transport, --clients and
 /// --queries-per-connection too (a sweep takes lists for those instead).
 void add_run_options(CLI::App& app, run_options& options, bool with_axes);
+
+/// --query-format's value; throws setup_error naming the flag for another.
+query_file_format parse_query_format(const std::string& text);
+/// The capture options from --pcap-port (53 when none is given).
+pcap_options pcap_options_of(const std::vector<std::uint16_t>& ports);
 
 /// Builds the spec (without server address when the built-in responder is used).
 /// Throws setup_error naming the flag for a bad value.

@@ -90,6 +90,11 @@ action add_search_command(CLI::App& app) {
           "--rate does not apply to search: it chooses the rates; use --start-rate and "
           "--max-rate");
     }
+    if (f->run.replay == "timing") {
+      throw setup_error(
+          "--replay timing does not apply to search: it chooses the rates (a capture is "
+          "searched with --replay fast)");
+    }
     search_spec spec;
     spec.load = make_load_spec(f->run);
     spec.min_answered_percent = f->min_answered;

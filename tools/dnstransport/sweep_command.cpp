@@ -192,6 +192,11 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
     base.monitor_commands.clear();
     base.monitor_cgroups.clear();
   }
+  if (o.replay == "timing") {
+    throw setup_error(
+        "--replay timing does not apply to sweep: its clients and times are the capture's "
+        "(sweep a capture with --replay fast, or replay it with `run`)");
+  }
   plan.base = make_load_spec(base);
   plan.base.stop = &stop_requested;
   plan.command_line = std::move(command);

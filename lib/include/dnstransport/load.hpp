@@ -16,6 +16,7 @@
 
 #include <dnstransport/histogram.hpp>
 #include <dnstransport/monitor.hpp>
+#include <dnstransport/pcap.hpp>
 #include <dnstransport/query_source.hpp>
 #include <dnstransport/tls.hpp>
 #include <dnstransport/transport.hpp>
@@ -50,12 +51,33 @@ enum class arrival_mode {
   /// fell behind; latency runs from the moment of sending. Without a rate, every run is
   /// closed-loop.
   closed,
+  /// Open loop on a capture's clock (replay_mode::timing): each source address of the
+  /// capture is one client, sending its queries at their captured times divided by the
+  /// speed; latency from those times. Set by the replay, not by a rate.
+  replay,
 };
 
-/// "constant", "poisson" or "closed".
+/// "constant", "poisson", "closed" or "replay".
 std::string_view arrival_mode_name(arrival_mode mode) noexcept;
 /// Mode from its name; nothing for an unknown one.
 std::optional<arrival_mode> parse_arrival_mode(std::string_view name) noexcept;
+
+/// How the queries of a packet capture (load_spec::capture) are sent (`--replay`).
+enum class replay_mode {
+  /// As a query list: every client cycles through the capture's queries, like any query
+  /// file, at the pace the run asks for (closed loop, or --rate).
+  fast,
+  /// On the capture's clock: each source address of the capture is one client (one socket,
+  /// one connection at a time), sending its own queries at their captured times, divided by
+  /// load_spec::replay_speed. The run ends once every query was sent and answered or timed
+  /// out (or at the duration, when one is set).
+  timing,
+};
+
+/// "fast" or "timing".
+std::string_view replay_mode_name(replay_mode mode) noexcept;
+/// Mode from its name; nothing for an unknown one.
+std::optional<replay_mode> parse_replay_mode(std::string_view name) noexcept;
 
 enum class close_mode {
   fin,  ///< graceful: TLS close_notify, then shutdown and close (FIN)
@@ -100,6 +122,16 @@ struct load_spec {
   /// Queries to send, cycled through by every client from its own starting point; the
   /// built-in default set when null.
   std::shared_ptr<const query_set> queries;
+  /// The packet capture the queries came from (`--queries FILE.pcap`), or null. With it,
+  /// `queries` must be the capture's own (&capture->queries), and the result reports what
+  /// the capture held.
+  std::shared_ptr<const pcap_capture> capture;
+  /// How the capture is replayed (`--replay`). With replay_mode::timing, `clients` must be
+  /// the number of the capture's source addresses, there is no rate and no count, and a
+  /// duration of 0 means the whole capture.
+  replay_mode replay = replay_mode::fast;
+  /// replay_mode::timing: how much faster than captured (`--speed`; 2: twice as fast).
+  double replay_speed = 1;
 
   /// TCP and TLS: queries answered (or lost) on one connection before the client closes it
   /// and opens a new one; 0 keeps the connection for the whole run.
@@ -146,6 +178,15 @@ struct load_spec {
   /// queries still in flight are counted as abandoned and the result is returned as usual
   /// with `interrupted` set.
   const std::atomic<bool>* stop = nullptr;
+};
+
+/// What a run's packet capture held and how it was replayed (run_result::capture).
+struct capture_summary {
+  pcap_counts counts;
+  std::uint64_t clients = 0;  ///< distinct source addresses of the queries
+  double span_seconds = 0;    ///< capture time from the first query to the last
+  replay_mode replay = replay_mode::fast;
+  double speed = 1;  ///< replay_mode::timing only
 };
 
 /// Connection life cycle counters (TCP and TLS), for connections whose set-up began after the
@@ -249,6 +290,8 @@ struct run_result {
   arrival_mode arrivals = arrival_mode::closed;
   std::string query_origin;
   std::size_t query_count_in_set = 0;
+  /// Set when the queries came from a packet capture (load_spec::capture).
+  std::optional<capture_summary> capture;
 
   // Per query.
   std::uint64_t queries_sent = 0;
@@ -325,7 +368,8 @@ struct run_result {
 
   std::vector<std::string> warnings;  ///< things the user should know about this run
 
-  /// True when queries were sent on a schedule (constant or poisson arrivals at a rate).
+  /// True when queries were sent on a schedule (constant or poisson arrivals at a rate, or a
+  /// capture replayed with its timing).
   bool open_loop() const noexcept { return arrivals != arrival_mode::closed; }
   /// Queries whose time came after the warm-up: sent, or not sent for one of the reasons.
   std::uint64_t queries_scheduled() const noexcept {

@@ -64,13 +64,20 @@ query_set parse_wire_queries(std::span<const std::uint8_t> data, std::string_vie
 
 /// How to read a query file.
 enum class query_file_format {
-  automatic,  ///< wire when the name ends in ".raw", ".wire" or ".bin", text otherwise
+  automatic,  ///< as query_file_format_of says
   text,
   wire,
+  pcap,  ///< the DNS queries of a pcap or pcapng capture (pcap.hpp), on port 53
 };
 
+/// The format of a query file by its name and first octets: pcap when the name ends in
+/// ".pcap" or ".pcapng" or the file starts with a pcap or pcapng magic number, wire when
+/// the name ends in ".raw", ".wire" or ".bin", text otherwise. Never throws; a file that
+/// cannot be read is text (and load_query_file then names the problem).
+query_file_format query_file_format_of(const std::filesystem::path& path);
+
 /// Reads and parses a query file. Throws setup_error naming the file when it cannot be
-/// opened or read, and as the parse functions above for its contents.
+/// opened or read, and as the parse functions above (or read_pcap) for its contents.
 query_set load_query_file(const std::filesystem::path& path,
                           query_file_format format = query_file_format::automatic,
                           const query_options& options = {});

@@ -23,7 +23,7 @@ double thread_cpu_now() noexcept {
 }  // namespace
 
 arrival_schedule::arrival_schedule(const run_plan& plan, unsigned index)
-    : period_ns_(1e9 / plan.rate_per_client),
+    : period_ns_(plan.rate_per_client > 0 ? 1e9 / plan.rate_per_client : 0),
       // The phases spread the clients evenly over one period, so a constant load is smooth
       // rather than one burst from every client at the same instant.
       base_ns_(static_cast<double>(plan.start_ns) +
@@ -31,13 +31,29 @@ arrival_schedule::arrival_schedule(const run_plan& plan, unsigned index)
       poisson_(plan.arrivals == run_plan::schedule::poisson),
       next_ns_(static_cast<std::uint64_t>(base_ns_)),
       random_(0x9e3779b97f4a7c15ULL * (std::uint64_t{index} + 1)),
-      gap_(1.0 / period_ns_),
+      gap_(period_ns_ > 0 ? 1.0 / period_ns_ : 1.0),
       waiting_(std::max(plan.outstanding, 1u)) {
+  if (plan.arrivals == run_plan::schedule::replay) {
+    replay_ = &plan;
+    replay_at_ = plan.replay_first[index];
+    replay_end_ = plan.replay_first[index + 1];
+    next_ns_ =
+        replay_at_ < replay_end_ ? plan.start_ns + plan.replay_offset_ns[replay_at_] : UINT64_MAX;
+    return;
+  }
   if (poisson_) next_ns_ = plan.start_ns + static_cast<std::uint64_t>(gap_(random_));
 }
 
+std::uint32_t arrival_schedule::next_query() const noexcept {
+  return replay_ != nullptr && replay_at_ < replay_end_ ? replay_->replay_query[replay_at_] : 0;
+}
+
 void arrival_schedule::advance() noexcept {
-  if (poisson_) {
+  if (replay_ != nullptr) {
+    ++replay_at_;
+    next_ns_ = replay_at_ < replay_end_ ? replay_->start_ns + replay_->replay_offset_ns[replay_at_]
+                                        : UINT64_MAX;
+  } else if (poisson_) {
     next_ns_ += static_cast<std::uint64_t>(gap_(random_));
   } else {
     ++k_;
@@ -45,23 +61,34 @@ void arrival_schedule::advance() noexcept {
   }
 }
 
-void arrival_schedule::push_back(std::uint64_t t) noexcept {
-  waiting_[(waiting_head_ + waiting_count_) % waiting_.size()] = t;
+void arrival_schedule::push_back(arrival a) noexcept {
+  waiting_[(waiting_head_ + waiting_count_) % waiting_.size()] = a;
   ++waiting_count_;
 }
 
-void arrival_schedule::push_front(std::uint64_t t) noexcept {
+void arrival_schedule::push_front(arrival a) noexcept {
   waiting_head_ =
       waiting_head_ == 0 ? static_cast<std::uint32_t>(waiting_.size() - 1) : waiting_head_ - 1;
-  waiting_[waiting_head_] = t;
+  waiting_[waiting_head_] = a;
   ++waiting_count_;
 }
 
-std::uint64_t arrival_schedule::pop_front() noexcept {
-  const std::uint64_t t = waiting_[waiting_head_];
+arrival_schedule::arrival arrival_schedule::take(std::uint32_t i) noexcept {
+  const arrival a = waiting_at(i);
+  // The ones before it move up one place, keeping their order.
+  for (; i > 0; --i) {
+    waiting_[(waiting_head_ + i) % waiting_.size()] =
+        waiting_[(waiting_head_ + i - 1) % waiting_.size()];
+  }
+  pop_front();
+  return a;
+}
+
+arrival_schedule::arrival arrival_schedule::pop_front() noexcept {
+  const arrival a = waiting_[waiting_head_];
   waiting_head_ = waiting_head_ + 1 == waiting_.size() ? 0 : waiting_head_ + 1;
   --waiting_count_;
-  return t;
+  return a;
 }
 
 client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
@@ -99,8 +126,11 @@ void client_base::admit_arrivals(std::uint64_t now) noexcept {
     }
     const bool counted = t >= plan().measure_start_ns;
     if (counted && quota_ != UINT64_MAX) --quota_;
-    if (slots_.in_flight() + schedule_->waiting() < question_room_) {
-      schedule_->push_back(t);
+    // A replayed query may wait for its question to be answered; the others of the cycle
+    // never wait for one.
+    const std::uint32_t limit = schedule_->replays() ? plan().outstanding : question_room_;
+    if (slots_.in_flight() + schedule_->waiting() < limit) {
+      schedule_->push_back({t, schedule_->next_query()});
     } else if (counted) {
       owner_.roll_timeline(now);
       ++counts().not_sent_outstanding;
@@ -113,7 +143,7 @@ void client_base::admit_arrivals(std::uint64_t now) noexcept {
 void client_base::expire_waiting(std::uint64_t now) noexcept {
   if (!schedule_) return;
   while (!schedule_->waiting_empty() && schedule_->oldest_waiting() + plan().timeout_ns <= now) {
-    if (schedule_->pop_front() >= plan().measure_start_ns) ++counts().not_sent_timeout;
+    if (schedule_->pop_front().at >= plan().measure_start_ns) ++counts().not_sent_timeout;
   }
 }
 
@@ -139,7 +169,7 @@ std::uint32_t client_base::send_allowance(std::uint64_t now) noexcept {
   }
   if (schedule_) {
     admit_arrivals(now);
-    return std::min(room, schedule_->waiting());
+    return schedule_->replays() ? replay_allowance(room) : std::min(room, schedule_->waiting());
   }
   std::uint64_t allowance = std::min<std::uint64_t>(room, quota_);
   if (plan().rate_per_client > 0) {
@@ -154,6 +184,23 @@ std::uint32_t client_base::send_allowance(std::uint64_t now) noexcept {
   return static_cast<std::uint32_t>(allowance);
 }
 
+std::uint32_t client_base::replay_allowance(std::uint32_t room) const noexcept {
+  // The waiting queries whose question is not in flight, each question once: a client that
+  // asks again waits for its first answer, and its other queries do not wait behind it. The
+  // waiting list is at most --outstanding long, so the scan stays short.
+  std::uint32_t n = 0;
+  for (std::uint32_t i = 0; i < schedule_->waiting() && n < room; ++i) {
+    const std::uint32_t question = question_of_[schedule_->waiting_at(i).query];
+    if (questions_.contains(question)) continue;
+    bool repeated = false;
+    for (std::uint32_t k = 0; k < i && !repeated; ++k) {
+      repeated = question_of_[schedule_->waiting_at(k).query] == question;
+    }
+    if (!repeated) ++n;
+  }
+  return n;
+}
+
 slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
   if (feeder_ != nullptr) {
     const retry r = retries_.front();
@@ -163,17 +210,29 @@ slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
     questions_.insert(question_of_[r.query_index]);
     return s;
   }
-  // The next query of the cycle whose question is not in flight (send_allowance left room
-  // for one, so the search ends).
   std::uint32_t query = next_query_;
-  while (!questions_.insert(question_of_[query])) {
-    if (++query == query_count_) query = 0;
+  std::uint64_t scheduled = 0;
+  if (schedule_ && schedule_->replays()) {
+    // The oldest waiting query of the capture whose question is not in flight
+    // (send_allowance counted it, so the search ends).
+    std::uint32_t i = 0;
+    while (questions_.contains(question_of_[schedule_->waiting_at(i).query])) ++i;
+    const arrival_schedule::arrival a = schedule_->take(i);
+    query = a.query;
+    scheduled = a.at;
+    questions_.insert(question_of_[query]);
+  } else {
+    // The next query of the cycle whose question is not in flight (send_allowance left room
+    // for one, so the search ends).
+    while (!questions_.insert(question_of_[query])) {
+      if (++query == query_count_) query = 0;
+    }
+    next_query_ = query + 1 == query_count_ ? 0 : query + 1;
+    if (schedule_) scheduled = schedule_->pop_front().at;
   }
-  next_query_ = query + 1 == query_count_ ? 0 : query + 1;
   owner_.roll_timeline(now);
   if (schedule_) {
     // Open loop: the query's time is its schedule's (the quota was taken when it came).
-    const std::uint64_t scheduled = schedule_->pop_front();
     const bool counted = scheduled >= plan().measure_start_ns;
     slot_table::slot& s = slots_.acquire(now, query, counted);
     s.sent_ns = scheduled;
@@ -194,7 +253,7 @@ void client_base::return_slot(slot_table::slot& s) noexcept {
   if (feeder_ != nullptr) {
     retries_.push_front({s.query_index, s.sent_ns, s.counted});
   } else if (schedule_) {
-    schedule_->push_front(s.sent_ns);
+    schedule_->push_front({s.sent_ns, s.query_index});
     --sent_;
     if (s.counted) --counts().queries_sent;
     next_query_ = s.query_index;

@@ -63,29 +63,50 @@ struct run_plan {
   std::uint64_t timeout_ns = 0;
   double rate_per_client = 0;  // queries per second; 0: no limit
   // With a rate: open loop (queries sent at their scheduled times, latency from them) with
-  // evenly spaced or exponentially distributed gaps; closed loop otherwise.
-  enum class schedule { closed, constant, poisson };
+  // evenly spaced or exponentially distributed gaps; closed loop otherwise. Replay: open
+  // loop on a capture's clock, without a rate.
+  enum class schedule { closed, constant, poisson, replay };
   schedule arrivals = schedule::closed;
-  bool open_loop() const noexcept { return rate_per_client > 0 && arrivals != schedule::closed; }
+  bool open_loop() const noexcept {
+    return arrivals == schedule::replay || (rate_per_client > 0 && arrivals != schedule::closed);
+  }
+  // Replay: client c sends the queries replay_query[i] for i in [replay_first[c],
+  // replay_first[c + 1]), in that order, each at start_ns + replay_offset_ns[i].
+  std::vector<std::uint32_t> replay_first;
+  std::vector<std::uint32_t> replay_query;
+  std::vector<std::uint64_t> replay_offset_ns;
   std::uint64_t interval_ns = 0;  // timeline row length; 0: no timeline
 };
 
 // The arrival times of one open-loop client's queries, and those whose time came but that
-// were not sent yet (at most as many as the client may have in flight).
+// were not sent yet (at most as many as the client may have in flight). A replay schedule
+// also says which query each arrival is; the others leave that to the query cycle.
 class arrival_schedule {
  public:
   arrival_schedule(const run_plan& plan, unsigned index);
 
+  // The next arrival (UINT64_MAX: none, a replay that is over) and, replaying, its query.
   std::uint64_t next() const noexcept { return next_ns_; }
+  std::uint32_t next_query() const noexcept;
   void advance() noexcept;
+  bool replays() const noexcept { return replay_ != nullptr; }
 
-  // Scheduled times of queries waiting to be sent, oldest first.
+  struct arrival {
+    std::uint64_t at = 0;     // scheduled time
+    std::uint32_t query = 0;  // replay: the query; otherwise unused
+  };
+  // Queries waiting to be sent, oldest first.
   bool waiting_empty() const noexcept { return waiting_count_ == 0; }
   std::uint32_t waiting() const noexcept { return waiting_count_; }
-  std::uint64_t oldest_waiting() const noexcept { return waiting_[waiting_head_]; }
-  void push_back(std::uint64_t t) noexcept;
-  void push_front(std::uint64_t t) noexcept;
-  std::uint64_t pop_front() noexcept;
+  std::uint64_t oldest_waiting() const noexcept { return waiting_[waiting_head_].at; }
+  const arrival& waiting_at(std::uint32_t i) const noexcept {
+    return waiting_[(waiting_head_ + i) % waiting_.size()];
+  }
+  void push_back(arrival a) noexcept;
+  void push_front(arrival a) noexcept;
+  arrival pop_front() noexcept;
+  // Takes the i-th waiting arrival out (a replayed query sent before older ones that wait).
+  arrival take(std::uint32_t i) noexcept;
 
  private:
   double period_ns_;
@@ -95,7 +116,10 @@ class arrival_schedule {
   std::uint64_t next_ns_;
   std::mt19937_64 random_;
   std::exponential_distribution<double> gap_;
-  std::vector<std::uint64_t> waiting_;  // ring
+  const run_plan* replay_ = nullptr;  // set when replaying
+  std::uint32_t replay_at_ = 0;       // index of the next arrival in the plan's replay lists
+  std::uint32_t replay_end_ = 0;
+  std::vector<arrival> waiting_;  // ring
   std::uint32_t waiting_head_ = 0;
   std::uint32_t waiting_count_ = 0;
 };
@@ -145,6 +169,8 @@ class client_base {
   // queries whose scheduled time came).
   std::uint32_t send_allowance(std::uint64_t now) noexcept;
   bool may_send(std::uint64_t now) const noexcept;
+  // Replay: how many waiting queries may go now, at most `room`.
+  std::uint32_t replay_allowance(std::uint32_t room) const noexcept;
 
   // Takes a slot for the next query; the caller sends it.
   slot_table::slot& take_slot(std::uint64_t now) noexcept;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <limits>
@@ -50,6 +51,8 @@ std::string_view arrival_mode_name(arrival_mode mode) noexcept {
       return "constant";
     case arrival_mode::poisson:
       return "poisson";
+    case arrival_mode::replay:
+      return "replay";
     case arrival_mode::closed:
       break;
   }
@@ -57,9 +60,20 @@ std::string_view arrival_mode_name(arrival_mode mode) noexcept {
 }
 
 std::optional<arrival_mode> parse_arrival_mode(std::string_view name) noexcept {
-  for (auto mode : {arrival_mode::constant, arrival_mode::poisson, arrival_mode::closed}) {
+  for (auto mode : {arrival_mode::constant, arrival_mode::poisson, arrival_mode::closed,
+                    arrival_mode::replay}) {
     if (name == arrival_mode_name(mode)) return mode;
   }
+  return std::nullopt;
+}
+
+std::string_view replay_mode_name(replay_mode mode) noexcept {
+  return mode == replay_mode::timing ? "timing" : "fast";
+}
+
+std::optional<replay_mode> parse_replay_mode(std::string_view name) noexcept {
+  if (name == "fast") return replay_mode::fast;
+  if (name == "timing") return replay_mode::timing;
   return std::nullopt;
 }
 
@@ -298,6 +312,70 @@ void fill_timeline(run_result& result, const std::vector<std::unique_ptr<detail:
 }
 
 // Open loop: says when the generator did not keep to its schedule.
+void validate_replay(const load_spec& spec) {
+  if (spec.capture && spec.queries.get() != &spec.capture->queries) {
+    throw setup_error("load_spec: queries must be the capture's own when a capture is given");
+  }
+  if (spec.replay == replay_mode::fast) return;
+  if (!spec.capture) throw setup_error("--replay timing needs a capture (--queries FILE.pcap)");
+  if (spec.rate > 0) {
+    throw setup_error(
+        "--rate does not apply to --replay timing: the capture's times are the schedule (use "
+        "--speed to scale them)");
+  }
+  if (spec.count != 0) {
+    throw setup_error(
+        "--count does not apply to --replay timing: the capture's queries are sent once each");
+  }
+  if (!(spec.replay_speed > 0) || !std::isfinite(spec.replay_speed)) {
+    throw setup_error(fmt::format("--speed must be greater than 0 (got {})", spec.replay_speed));
+  }
+  if (spec.clients != spec.capture->sources.size()) {
+    throw setup_error(fmt::format(
+        "--clients {}: with --replay timing each source address of the capture is one client "
+        "({} in {})",
+        spec.clients, spec.capture->sources.size(), spec.capture->queries.origin()));
+  }
+}
+
+// The capture's queries per client (its source address), in capture time order, with their
+// offsets from the capture's first query divided by the speed.
+void plan_replay(const pcap_capture& capture, double speed, detail::run_plan& plan) {
+  const std::size_t n = capture.queries.size();
+  std::vector<std::uint32_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::pair(capture.clients[a], capture.times_ns[a]) <
+           std::pair(capture.clients[b], capture.times_ns[b]);
+  });
+  const std::uint64_t first = *std::min_element(capture.times_ns.begin(), capture.times_ns.end());
+  plan.replay_first.assign(capture.sources.size() + 1, 0);
+  for (const std::uint32_t c : capture.clients) ++plan.replay_first[c + 1];
+  for (std::size_t c = 1; c < plan.replay_first.size(); ++c) {
+    plan.replay_first[c] += plan.replay_first[c - 1];
+  }
+  plan.replay_query = order;
+  plan.replay_offset_ns.reserve(n);
+  for (const std::uint32_t i : order) {
+    plan.replay_offset_ns.push_back(
+        static_cast<std::uint64_t>(static_cast<double>(capture.times_ns[i] - first) / speed));
+  }
+}
+
+capture_summary summarize(const load_spec& spec) {
+  const pcap_capture& c = *spec.capture;
+  capture_summary s;
+  s.counts = c.counts;
+  s.clients = c.sources.size();
+  if (!c.times_ns.empty()) {
+    const auto [first, last] = std::minmax_element(c.times_ns.begin(), c.times_ns.end());
+    s.span_seconds = static_cast<double>(*last - *first) / 1e9;
+  }
+  s.replay = spec.replay;
+  s.speed = spec.replay == replay_mode::timing ? spec.replay_speed : 1;
+  return s;
+}
+
 void add_open_loop_warnings(run_result& r) {
   if (!r.open_loop()) return;
   if (r.not_sent_outstanding > 0) {
@@ -348,12 +426,18 @@ void validate(const load_spec& spec) {
     throw setup_error(fmt::format("--count must be a positive number of queries (got {})",
                                   static_cast<std::int64_t>(spec.count)));
   }
-  if (spec.count == 0 && !(spec.duration_seconds > 0)) {
+  // A timing replay runs for its capture when no duration is given.
+  const bool whole_capture = spec.replay == replay_mode::timing && spec.duration_seconds == 0;
+  if (spec.count == 0 && !(spec.duration_seconds > 0) && !whole_capture) {
     throw setup_error("--duration must be greater than 0 seconds (or give --count)");
   }
   if (!(spec.timeout_seconds > 0)) throw setup_error("--timeout must be greater than 0 seconds");
   if (spec.warmup_seconds < 0) throw setup_error("--warmup cannot be negative");
   if (!(spec.rate >= 0)) throw setup_error("--rate cannot be negative");
+  if (spec.arrivals == arrival_mode::replay) {
+    throw setup_error(
+        "--arrivals replay is not chosen by --arrivals: give a capture with --replay timing");
+  }
   if (!(spec.interval_seconds == 0 || spec.interval_seconds >= 0.01)) {
     throw setup_error(
         fmt::format("--interval must be at least 0.01 seconds, or 0 for no timeline (got {})",
@@ -402,6 +486,7 @@ void validate(const load_spec& spec) {
     throw setup_error("--early-data needs --tls-resume (0-RTT rides on a resumed session)");
   }
   if (spec.queries && spec.queries->empty()) throw setup_error("the query set is empty");
+  validate_replay(spec);
   if (spec.transport == transport_kind::doh &&
       (spec.doh_path.empty() || spec.doh_path.front() != '/' ||
        spec.doh_path.find_first_of(" #\r\n") != std::string::npos)) {
@@ -449,6 +534,7 @@ run_result run_load(const load_spec& spec) {
   result.queries_per_connection = spec.queries_per_connection;
   result.query_origin = queries->origin();
   result.query_count_in_set = queries->size();
+  if (spec.capture) result.capture = summarize(spec);
 
   const unsigned threads = std::min(spec.threads, spec.clients);
   if (threads < spec.threads) {
@@ -477,10 +563,23 @@ run_result run_load(const load_spec& spec) {
     result.rate = spec.rate;
     result.arrivals = spec.arrivals;
   }
+  if (spec.capture && spec.replay == replay_mode::timing) {
+    plan.arrivals = detail::run_plan::schedule::replay;
+    result.arrivals = arrival_mode::replay;
+    plan_replay(*spec.capture, spec.replay_speed, plan);
+  }
+  // What the run is planned to last, for progress and the monitor's readings: a timing
+  // replay without a duration lasts as long as its capture, at its speed.
+  const double duration =
+      spec.duration_seconds > 0 || !result.capture
+          ? spec.duration_seconds
+          : result.capture->span_seconds / spec.replay_speed + spec.timeout_seconds;
   plan.interval_ns = seconds_to_ns(spec.interval_seconds);
   result.interval_seconds = spec.interval_seconds;
   plan.distinct_questions = number_questions(*queries, plan.question_of);
-  if (plan.distinct_questions < spec.outstanding) {
+  // A replayed client sends what its source sent; it has no choice of questions to widen.
+  if (plan.distinct_questions < spec.outstanding &&
+      plan.arrivals != detail::run_plan::schedule::replay) {
     result.warnings.push_back(fmt::format(
         "at most {} queries in flight per client, not --outstanding {}: the query list has {} "
         "distinct question{}, and a client never has two queries with the same question in "
@@ -517,12 +616,12 @@ run_result run_load(const load_spec& spec) {
 
   plan.start_ns = monotonic_ns();
   plan.measure_start_ns = plan.start_ns + seconds_to_ns(spec.warmup_seconds);
-  plan.send_end_ns =
-      spec.count == 0 ? plan.measure_start_ns + seconds_to_ns(spec.duration_seconds) : UINT64_MAX;
+  plan.send_end_ns = spec.count == 0 && spec.duration_seconds > 0
+                         ? plan.measure_start_ns + seconds_to_ns(spec.duration_seconds)
+                         : UINT64_MAX;
 
-  const double monitor_interval =
-      std::clamp(spec.count == 0 ? spec.duration_seconds / 10 : monitor_interval_max,
-                 monitor_interval_min, monitor_interval_max);
+  const double monitor_interval = std::clamp(spec.count == 0 ? duration / 10 : monitor_interval_max,
+                                             monitor_interval_min, monitor_interval_max);
   if (monitor.active() && spec.warmup_seconds <= 0) monitor.sample();
   std::uint64_t next_monitor_sample = plan.measure_start_ns + seconds_to_ns(monitor_interval);
   // With a timeline, the server is also read at each row's end: (row, CPU so far, RSS).
@@ -544,7 +643,7 @@ run_result run_load(const load_spec& spec) {
     });
   }
 
-  const double planned = spec.count == 0 ? spec.warmup_seconds + spec.duration_seconds : 0;
+  const double planned = spec.count == 0 ? spec.warmup_seconds + duration : 0;
   const auto progress_period = seconds_to_ns(std::max(0.05, spec.progress_interval_seconds));
   std::uint64_t next_progress = plan.start_ns + progress_period;
   std::uint64_t previous_received = 0;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/pcap.hpp>
 
 namespace dnstransport {
 
@@ -73,12 +74,19 @@ std::vector<std::uint8_t> read_whole_file(const std::filesystem::path& path) {
   return data;
 }
 
-bool has_wire_extension(const std::filesystem::path& path) {
+std::string lower_extension(const std::filesystem::path& path) {
   std::string extension = path.extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(), [](char c) {
     return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
   });
-  return extension == ".raw" || extension == ".wire" || extension == ".bin";
+  return extension;
+}
+
+bool starts_like_pcap(const std::filesystem::path& path) {
+  file_ptr file(std::fopen(path.c_str(), "rb"));
+  std::array<std::uint8_t, 4> head{};
+  return file && std::fread(head.data(), 1, head.size(), file.get()) == head.size() &&
+         looks_like_pcap(head);
 }
 
 }  // namespace
@@ -163,14 +171,24 @@ query_set parse_wire_queries(std::span<const std::uint8_t> data, std::string_vie
   return queries;
 }
 
+query_file_format query_file_format_of(const std::filesystem::path& path) {
+  const std::string extension = lower_extension(path);
+  if (extension == ".pcap" || extension == ".pcapng" || starts_like_pcap(path)) {
+    return query_file_format::pcap;
+  }
+  if (extension == ".raw" || extension == ".wire" || extension == ".bin") {
+    return query_file_format::wire;
+  }
+  return query_file_format::text;
+}
+
 query_set load_query_file(const std::filesystem::path& path, query_file_format format,
                           const query_options& options) {
+  if (format == query_file_format::automatic) format = query_file_format_of(path);
+  if (format == query_file_format::pcap) return read_pcap(path).queries;
   const std::vector<std::uint8_t> data = read_whole_file(path);
   const std::string name = path.string();
-  if (format == query_file_format::wire ||
-      (format == query_file_format::automatic && has_wire_extension(path))) {
-    return parse_wire_queries(data, name);
-  }
+  if (format == query_file_format::wire) return parse_wire_queries(data, name);
   return parse_text_queries(
       std::string_view(reinterpret_cast<const char*>(data.data()), data.size()), name, options);
 }

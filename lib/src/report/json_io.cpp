@@ -123,6 +123,8 @@ json::object quic_stats_to_json(const quic_stats& q);
 json::object early_data_to_json(const early_data_stats& e);
 quic_stats quic_stats_from_json(const json::object& o);
 json::object server_stats_to_json(const process_usage& s);
+json::value capture_to_json(const std::optional<capture_summary>& capture);
+capture_summary capture_from_json(const json::object& o);
 process_usage server_stats_from_json(const json::object& o);
 json::array timeline_to_json(const std::vector<timeline_row>& rows);
 std::vector<timeline_row> timeline_from_json(const json::value& value);
@@ -255,6 +257,7 @@ json::object run_result_to_json(const run_result& r) {
       {"arrivals", arrival_mode_name(r.arrivals)},
       {"open_loop", r.open_loop()},
       {"query_set", {{"origin", r.query_origin}, {"count", r.query_count_in_set}}},
+      {"capture", capture_to_json(r.capture)},
       {"queries_scheduled", r.queries_scheduled()},
       {"queries_sent", r.queries_sent},
       {"not_sent_outstanding", r.not_sent_outstanding},
@@ -472,6 +475,46 @@ quic_stats quic_stats_from_json(const json::object& o) {
   return q;
 }
 
+json::value capture_to_json(const std::optional<capture_summary>& capture) {
+  if (!capture) return nullptr;
+  const pcap_counts& n = capture->counts;
+  return json::object{
+      {"clients", capture->clients},
+      {"queries", n.queries},
+      {"span_seconds", stable(capture->span_seconds)},
+      {"replay", replay_mode_name(capture->replay)},
+      {"speed", stable(capture->speed)},
+      {"packets", n.packets},
+      {"responses", n.responses},
+      {"other_dns", n.other_dns},
+      {"not_dns", n.not_dns},
+      {"tcp_without_data", n.tcp_without_data},
+      {"fragments", n.fragments},
+      {"malformed", n.malformed},
+      {"tcp_incomplete", n.tcp_incomplete},
+  };
+}
+
+capture_summary capture_from_json(const json::object& o) {
+  capture_summary c;
+  c.clients = count_at(o, "clients");
+  c.counts.queries = count_at(o, "queries");
+  c.span_seconds = number_at(o, "span_seconds");
+  const auto replay = parse_replay_mode(string_at(o, "replay"));
+  if (!replay) throw std::invalid_argument("unknown capture \"replay\"");
+  c.replay = *replay;
+  c.speed = number_at(o, "speed");
+  c.counts.packets = count_at(o, "packets");
+  c.counts.responses = count_at(o, "responses");
+  c.counts.other_dns = count_at(o, "other_dns");
+  c.counts.not_dns = count_at(o, "not_dns");
+  c.counts.tcp_without_data = count_at(o, "tcp_without_data");
+  c.counts.fragments = count_at(o, "fragments");
+  c.counts.malformed = count_at(o, "malformed");
+  c.counts.tcp_incomplete = count_at(o, "tcp_incomplete");
+  return c;
+}
+
 }  // namespace
 
 run_result run_result_from_json_value(const json::value& value) {
@@ -503,6 +546,10 @@ run_result run_result_from_json_value(const json::value& value) {
   const auto& set = object_at(o, "query_set");
   r.query_origin = string_at(set, "origin");
   r.query_count_in_set = count_at(set, "count");
+  // Results written before pcap input have no "capture"; null: not from a capture.
+  if (const auto* capture = o.if_contains("capture"); capture != nullptr && capture->is_object()) {
+    r.capture = capture_from_json(capture->get_object());
+  }
   r.queries_sent = count_at(o, "queries_sent");
   // Files from before open-loop arrivals ran closed-loop and sent every query.
   if (const auto* rate = o.if_contains("rate"); rate != nullptr && rate->is_number()) {

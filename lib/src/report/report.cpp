@@ -94,11 +94,35 @@ std::string format_table(const run_result& r) {
                      transport, r.server, r.port, r.clients, r.clients == 1 ? "" : "s",
                      r.outstanding, per_connection, r.threads, r.threads == 1 ? "" : "s",
                      r.elapsed_seconds, r.interrupted ? " (interrupted)" : "");
-  if (r.open_loop()) {
+  if (r.capture) {
+    const capture_summary& c = *r.capture;
+    line("capture",
+         fmt::format("{}: {} quer{} from {} client{} over {:.3f} s, replayed {}", r.query_origin,
+                     with_commas(c.counts.queries), c.counts.queries == 1 ? "y" : "ies",
+                     with_commas(c.clients), c.clients == 1 ? "" : "s", c.span_seconds,
+                     replay_mode_name(c.replay)));
+    line("capture skipped",
+         fmt::format("{} packets: {} responses, {} other DNS, {} not DNS, {} TCP without data, "
+                     "{} fragments, {} malformed, {} incomplete TCP messages",
+                     with_commas(c.counts.packets), with_commas(c.counts.responses),
+                     with_commas(c.counts.other_dns), with_commas(c.counts.not_dns),
+                     with_commas(c.counts.tcp_without_data), with_commas(c.counts.fragments),
+                     with_commas(c.counts.malformed), with_commas(c.counts.tcp_incomplete)));
+  }
+  if (r.arrivals == arrival_mode::replay) {
+    line("schedule",
+         fmt::format("the capture's timing{} (open loop: latency from each query's time "
+                     "in the capture)",
+                     r.capture && r.capture->speed != 1
+                         ? fmt::format(", {:g} times as fast", r.capture->speed)
+                         : std::string()));
+  } else if (r.open_loop()) {
     line("schedule", fmt::format("{} queries/s, {} arrivals (open loop: latency from each "
                                  "query's scheduled time)",
                                  with_commas(static_cast<std::uint64_t>(r.rate + 0.5)),
                                  arrival_mode_name(r.arrivals)));
+  }
+  if (r.open_loop()) {
     line("queries scheduled", with_commas(r.queries_scheduled()));
     if (r.not_sent_outstanding) {
       line("not sent: outstanding", with_commas(r.not_sent_outstanding) +

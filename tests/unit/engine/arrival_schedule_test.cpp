@@ -63,15 +63,58 @@ TEST(arrival_schedule_test, poisson_gaps_are_exponential_with_the_rate_as_mean) 
 TEST(arrival_schedule_test, waiting_queue_keeps_order_and_takes_back_the_front) {
   const run_plan p = plan_at(1000, run_plan::schedule::constant);
   arrival_schedule s(p, 0);
-  for (std::uint64_t t = 1; t <= 8; ++t) s.push_back(t);  // full: outstanding is 8
+  for (std::uint32_t t = 1; t <= 8; ++t) s.push_back({t, 10 + t});  // full: outstanding is 8
   EXPECT_EQ(s.waiting(), 8u);
-  EXPECT_EQ(s.pop_front(), 1u);
-  EXPECT_EQ(s.pop_front(), 2u);
-  s.push_front(2);  // a send the kernel refused goes back first
-  s.push_back(9);
+  EXPECT_EQ(s.oldest_waiting(), 1u);
+  EXPECT_EQ(s.pop_front().at, 1u);
+  EXPECT_EQ(s.pop_front().query, 12u);
+  s.push_front({2, 12});  // a send the kernel refused goes back first
+  s.push_back({9, 19});
+  EXPECT_EQ(s.waiting_at(1).query, 13u);
   std::vector<std::uint64_t> order;
-  while (!s.waiting_empty()) order.push_back(s.pop_front());
+  while (!s.waiting_empty()) order.push_back(s.pop_front().at);
   EXPECT_EQ(order, (std::vector<std::uint64_t>{2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(arrival_schedule_test, take_removes_one_waiting_arrival_and_keeps_the_order) {
+  const run_plan p = plan_at(1000, run_plan::schedule::constant);
+  arrival_schedule s(p, 0);
+  for (std::uint32_t t = 1; t <= 8; ++t) s.push_back({t, t});
+  s.pop_front();
+  s.pop_front();
+  s.push_back({9, 9});
+  s.push_back({10, 10});  // the ring wrapped
+  EXPECT_EQ(s.take(4).at, 7u);
+  EXPECT_EQ(s.take(0).at, 3u);
+  EXPECT_EQ(s.take(5).at, 10u);
+  std::vector<std::uint64_t> order;
+  while (!s.waiting_empty()) order.push_back(s.pop_front().at);
+  EXPECT_EQ(order, (std::vector<std::uint64_t>{4, 5, 6, 8, 9}));
+}
+
+// Replay: each client's own queries at their offsets from the start, in order, then none.
+TEST(arrival_schedule_test, replay_arrivals_are_the_captured_times_of_the_clients_queries) {
+  run_plan p = plan_at(0, run_plan::schedule::replay, 3);
+  p.replay_first = {0, 3, 3, 5};  // client 1 has no query
+  p.replay_query = {4, 0, 2, 1, 3};
+  p.replay_offset_ns = {0, 250, 250, 100, 900};
+  EXPECT_TRUE(p.open_loop());
+  arrival_schedule first(p, 0);
+  arrival_schedule second(p, 1);
+  arrival_schedule third(p, 2);
+  EXPECT_TRUE(first.replays());
+  EXPECT_EQ(second.next(), UINT64_MAX);
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> got;
+  for (; first.next() != UINT64_MAX; first.advance())
+    got.emplace_back(first.next(), first.next_query());
+  EXPECT_EQ(got, (std::vector<std::pair<std::uint64_t, std::uint32_t>>{
+                     {p.start_ns, 4}, {p.start_ns + 250, 0}, {p.start_ns + 250, 2}}));
+  EXPECT_EQ(third.next(), p.start_ns + 100);
+  EXPECT_EQ(third.next_query(), 1u);
+  third.advance();
+  EXPECT_EQ(third.next(), p.start_ns + 900);
+  third.advance();
+  EXPECT_EQ(third.next(), UINT64_MAX);
 }
 
 }  // namespace
