@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <tuple>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/query_source.hpp>
 #include <dnstransport/server.hpp>
 #include <dnstransport/tls.hpp>
 
@@ -96,6 +98,31 @@ TEST_P(early_data_test, several_queries_fit_in_the_early_data) {
   EXPECT_EQ(r.early_data.accepted, 8u);
   EXPECT_EQ(r.early_data.queries_in_early_data, 32u);
   EXPECT_EQ(r.early_data.queries_resent, 0u);
+}
+
+TEST_P(early_data_test, early_data_stops_at_the_tickets_limit) {
+  server responder(responder_options());
+  load_spec spec = spec_for(responder);
+  // Queries of about 260 octets, 100 in flight: far more than the 16,384 octets a ticket
+  // allows to go early. What does not fit goes after the handshake.
+  std::string text;
+  for (int i = 0; i < 20; ++i) {
+    std::string name;
+    for (int label = 0; label < 4; ++label) name += std::string(60, 'a' + (i + label) % 26) + ".";
+    text += name + "example. A\n";
+  }
+  spec.queries = std::make_shared<const query_set>(parse_text_queries(text, "long names"));
+  spec.outstanding = 100;
+  spec.queries_per_connection = 200;
+  spec.count = 800;
+  const run_result r = run_checked(spec).result;
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
+  EXPECT_EQ(r.connections.opened, 4u) << summary(r);
+  EXPECT_EQ(r.early_data.accepted, 2u) << summary(r);
+  // Each resumed connection sent some of its queries early, fewer than the 100 it had.
+  EXPECT_GE(r.early_data.queries_in_early_data, 2u);
+  EXPECT_LT(r.early_data.queries_in_early_data, 2 * 16384u / 260);
 }
 
 TEST_P(early_data_test, refused_0rtt_queries_are_sent_again_and_counted_once) {

@@ -98,10 +98,9 @@ bool doh_client::start_session() {
 }
 
 bool doh_client::fill_early(std::uint64_t now, std::size_t room) {
-  // The preface and SETTINGS take under 100 octets; a request's HEADERS and DATA under 256
-  // (HPACK makes the later ones smaller).
-  early_streams_ = room > 128 ? static_cast<std::uint32_t>((room - 128) / 256) : 0;
-  if (early_streams_ == 0 || send_allowance(now) == 0) return true;  // nothing goes early
+  early_room_ = room;
+  // The preface, SETTINGS and WINDOW_UPDATE take under 100 octets.
+  if (room < 128 + request_bound() || send_allowance(now) == 0) return true;  // nothing goes
   if (!start_session()) return false;
   const std::uint64_t generation = generation_;
   fill(now);
@@ -150,12 +149,19 @@ void doh_client::fill(std::uint64_t now) {
   // connection (Knot Resolver 5) refuse a stream whose HEADERS arrive between another's
   // HEADERS and DATA. They still leave in one write.
   out_.clear();
-  std::uint32_t room = stream_room(now);
-  if (early) room = std::min(room, std::exchange(early_streams_, 0));
-  for (; room > 0; --room) {
+  for (std::uint32_t room = stream_room(now); room > 0; --room) {
+    // Early data stops short of the ticket's limit: every request takes at most
+    // request_bound() octets more.
+    if (early && out_.size() + request_bound() > early_room_) break;
     if (!submit(now) || !take_output()) break;
   }
   write_output();
+}
+
+std::size_t doh_client::request_bound() const noexcept {
+  // HEADERS (pseudo-headers, path and content headers, HPACK at worst literal) and DATA
+  // (POST) or the base64url query in the path (GET): never twice the query plus 256.
+  return 256 + doh_.settings().path.size() + 2 * plan().queries->max_size();
 }
 
 bool doh_client::take_output() {

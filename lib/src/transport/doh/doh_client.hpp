@@ -79,6 +79,8 @@ class doh_client final : public stream_client {
   // A new nghttp2 session with our SETTINGS queued. False (the connection failed) when
   // nghttp2 cannot make one.
   bool start_session();
+  // The most octets one request's frames take (for the early data's limit).
+  std::size_t request_bound() const noexcept;
   // A request for the next query (submit) or for query `s` already in flight (submit_slot).
   bool submit(std::uint64_t now);
   bool submit_slot(slot_table::slot& s);
@@ -100,7 +102,7 @@ class doh_client final : public stream_client {
   std::vector<request*> free_;
   request* last_ = nullptr;
   std::uint32_t open_streams_ = 0;
-  std::uint32_t early_streams_ = 0;  // requests the early data may still carry
+  std::size_t early_room_ = 0;  // octets the early data may carry
   bool settings_received_ = false;
   bool goaway_ = false;
   std::string last_error_;  // nghttp2's words for it

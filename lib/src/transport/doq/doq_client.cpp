@@ -137,7 +137,9 @@ void doq_client::fill(std::uint64_t now) {
       return;
     }
     --room;
-    if (counted_) ++early_counts().resent;
+    if (const slot_table::slot* s = slots_.find(r.id); s != nullptr && s->counted) {
+      ++early_counts().resent;
+    }
     send_queue_.push_back(&r);
   }
   std::uint64_t allowance = std::min<std::uint64_t>(send_allowance(now), room);

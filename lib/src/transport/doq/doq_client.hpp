@@ -187,10 +187,11 @@ class doq_client final : public client_base {
   std::uint64_t streams_limit_ = 0;  // the server's stream limit so far on this connection
   bool streams_raised_ = false;      // the server has raised it (MAX_STREAMS) at least once
   bool any_answered_ = false;
-  bool counted_ = false;     // set-up began after the warm-up: the connection is counted
-  bool in_setup_ = false;    // counted in the worker's set-ups in flight
-  bool early_ = false;       // queries may go before the handshake ends (in 0-RTT once keys are)
-  bool early_keys_ = false;  // GnuTLS made 0-RTT keys: queries opened early go in 0-RTT
+  bool counted_ = false;        // set-up began after the warm-up: the connection is counted
+  bool in_setup_ = false;       // counted in the worker's set-ups in flight
+  bool early_ = false;          // queries may go before the handshake ends (in 0-RTT once keys are)
+  bool early_keys_ = false;     // GnuTLS made 0-RTT keys: queries opened early go in 0-RTT
+  bool early_counted_ = false;  // queries went in 0-RTT on a counted connection
   bool stateless_reset_ = false;
   bool waiting_read_ = false;
   unsigned failed_in_a_row_ = 0;

@@ -188,6 +188,7 @@ void doq_client::connect(std::uint64_t now) {
   any_answered_ = false;
   early_ = false;
   early_keys_ = false;
+  early_counted_ = false;
   stateless_reset_ = false;
   if (const int error = open_socket(); error != 0) {
     if (counted_) {
@@ -212,7 +213,6 @@ void doq_client::connect(std::uint64_t now) {
   const ngtcp2_crypto_ctx* early = ngtcp2_conn_get_early_crypto_ctx(conn_);
   if (early_ && early != nullptr && early->aead.native_handle != nullptr) {
     early_keys_ = true;
-    if (counted_) ++early_counts().offered;
     for (request& r : requests_) {
       const slot_table::slot* slot = r.in_use && r.early ? slots_.find(r.id) : nullptr;
       if (slot != nullptr && slot->counted) ++early_counts().queries;
@@ -220,6 +220,9 @@ void doq_client::connect(std::uint64_t now) {
     // Queries that did not fit in the first datagram go now, in 0-RTT too.
     fill(now);
     if (!write(now)) return;
+    // Offered when queries went early (at the end of a run none may); judged only then.
+    early_counted_ = counted_ && sent_on_connection_ > 0;
+    if (early_counted_) ++early_counts().offered;
   } else if (early_) {
     // The ticket allows no early data: the queries opened wait for the handshake.
     early_ = false;
@@ -244,10 +247,10 @@ int doq_client::handshake_completed() {
   if (!early_) return 0;
   early_ = false;
   if ((gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_EARLY_DATA) != 0) {
-    if (counted_) ++early_counts().accepted;
+    if (early_counted_) ++early_counts().accepted;
     return 0;
   }
-  if (counted_) ++early_counts().rejected;
+  if (early_counted_) ++early_counts().rejected;
   // ngtcp2 forgets the 0-RTT streams (without closing them): their queries go again on new
   // streams once ngtcp2 returns.
   if (ngtcp2_conn_early_data_rejected(conn_) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;

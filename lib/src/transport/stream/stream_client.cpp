@@ -45,6 +45,11 @@ void stream_client::on_ready() {
       return;
     }
     case conn_state::handshaking:
+      // Early data the stream did not take yet goes first: the library wants the same
+      // write again (OpenSSL) before the handshake goes on.
+      if (early_ && channel_.output_pending()) {
+        if (!after_write(channel_.flush()) || channel_.output_pending()) return;
+      }
       handshake(now);
       return;
     case conn_state::established:
@@ -160,6 +165,12 @@ bool stream_client::write_queries(std::uint64_t now, unsigned batch) {
 }
 
 bool stream_client::after_write(stream_io r) {
+  if (state_ == conn_state::handshaking && (r == stream_io::closed || r == stream_io::failed)) {
+    // Early data that could not be written: the set-up failed, counted and retried as such.
+    fail_connection(handshake_name(), channel_.stream().failure_cause(),
+                    channel_.stream().error_message());
+    return false;
+  }
   switch (r) {
     case stream_io::done:
       return true;

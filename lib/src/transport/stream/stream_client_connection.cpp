@@ -150,6 +150,8 @@ void stream_client::on_connected(std::uint64_t now) {
 
 bool stream_client::send_early(std::uint64_t now) {
   early_ = false;
+  // A Fast Open SYN carries the ClientHello; early data would wait for the SYN-ACK anyway.
+  if (syn_pending_) return true;
   const std::size_t room = channel_.stream().begin_early_data();
   if (room == 0) return true;
   early_ = true;

@@ -173,9 +173,10 @@ class gnutls_connection final : public tls_connection {
   std::size_t pending() const override;
   bool resumed() const override;
 
-  // Client: the context set a ticket to resume from. With GNUTLS_ENABLE_EARLY_DATA in the
-  // flags, early data may go when the ticket allows it.
+  // Client: the context set a ticket to resume from, and the run asked for early data (which
+  // then may go when the ticket allows it).
   void set_resuming() noexcept { resuming_ = true; }
+  void enable_early_data() noexcept { early_enabled_ = true; }
   std::unique_ptr<tls_ticket> ticket() override;
   std::string version() const override;
   std::string alpn() const override;

@@ -133,8 +133,10 @@ class gnutls_client_context final : public tls_client_context {
   }
 
   std::unique_ptr<tls_connection> connect(int fd, const tls_ticket* resume_from) override {
-    auto session = std::make_unique<gnutls_connection>(
-        setup_, fd, gnutls_client_flags | (early_data_ ? GNUTLS_ENABLE_EARLY_DATA : 0), resume_);
+    // Not GNUTLS_ENABLE_EARLY_DATA: with it GnuTLS would announce early data on every
+    // resumed connection, data or none; gnutls_record_send_early_data turns it on itself.
+    auto session = std::make_unique<gnutls_connection>(setup_, fd, gnutls_client_flags, resume_);
+    if (early_data_) session->enable_early_data();
     gnutls_session_t s = session->get();
     setup_->apply(s);
     if (!sni_.empty() && gnutls_server_name_set(s, GNUTLS_NAME_DNS, sni_.data(), sni_.size()) < 0) {
