@@ -192,6 +192,9 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
     base.monitor_commands.clear();
     base.monitor_cgroups.clear();
   }
+  // Each point sets its own transport, and run_sweep checks --edns-keepalive against it;
+  // the base's (udp unless given) must not refuse the flag first.
+  if (base.edns_keepalive) base.transport = "tcp";
   plan.base = make_load_spec(base);
   plan.base.stop = &stop_requested;
   plan.command_line = std::move(command);
