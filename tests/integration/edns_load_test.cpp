@@ -8,9 +8,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/message.hpp>
+#include <dnstransport/query_source.hpp>
 #include <dnstransport/report.hpp>
 #include <dnstransport/server.hpp>
 
@@ -200,6 +204,66 @@ INSTANTIATE_TEST_SUITE_P(edns_load_test, keepalive_test,
                          ::testing::Values(transport_kind::tcp, transport_kind::tls,
                                            transport_kind::doh),
                          transport_param_name);
+
+// Queries that carry an OPT record of their own (a wire file's, say): the options go into
+// it, the cookie stays, and every query is padded all the same.
+TEST(edns_load_test, queries_with_their_own_opt_record_take_the_options) {
+  server responder(listening_on(transport_kind::tls));
+  load_spec spec = spec_for(responder, transport_kind::tls);
+  query_options options;
+  options.edns.enabled = true;
+  options.edns.dnssec_ok = true;
+  options.edns.options.push_back({10, {1, 2, 3, 4, 5, 6, 7, 8}});  // a client cookie
+  auto queries = std::make_shared<query_set>(default_queries(options));
+  queries->set_origin("cookies.raw");
+  spec.queries = queries;
+  spec.count = 400;
+  spec.edns_keepalive = true;
+  spec.edns_padding_block = 128;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 400u);
+  EXPECT_EQ(r.edns.keepalive_answers, 400u);
+  EXPECT_EQ(r.edns.padded_answers, 400u);
+  EXPECT_EQ(r.query_origin, "cookies.raw");
+
+  // A signed query cannot take them: refused before anything is sent, naming the query.
+  auto signed_queries = std::make_shared<query_set>();
+  std::vector<std::uint8_t> tsig = encode_query("example.com", rr_type::a);
+  tsig[11] = 1;  // ARCOUNT: one TSIG record, root owner, no data
+  for (const std::uint8_t octet : {0, 0, 250, 0, 255, 0, 0, 0, 0, 0, 0}) tsig.push_back(octet);
+  signed_queries->add(encode_query("example.org", rr_type::a));
+  signed_queries->add(tsig);
+  signed_queries->set_origin("signed.raw");
+  spec.queries = signed_queries;
+  try {
+    run_load(spec);
+    ADD_FAILURE() << "a TSIG-signed query was padded";
+  } catch (const setup_error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("--edns-padding"), std::string::npos) << message;
+    EXPECT_NE(message.find("query 2 of signed.raw"), std::string::npos) << message;
+    EXPECT_NE(message.find("TSIG"), std::string::npos) << message;
+  }
+}
+
+// An echo server sends each query back: its empty keepalive option advertises nothing, and
+// its padding option makes the "answer" padded to the query's block.
+TEST(edns_load_test, echoed_options_are_read_as_they_are) {
+  server_options o = listening_on(transport_kind::tls);
+  o.mode = answer_mode::echo;
+  server responder(o);
+  load_spec spec = spec_for(responder, transport_kind::tls);
+  spec.count = 200;
+  spec.edns_keepalive = true;
+  spec.edns_padding_block = 128;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 200u);
+  EXPECT_EQ(r.malformed, 0u);
+  EXPECT_EQ(r.edns.keepalive_answers, 0u);
+  EXPECT_EQ(r.edns.keepalive_min_seconds, 0);
+  EXPECT_EQ(r.edns.padded_answers, 200u);
+  for (const auto& [size, n] : r.edns.padded_sizes) EXPECT_EQ(size % 128, 0u) << size;
+}
 
 TEST(edns_load_test, keepalive_where_rfcs_forbid_it_is_refused) {
   load_spec spec;
