@@ -124,11 +124,13 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_option("--edns-padding", o.edns_padding,
                  "block:N: pad every query (RFC 7830) to a multiple of N octets, 1 to 65535 (RFC "
                  "8467 recommends block:128); the run reports the share of answers that came "
-                 "padded and their sizes. Meant for tls/doh/doq (a warning over udp/tcp)");
+                 "padded and their sizes. Meant for tls/doh/doq (a warning over udp/tcp). Default: "
+                 "no padding");
   app.add_flag("--honour-keepalive", o.honour_keepalive,
                "With --edns-keepalive: a client closes its connection once it has been idle "
                "(nothing in flight, nothing to send) for the timeout the server advertised, "
-               "and reconnects for its next query (counted as closed idle, keepalive)");
+               "and reconnects for its next query (table: closed idle; JSON: "
+               "connections.closed_idle_keepalive)");
   app.add_option("--tls-backend", o.tls_backend,
                  "TLS library for tls and doh: openssl (default) or gnutls; doq runs on gnutls "
                  "only");
