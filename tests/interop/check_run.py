@@ -17,8 +17,9 @@ def main() -> int:
                         help="expect: after each client's first connection, handshakes resume")
     parser.add_argument("--new-connection-per-query", action="store_true",
                         help="qpc 1: at least one connection per answered query")
-    parser.add_argument("--keepalive", type=float,
-                        help="every answer advertises this edns-tcp-keepalive timeout (s)")
+    parser.add_argument("--keepalive",
+                        help="every answer advertises this edns-tcp-keepalive timeout (s), "
+                        "or 'none': no answer does")
     parser.add_argument("--padded", type=int, metavar="BLOCK",
                         help="every answer is padded to a multiple of BLOCK octets")
     parser.add_argument("--unpadded", action="store_true", help="no answer is padded")
@@ -65,13 +66,17 @@ def main() -> int:
         problems.append(f"qpc 1 but {conns.get('opened', 0)} connections for {answered} answers")
 
     edns = r.get("edns", {})
-    if args.keepalive is not None:
-        ka = edns.get("keepalive_answers", 0)
+    ka = edns.get("keepalive_answers", 0)
+    if args.keepalive == "none":
+        if ka:
+            problems.append(f"keepalive: {ka} answers advertised a timeout, none expected")
+    elif args.keepalive is not None:
+        expected = float(args.keepalive)
         lo = edns.get("keepalive_timeout_min_seconds", 0)
         hi = edns.get("keepalive_timeout_max_seconds", 0)
-        if ka != answered or lo != args.keepalive or hi != args.keepalive:
+        if ka != answered or lo != expected or hi != expected:
             problems.append(f"keepalive: {ka} of {answered} answers, timeouts {lo} to {hi} s "
-                            f"(expected {args.keepalive} s on every answer)")
+                            f"(expected {expected} s on every answer)")
     padded = edns.get("padded_answers", 0)
     if args.padded is not None:
         sizes = edns.get("padded_sizes", {})
