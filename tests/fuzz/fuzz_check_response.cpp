@@ -1,11 +1,13 @@
 // Response parsing and classification: check_response against a fixed query (with and
-// without EDNS) and against a query cut from the input itself, and skip_name at the start
-// of the input and every early offset.
+// without EDNS, its OPT options read or not) and against a query cut from the input itself,
+// add_edns_options on the input as a query, and skip_name at the start of the input and
+// every early offset.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include <dnstransport/message.hpp>
@@ -25,6 +27,32 @@ void check(std::span<const std::uint8_t> response, std::span<const std::uint8_t>
   if (response.size() < dns_header_size) FUZZ_CHECK(s.verdict == response_verdict::too_short);
   if (response.size() >= 2) FUZZ_CHECK(s.id == read_id(response.data()));
   if (s.verdict == response_verdict::ok) FUZZ_CHECK(s.id == id && s.rcode < 16);
+  FUZZ_CHECK(!s.keepalive && !s.padded);  // read only when asked
+  // Reading the OPT record's options changes nothing but what they say, or finds them
+  // malformed (in the record walk, which also follows a wrong question).
+  const response_summary e = check_response(response, query, id, true);
+  FUZZ_CHECK(e.verdict == s.verdict || ((s.verdict == response_verdict::ok ||
+                                         s.verdict == response_verdict::wrong_question) &&
+                                        e.verdict == response_verdict::malformed));
+}
+
+// The input as a wire query given keepalive and padding: refused, or padded to the block
+// with the options in a well-formed OPT record.
+void check_add_options(std::span<const std::uint8_t> query) {
+  edns_config edns;
+  edns.options.push_back({edns_option_code::tcp_keepalive, {}});
+  edns.padding_block = 128;
+  std::vector<std::uint8_t> with;
+  try {
+    with = add_edns_options(query, edns);
+  } catch (const std::invalid_argument&) {
+    return;
+  }
+  FUZZ_CHECK(with.size() % 128 == 0 && with.size() <= 0xffff);
+  with[2] |= 0x80;  // as its own echo: the OPT record and its options parse
+  const response_summary s = check_response(with, with, read_id(with.data()), true);
+  FUZZ_CHECK(s.verdict == response_verdict::ok || s.verdict == response_verdict::malformed);
+  if (s.verdict == response_verdict::ok) FUZZ_CHECK(s.padded);
 }
 
 // A message checked against itself echoes its own question: it can be malformed, or (QR
@@ -56,6 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(input, plain, id);
   check(input, with_edns, static_cast<std::uint16_t>(id ^ 1));
   check_self(input);
+  check_add_options(input);
 
   // The first octet says where the query ends and the response starts.
   if (size > 1) {

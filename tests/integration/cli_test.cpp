@@ -104,6 +104,22 @@ const usage_case usage_cases[] = {
     {"tls_version_gnutls",
      {"run", "--transport", "tls", "--tls-backend", "gnutls", "--tls-min-version", "1.0"},
      "--tls-min-version"},
+    {"edns_padding_without_block", {"run", "--edns-padding", "128"}, "--edns-padding"},
+    {"edns_padding_block_zero", {"run", "--edns-padding", "block:0"}, "--edns-padding"},
+    {"edns_padding_block_too_large", {"run", "--edns-padding", "block:65536"}, "--edns-padding"},
+    {"edns_padding_block_not_a_number", {"run", "--edns-padding", "block:12x"}, "--edns-padding"},
+    {"edns_keepalive_over_udp",
+     {"run", "--transport", "udp", "--edns-keepalive"},
+     "--edns-keepalive"},
+    {"edns_keepalive_over_doq",
+     {"run", "--transport", "doq", "--edns-keepalive"},
+     "--edns-keepalive"},
+    {"sweep_edns_keepalive_with_udp",
+     {"sweep", "--transports", "udp,tcp", "--edns-keepalive"},
+     "--edns-keepalive"},
+    {"honour_keepalive_without_keepalive",
+     {"run", "--transport", "tcp", "--honour-keepalive"},
+     "--honour-keepalive"},
     {"tls_versions_backwards",
      {"run", "--transport", "tls", "--tls-min-version", "1.3", "--tls-max-version", "1.2"},
      "--tls-min-version"},
@@ -113,6 +129,15 @@ INSTANTIATE_TEST_SUITE_P(cli_test, cli_usage_test, ::testing::ValuesIn(usage_cas
                          [](const ::testing::TestParamInfo<usage_case>& param) {
                            return std::string(param.param.name);
                          });
+
+TEST(cli_test, serve_edns_flags_out_of_range_are_named) {
+  expect_usage_error({"serve", "--tcp", "127.0.0.1:0", "--keepalive-timeout", "7000"},
+                     "--keepalive-timeout");
+  expect_usage_error({"serve", "--tcp", "127.0.0.1:0", "--keepalive-timeout", "-2"},
+                     "--keepalive-timeout");
+  expect_usage_error({"serve", "--tcp", "127.0.0.1:0", "--padding-block", "70000"},
+                     "--padding-block");
+}
 
 TEST(cli_test, query_file_problems_name_the_file) {
   const scratch files;

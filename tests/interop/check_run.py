@@ -17,6 +17,12 @@ def main() -> int:
                         help="expect: after each client's first connection, handshakes resume")
     parser.add_argument("--new-connection-per-query", action="store_true",
                         help="qpc 1: at least one connection per answered query")
+    parser.add_argument("--keepalive",
+                        help="every answer advertises this edns-tcp-keepalive timeout (s), "
+                        "or 'none': no answer does")
+    parser.add_argument("--padded", type=int, metavar="BLOCK",
+                        help="every answer is padded to a multiple of BLOCK octets")
+    parser.add_argument("--unpadded", action="store_true", help="no answer is padded")
     args = parser.parse_args()
 
     with open(args.result, encoding="utf-8") as f:
@@ -58,6 +64,28 @@ def main() -> int:
         problems.append(f"{conns['reset_by_server']} connections reset by the server")
     if args.new_connection_per_query and conns.get("opened", 0) < answered:
         problems.append(f"qpc 1 but {conns.get('opened', 0)} connections for {answered} answers")
+
+    edns = r.get("edns", {})
+    ka = edns.get("keepalive_answers", 0)
+    if args.keepalive == "none":
+        if ka:
+            problems.append(f"keepalive: {ka} answers advertised a timeout, none expected")
+    elif args.keepalive is not None:
+        expected = float(args.keepalive)
+        lo = edns.get("keepalive_timeout_min_seconds", 0)
+        hi = edns.get("keepalive_timeout_max_seconds", 0)
+        if ka != answered or lo != expected or hi != expected:
+            problems.append(f"keepalive: {ka} of {answered} answers, timeouts {lo} to {hi} s "
+                            f"(expected {expected} s on every answer)")
+    padded = edns.get("padded_answers", 0)
+    if args.padded is not None:
+        sizes = edns.get("padded_sizes", {})
+        odd = [s for s in sizes if int(s) % args.padded]
+        if padded != answered or odd:
+            problems.append(f"padding: {padded} of {answered} answers padded, sizes "
+                            f"{sorted(sizes, key=int)} (expected multiples of {args.padded})")
+    if args.unpadded and padded:
+        problems.append(f"padding: {padded} answers padded, none expected")
 
     hs = r.get("handshakes", {})
     resumed = hs.get("resumed", 0)

@@ -17,6 +17,13 @@
 #                      $INTEROP_DOH_PATH) on DOH_PORT, else why not; without a DOH_PORT
 #                      no DoH listener is configured and the reason says so
 #                      (RST_STREAM REFUSED_STREAM) when a connection carries many queries
+#   SRV_KEEPALIVE      the edns-tcp-keepalive timeout (RFC 7828), in seconds, the server
+#                      advertises over TCP/TLS/DoH to queries that carry the option; "none":
+#                      it advertises none (the queries must still be answered); empty: the
+#                      EDNS cases are not run
+#   SRV_PADS           the transports (space-separated) over which the server pads answers
+#                      to padded queries (RFC 7830) to blocks of 468 octets (RFC 8467);
+#                      empty: not checked
 # The certificate is taken from $INTEROP_CERT and $INTEROP_KEY (see interop_make_cert).
 # INTEROP_LIMITS=default leaves out the raised TCP connection limits and idle timeouts,
 # to observe each server's defaults (tools/bench/probe-stream-limits); "raised" otherwise.
@@ -164,6 +171,8 @@ $(interop_raised "  incoming-num-tcp: 1000")
   module-config: "iterator"
   # Nothing leaves the machine: every other name is answered locally, and the only
   # upstream is a loopback stub that unbound refuses to query (do-not-query-localhost).
+  edns-tcp-keepalive: yes
+  edns-tcp-keepalive-timeout: 30000
   local-zone: "." static
   local-zone: "$INTEROP_ZONE" static
   local-data: "$INTEROP_ZONE 300 IN SOA ns.$INTEROP_ZONE hostmaster.$INTEROP_ZONE 1 3600 600 86400 300"
@@ -185,6 +194,9 @@ EOF
   SRV_TLS_REASON=""
   SRV_RESUME_REASON=""
   SRV_DOH_REASON=""
+  SRV_KEEPALIVE=30
+  # pad-responses (on by default) pads over TLS only; unbound 1.17 leaves DoH answers unpadded.
+  SRV_PADS="tls"
   if ! unbound -V 2>/dev/null | grep -q -- '--with-libnghttp2'; then
     SRV_DOH_REASON="this unbound is built without libnghttp2 (unbound -V), so it has no DNS-over-HTTPS listener"
   fi
@@ -368,6 +380,10 @@ EOF
   SRV_TLS_REASON=""
   SRV_RESUME_REASON=""
   SRV_DOH_REASON=""
+  # Its spoofed answers (dnsdist 1.7) carry neither keepalive nor padding; queries with both
+  # are answered all the same.
+  SRV_KEEPALIVE=none
+  SRV_PADS=""
   interop_no_doh_port "$doh"
 }
 
@@ -418,6 +434,8 @@ interop_no_doh_port() {
 interop_write_config() {  # SERVER DIR UDP_TCP_PORT TLS_PORT [DOH_PORT]
   local server=$1
   mkdir -p "$2"
+  SRV_KEEPALIVE=""
+  SRV_PADS=""
   "interop_write_$server" "${@:2}"
 }
 

@@ -140,6 +140,20 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_flag("--dnssec-ok", o.dnssec_ok, "Set the DO bit (implies --edns)");
   app.add_option("--edns-payload", o.edns_payload, "EDNS0 UDP payload size")->capture_default_str();
   app.add_flag("--no-rd", o.no_rd, "Clear the RD (recursion desired) bit in generated queries");
+  app.add_flag("--edns-keepalive", o.edns_keepalive,
+               "tcp/tls/doh: send edns-tcp-keepalive (RFC 7828) in every query (an OPT record is "
+               "added where a query has none); the run reports the idle timeouts the answers "
+               "advertise (lowest, highest). Refused for udp (RFC 7828) and doq (RFC 9250)");
+  app.add_option("--edns-padding", o.edns_padding,
+                 "block:N: pad every query (RFC 7830) to a multiple of N octets, 1 to 65535 (RFC "
+                 "8467 recommends block:128); the run reports the share of answers that came "
+                 "padded and their sizes. Meant for tls/doh/doq (a warning over udp/tcp). Default: "
+                 "no padding");
+  app.add_flag("--honour-keepalive", o.honour_keepalive,
+               "With --edns-keepalive: a client closes its connection once it has been idle "
+               "(nothing in flight, nothing to send) for the timeout the server advertised, "
+               "and reconnects for its next query (table: closed idle; JSON: "
+               "connections.closed_idle_keepalive)");
   app.add_option("--tls-backend", o.tls_backend,
                  "TLS library for tls and doh: openssl (default) or gnutls; doq runs on gnutls "
                  "only");
@@ -323,6 +337,9 @@ load_spec make_load_spec(const run_options& o) {
     throw setup_error("--edns-payload must be between 512 and 65535");
   }
   query.edns.udp_payload_size = static_cast<std::uint16_t>(o.edns_payload);
+  spec.edns_keepalive = o.edns_keepalive;
+  if (!o.edns_padding.empty()) spec.edns_padding_block = parse_edns_padding(o.edns_padding);
+  spec.honour_keepalive = o.honour_keepalive;
   set_queries(spec, o, query);
 
   const std::string backend_name = !o.tls_backend.empty()                  ? o.tls_backend

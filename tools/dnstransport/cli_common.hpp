@@ -71,6 +71,10 @@ struct run_options {
   bool dnssec_ok = false;
   unsigned edns_payload = 1232;
   bool no_rd = false;
+  // EDNS options real clients send (RFC 7828, RFC 7830).
+  bool edns_keepalive = false;
+  std::string edns_padding;  // "block:N"; empty: none
+  bool honour_keepalive = false;
   // TLS.
   std::string tls_backend;  // empty: openssl, or gnutls for a transport that needs it (doq)
   std::string tls_version;

@@ -36,6 +36,8 @@ struct serve_options {
   std::string certificate_directory;
   std::uint64_t close_after = 0;
   double idle_timeout = 0;
+  double keepalive_timeout = -1;
+  unsigned padding_block = 468;
   bool reverse_order = false;
   double rate_limit = 0;
   bool no_ticket_renewal = false;
@@ -92,6 +94,18 @@ action add_serve_command(CLI::App& app) {
   serve->add_option("--idle-timeout", o->idle_timeout,
                     "Close a TCP/TLS/DoH connection idle this many seconds (0: never); DoQ's "
                     "QUIC idle timeout (0: 30 s)");
+  serve->add_option(
+      "--keepalive-timeout", o->keepalive_timeout,
+      "edns-tcp-keepalive (RFC 7828): the idle timeout, in seconds, advertised over TCP/TLS/DoH "
+      "to queries that carry the option (sent in units of 100 ms, 0 to 6553.5). Default: "
+      "--idle-timeout when given, otherwise 120 s. Only advertised: connections are closed by "
+      "--idle-timeout");
+  serve
+      ->add_option("--padding-block", o->padding_block,
+                   "Padding (RFC 7830): answers to queries that carry a padding option are padded "
+                   "over TLS/DoH/DoQ to a multiple of this many octets (RFC 8467 recommends "
+                   "468); 0: never pad")
+      ->capture_default_str();
   serve->add_flag("--reverse-order", o->reverse_order,
                   "Answer the queries of each read in reverse order (tests pipelining clients)");
   serve
@@ -142,6 +156,18 @@ action add_serve_command(CLI::App& app) {
     s.certificate_directory = o->certificate_directory;
     s.close_after_queries = o->close_after;
     s.idle_timeout_seconds = o->idle_timeout;
+    if (o->keepalive_timeout < 0 && o->keepalive_timeout != -1) {
+      throw setup_error(fmt::format(
+          "--keepalive-timeout: {} is not an edns-tcp-keepalive timeout (0 to 6553.5 seconds)",
+          o->keepalive_timeout));
+    }
+    s.keepalive_timeout_seconds = o->keepalive_timeout;
+    if (o->padding_block > 65535) {
+      throw setup_error(
+          fmt::format("--padding-block: {} is not a block size (1 to 65535 octets, 0: never pad)",
+                      o->padding_block));
+    }
+    s.padding_block = static_cast<std::uint16_t>(o->padding_block);
     s.reverse_order = o->reverse_order;
     s.rate_limit = o->rate_limit;
 

@@ -197,6 +197,9 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
         "--replay timing does not apply to sweep: its clients and times are the capture's "
         "(sweep a capture with --replay fast, or replay it with `run`)");
   }
+  // Each point sets its own transport, and run_sweep checks --edns-keepalive against it;
+  // the base's (udp unless given) must not refuse the flag first.
+  if (base.edns_keepalive) base.transport = "tcp";
   plan.base = make_load_spec(base);
   plan.base.stop = &stop_requested;
   plan.command_line = std::move(command);

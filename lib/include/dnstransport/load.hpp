@@ -27,7 +27,10 @@ namespace dnstransport {
 /// for 0. Throws setup_error naming --queries-per-connection otherwise.
 std::uint64_t parse_queries_per_connection(std::string_view text);
 
-/// How a client closes a TCP or TLS connection it is done with.
+/// Padding block size from `--edns-padding`'s value: "block:N" with N from 1 to 65535, or
+/// "none" for 0. Throws setup_error naming --edns-padding otherwise.
+std::uint16_t parse_edns_padding(std::string_view text);
+
 /// How a DoH client sends its queries (RFC 8484 §4.1).
 enum class doh_method {
   post,  ///< the query as the body, content-type application/dns-message
@@ -79,6 +82,7 @@ std::string_view replay_mode_name(replay_mode mode) noexcept;
 /// Mode from its name; nothing for an unknown one.
 std::optional<replay_mode> parse_replay_mode(std::string_view name) noexcept;
 
+/// How a client closes a TCP or TLS connection it is done with.
 enum class close_mode {
   fin,  ///< graceful: TLS close_notify, then shutdown and close (FIN)
   rst,  ///< abortive: SO_LINGER 0, so the kernel sends RST and keeps no TIME_WAIT
@@ -150,6 +154,20 @@ struct load_spec {
   /// a stub resolver would (`--tc-retry tcp`); the retry's outcome is the query's outcome.
   /// false: a truncated answer is counted in `truncated` and is not an answer.
   bool tc_retry_tcp = false;
+  /// Send edns-tcp-keepalive (RFC 7828) in every query (`--edns-keepalive`): tcp, tls and
+  /// doh only (RFC 7828 forbids it over UDP, RFC 9250 §5.5.2 over DoQ). The timeouts the
+  /// answers advertise are in run_result::edns.
+  bool edns_keepalive = false;
+  /// Pad every query with a padding option (RFC 7830) to a multiple of this many octets
+  /// (`--edns-padding block:N`; RFC 8467 recommends 128); 0: no padding. Meant for the
+  /// encrypted transports; over udp and tcp the run warns. The answers' padding is in
+  /// run_result::edns.
+  std::uint16_t edns_padding_block = 0;
+  /// With edns_keepalive: a tcp/tls/doh client closes its connection once it has been idle
+  /// (nothing in flight, nothing to send) for the timeout the server last advertised on it,
+  /// and opens a new one for its next query (`--honour-keepalive`); counted in
+  /// connection_stats::closed_idle_keepalive.
+  bool honour_keepalive = false;
   tls_client_options tls;
   /// DoH: the path of the server's URI template (RFC 8484 §3), and the request method. The
   /// client always offers ALPN "h2", whatever tls.alpn says.
@@ -192,9 +210,12 @@ struct capture_summary {
 /// Connection life cycle counters (TCP and TLS), for connections whose set-up began after the
 /// warm-up (their later events included, whenever they happen).
 struct connection_stats {
-  std::uint64_t opened = 0;                ///< connections established (TCP handshake done)
-  std::uint64_t answered = 0;              ///< answers these connections carried
-  std::uint64_t closed_by_client = 0;      ///< we closed after queries_per_connection or at the end
+  std::uint64_t opened = 0;            ///< connections established (TCP handshake done)
+  std::uint64_t answered = 0;          ///< answers these connections carried
+  std::uint64_t closed_by_client = 0;  ///< we closed after queries_per_connection or at the end
+  /// Of closed_by_client: idle for the keepalive timeout the server advertised
+  /// (load_spec::honour_keepalive).
+  std::uint64_t closed_idle_keepalive = 0;
   std::uint64_t closed_by_server = 0;      ///< EOF from the server (FIN or TLS close_notify)
   std::uint64_t reset_by_server = 0;       ///< connection reset or other socket error while open
   std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
@@ -206,6 +227,24 @@ struct connection_stats {
   /// ("tls_certificate") for handshakes.
   std::map<std::string, std::uint64_t> failures;
   std::string first_failure;  ///< the first failure's full message, for the user
+};
+
+/// What the answers' OPT records said, when the queries asked (load_spec::edns_keepalive,
+/// load_spec::edns_padding_block). Counted over responses_received.
+struct edns_stats {
+  bool keepalive_sent = false;          ///< the queries carried edns-tcp-keepalive
+  std::uint16_t padding_block = 0;      ///< the queries were padded to multiples of this; 0: not
+  std::uint64_t keepalive_answers = 0;  ///< answers carrying edns-tcp-keepalive (RFC 7828)
+  /// Lowest and highest idle timeout those answers advertised, in seconds (the option counts
+  /// in units of 100 ms); 0 without any.
+  double keepalive_min_seconds = 0;
+  double keepalive_max_seconds = 0;
+  std::uint64_t padded_answers = 0;  ///< answers carrying a padding option (RFC 7830)
+  /// Padded answers by their size in octets (the DNS message, without the TCP length).
+  std::map<std::uint32_t, std::uint64_t> padded_sizes;
+
+  /// Whether the run asked for any of this.
+  bool requested() const noexcept { return keepalive_sent || padding_block != 0; }
 };
 
 /// TLS 1.3 early data (0-RTT) of resumed connections (DoT, DoH, DoQ with --early-data), for
@@ -356,6 +395,7 @@ struct run_result {
 
   connection_stats connections;
   early_data_stats early_data;  ///< TLS transports with --early-data
+  edns_stats edns;              ///< with load_spec::edns_keepalive or edns_padding_block
   quic_stats quic;              ///< DoQ only
   process_usage
       server_usage;  ///< what the monitored server processes spent (load_spec::monitor_pids)

@@ -60,6 +60,15 @@ std::string rcode_name(unsigned rcode);
 /// label, a label over 63 octets, a name over 255 octets, or a bad escape.
 std::vector<std::uint8_t> encode_name(std::string_view name);
 
+/// EDNS0 option codes the code names itself (IANA "DNS EDNS0 Option Codes").
+namespace edns_option_code {
+/// edns-tcp-keepalive (RFC 7828): empty in a query; a 2-octet idle timeout in units of
+/// 100 ms in an answer.
+inline constexpr std::uint16_t tcp_keepalive = 11;
+/// Padding (RFC 7830): zero octets that make the message a chosen size.
+inline constexpr std::uint16_t padding = 12;
+}  // namespace edns_option_code
+
 /// One raw EDNS0 option (RFC 6891 §6.1.2): code and data, written as given.
 struct edns_option {
   std::uint16_t code = 0;          ///< option code, e.g. 11 for edns-tcp-keepalive
@@ -72,6 +81,11 @@ struct edns_config {
   std::uint16_t udp_payload_size = 1232;  ///< advertised UDP payload size (DNS flag day 2020)
   bool dnssec_ok = false;                 ///< set the DO bit (RFC 3225)
   std::vector<edns_option> options;       ///< raw options appended to the OPT record
+  /// Block padding (RFC 7830, RFC 8467 §4.1): a padding option, after `options`, makes the
+  /// whole message (id included, TCP length prefix not) a multiple of this many octets
+  /// (1: an empty padding option, which asks for padded answers). 0: no padding option.
+  /// RFC 8467 recommends 128 for queries, 468 for answers.
+  std::uint16_t padding_block = 0;
 };
 
 /// What goes into one query besides its name and type.
@@ -85,6 +99,20 @@ struct query_options {
 /// with patch_id). Throws std::invalid_argument for a bad name (see encode_name).
 std::vector<std::uint8_t> encode_query(std::string_view name, std::uint16_t type,
                                        const query_options& options = {});
+
+/// Octets of padding-option data that make a message of `size` octets, which grows by the
+/// option's 4-octet header and the data, a multiple of `block` (0 or 1: no padding).
+std::size_t padding_for(std::size_t size, std::uint16_t block) noexcept;
+
+/// Adds `edns.options` (those whose code the query does not carry yet) and, with
+/// `edns.padding_block`, a padding option to an encoded query's OPT record, or gives it an
+/// OPT record (payload size and DO bit from `edns`) when it has none; a padding option the
+/// query already carries is replaced. For queries read from wire files. Throws
+/// std::invalid_argument, saying why, for a query whose records do not parse, one with
+/// several OPT records or with records after its OPT record (a TSIG would no longer
+/// verify), or one that would exceed 65535 octets.
+std::vector<std::uint8_t> add_edns_options(std::span<const std::uint8_t> query,
+                                           const edns_config& edns);
 
 /// Writes `id` into the first two octets of a message (network byte order).
 inline void patch_id(std::uint8_t* message, std::uint16_t id) noexcept {
@@ -118,15 +146,23 @@ struct response_summary {
   std::uint8_t rcode = 0;          ///< 4-bit header RCODE (extended bits not applied)
   bool truncated = false;          ///< TC bit
   std::uint16_t answer_count = 0;  ///< ANCOUNT from the header
+  // Read only when check_response is asked to (read_edns_options):
+  bool keepalive = false;               ///< the answer carries edns-tcp-keepalive (RFC 7828)
+  std::uint16_t keepalive_timeout = 0;  ///< its TIMEOUT, in units of 100 ms
+  bool padded = false;                  ///< the answer carries a padding option (RFC 7830)
 };
 
 /// Checks `response` against `query` (a message produced by encode_query or read from a
 /// query file) and `expected_id`. Walks every section so that a response whose records run
-/// past the end or whose names loop is reported malformed. Never throws, never reads
+/// past the end or whose names loop is reported malformed. With `read_edns_options`, it
+/// also reads the options of the answer's OPT record (keepalive, padding) and reports the
+/// answer malformed when they do not parse: an option running past the record's data, an
+/// edns-tcp-keepalive whose data is neither empty (the query's option echoed: no timeout)
+/// nor a 2-octet TIMEOUT, or a second OPT record (RFC 6891 §6.1.1). Never throws, never reads
 /// outside the spans.
 response_summary check_response(std::span<const std::uint8_t> response,
-                                std::span<const std::uint8_t> query,
-                                std::uint16_t expected_id) noexcept;
+                                std::span<const std::uint8_t> query, std::uint16_t expected_id,
+                                bool read_edns_options = false) noexcept;
 
 /// The largest UDP answer `query` allows (RFC 1035 §4.2.1, RFC 6891 §6.2.3): 512 octets,
 /// or the payload size its OPT record advertises when that is larger. A query too broken to

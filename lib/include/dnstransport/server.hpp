@@ -28,6 +28,10 @@ std::string_view answer_mode_name(answer_mode mode) noexcept;
 /// Mode from its name; nothing for an unknown name.
 std::optional<answer_mode> parse_answer_mode(std::string_view name) noexcept;
 
+/// The edns-tcp-keepalive timeout the responder advertises without idle timeout or
+/// server_options::keepalive_timeout_seconds (unbound's default too).
+inline constexpr double default_keepalive_seconds = 120;
+
 /// Responder configuration. Port 0 picks a free port (see server::udp_port and friends).
 struct server_options {
   std::optional<endpoint> udp;          ///< UDP listener, one SO_REUSEPORT socket per thread
@@ -88,6 +92,16 @@ struct server_options {
   /// Close a connection idle this long; 0: never for TCP/TLS/DoH, 30 s for DoQ (QUIC's
   /// max_idle_timeout, which the client sees).
   double idle_timeout_seconds = 0;
+  /// edns-tcp-keepalive (RFC 7828): the idle timeout advertised over TCP, TLS and DoH in
+  /// answers to queries that carry the option, in seconds (sent in units of 100 ms, at most
+  /// 6553.5 s). Negative: idle_timeout_seconds when that is set, default_keepalive_seconds
+  /// otherwise. Never over UDP, nor over DoQ (RFC 9250, section 5.5.2). The responder does
+  /// not close connections for it; idle_timeout_seconds does.
+  double keepalive_timeout_seconds = -1;
+  /// Padding (RFC 7830): answers to queries that carry a padding option are padded, over
+  /// TLS, DoH and DoQ, to a multiple of this many octets (RFC 8467, section 4.1: 468); 0:
+  /// never. Over UDP and plain TCP, never.
+  std::uint16_t padding_block = 468;
   bool reverse_order = false;  ///< answer each batch read from a TCP/TLS connection last-first
 
   /// A known capacity, for tests of a maximum-rate search: answer at most this many queries

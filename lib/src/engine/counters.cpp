@@ -1,5 +1,6 @@
 #include "engine/counters.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -31,6 +32,11 @@ void query_counters::merge(const query_counters& o) {
   duplicates += o.duplicates;
   not_sent_outstanding += o.not_sent_outstanding;
   not_sent_timeout += o.not_sent_timeout;
+  keepalive_answers += o.keepalive_answers;
+  keepalive_min = std::min(keepalive_min, o.keepalive_min);
+  keepalive_max = std::max(keepalive_max, o.keepalive_max);
+  padded_answers += o.padded_answers;
+  for (const auto& [size, n] : o.padded_sizes) padded_sizes[size] += n;
   latency.merge(o.latency);
   send_lag.merge(o.send_lag);
 }
@@ -49,6 +55,7 @@ void connection_counters::merge(const connection_counters& o) {
   opened += o.opened;
   answered += o.answered;
   closed_by_client += o.closed_by_client;
+  closed_idle_keepalive += o.closed_idle_keepalive;
   closed_by_server += o.closed_by_server;
   reset_by_server += o.reset_by_server;
   failed += o.failed;

@@ -38,6 +38,12 @@ struct query_counters {
   std::uint64_t duplicates = 0;
   std::uint64_t not_sent_outstanding = 0;  // open loop: scheduled, no room to send
   std::uint64_t not_sent_timeout = 0;      // open loop: waited past the timeout to be sent
+  // Answers' EDNS options, read when the run asked for them (run_plan::read_edns_options).
+  std::uint64_t keepalive_answers = 0;
+  std::uint32_t keepalive_min = UINT32_MAX;  // advertised TIMEOUT, units of 100 ms
+  std::uint32_t keepalive_max = 0;
+  std::uint64_t padded_answers = 0;
+  std::map<std::uint32_t, std::uint64_t> padded_sizes;  // padded answers by message size
   latency_histogram latency;
   latency_histogram send_lag;  // open loop: scheduled time to send
 
@@ -50,6 +56,7 @@ struct connection_counters {
   std::uint64_t opened = 0;
   std::uint64_t answered = 0;
   std::uint64_t closed_by_client = 0;
+  std::uint64_t closed_idle_keepalive = 0;  // of closed_by_client: idle past the keepalive
   std::uint64_t closed_by_server = 0;
   std::uint64_t reset_by_server = 0;
   std::uint64_t failed = 0;

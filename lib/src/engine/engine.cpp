@@ -368,9 +368,10 @@ client_base::completion client_base::complete(slot_table::slot& slot,
     // A protocol violation, whatever the message holds: no stub would take it.
     if (s->counted) ++r.oversized;
   } else {
-    const response_summary summary =
-        check_response(message, (*plan().queries)[s->query_index], expected_id);
+    const response_summary summary = check_response(message, (*plan().queries)[s->query_index],
+                                                    expected_id, plan().read_edns_options);
     const bool ok = summary.verdict == response_verdict::ok;
+    if (ok && summary.keepalive) done.keepalive_timeout = summary.keepalive_timeout;
     if (ok && summary.truncated && retry_truncated(*s)) {
       if (s->counted) ++r.tc_retried;
     } else if (s->counted) {
@@ -387,6 +388,8 @@ client_base::completion client_base::complete(slot_table::slot& slot,
           r.latency.record(now - s->sent_ns);
           owner_.row_latency.record(now - s->sent_ns);
           owner_.last_answer_ns = std::max(owner_.last_answer_ns, now);
+          if (summary.keepalive) count_keepalive(summary.keepalive_timeout);
+          if (summary.padded) count_padded(message.size());
           break;
         case response_verdict::too_short:
         case response_verdict::malformed:
@@ -403,6 +406,22 @@ client_base::completion client_base::complete(slot_table::slot& slot,
   }
   release(*s, slot_table::past::answered);
   return done;
+}
+
+void client_base::count_keepalive(std::uint16_t timeout) noexcept {
+  query_counters& r = counts();
+  ++r.keepalive_answers;
+  r.keepalive_min = std::min<std::uint32_t>(r.keepalive_min, timeout);
+  r.keepalive_max = std::max<std::uint32_t>(r.keepalive_max, timeout);
+}
+
+void client_base::count_padded(std::size_t size) noexcept {
+  query_counters& r = counts();
+  ++r.padded_answers;
+  try {
+    ++r.padded_sizes[static_cast<std::uint32_t>(size)];
+  } catch (...) {  // out of memory: the total still counts it
+  }
 }
 
 void client_base::expire_waiting_retries(std::uint64_t now) noexcept {

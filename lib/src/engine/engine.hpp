@@ -56,6 +56,9 @@ struct run_plan {
   std::vector<std::uint32_t> question_of;
   std::uint32_t distinct_questions = 0;
   std::vector<std::uint16_t> udp_answer_limits;
+  // The queries carry EDNS options whose answers are counted (keepalive, padding): read the
+  // answers' OPT records.
+  bool read_edns_options = false;
 
   std::uint64_t start_ns = 0;
   std::uint64_t measure_start_ns = 0;  // end of the warm-up
@@ -183,6 +186,8 @@ class client_base {
     bool answered = false;  // counted in responses_received
     std::uint64_t sequence = 0;
     bool first_on_connection = false;
+    // The edns-tcp-keepalive TIMEOUT the answer advertised (units of 100 ms); -1: none.
+    std::int32_t keepalive_timeout = -1;
   };
   // `datagram`: arrived over UDP, where an answer may not exceed what the query allowed.
   completion on_message(std::span<const std::uint8_t> message, std::uint64_t now,
@@ -233,6 +238,9 @@ class client_base {
   // The query in flight with `id`, or null after counting what the id was (late, duplicate,
   // unexpected; or lost and late when its timeout passed before this was read).
   slot_table::slot* in_flight(std::uint16_t id, std::uint64_t now) noexcept;
+  // An answer's EDNS options, counted (answers only, after the warm-up).
+  void count_keepalive(std::uint16_t timeout) noexcept;
+  void count_padded(std::size_t size) noexcept;
   // Classifies `message` as the answer to `s` (sent with `expected_id`) and ends the query.
   completion complete(slot_table::slot& s, std::span<const std::uint8_t> message, std::uint64_t now,
                       std::uint16_t expected_id, bool datagram) noexcept;

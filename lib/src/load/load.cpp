@@ -39,6 +39,23 @@ std::uint64_t parse_queries_per_connection(std::string_view text) {
   return n;
 }
 
+std::uint16_t parse_edns_padding(std::string_view text) {
+  if (text == "none") return 0;
+  constexpr std::string_view prefix = "block:";
+  unsigned n = 0;
+  const std::string_view digits =
+      text.substr(0, prefix.size()) == prefix ? text.substr(prefix.size()) : std::string_view{};
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || n == 0 ||
+      n > 65535) {
+    throw setup_error(fmt::format(
+        "--edns-padding: \"{}\" is not block:N with N from 1 to 65535 octets (e.g. block:128, "
+        "RFC 8467's choice for queries), or none",
+        text));
+  }
+  return static_cast<std::uint16_t>(n);
+}
+
 double run_result::answered_percent() const noexcept {
   const std::uint64_t scheduled = queries_scheduled();
   if (scheduled == 0) return 100;
@@ -199,6 +216,28 @@ std::uint32_t number_questions(const query_set& queries, std::vector<std::uint32
   return next;
 }
 
+// The query set with the run's EDNS options (keepalive, padding) added to every query.
+std::shared_ptr<const query_set> with_edns_options(const query_set& queries,
+                                                   const load_spec& spec) {
+  edns_config edns;
+  edns.enabled = true;
+  edns.padding_block = spec.edns_padding_block;
+  if (spec.edns_keepalive) edns.options.push_back({edns_option_code::tcp_keepalive, {}});
+  auto out = std::make_shared<query_set>();
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    try {
+      out->add(add_edns_options(queries[i], edns));
+    } catch (const std::invalid_argument& e) {
+      throw setup_error(
+          fmt::format("{}: query {} of {} cannot take the option: {}",
+                      spec.edns_padding_block != 0 ? "--edns-padding" : "--edns-keepalive", i + 1,
+                      queries.origin(), e.what()));
+    }
+  }
+  out->set_origin(queries.origin());
+  return out;
+}
+
 // The workers' counters, summed, into the public result.
 void fill_result(run_result& r, const detail::counters& total) {
   const detail::query_counters& q = total.queries;
@@ -226,10 +265,18 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.not_sent_timeout = q.not_sent_timeout;
   r.latency = q.latency;
   r.send_lag = q.send_lag;
+  r.edns.keepalive_answers = q.keepalive_answers;
+  if (q.keepalive_answers > 0) {
+    r.edns.keepalive_min_seconds = q.keepalive_min / 10.0;
+    r.edns.keepalive_max_seconds = q.keepalive_max / 10.0;
+  }
+  r.edns.padded_answers = q.padded_answers;
+  r.edns.padded_sizes = q.padded_sizes;
   const detail::connection_counters& c = total.connections;
   r.connections.opened = c.opened;
   r.connections.answered = c.answered;
   r.connections.closed_by_client = c.closed_by_client;
+  r.connections.closed_idle_keepalive = c.closed_idle_keepalive;
   r.connections.closed_by_server = c.closed_by_server;
   r.connections.reset_by_server = c.reset_by_server;
   r.connections.failed = c.failed;
@@ -487,6 +534,22 @@ void validate(const load_spec& spec) {
   }
   if (spec.queries && spec.queries->empty()) throw setup_error("the query set is empty");
   validate_replay(spec);
+  if (spec.edns_keepalive && !traits.has_connections) {
+    throw setup_error(
+        fmt::format("--edns-keepalive applies to tcp, tls and doh, not {}: RFC 7828 forbids "
+                    "edns-tcp-keepalive over UDP",
+                    traits.name));
+  }
+  if (spec.edns_keepalive && spec.transport == transport_kind::doq) {
+    throw setup_error(
+        "--edns-keepalive applies to tcp, tls and doh, not doq: RFC 9250 (section 5.5.2) "
+        "forbids edns-tcp-keepalive over DNS over QUIC, whose idle timeout is QUIC's own");
+  }
+  if (spec.honour_keepalive && !spec.edns_keepalive) {
+    throw setup_error(
+        "--honour-keepalive needs --edns-keepalive: servers advertise an idle timeout only "
+        "to queries that carry the option");
+  }
   if (spec.transport == transport_kind::doh &&
       (spec.doh_path.empty() || spec.doh_path.front() != '/' ||
        spec.doh_path.find_first_of(" #\r\n") != std::string::npos)) {
@@ -520,6 +583,8 @@ run_result run_load(const load_spec& spec) {
   ensure_descriptors(spec.clients);
   std::shared_ptr<const query_set> queries = spec.queries;
   if (!queries) queries = std::make_shared<const query_set>(default_queries());
+  if (spec.edns_keepalive || spec.edns_padding_block != 0)
+    queries = with_edns_options(*queries, spec);
 
   run_result result;
   result.label = spec.label;
@@ -535,6 +600,14 @@ run_result run_load(const load_spec& spec) {
   result.query_origin = queries->origin();
   result.query_count_in_set = queries->size();
   if (spec.capture) result.capture = summarize(spec);
+  result.edns.keepalive_sent = spec.edns_keepalive;
+  result.edns.padding_block = spec.edns_padding_block;
+  if (spec.edns_padding_block != 0 && !traits_of(spec.transport).has_tls) {
+    result.warnings.push_back(fmt::format(
+        "--edns-padding over {}: the queries travel in clear, so padding hides nothing (RFC "
+        "8467 pads encrypted messages), and servers need not pad their answers",
+        traits_of(spec.transport).name));
+  }
 
   const unsigned threads = std::min(spec.threads, spec.clients);
   if (threads < spec.threads) {
@@ -587,6 +660,7 @@ run_result run_load(const load_spec& spec) {
         plan.distinct_questions, spec.outstanding, plan.distinct_questions,
         plan.distinct_questions == 1 ? "" : "s"));
   }
+  plan.read_edns_options = result.edns.requested();
   if (spec.transport == transport_kind::udp) {
     plan.udp_answer_limits.reserve(queries->size());
     for (std::size_t i = 0; i < queries->size(); ++i) {

@@ -27,6 +27,7 @@ stream_settings stream_settings_of(const load_spec& spec) {
   s.tcp_nodelay = spec.tcp_nodelay;
   s.tcp_fastopen = spec.tcp_fastopen;
   s.resume = spec.tls.resume;
+  s.honour_keepalive = spec.honour_keepalive;
   return s;
 }
 

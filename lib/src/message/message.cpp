@@ -108,6 +108,29 @@ unsigned opcode_of(std::span<const std::uint8_t> message) noexcept {
   return (message[2] >> 3) & 0x0f;
 }
 
+// Reads the options of an answer's OPT record into `summary`; false when they do not parse.
+bool read_options(std::span<const std::uint8_t> rdata, response_summary& summary) noexcept {
+  for (std::size_t at = 0; at < rdata.size();) {
+    if (rdata.size() - at < 4) return false;
+    const std::uint16_t code = read_u16(rdata, at);
+    const std::size_t length = read_u16(rdata, at + 2);
+    if (rdata.size() - at - 4 < length) return false;
+    if (code == edns_option_code::tcp_keepalive) {
+      // In an answer the option carries its TIMEOUT (RFC 7828 §3.1); an empty one (the
+      // query's, echoed) advertises nothing.
+      if (length != 0 && length != 2) return false;
+      if (length == 2) {
+        summary.keepalive = true;
+        summary.keepalive_timeout = read_u16(rdata, at + 4);
+      }
+    } else if (code == edns_option_code::padding) {
+      summary.padded = true;
+    }
+    at += 4 + length;
+  }
+  return true;
+}
+
 constexpr unsigned rcode_formerr = 1;
 constexpr unsigned rcode_notimp = 4;
 constexpr unsigned rcode_refused = 5;
@@ -182,6 +205,12 @@ std::vector<std::uint8_t> encode_name(std::string_view name) {
   return wire;
 }
 
+std::size_t padding_for(std::size_t size, std::uint16_t block) noexcept {
+  if (block <= 1) return 0;
+  const std::size_t with_header = size + 4;
+  return (block - with_header % block) % block;
+}
+
 std::vector<std::uint8_t> encode_query(std::string_view name, std::uint16_t type,
                                        const query_options& options) {
   const std::vector<std::uint8_t> wire_name = encode_name(name);
@@ -195,6 +224,10 @@ std::vector<std::uint8_t> encode_query(std::string_view name, std::uint16_t type
     }
     options_size += 4 + option.data.size();
   }
+  const std::size_t unpadded_size = dns_header_size + wire_name.size() + 4 + 11 + options_size;
+  const bool padded = edns.enabled && edns.padding_block != 0;
+  const std::size_t padding = padded ? padding_for(unpadded_size, edns.padding_block) : 0;
+  if (padded) options_size += 4 + padding;
   if (options_size > 0xffff) {
     throw std::invalid_argument("EDNS options exceed 65535 octets in total");
   }
@@ -225,10 +258,119 @@ std::vector<std::uint8_t> encode_query(std::string_view name, std::uint16_t type
       append_u16(message, static_cast<std::uint16_t>(option.data.size()));
       message.insert(message.end(), option.data.begin(), option.data.end());
     }
+    if (padded) {
+      append_u16(message, edns_option_code::padding);
+      append_u16(message, static_cast<std::uint16_t>(padding));
+      message.insert(message.end(), padding, 0);
+    }
   }
   if (message.size() > 0xffff) {
     throw std::invalid_argument("query longer than 65535 octets");
   }
+  return message;
+}
+
+std::vector<std::uint8_t> add_edns_options(std::span<const std::uint8_t> query,
+                                           const edns_config& edns) {
+  constexpr std::uint16_t rr_type_tsig = 250;
+  if (query.size() < dns_header_size) throw std::invalid_argument("shorter than a DNS header");
+  std::size_t pos = dns_header_size;
+  for (unsigned i = read_u16(query, 4); i > 0; --i) {
+    const auto name_end = skip_name(query, pos);
+    if (!name_end || query.size() - *name_end < 4) {
+      throw std::invalid_argument("the question does not parse");
+    }
+    pos = *name_end + 4;
+  }
+  const unsigned before_additional = static_cast<unsigned>(read_u16(query, 6)) + read_u16(query, 8);
+  const unsigned records = before_additional + read_u16(query, 10);
+  std::optional<std::size_t> opt_rdlength_at;  // offset of the OPT record's RDLENGTH
+  for (unsigned i = 0; i < records; ++i) {
+    const auto name_end = skip_name(query, pos);
+    if (!name_end || query.size() - *name_end < 10) {
+      throw std::invalid_argument(fmt::format("record {} does not parse", i + 1));
+    }
+    const std::size_t rdata_length = read_u16(query, *name_end + 8);
+    if (query.size() - *name_end - 10 < rdata_length) {
+      throw std::invalid_argument(fmt::format("record {} runs past the end", i + 1));
+    }
+    const std::uint16_t type = read_u16(query, *name_end);
+    if (opt_rdlength_at) {
+      throw std::invalid_argument(type == rr_type::opt ? "several OPT records"
+                                                       : "records after the OPT record");
+    }
+    if (type == rr_type_tsig) throw std::invalid_argument("a TSIG-signed query");
+    if (i >= before_additional && type == rr_type::opt) opt_rdlength_at = *name_end + 8;
+    pos = *name_end + 10 + rdata_length;
+  }
+
+  // The OPT record's options, but a padding option, which is sized again below.
+  std::vector<std::uint8_t> rdata;
+  std::vector<std::uint16_t> present;
+  std::size_t tail_start = query.size();
+  if (opt_rdlength_at) {
+    const std::size_t start = *opt_rdlength_at + 2;
+    const std::size_t end = start + read_u16(query, *opt_rdlength_at);
+    tail_start = end;
+    for (std::size_t at = start; at < end;) {
+      if (end - at < 4 || end - at - 4 < read_u16(query, at + 2)) {
+        throw std::invalid_argument("the OPT record's options do not parse");
+      }
+      const std::uint16_t code = read_u16(query, at);
+      const std::size_t length = 4 + read_u16(query, at + 2);
+      if (code != edns_option_code::padding) {
+        present.push_back(code);
+        rdata.insert(rdata.end(), query.begin() + static_cast<std::ptrdiff_t>(at),
+                     query.begin() + static_cast<std::ptrdiff_t>(at + length));
+      }
+      at += length;
+    }
+  }
+  for (const auto& option : edns.options) {
+    if (option.code == edns_option_code::padding ||
+        std::find(present.begin(), present.end(), option.code) != present.end()) {
+      continue;
+    }
+    if (option.data.size() > 0xffff) {
+      throw std::invalid_argument(
+          fmt::format("EDNS option {} has more than 65535 octets of data", option.code));
+    }
+    append_u16(rdata, option.code);
+    append_u16(rdata, static_cast<std::uint16_t>(option.data.size()));
+    rdata.insert(rdata.end(), option.data.begin(), option.data.end());
+  }
+
+  std::vector<std::uint8_t> message;
+  if (opt_rdlength_at) {
+    message.assign(query.begin(), query.begin() + static_cast<std::ptrdiff_t>(*opt_rdlength_at));
+  } else {
+    message.assign(query.begin(), query.begin() + static_cast<std::ptrdiff_t>(pos));
+    const std::uint16_t additional = read_u16(query, 10);
+    if (additional == 0xffff) throw std::invalid_argument("no room for an OPT record");
+    message[10] = static_cast<std::uint8_t>((additional + 1) >> 8);
+    message[11] = static_cast<std::uint8_t>((additional + 1) & 0xff);
+    message.push_back(0);  // root owner name
+    append_u16(message, rr_type::opt);
+    append_u16(message, edns.udp_payload_size);
+    message.push_back(0);  // extended RCODE
+    message.push_back(0);  // version
+    append_u16(message, edns.dnssec_ok ? 0x8000 : 0);
+    tail_start = pos;
+  }
+  const std::size_t tail = query.size() - tail_start;  // octets after the last record
+  if (edns.padding_block != 0) {
+    const std::size_t padding =
+        padding_for(message.size() + 2 + rdata.size() + tail, edns.padding_block);
+    append_u16(rdata, edns_option_code::padding);
+    append_u16(rdata, static_cast<std::uint16_t>(padding));
+    rdata.insert(rdata.end(), padding, 0);
+  }
+  if (rdata.size() > 0xffff) throw std::invalid_argument("EDNS options exceed 65535 octets");
+  append_u16(message, static_cast<std::uint16_t>(rdata.size()));
+  message.insert(message.end(), rdata.begin(), rdata.end());
+  message.insert(message.end(), query.begin() + static_cast<std::ptrdiff_t>(tail_start),
+                 query.end());
+  if (message.size() > 0xffff) throw std::invalid_argument("query longer than 65535 octets");
   return message;
 }
 
@@ -268,8 +410,8 @@ std::optional<std::size_t> skip_name(std::span<const std::uint8_t> message,
 }
 
 response_summary check_response(std::span<const std::uint8_t> response,
-                                std::span<const std::uint8_t> query,
-                                std::uint16_t expected_id) noexcept {
+                                std::span<const std::uint8_t> query, std::uint16_t expected_id,
+                                bool read_edns_options) noexcept {
   response_summary summary;
   if (response.size() >= 2) summary.id = read_id(response.data());
   if (response.size() < dns_header_size) {
@@ -326,8 +468,10 @@ response_summary check_response(std::span<const std::uint8_t> response,
     pos = *name_end + 4;
   }
 
-  const unsigned record_count =
-      static_cast<unsigned>(read_u16(response, 6)) + read_u16(response, 8) + read_u16(response, 10);
+  const unsigned before_additional =
+      static_cast<unsigned>(read_u16(response, 6)) + read_u16(response, 8);
+  const unsigned record_count = before_additional + read_u16(response, 10);
+  bool opt_seen = false;
   for (unsigned i = 0; i < record_count; ++i) {
     const auto name_end = skip_name(response, pos);
     if (!name_end || response.size() - *name_end < 10) {
@@ -340,6 +484,14 @@ response_summary check_response(std::span<const std::uint8_t> response,
       return summary;
     }
     pos = *name_end + 10 + rdata_length;
+    if (read_edns_options && i >= before_additional &&
+        read_u16(response, *name_end) == rr_type::opt) {
+      if (opt_seen || !read_options(response.subspan(*name_end + 10, rdata_length), summary)) {
+        summary.verdict = response_verdict::malformed;
+        return summary;
+      }
+      opt_seen = true;
+    }
   }
   // Octets after the last record are ignored, as resolvers do.
 

@@ -1,6 +1,8 @@
 #include "report/json_io.hpp"
 
+#include <charconv>
 #include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -78,6 +80,7 @@ json::object connection_stats_to_json(const connection_stats& c) {
   return {{"opened", c.opened},
           {"answered", c.answered},
           {"closed_by_client", c.closed_by_client},
+          {"closed_idle_keepalive", c.closed_idle_keepalive},
           {"closed_by_server", c.closed_by_server},
           {"reset_by_server", c.reset_by_server},
           {"failed", c.failed},
@@ -92,6 +95,7 @@ connection_stats connection_stats_from_json(const json::object& o) {
   c.opened = count_at(o, "opened");
   c.answered = count_or_zero(o, "answered");
   c.closed_by_client = count_at(o, "closed_by_client");
+  c.closed_idle_keepalive = count_or_zero(o, "closed_idle_keepalive");
   c.closed_by_server = count_at(o, "closed_by_server");
   c.reset_by_server = count_at(o, "reset_by_server");
   c.failed = count_at(o, "failed");
@@ -122,6 +126,45 @@ void counts_from_json(const json::object& o, std::string_view key,
 json::object quic_stats_to_json(const quic_stats& q);
 json::object early_data_to_json(const early_data_stats& e);
 quic_stats quic_stats_from_json(const json::object& o);
+
+// The answers' EDNS options; present only in runs that asked for them.
+json::object edns_stats_to_json(const edns_stats& e, std::uint64_t answers) {
+  json::object sizes;
+  for (const auto& [size, n] : e.padded_sizes) sizes[std::to_string(size)] = n;
+  const double padded_percent =
+      answers > 0 ? 100.0 * static_cast<double>(e.padded_answers) / static_cast<double>(answers)
+                  : 0;
+  return {{"keepalive", e.keepalive_sent},
+          {"padding_block", e.padding_block},
+          {"keepalive_answers", e.keepalive_answers},
+          {"keepalive_timeout_min_seconds", stable(e.keepalive_min_seconds)},
+          {"keepalive_timeout_max_seconds", stable(e.keepalive_max_seconds)},
+          {"padded_answers", e.padded_answers},
+          {"padded_percent", stable(padded_percent)},
+          {"padded_sizes", std::move(sizes)}};
+}
+
+edns_stats edns_stats_from_json(const json::object& o) {
+  edns_stats e;
+  const auto& keepalive = at(o, "keepalive");
+  e.keepalive_sent = keepalive.is_bool() && keepalive.get_bool();
+  const std::uint64_t block = count_at(o, "padding_block");
+  if (block > 0xffff) throw std::invalid_argument("\"padding_block\" over 65535");
+  e.padding_block = static_cast<std::uint16_t>(block);
+  e.keepalive_answers = count_at(o, "keepalive_answers");
+  e.keepalive_min_seconds = number_at(o, "keepalive_timeout_min_seconds");
+  e.keepalive_max_seconds = number_at(o, "keepalive_timeout_max_seconds");
+  e.padded_answers = count_at(o, "padded_answers");
+  for (const auto& [size, n] : object_at(o, "padded_sizes")) {
+    std::uint32_t octets = 0;
+    const auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), octets);
+    if (ec != std::errc{} || end != size.data() + size.size()) {
+      throw std::invalid_argument("\"padded_sizes\": a key is not a size in octets");
+    }
+    e.padded_sizes[octets] = json::value_to<std::uint64_t>(n);
+  }
+  return e;
+}
 json::object server_stats_to_json(const process_usage& s);
 json::value capture_to_json(const std::optional<capture_summary>& capture);
 capture_summary capture_from_json(const json::object& o);
@@ -302,6 +345,7 @@ json::object run_result_to_json(const run_result& r) {
   };
   if (traits_of(r.transport).has_tls) out["early_data"] = early_data_to_json(r.early_data);
   if (r.transport == transport_kind::doq) out["quic"] = quic_stats_to_json(r.quic);
+  if (r.edns.requested()) out["edns"] = edns_stats_to_json(r.edns, r.responses_received);
   if (r.server_usage.monitored()) out["server_usage"] = server_stats_to_json(r.server_usage);
   return out;
 }
@@ -584,6 +628,9 @@ run_result run_result_from_json_value(const json::value& value) {
   }
   if (const auto* early = o.if_contains("early_data"); early && early->is_object()) {
     r.early_data = early_data_from_json(early->get_object(), "");
+  }
+  if (const auto* edns = o.if_contains("edns"); edns && edns->is_object()) {
+    r.edns = edns_stats_from_json(edns->get_object());
   }
   if (const auto* server = o.if_contains("server_usage"); server && server->is_object()) {
     r.server_usage = server_stats_from_json(server->get_object());

@@ -255,6 +255,31 @@ std::string format_table(const run_result& r) {
     line("first query + set-up", percentiles(r.first_query_latency));
     if (c.fastopen_data_in_syn) line("fast open", with_commas(c.fastopen_data_in_syn));
     if (c.goaway) line("GOAWAY from server", with_commas(c.goaway) + " connections");
+    if (c.closed_idle_keepalive) {
+      line("closed idle", with_commas(c.closed_idle_keepalive) +
+                              " connections, after the server's keepalive timeout");
+    }
+  }
+  if (r.edns.keepalive_sent) {
+    const edns_stats& e = r.edns;
+    line("keepalive (RFC 7828)",
+         e.keepalive_answers == 0 ? std::string("no answer advertised an idle timeout")
+                                  : fmt::format("{} answers{}, timeouts {:.1f} to {:.1f} s",
+                                                with_commas(e.keepalive_answers),
+                                                share(e.keepalive_answers, r.responses_received),
+                                                e.keepalive_min_seconds, e.keepalive_max_seconds));
+  }
+  if (r.edns.padding_block != 0) {
+    const edns_stats& e = r.edns;
+    std::string sizes;
+    for (const auto& [size, n] : e.padded_sizes) {
+      if (!sizes.empty()) sizes += ", ";
+      sizes += fmt::format("{} octets {}", size, with_commas(n));
+    }
+    line("padded answers",
+         fmt::format("{}{} (queries padded to blocks of {}){}", with_commas(e.padded_answers),
+                     share(e.padded_answers, r.responses_received), e.padding_block,
+                     sizes.empty() ? "" : ": " + sizes));
   }
   if (const early_data_stats& e = r.early_data; e.offered) {
     line("0-RTT",

@@ -1,5 +1,7 @@
 #include "server/responder.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <dnstransport/message.hpp>
@@ -38,29 +40,70 @@ std::size_t header_only(std::span<const std::uint8_t> query, std::uint8_t rcode,
   return dns_header_size;
 }
 
-// Finds the OPT record in the query's additional section; returns its DO flag through `dnssec_ok`.
-bool find_opt(std::span<const std::uint8_t> query, std::size_t offset, bool& dnssec_ok) {
+// What the query's OPT record holds that the answer depends on.
+struct query_opt {
+  bool found = false;
+  bool dnssec_ok = false;
+  bool keepalive = false;  // edns-tcp-keepalive
+  bool padding = false;
+};
+
+// Finds the OPT record in the query's additional section; its options are read only when
+// `edns` answers any of them.
+query_opt find_opt(std::span<const std::uint8_t> query, std::size_t offset,
+                   const answer_edns& edns) {
+  query_opt opt;
   const unsigned records = read16(&query[6]) + read16(&query[8]) + read16(&query[10]);
   const unsigned additional_start = read16(&query[6]) + read16(&query[8]);
   for (unsigned i = 0; i < records; ++i) {
     const auto after_name = skip_name(query, offset);
-    if (!after_name || *after_name + 10 > query.size()) return false;
+    if (!after_name || *after_name + 10 > query.size()) return opt;
     const std::uint8_t* fixed = &query[*after_name];
     const std::size_t rdlength = read16(fixed + 8);
     if (i >= additional_start && read16(fixed) == rr_type::opt) {
-      dnssec_ok = (fixed[6] & 0x80) != 0;
-      return true;
+      opt.found = true;
+      opt.dnssec_ok = (fixed[6] & 0x80) != 0;
+      if (!edns.keepalive && edns.padding_block == 0) return opt;
+      // Options that run past the record or the message end the walk: the ones before count.
+      const std::size_t end = std::min(*after_name + 10 + rdlength, query.size());
+      for (std::size_t at = *after_name + 10; end - at >= 4;) {
+        const std::uint16_t code = read16(&query[at]);
+        at += 4 + std::size_t{read16(&query[at + 2])};
+        if (at > end) break;
+        opt.keepalive = opt.keepalive || code == edns_option_code::tcp_keepalive;
+        opt.padding = opt.padding || code == edns_option_code::padding;
+      }
+      return opt;
     }
     offset = *after_name + 10 + rdlength;
-    if (offset > query.size()) return false;
+    if (offset > query.size()) return opt;
   }
-  return false;
+  return opt;
 }
 
 }  // namespace
 
+answer_edns answer_edns_for(const server_options& options, transport_kind transport) noexcept {
+  answer_edns edns;
+  const bool stream = transport == transport_kind::tcp || transport == transport_kind::tls ||
+                      transport == transport_kind::doh;
+  const bool encrypted = transport == transport_kind::tls || transport == transport_kind::doh ||
+                         transport == transport_kind::doq;
+  if (stream) {
+    edns.keepalive = true;
+    const double seconds = options.keepalive_timeout_seconds >= 0
+                               ? options.keepalive_timeout_seconds
+                           : options.idle_timeout_seconds > 0 ? options.idle_timeout_seconds
+                                                              : default_keepalive_seconds;
+    edns.keepalive_timeout =
+        static_cast<std::uint16_t>(std::min(std::lround(seconds * 10), long{0xffff}));
+  }
+  if (encrypted) edns.padding_block = options.padding_block;
+  return edns;
+}
+
 std::size_t build_answer(std::span<const std::uint8_t> query, answer_mode mode,
-                         std::span<std::uint8_t> out) noexcept {
+                         std::span<std::uint8_t> out, const answer_edns& edns) noexcept {
   if (query.size() < dns_header_size || (query[2] & qr_bit) != 0) return 0;
   if (out.size() < query.size() + answer_overhead) return 0;
   if (mode == answer_mode::echo) {
@@ -74,8 +117,8 @@ std::size_t build_answer(std::span<const std::uint8_t> query, answer_mode mode,
   const std::size_t question_end = *name_end + 4;
   const std::uint16_t qtype = read16(&query[*name_end]);
   const std::uint16_t qclass = read16(&query[*name_end + 2]);
-  bool dnssec_ok = false;
-  const bool has_opt = find_opt(query, question_end, dnssec_ok);
+  const query_opt opt = find_opt(query, question_end, edns);
+  const bool has_opt = opt.found;
   const bool has_answer = qclass == class_in && (qtype == rr_type::a || qtype == rr_type::aaaa);
 
   std::uint8_t* p = out.data();
@@ -109,8 +152,25 @@ std::size_t build_answer(std::span<const std::uint8_t> query, answer_mode mode,
     *p++ = 0;  // root name
     p = write16(p, rr_type::opt);
     p = write16(p, 1232);
-    p = write32(p, dnssec_ok ? 0x8000u : 0u);
-    p = write16(p, 0);
+    p = write32(p, opt.dnssec_ok ? 0x8000u : 0u);
+    std::uint8_t* rdlength = p;
+    p += 2;
+    if (opt.keepalive && edns.keepalive) {
+      p = write16(p, edns_option_code::tcp_keepalive);
+      p = write16(p, 2);
+      p = write16(p, edns.keepalive_timeout);
+    }
+    if (opt.padding && edns.padding_block != 0) {
+      const std::size_t size = static_cast<std::size_t>(p - out.data());
+      const std::size_t padding = padding_for(size, edns.padding_block);
+      if (size + 4 + padding <= std::min<std::size_t>(out.size(), 0xffff)) {
+        p = write16(p, edns_option_code::padding);
+        p = write16(p, static_cast<std::uint16_t>(padding));
+        std::memset(p, 0, padding);
+        p += padding;
+      }
+    }
+    write16(rdlength, static_cast<std::uint16_t>(p - rdlength - 2));
   }
   return static_cast<std::size_t>(p - out.data());
 }

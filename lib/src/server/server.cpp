@@ -80,6 +80,12 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
         fmt::format("--rate-limit: {} is not a rate (queries per second, at least 0; 0: no limit)",
                     o.rate_limit));
   }
+  if (o.keepalive_timeout_seconds >= 0 &&
+      !(std::isfinite(o.keepalive_timeout_seconds) && o.keepalive_timeout_seconds <= 6553.5)) {
+    throw setup_error(fmt::format(
+        "--keepalive-timeout: {} is not an edns-tcp-keepalive timeout (0 to 6553.5 seconds)",
+        o.keepalive_timeout_seconds));
+  }
   if (o.rate_limit > 0) s.limiter = std::make_unique<detail::rate_limiter>(o.rate_limit);
   if (o.doh) {
     if (o.doh_path.empty() || o.doh_path.front() != '/' ||

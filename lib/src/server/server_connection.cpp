@@ -11,8 +11,13 @@
 namespace dnstransport::detail {
 
 server_connection::server_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
-                                     stream_acceptor& streams, std::atomic<std::uint64_t>& queries)
-    : owner_(owner), socket_(std::move(socket)), rate_timer_(owner.io()), queries_(queries) {
+                                     stream_acceptor& streams, std::atomic<std::uint64_t>& queries,
+                                     const answer_edns& edns)
+    : owner_(owner),
+      socket_(std::move(socket)),
+      rate_timer_(owner.io()),
+      queries_(queries),
+      edns_(edns) {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
@@ -126,7 +131,7 @@ bool server_connection::answer_buffered() {
       break;
     }
     const auto scratch = owner_.answer_scratch();
-    const std::size_t size = build_answer(message, options.mode, scratch);
+    const std::size_t size = build_answer(message, options.mode, scratch, edns_);
     if (size == 0) {
       owner_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
       continue;

@@ -22,9 +22,11 @@ namespace dnstransport::detail {
 class server_connection : public accepted_connection,
                           public std::enable_shared_from_this<server_connection> {
  public:
-  // `queries` counts the answers of this listener (TCP or TLS).
+  // `queries` counts the answers of this listener (TCP or TLS), `edns` says what they give
+  // back to the queries' EDNS options.
   server_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
-                    stream_acceptor& streams, std::atomic<std::uint64_t>& queries);
+                    stream_acceptor& streams, std::atomic<std::uint64_t>& queries,
+                    const answer_edns& edns);
 
   void start() override;
   void check_idle(std::uint64_t now) override;
@@ -49,6 +51,7 @@ class server_connection : public accepted_connection,
   boost::asio::steady_timer rate_timer_;
   std::vector<std::uint8_t> held_;  // an answer waiting for its token; empty: none
   std::atomic<std::uint64_t>& queries_;
+  const answer_edns& edns_;
   std::uint64_t answered_ = 0;
   std::uint64_t last_activity_ns_ = 0;
   bool handshaking_ = true;

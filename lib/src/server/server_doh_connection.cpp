@@ -407,8 +407,9 @@ void server_doh_connection::answer(std::int32_t stream_id, request& r) {
     case request::verb::other:
       return respond(stream_id, r, 405);
   }
-  r.answer.resize(r.body.size() + answer_overhead);
-  const std::size_t size = build_answer(r.body, options.mode, r.answer);
+  const answer_edns& edns = owner_.edns(transport_kind::doh);
+  r.answer.resize(r.body.size() + answer_room(edns));
+  const std::size_t size = build_answer(r.body, options.mode, r.answer, edns);
   if (size == 0) {
     owner_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
     return respond(stream_id, r, 400);

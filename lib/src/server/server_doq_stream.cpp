@@ -122,11 +122,12 @@ void doq_connection::receive(std::int64_t stream_id, bool fin, std::span<const s
 void doq_connection::answer(stream& s) {
   // Read now: the query may point into ngtcp2's packet buffer.
   const std::span<const std::uint8_t> query = s.in.message();
-  s.out.resize(2 + query.size() + answer_overhead);
+  const answer_edns& edns = thread_.edns(transport_kind::doq);
+  s.out.resize(2 + query.size() + answer_room(edns));
   // The answer keeps the query's DNS id, which a DoQ client sets to 0 (RFC 9250,
   // section 4.2.1).
   const std::size_t size =
-      build_answer(query, thread_.options().mode, std::span<std::uint8_t>(s.out).subspan(2));
+      build_answer(query, thread_.options().mode, std::span<std::uint8_t>(s.out).subspan(2), edns);
   if (size == 0) {
     s.out.clear();
     thread_.counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);

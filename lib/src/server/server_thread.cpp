@@ -40,11 +40,14 @@ server_thread::server_thread(const server_options& options, tls_server_context* 
                              tls_server_context* doh, rate_limiter* limiter)
     : options_(options),
       limiter_(limiter),
+      tcp_edns_(answer_edns_for(options, transport_kind::tcp)),
+      tls_edns_(answer_edns_for(options, transport_kind::tls)),
+      doq_edns_(answer_edns_for(options, transport_kind::doq)),
       tcp_streams_(make_tcp_acceptor()),
       tls_streams_(tls != nullptr ? make_tls_acceptor(*tls) : nullptr),
       doh_streams_(doh != nullptr ? make_tls_acceptor(*doh) : nullptr),
       sweep_timer_(io_),
-      answer_scratch_(65535 + answer_overhead) {}
+      answer_scratch_(65535 + answer_room(tls_edns_)) {}
 
 server_thread::~server_thread() {
   stop();
@@ -114,8 +117,8 @@ void server_thread::add_listener(std::unique_ptr<thread_listener> listener) {
 void server_thread::start(std::optional<int> cpu) {
   if (udp_) wait_udp();
   for (auto& listener : listeners_) listener->start();
-  if (tcp_) accept(*tcp_, *tcp_streams_, counters.tcp_queries);
-  if (tls_acceptor_) accept(*tls_acceptor_, *tls_streams_, counters.tls_queries);
+  if (tcp_) accept(*tcp_, *tcp_streams_, counters.tcp_queries, tcp_edns_);
+  if (tls_acceptor_) accept(*tls_acceptor_, *tls_streams_, counters.tls_queries, tls_edns_);
   if (doh_acceptor_) accept_doh();
   if (options_.idle_timeout_seconds > 0) schedule_sweep();
   thread_ = std::thread([this, cpu] {
@@ -203,15 +206,16 @@ void server_thread::on_udp_readable() {
 }
 
 void server_thread::accept(boost::asio::ip::tcp::acceptor& acceptor, stream_acceptor& streams,
-                           std::atomic<std::uint64_t>& queries) {
-  acceptor.async_accept([this, &acceptor, &streams, &queries](const boost::system::error_code& ec,
-                                                              boost::asio::ip::tcp::socket socket) {
+                           std::atomic<std::uint64_t>& queries, const answer_edns& edns) {
+  acceptor.async_accept([this, &acceptor, &streams, &queries, &edns](
+                            const boost::system::error_code& ec,
+                            boost::asio::ip::tcp::socket socket) {
     if (ec == boost::asio::error::operation_aborted) return;
     if (!ec) {
       counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
-      adopt(std::make_shared<server_connection>(*this, std::move(socket), streams, queries));
+      adopt(std::make_shared<server_connection>(*this, std::move(socket), streams, queries, edns));
     }
-    accept(acceptor, streams, queries);
+    accept(acceptor, streams, queries, edns);
   });
 }
 

@@ -20,6 +20,8 @@
 
 #include <dnstransport/server.hpp>
 
+#include "server/responder.hpp"
+
 namespace dnstransport::detail {
 
 class tls_server_context;
@@ -94,18 +96,27 @@ class server_thread {
   // Where a connection builds one answer before framing it; shared by the thread's
   // connections, which run one at a time.
   std::span<std::uint8_t> answer_scratch() noexcept { return answer_scratch_; }
+  // What answers over `transport` give back to the queries' EDNS options.
+  const answer_edns& edns(transport_kind transport) const noexcept {
+    return transport == transport_kind::tcp   ? tcp_edns_
+           : transport == transport_kind::doq ? doq_edns_
+                                              : tls_edns_;
+  }
 
  private:
   void wait_udp();
   void on_udp_readable();
   void accept(boost::asio::ip::tcp::acceptor& acceptor, stream_acceptor& streams,
-              std::atomic<std::uint64_t>& queries);
+              std::atomic<std::uint64_t>& queries, const answer_edns& edns);
   void accept_doh();
   void adopt(std::shared_ptr<accepted_connection> connection);
   void schedule_sweep();
 
   const server_options& options_;
   rate_limiter* const limiter_;
+  const answer_edns tcp_edns_;
+  const answer_edns tls_edns_;  // DoT and DoH
+  const answer_edns doq_edns_;
   std::unique_ptr<stream_acceptor> tcp_streams_;
   std::unique_ptr<stream_acceptor> tls_streams_;  // when the responder has TLS
   std::unique_ptr<stream_acceptor> doh_streams_;  // when the responder has DoH

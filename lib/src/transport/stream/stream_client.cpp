@@ -105,6 +105,8 @@ bool stream_client::take_messages(std::uint64_t now) {
 
 void stream_client::count_on_connection(const completion& c, std::uint64_t now) {
   if (!c.matched) return;
+  last_activity_ns_ = now;
+  if (c.keepalive_timeout >= 0) keepalive_timeout_ = c.keepalive_timeout;
   if (any_answered_ && c.sequence < highest_sequence_answered_) {
     if (counted_) ++counts().out_of_order;
   } else {
@@ -146,7 +148,17 @@ slot_table::slot& stream_client::next_query(std::uint64_t now) {
   slot_table::slot& s = take_slot(now);
   s.first_on_connection = sent_on_connection_ == 0;
   ++sent_on_connection_;
+  last_activity_ns_ = now;
   return s;
+}
+
+bool stream_client::idle_past_keepalive(std::uint64_t now) noexcept {
+  constexpr std::uint64_t keepalive_unit_ns = 100'000'000;  // RFC 7828: units of 100 ms
+  return settings().honour_keepalive && keepalive_timeout_ >= 0 && slots_.empty() &&
+         !channel_.output_pending() &&
+         now - last_activity_ns_ >=
+             static_cast<std::uint64_t>(keepalive_timeout_) * keepalive_unit_ns &&
+         send_allowance(now) == 0;
 }
 
 bool stream_client::write_queries(std::uint64_t now, unsigned batch) {

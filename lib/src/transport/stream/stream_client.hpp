@@ -72,6 +72,10 @@ class stream_client : public client_base {
   // The connection is gone (closed, reset, failed): drop what belonged to it.
   virtual void connection_ended() noexcept {}
 
+  // settings().honour_keepalive: the connection has been idle (nothing in flight or to send)
+  // for the edns-tcp-keepalive timeout its server last advertised.
+  bool idle_past_keepalive(std::uint64_t now) noexcept;
+
   // The connection's life cycle (stream_client_connection.cpp).
   void connect(std::uint64_t now);
   void on_connected(std::uint64_t now);
@@ -130,6 +134,8 @@ class stream_client : public client_base {
   std::uint64_t sent_on_connection_ = 0;
   std::uint64_t connections_made_ = 0;
   std::uint64_t highest_sequence_answered_ = 0;
+  std::uint64_t last_activity_ns_ = 0;   // the connection's last query sent or answer read
+  std::int32_t keepalive_timeout_ = -1;  // the server's last TIMEOUT (100 ms units); -1: none
   bool any_answered_ = false;
   bool waiting_read_ = false;
   bool waiting_write_ = false;

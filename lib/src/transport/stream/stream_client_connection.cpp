@@ -49,6 +49,11 @@ void stream_client::tick(std::uint64_t now) {
       close(true);
       return;
     }
+    if (idle_past_keepalive(now)) {
+      if (counted_) ++connections().closed_idle_keepalive;
+      close(true);
+      return;
+    }
     if (connection_done()) {
       close(true);
       if (send_allowance(now) > 0) connect(now);
@@ -84,6 +89,8 @@ void stream_client::connect(std::uint64_t now) {
   sent_on_connection_ = 0;
   highest_sequence_answered_ = 0;
   any_answered_ = false;
+  last_activity_ns_ = now;
+  keepalive_timeout_ = -1;
   waiting_read_ = waiting_write_ = false;
 
   const run_plan& p = plan();

@@ -19,6 +19,8 @@ struct stream_settings {
   bool tcp_nodelay = true;
   bool tcp_fastopen = false;  // first query in the SYN where the kernel allows
   bool resume = false;        // offer the newest session ticket when reconnecting (TLS)
+  // Close a connection idle for the edns-tcp-keepalive timeout its answers advertised.
+  bool honour_keepalive = false;
 };
 
 class stream_transport final : public client_transport {
