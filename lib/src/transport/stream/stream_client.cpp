@@ -50,6 +50,7 @@ void stream_client::on_ready() {
     case conn_state::established:
       break;
   }
+  last_activity_ns_ = now;
   if (!flush()) return;
   if (!read_available()) return;
   if (connection_done()) {
@@ -141,6 +142,7 @@ slot_table::slot& stream_client::next_query(std::uint64_t now) {
   slot_table::slot& s = take_slot(now);
   s.first_on_connection = sent_on_connection_ == 0;
   ++sent_on_connection_;
+  last_activity_ns_ = now;
   return s;
 }
 

@@ -19,6 +19,9 @@ struct stream_settings {
   bool tcp_nodelay = true;
   bool tcp_fastopen = false;  // first query in the SYN where the kernel allows
   bool resume = false;        // offer the newest session ticket when reconnecting (TLS)
+  // Close a connection with nothing in flight or to send for this long; the next query
+  // opens a new one. 0: never.
+  std::uint64_t idle_timeout_ns = 0;
 };
 
 class stream_transport final : public client_transport {
