@@ -50,7 +50,9 @@ struct run_options {
   double timeout = 2;
   double warmup = 0;
   double rate = 0;
-  std::string arrivals;  // empty: constant with a rate
+  double client_rate = 0;
+  std::optional<double> idle;  // given: must be positive
+  std::string arrivals;        // empty: constant with a rate
   double interval = 1;
   unsigned threads = 1;
   std::string cpus;
