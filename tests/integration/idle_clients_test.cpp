@@ -1,9 +1,9 @@
 // Idle clients and per-client rates over loopback against the built-in responder: a client
 // sending one query every 200 ms (--client-rate 5) closes its connection after 100 ms with
 // nothing to do (--idle 0.1), so every query opens a connection (resumed with --tls-resume,
-// 0-RTT with DoQ --early-data); with an idle timeout longer than the gap, one connection per
-// client carries everything. The connection figures (opened per second, open at once,
-// handshakes per query) and the usage errors of both flags.
+// 0-RTT with DoQ --early-data; DoH alike); with an idle timeout longer than the gap, one
+// connection per client carries everything. The connection figures (opened per second, open at
+// once, handshakes per query) and the usage errors of both flags.
 #include <dnstransport/load.hpp>
 
 #include <gtest/gtest.h>
@@ -28,8 +28,8 @@ constexpr std::uint64_t queries = 100;
 server_options server_for(transport_kind t) {
   server_options o;
   if (t == transport_kind::tcp) o.tcp = endpoint{"127.0.0.1", 0};
-  if (t == transport_kind::tls) {
-    o.tls = endpoint{"127.0.0.1", 0};
+  if (t == transport_kind::tls || t == transport_kind::doh) {
+    (t == transport_kind::tls ? o.tls : o.doh) = endpoint{"127.0.0.1", 0};
     o.certificate_directory = (std::filesystem::path(::testing::TempDir()) /
                                ("idle-clients-" + std::to_string(::getpid())))
                                   .string();
@@ -44,6 +44,7 @@ server_options server_for(transport_kind t) {
 std::uint16_t port_of(const server& s, transport_kind t) {
   if (t == transport_kind::tcp) return s.tcp_port();
   if (t == transport_kind::tls) return s.tls_port();
+  if (t == transport_kind::doh) return s.doh_port();
   return s.doq_port();
 }
 
@@ -131,6 +132,19 @@ TEST(idle_clients_test, tls_connections_reopened_after_idling_resume_their_sessi
   EXPECT_NEAR(back.connections.concurrent_mean, r.connections.concurrent_mean, 1e-9);
   EXPECT_DOUBLE_EQ(back.handshakes_per_query(), 1.0);
   EXPECT_EQ(to_json(back), text);
+}
+
+// DoH runs on the stream client's connection life cycle: the same idle closes, each new
+// connection resumed.
+TEST(idle_clients_test, doh_connections_reopened_after_idling_resume_their_session) {
+  server responder(server_for(transport_kind::doh));
+  load_spec spec = idle_spec(responder, transport_kind::doh, 0.1);
+  spec.tls.resume = true;
+  const run_result r = run_load(spec);
+  expect_a_connection_per_query(r);
+  EXPECT_EQ(r.handshakes_full, clients);
+  EXPECT_EQ(r.handshakes_resumed, queries - clients);
+  EXPECT_EQ(r.http_failed, 0u);
 }
 
 #ifdef DNSTRANSPORT_HAVE_DOQ
