@@ -93,6 +93,7 @@ const usage_case usage_cases[] = {
     {"negative_client_rate", {"run", "--client-rate", "-1"}, "--client-rate"},
     {"rate_and_client_rate", {"run", "--rate", "100", "--client-rate", "1"}, "--client-rate"},
     {"search_with_a_client_rate", {"search", "--client-rate", "1"}, "--client-rate"},
+    {"sweep_zero_idle", {"sweep", "--idle", "0"}, "--idle"},
     {"queries_per_connection_with_udp",
      {"run", "--transport", "udp", "--queries-per-connection", "10"},
      "--queries-per-connection"},

@@ -93,7 +93,7 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "tcp/tls/doh/doq: seconds a client keeps a connection with nothing in flight "
                  "and nothing to send; then it closes it (counted as closed idle) and opens a "
                  "new one for its next query (resumed with --tls-resume). Checked every 10 ms. "
-                 "Default: connections stay open");
+                 "Default: connections stay open (sweep: udp points run without)");
   app.add_option(
       "--arrivals", o.arrivals,
       "With --rate or --client-rate: constant (evenly spaced, the default), poisson (random gaps, "
@@ -185,6 +185,14 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_flag("--progress", o.progress, "Print progress even when stderr is not a terminal");
 }
 
+double idle_seconds_of(const run_options& o) {
+  if (!o.idle) return 0;
+  if (!(*o.idle > 0)) {
+    throw setup_error(fmt::format("--idle must be a positive number of seconds (got {})", *o.idle));
+  }
+  return *o.idle;
+}
+
 load_spec make_load_spec(const run_options& o) {
   load_spec spec;
   spec.label = o.label;
@@ -209,13 +217,7 @@ load_spec make_load_spec(const run_options& o) {
   spec.warmup_seconds = o.warmup;
   spec.rate = o.rate;
   spec.client_rate = o.client_rate;
-  if (o.idle) {
-    if (!(*o.idle > 0)) {
-      throw setup_error(
-          fmt::format("--idle must be a positive number of seconds (got {})", *o.idle));
-    }
-    spec.idle_seconds = *o.idle;
-  }
+  spec.idle_seconds = idle_seconds_of(o);
   if (!o.arrivals.empty()) {
     const auto mode = parse_arrival_mode(o.arrivals);
     if (!mode) {

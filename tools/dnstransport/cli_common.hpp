@@ -105,6 +105,9 @@ struct run_options {
 /// --queries-per-connection too (a sweep takes lists for those instead).
 void add_run_options(CLI::App& app, run_options& options, bool with_axes);
 
+/// --idle in seconds: 0 when absent; throws setup_error naming it unless positive.
+double idle_seconds_of(const run_options& options);
+
 /// Builds the spec (without server address when the built-in responder is used).
 /// Throws setup_error naming the flag for a bad value.
 load_spec make_load_spec(const run_options& options);

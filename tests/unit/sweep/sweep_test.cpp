@@ -227,6 +227,12 @@ TEST(sweep_test, point_spec_carries_the_point_and_the_base_options) {
   EXPECT_EQ(spec.duration_seconds, 1.5);
   EXPECT_EQ(point_spec(plan, {tcp, 1, 0}).port, 5302);
   EXPECT_EQ(point_spec(plan, {udp, 1, 0}).port, 5301);
+  // Per-client rates follow each point's clients; --idle only where there are connections.
+  plan.base.client_rate = 0.5;
+  plan.base.idle_seconds = 2;
+  EXPECT_EQ(total_rate(point_spec(plan, {tcp, 8, 0})), 4.0);
+  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).idle_seconds, 2.0);
+  EXPECT_EQ(point_spec(plan, {udp, 8, 0}).idle_seconds, 0.0);
 }
 
 TEST(sweep_test, presets_set_the_classic_studies) {
