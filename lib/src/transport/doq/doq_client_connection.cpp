@@ -362,7 +362,7 @@ void doq_client::close(bool count) {
 
 bool doq_client::close_if_idle(std::uint64_t now, std::uint64_t idle_ns) {
   if (state_ != conn_state::established || !slots_.empty() || !send_queue_.empty() ||
-      !blocked_.empty() || !resend_.empty() || now - last_activity_ns_ < idle_ns) {
+      !blocked_.empty() || !resend_.empty() || now < last_activity_ns_ + idle_ns) {
     return false;
   }
   // A query due now is sent on this connection, not on a new one.

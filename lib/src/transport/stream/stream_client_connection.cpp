@@ -240,7 +240,7 @@ void stream_client::close(bool count) {
 
 bool stream_client::close_if_idle(std::uint64_t now, std::uint64_t idle_ns) {
   if (state_ != conn_state::established || syn_pending_ || !slots_.empty() ||
-      channel_.output_pending() || now - last_activity_ns_ < idle_ns) {
+      channel_.output_pending() || now < last_activity_ns_ + idle_ns) {
     return false;
   }
   // A query due now is sent on this connection, not on a new one.
