@@ -296,7 +296,8 @@ TEST_P(cli_serve_test, answers_every_transport_and_stops_cleanly_on_a_signal) {
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("answered: 300 udp, 300 tcp, 300 tls, 0 doh, 0 doq; 4 connections accepted; "
-                       "0 TLS handshakes failed, 0 resumed; 0 malformed queries dropped"),
+                       "0 TLS handshakes failed, 0 resumed, 0 with 0-RTT accepted; 0 malformed "
+                       "queries dropped"),
             std::string::npos)
       << r.out;
 }
@@ -320,7 +321,9 @@ TEST(cli_serve_test, doh_listener_is_printed_and_answers_on_its_path) {
   const std::string out = child.stdout_so_far();
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
-      out, m, std::regex(R"(doh  https://127\.0\.0\.1:(\d+)/q \(openssl\), certificate (\S+))")))
+      out, m,
+      std::regex(
+          R"(doh  https://127\.0\.0\.1:(\d+)/q \(openssl, 0-RTT accepted\), certificate (\S+))")))
       << out;
   const std::string port = m[1];
   const std::string certificate = m[2];

@@ -80,7 +80,7 @@ TEST(doq_load_test, one_query_per_connection_opens_a_connection_per_query) {
   EXPECT_EQ(r.handshakes_full, 200u);
   EXPECT_EQ(r.handshakes_resumed, 0u);
   EXPECT_EQ(r.first_query_latency.count(), 200u);
-  EXPECT_EQ(r.quic.early_data_offered, 0u);
+  EXPECT_EQ(r.early_data.offered, 0u);
 }
 
 TEST(doq_load_test, resumption_with_early_data_sends_the_query_in_0rtt) {
@@ -98,11 +98,11 @@ TEST(doq_load_test, resumption_with_early_data_sends_the_query_in_0rtt) {
   // query rides in 0-RTT.
   EXPECT_EQ(r.handshakes_full, 2u) << summary(r);
   EXPECT_EQ(r.handshakes_resumed, 98u);
-  EXPECT_EQ(r.quic.early_data_offered, 98u);
-  EXPECT_EQ(r.quic.early_data_accepted, 98u);
-  EXPECT_EQ(r.quic.early_data_rejected, 0u);
-  EXPECT_EQ(r.quic.queries_in_early_data, 98u);
-  EXPECT_EQ(r.quic.queries_resent, 0u);
+  EXPECT_EQ(r.early_data.offered, 98u);
+  EXPECT_EQ(r.early_data.accepted, 98u);
+  EXPECT_EQ(r.early_data.rejected, 0u);
+  EXPECT_EQ(r.early_data.queries_in_early_data, 98u);
+  EXPECT_EQ(r.early_data.queries_resent, 0u);
   EXPECT_GE(responder.stats().doq_early_data, 98u);
   // A resumed connection takes four datagrams: its Initial with the query's 0-RTT packet in
   // the same datagram, the Handshake Finished, the 1-RTT ACK of the answer, the
@@ -125,11 +125,11 @@ TEST(doq_load_test, refused_0rtt_queries_are_sent_again_and_counted_once) {
   expect_all_in(r.responses_received, r);
   EXPECT_EQ(r.queries_sent, 40u);
   EXPECT_EQ(r.handshakes_resumed, 38u) << summary(r);
-  EXPECT_EQ(r.quic.early_data_offered, 38u);
-  EXPECT_EQ(r.quic.early_data_accepted, 0u);
-  EXPECT_EQ(r.quic.early_data_rejected, 38u);
-  EXPECT_EQ(r.quic.queries_in_early_data, 38u);
-  EXPECT_EQ(r.quic.queries_resent, 38u);
+  EXPECT_EQ(r.early_data.offered, 38u);
+  EXPECT_EQ(r.early_data.accepted, 0u);
+  EXPECT_EQ(r.early_data.rejected, 38u);
+  EXPECT_EQ(r.early_data.queries_in_early_data, 38u);
+  EXPECT_EQ(r.early_data.queries_resent, 38u);
   EXPECT_EQ(responder.stats().doq_early_data, 0u);
 }
 
@@ -144,10 +144,9 @@ TEST(doq_load_test, usage_errors_name_the_flag_and_why) {
   spec.tls.max_version = tls_version::v1_2;
   EXPECT_NE(setup_error_of(spec).find("TLS 1.3 only"), std::string::npos);
   spec = doq_spec(853);
-  spec.transport = transport_kind::tls;
+  spec.transport = transport_kind::tcp;
   spec.tls.resume = spec.tls.early_data = true;
-  EXPECT_NE(setup_error_of(spec).find("--early-data applies to --transport doq"),
-            std::string::npos);
+  EXPECT_NE(setup_error_of(spec).find("--early-data: tcp has no TLS"), std::string::npos);
 }
 
 // Two responder threads, a DoQ socket each on one port: each connection (a new source port
@@ -166,7 +165,7 @@ TEST(doq_load_test, several_responder_threads_share_tickets_and_serve_every_conn
   const run_result r = run_checked(spec).result;
   expect_all_in(r.responses_received, r);
   EXPECT_EQ(r.handshakes_resumed, 98u) << summary(r);
-  EXPECT_EQ(r.quic.early_data_accepted, 98u) << summary(r);
+  EXPECT_EQ(r.early_data.accepted, 98u) << summary(r);
   load_spec persistent = doq_spec(responder.doq_port());
   persistent.clients = 8;
   persistent.outstanding = 20;

@@ -1,7 +1,8 @@
 // DNS over QUIC against a responder that breaks the connection or the protocol part-way:
 // CONNECTION_CLOSE with an error code after N queries, stream resets on some queries, an
 // answer whose 2-octet length lies, a server that forgets its connections so that their
-// packets get stateless resets, and one that grants no streams beyond its first limit. Each run
+// packets get stateless resets, one that opens a stream of its own, and one that grants no
+// streams beyond its first limit. Each run
 // ends in time, accounts for every query once, and names what happened.
 #include <dnstransport/load.hpp>
 
@@ -56,6 +57,28 @@ TEST(hostile_doq_test, connection_close_after_n_queries_is_counted_by_its_error_
   EXPECT_EQ(r.lost, 0u) << summary(r);
   // Queries sent after the tenth were in flight when the close came.
   EXPECT_EQ(r.responses_received + r.lost_on_close, r.queries_sent) << summary(r);
+}
+
+TEST(hostile_doq_test, a_server_that_opens_a_stream_of_its_own_is_cut_off) {
+  server_options o = doq_server();
+  o.doq_open_stream_after = 10;
+  server responder(o);
+  const run_result r = run_checked(doq_spec(responder.doq_port(), 100)).result;
+  // The client granted the server no streams: its QUIC stack ends each connection with
+  // STREAM_LIMIT_ERROR once the server opens one, after ten answers, and the client opens
+  // another for the queries left.
+  const std::uint64_t cut_off = at(r.connections.failures, "quic_STREAM_LIMIT_ERROR");
+  EXPECT_GE(cut_off, 5u) << summary(r);
+  EXPECT_EQ(r.connections.reset_by_server, cut_off) << summary(r);
+  EXPECT_GE(cut_off + 1, r.connections.opened) << summary(r);
+  // It opens the stream once its send queue is empty: after ten answers or a few more.
+  EXPECT_GE(r.responses_received, 10 * cut_off) << summary(r);
+  EXPECT_EQ(r.lost, 0u) << summary(r);
+  // The server's own stream carries nothing the client takes for an answer.
+  EXPECT_EQ(r.unexpected + r.duplicates + r.malformed, 0u) << summary(r);
+  EXPECT_EQ(r.responses_received + r.lost_on_close, r.queries_sent) << summary(r);
+  EXPECT_NE(r.connections.first_failure.find("quic_STREAM_LIMIT_ERROR"), std::string::npos)
+      << r.connections.first_failure;
 }
 
 TEST(hostile_doq_test, streams_reset_by_the_server_fail_those_queries_only) {

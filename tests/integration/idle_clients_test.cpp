@@ -134,6 +134,21 @@ TEST(idle_clients_test, tls_connections_reopened_after_idling_resume_their_sessi
   EXPECT_EQ(to_json(back), text);
 }
 
+// With --early-data each reconnection's query rides in the resumed ClientHello's 0-RTT.
+TEST(idle_clients_test, tls_connections_reopened_after_idling_send_their_query_in_0rtt) {
+  server responder(server_for(transport_kind::tls));
+  load_spec spec = idle_spec(responder, transport_kind::tls, 0.1);
+  spec.tls.resume = true;
+  spec.tls.early_data = true;
+  const run_result r = run_load(spec);
+  expect_a_connection_per_query(r);
+  EXPECT_EQ(r.handshakes_resumed, queries - clients);
+  EXPECT_EQ(r.early_data.offered, queries - clients);
+  EXPECT_EQ(r.early_data.accepted, queries - clients);
+  EXPECT_EQ(r.early_data.queries_in_early_data, queries - clients);
+  EXPECT_EQ(r.early_data.queries_resent, 0u);
+}
+
 // DoH runs on the stream client's connection life cycle: the same idle closes, each new
 // connection resumed.
 TEST(idle_clients_test, doh_connections_reopened_after_idling_resume_their_session) {
@@ -157,9 +172,9 @@ TEST(idle_clients_test, doq_connections_reopened_after_idling_send_their_query_i
   expect_a_connection_per_query(r);
   EXPECT_EQ(r.handshakes_full, clients);
   EXPECT_EQ(r.handshakes_resumed, queries - clients);
-  EXPECT_EQ(r.quic.early_data_offered, queries - clients);
-  EXPECT_EQ(r.quic.early_data_accepted, queries - clients);
-  EXPECT_EQ(r.quic.queries_in_early_data, queries - clients);
+  EXPECT_EQ(r.early_data.offered, queries - clients);
+  EXPECT_EQ(r.early_data.accepted, queries - clients);
+  EXPECT_EQ(r.early_data.queries_in_early_data, queries - clients);
   EXPECT_TRUE(r.quic.closes.empty());  // the client closed every connection
 }
 #endif

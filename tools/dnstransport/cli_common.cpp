@@ -137,8 +137,9 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_flag("--tls-resume", o.tls_resume,
                "Resume TLS sessions (tickets) when a client reconnects");
   app.add_flag("--early-data", o.early_data,
-               "doq, with --tls-resume: send the first queries of a resumed connection in 0-RTT "
-               "(refused 0-RTT queries are sent again after the handshake, counted once)");
+               "tls, doh, doq with --tls-resume: send the first queries of a resumed connection "
+               "as TLS 1.3 early data (0-RTT) when the server's ticket allows it (refused 0-RTT "
+               "queries are sent again after the handshake, counted once)");
   app.add_option("--sni", o.sni, "TLS server name (SNI, and the name verified)");
   app.add_option("--alpn", o.alpn, "tls: ALPN protocol offered ('' for none); doh always offers h2")
       ->capture_default_str();

@@ -25,6 +25,7 @@ struct serve_options {
   std::string doq;
   unsigned doq_max_streams = 100;
   bool doq_no_0rtt = false;
+  bool no_0rtt = false;
   bool doq_retry = false;
   unsigned threads = 1;
   std::string cpus;
@@ -63,6 +64,10 @@ action add_serve_command(CLI::App& app) {
       ->add_option("--doq-max-streams", o->doq_max_streams,
                    "DoQ: queries (streams) a client may have open at once")
       ->capture_default_str();
+  serve->add_flag("--no-0rtt", o->no_0rtt,
+                  "TLS and DoH: refuse 0-RTT (tickets allow no early data; resumption still "
+                  "works). Without it early data is accepted: with GnuTLS a replayed "
+                  "ClientHello's is refused, the OpenSSL listener does not check for replays");
   serve->add_flag("--doq-no-0rtt", o->doq_no_0rtt,
                   "DoQ: refuse 0-RTT (tickets allow no early data; resumption still works)");
   serve->add_flag("--doq-retry", o->doq_retry,
@@ -118,6 +123,7 @@ action add_serve_command(CLI::App& app) {
     if (!o->doq.empty()) s.doq = parse_endpoint(o->doq, 853, "--doq");
     s.doq_max_streams = o->doq_max_streams;
     s.doq_early_data = !o->doq_no_0rtt;
+    s.tls_options.early_data = !o->no_0rtt;
     s.doq_retry = o->doq_retry;
     s.threads = o->threads;
     if (!o->cpus.empty()) s.cpus = parse_cpu_list(o->cpus, "--cpus");
@@ -143,14 +149,16 @@ action add_serve_command(CLI::App& app) {
     if (s.udp) fmt::print("udp  {}\n", to_string({s.udp->address, responder.udp_port()}));
     if (s.tcp) fmt::print("tcp  {}\n", to_string({s.tcp->address, responder.tcp_port()}));
     if (s.tls) {
-      fmt::print("tls  {} ({}), certificate {}, key {}\n",
+      fmt::print("tls  {} ({}, 0-RTT {}), certificate {}, key {}\n",
                  to_string({s.tls->address, responder.tls_port()}), o->tls_backend,
+                 s.tls_options.early_data ? "accepted" : "refused",
                  responder.certificate().certificate_file.string(),
                  responder.certificate().key_file.string());
     }
     if (s.doh) {
-      fmt::print("doh  https://{}{} ({}), certificate {}\n",
+      fmt::print("doh  https://{}{} ({}, 0-RTT {}), certificate {}\n",
                  to_string({s.doh->address, responder.doh_port()}), s.doh_path, o->tls_backend,
+                 s.tls_options.early_data ? "accepted" : "refused",
                  responder.certificate().certificate_file.string());
     }
     if (s.doq) {
@@ -177,9 +185,10 @@ action add_serve_command(CLI::App& app) {
     const auto st = responder.stats();
     fmt::print(
         "answered: {} udp, {} tcp, {} tls, {} doh, {} doq; {} connections accepted; {} TLS "
-        "handshakes failed, {} resumed; {} malformed queries dropped\n",
+        "handshakes failed, {} resumed, {} with 0-RTT accepted; {} malformed queries dropped\n",
         st.udp_queries, st.tcp_queries, st.tls_queries, st.doh_queries, st.doq_queries,
-        st.connections_accepted, st.tls_handshakes_failed, st.tls_resumed, st.malformed_queries);
+        st.connections_accepted, st.tls_handshakes_failed, st.tls_resumed, st.tls_early_data,
+        st.malformed_queries);
     if (s.rate_limit > 0) {
       fmt::print("rate limit: {} UDP queries dropped, {} stream answers delayed\n",
                  st.rate_limited_dropped, st.rate_limited_delayed);

@@ -183,14 +183,19 @@ struct connection_stats {
   std::string first_failure;  ///< the first failure's full message, for the user
 };
 
-/// QUIC connection figures (DoQ), for connections whose set-up began after the warm-up.
-struct quic_stats {
-  std::uint64_t early_data_offered = 0;   ///< connections that sent queries in 0-RTT
-  std::uint64_t early_data_accepted = 0;  ///< ... whose 0-RTT the server accepted
-  std::uint64_t early_data_rejected = 0;  ///< ... whose 0-RTT the server refused
+/// TLS 1.3 early data (0-RTT) of resumed connections (DoT, DoH, DoQ with --early-data), for
+/// connections whose set-up began after the warm-up.
+struct early_data_stats {
+  std::uint64_t offered = 0;   ///< connections that sent queries in 0-RTT
+  std::uint64_t accepted = 0;  ///< ... whose 0-RTT the server accepted
+  std::uint64_t rejected = 0;  ///< ... whose 0-RTT the server refused
   std::uint64_t queries_in_early_data = 0;
   /// Queries of refused 0-RTT sent again once the handshake was done (each counted once).
   std::uint64_t queries_resent = 0;
+};
+
+/// QUIC connection figures (DoQ), for connections whose set-up began after the warm-up.
+struct quic_stats {
   std::uint64_t retries = 0;              ///< Retry packets (address validation) followed
   std::uint64_t version_negotiation = 0;  ///< Version Negotiation answers (no common version)
   std::uint64_t stateless_resets = 0;
@@ -325,7 +330,8 @@ struct run_result {
   latency_histogram handshake_latency;  ///< TLS handshake, after TCP connect
 
   connection_stats connections;
-  quic_stats quic;  ///< DoQ only
+  early_data_stats early_data;  ///< TLS transports with --early-data
+  quic_stats quic;              ///< DoQ only
   process_usage
       server_usage;  ///< what the monitored server processes spent (load_spec::monitor_pids)
   std::uint64_t handshakes_full = 0;

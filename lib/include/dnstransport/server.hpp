@@ -41,7 +41,8 @@ struct server_options {
   std::optional<endpoint> doq;
   unsigned doq_max_streams = 100;  ///< DoQ: queries (streams) a client may have open at once
   /// DoQ: accept queries sent in 0-RTT by clients resuming a session; false: tickets allow
-  /// no early data and the client sends its queries after the handshake.
+  /// no early data and the client sends its queries after the handshake. (TLS and DoH:
+  /// tls_options.early_data.)
   bool doq_early_data = true;
   /// DoQ: validate each client's address with a Retry before its connection starts (RFC
   /// 9000, section 8.1.2), as a server under a flood of spoofed Initials would: a round trip
@@ -76,6 +77,11 @@ struct server_options {
   /// after N answers, forget the connection without a word, so that its next packets
   /// get stateless resets (RFC 9000, section 10.3),
   std::uint64_t doq_stateless_reset_after = 0;
+  /// after N answers, open a bidirectional stream of its own and send on it, though the
+  /// client granted the server no streams (RFC 9250, section 4.2: only clients open
+  /// streams); the responder raises the limit in its copy of the client's transport
+  /// parameters to be able to,
+  std::uint64_t doq_open_stream_after = 0;
   /// and grant no streams beyond doq_max_streams per connection (no MAX_STREAMS), as Knot
   /// DNS 3.2 does.
   bool doq_fixed_streams = false;
@@ -105,6 +111,8 @@ struct server_stats {
   std::uint64_t connections_accepted = 0;   ///< TCP, TLS and DoH connections, QUIC connections
   std::uint64_t tls_handshakes_failed = 0;  ///< DoQ too: connections that never completed one
   std::uint64_t tls_resumed = 0;
+  /// TLS and DoH connections whose early data (0-RTT) was accepted and answered.
+  std::uint64_t tls_early_data = 0;
   /// Dropped, or for DoH: answered 400, or for DoQ: the stream reset with
   /// DOQ_PROTOCOL_ERROR (a length that does not match the data, or no query).
   std::uint64_t malformed_queries = 0;

@@ -45,8 +45,9 @@ struct tls_client_options {
   std::filesystem::path ca_file;           ///< trust anchors (PEM) when verifying
   std::string priority;  ///< OpenSSL cipher list (TLS 1.2) / GnuTLS priority string, as given
   bool resume = false;   ///< reuse the last session of the same client on reconnect
-  /// DoQ: with resume, send the first queries of a resumed connection in 0-RTT (early data)
-  /// when the server's ticket allows it.
+  /// With resume, send the first queries of a resumed connection as TLS 1.3 early data
+  /// (0-RTT: with the ClientHello, DoT and DoH; in 0-RTT packets, DoQ) when the server's
+  /// ticket allows it. Queries the server refuses are sent again after the handshake.
   bool early_data = false;
 };
 
@@ -66,6 +67,16 @@ struct tls_server_options {
   /// Send a new ticket after a resumed handshake too. false: the client keeps resuming from
   /// the ticket it has, as with dnsdist or unbound's tls-session-ticket-keys (OpenSSL only).
   bool renew_tickets = true;
+  /// Accept TLS 1.3 early data (0-RTT) from clients that resume a session: tickets announce
+  /// it, and queries that came early are answered like the rest. With GnuTLS a replayed
+  /// ClientHello's early data is refused (ClientHello recording); the OpenSSL listener does
+  /// not guard against replay (its single-use tickets need a session cache shared by every
+  /// thread). false: tickets announce no early data.
+  bool early_data = true;
+  /// With early_data, for testing clients: tickets still announce early data but every
+  /// attempt is refused (as by a server that detected a replay, or lost its anti-replay
+  /// state in a restart), so the client must send those queries again after the handshake.
+  bool refuse_early_data = false;
 };
 
 /// Paths of a certificate and its key written to disk.

@@ -65,12 +65,15 @@ void connection_counters::merge(const connection_counters& o) {
   handshake_latency.merge(o.handshake_latency);
 }
 
+void early_data_counters::merge(const early_data_counters& o) {
+  offered += o.offered;
+  accepted += o.accepted;
+  rejected += o.rejected;
+  queries += o.queries;
+  resent += o.resent;
+}
+
 void quic_counters::merge(const quic_counters& o) {
-  early_data_offered += o.early_data_offered;
-  early_data_accepted += o.early_data_accepted;
-  early_data_rejected += o.early_data_rejected;
-  queries_in_early_data += o.queries_in_early_data;
-  queries_resent += o.queries_resent;
   retries += o.retries;
   version_negotiation += o.version_negotiation;
   stateless_resets += o.stateless_resets;

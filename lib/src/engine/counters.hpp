@@ -74,14 +74,21 @@ struct connection_counters {
   void merge(const connection_counters& other);
 };
 
+// TLS 1.3 early data (0-RTT: DoT, DoH, DoQ), for connections whose set-up began after the
+// warm-up.
+struct early_data_counters {
+  std::uint64_t offered = 0;   // connections that sent queries in 0-RTT
+  std::uint64_t accepted = 0;  // ... whose 0-RTT the server took
+  std::uint64_t rejected = 0;  // ... whose 0-RTT the server refused
+  std::uint64_t queries = 0;   // queries sent in 0-RTT
+  std::uint64_t resent = 0;    // sent in refused 0-RTT, sent again after the handshake
+
+  void merge(const early_data_counters& other);
+};
+
 // Per QUIC connection (DoQ), for connections whose set-up began after the warm-up.
 struct quic_counters {
-  std::uint64_t early_data_offered = 0;   // connections that sent queries in 0-RTT
-  std::uint64_t early_data_accepted = 0;  // ... whose 0-RTT the server took
-  std::uint64_t early_data_rejected = 0;  // ... whose 0-RTT the server refused
-  std::uint64_t queries_in_early_data = 0;
-  std::uint64_t queries_resent = 0;  // sent in rejected 0-RTT, sent again after the handshake
-  std::uint64_t retries = 0;         // Retry packets (address validation) taken
+  std::uint64_t retries = 0;  // Retry packets (address validation) taken
   std::uint64_t version_negotiation = 0;
   std::uint64_t stateless_resets = 0;
   std::uint64_t streams_exhausted = 0;  // connections replaced: the server granted no streams
@@ -104,11 +111,13 @@ struct quic_counters {
 struct counters {
   query_counters queries;
   connection_counters connections;
+  early_data_counters early_data;
   quic_counters quic;
 
   void merge(const counters& other) {
     queries.merge(other.queries);
     connections.merge(other.connections);
+    early_data.merge(other.early_data);
     quic.merge(other.quic);
   }
 };

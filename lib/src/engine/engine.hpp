@@ -201,6 +201,7 @@ class client_base {
   query_counters& counts() noexcept;
   connection_counters& connections() noexcept;
   quic_counters& quic() noexcept;
+  early_data_counters& early_counts() noexcept;
 
   // Ends a query: frees its slot and its question.
   void release(slot_table::slot& s, slot_table::past outcome) noexcept;
@@ -360,6 +361,9 @@ inline connection_counters& client_base::connections() noexcept {
 }
 inline quic_counters& client_base::quic() noexcept {
   return owner_.shard().quic;
+}
+inline early_data_counters& client_base::early_counts() noexcept {
+  return owner_.shard().early_data;
 }
 inline bool client_base::measuring(std::uint64_t now) const noexcept {
   return now >= owner_.plan().measure_start_ns;

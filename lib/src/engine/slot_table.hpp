@@ -107,6 +107,8 @@ class slot_table {
 
   // The oldest query in flight, or null.
   slot* oldest() noexcept { return head_ == none ? nullptr : &slots_[head_]; }
+  // The query sent after `s` that is still in flight, or null.
+  slot* next_of(const slot& s) noexcept { return s.next == none ? nullptr : &slots_[s.next]; }
 
   std::uint64_t sequence_floor() const noexcept {
     return head_ == none ? next_sequence_ : slots_[head_].sequence;

@@ -247,13 +247,14 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.first_query_latency = c.first_query_latency;
   r.connect_latency = c.connect_latency;
   r.handshake_latency = c.handshake_latency;
+  const detail::early_data_counters& e = total.early_data;
+  r.early_data.offered = e.offered;
+  r.early_data.accepted = e.accepted;
+  r.early_data.rejected = e.rejected;
+  r.early_data.queries_in_early_data = e.queries;
+  r.early_data.queries_resent = e.resent;
   const detail::quic_counters& u = total.quic;
   quic_stats& out = r.quic;
-  out.early_data_offered = u.early_data_offered;
-  out.early_data_accepted = u.early_data_accepted;
-  out.early_data_rejected = u.early_data_rejected;
-  out.queries_in_early_data = u.queries_in_early_data;
-  out.queries_resent = u.queries_resent;
   out.retries = u.retries;
   out.version_negotiation = u.version_negotiation;
   out.stateless_resets = u.stateless_resets;
@@ -432,8 +433,12 @@ void validate(const load_spec& spec) {
   if (spec.transport == transport_kind::doq && spec.tls.max_version == tls_version::v1_2) {
     throw setup_error("--tls-version/--tls-max-version 1.2: QUIC carries TLS 1.3 only");
   }
-  if (spec.tls.early_data && spec.transport != transport_kind::doq) {
-    throw setup_error("--early-data applies to --transport doq");
+  if (spec.tls.early_data && !traits.has_tls) {
+    throw setup_error(
+        fmt::format("--early-data: {} has no TLS (0-RTT applies to tls, doh, doq)", traits.name));
+  }
+  if (spec.tls.early_data && spec.tls.max_version == tls_version::v1_2) {
+    throw setup_error("--early-data needs TLS 1.3 (--tls-max-version 1.2 has no 0-RTT)");
   }
   if (spec.tls.early_data && !spec.tls.resume) {
     throw setup_error("--early-data needs --tls-resume (0-RTT rides on a resumed session)");

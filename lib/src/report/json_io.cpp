@@ -131,6 +131,7 @@ void counts_from_json(const json::object& o, std::string_view key,
 }
 
 json::object quic_stats_to_json(const quic_stats& q);
+json::object early_data_to_json(const early_data_stats& e);
 quic_stats quic_stats_from_json(const json::object& o);
 json::object server_stats_to_json(const process_usage& s);
 process_usage server_stats_from_json(const json::object& o);
@@ -311,6 +312,7 @@ json::object run_result_to_json(const run_result& r) {
       {"timeline", timeline_to_json(r.timeline)},
       {"warnings", std::move(warnings)},
   };
+  if (traits_of(r.transport).has_tls) out["early_data"] = early_data_to_json(r.early_data);
   if (r.transport == transport_kind::doq) out["quic"] = quic_stats_to_json(r.quic);
   if (r.server_usage.monitored()) out["server_usage"] = server_stats_to_json(r.server_usage);
   return out;
@@ -428,13 +430,29 @@ std::vector<timeline_row> timeline_from_json(const json::value& value) {
   return rows;
 }
 
+json::object early_data_to_json(const early_data_stats& e) {
+  return {{"offered", e.offered},
+          {"accepted", e.accepted},
+          {"rejected", e.rejected},
+          {"queries_in_early_data", e.queries_in_early_data},
+          {"queries_resent", e.queries_resent}};
+}
+
+// Results written before DoT and DoH had 0-RTT kept DoQ's figures in "quic", under these
+// names with an "early_data_" prefix.
+early_data_stats early_data_from_json(const json::object& o, std::string_view prefix) {
+  early_data_stats e;
+  const auto name = [&](std::string_view key) { return fmt::format("{}{}", prefix, key); };
+  e.offered = count_or_zero(o, name("offered"));
+  e.accepted = count_or_zero(o, name("accepted"));
+  e.rejected = count_or_zero(o, name("rejected"));
+  e.queries_in_early_data = count_or_zero(o, "queries_in_early_data");
+  e.queries_resent = count_or_zero(o, "queries_resent");
+  return e;
+}
+
 json::object quic_stats_to_json(const quic_stats& q) {
-  return {{"early_data_offered", q.early_data_offered},
-          {"early_data_accepted", q.early_data_accepted},
-          {"early_data_rejected", q.early_data_rejected},
-          {"queries_in_early_data", q.queries_in_early_data},
-          {"queries_resent", q.queries_resent},
-          {"retries", q.retries},
+  return {{"retries", q.retries},
           {"version_negotiation", q.version_negotiation},
           {"stateless_resets", q.stateless_resets},
           {"streams_exhausted", q.streams_exhausted},
@@ -452,11 +470,6 @@ json::object quic_stats_to_json(const quic_stats& q) {
 
 quic_stats quic_stats_from_json(const json::object& o) {
   quic_stats q;
-  q.early_data_offered = count_at(o, "early_data_offered");
-  q.early_data_accepted = count_at(o, "early_data_accepted");
-  q.early_data_rejected = count_at(o, "early_data_rejected");
-  q.queries_in_early_data = count_at(o, "queries_in_early_data");
-  q.queries_resent = count_at(o, "queries_resent");
   q.retries = count_at(o, "retries");
   q.version_negotiation = count_at(o, "version_negotiation");
   q.stateless_resets = count_at(o, "stateless_resets");
@@ -537,6 +550,10 @@ run_result run_result_from_json_value(const json::value& value) {
   counts_from_json(o, "quic_failures", r.quic_failures);
   if (const auto* quic = o.if_contains("quic"); quic && quic->is_object()) {
     r.quic = quic_stats_from_json(quic->get_object());
+    r.early_data = early_data_from_json(quic->get_object(), "early_data_");
+  }
+  if (const auto* early = o.if_contains("early_data"); early && early->is_object()) {
+    r.early_data = early_data_from_json(early->get_object(), "");
   }
   if (const auto* server = o.if_contains("server_usage"); server && server->is_object()) {
     r.server_usage = server_stats_from_json(server->get_object());

@@ -243,16 +243,15 @@ std::string format_table(const run_result& r) {
     if (c.fastopen_data_in_syn) line("fast open", with_commas(c.fastopen_data_in_syn));
     if (c.goaway) line("GOAWAY from server", with_commas(c.goaway) + " connections");
   }
+  if (const early_data_stats& e = r.early_data; e.offered) {
+    line("0-RTT",
+         fmt::format("{} connections offered, {} accepted, {} refused; {} queries sent "
+                     "early, {} sent again after a refusal",
+                     with_commas(e.offered), with_commas(e.accepted), with_commas(e.rejected),
+                     with_commas(e.queries_in_early_data), with_commas(e.queries_resent)));
+  }
   if (r.transport == transport_kind::doq) {
     const quic_stats& q = r.quic;
-    if (q.early_data_offered) {
-      line("0-RTT",
-           fmt::format("{} connections offered, {} accepted, {} refused; {} queries sent "
-                       "early, {} sent again after a refusal",
-                       with_commas(q.early_data_offered), with_commas(q.early_data_accepted),
-                       with_commas(q.early_data_rejected), with_commas(q.queries_in_early_data),
-                       with_commas(q.queries_resent)));
-    }
     line("QUIC packets",
          fmt::format("{} sent, {} received; {} with query data lost, {} probe "
                      "timeouts",

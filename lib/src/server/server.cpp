@@ -212,6 +212,7 @@ server_stats server::stats() const {
     total.connections_accepted += c.connections_accepted.load(std::memory_order_relaxed);
     total.tls_handshakes_failed += c.tls_handshakes_failed.load(std::memory_order_relaxed);
     total.tls_resumed += c.tls_resumed.load(std::memory_order_relaxed);
+    total.tls_early_data += c.tls_early_data.load(std::memory_order_relaxed);
     total.malformed_queries += c.malformed_queries.load(std::memory_order_relaxed);
     total.rate_limited_dropped += c.rate_limited_dropped.load(std::memory_order_relaxed);
     total.rate_limited_delayed += c.rate_limited_delayed.load(std::memory_order_relaxed);

@@ -64,6 +64,9 @@ void server_connection::do_handshake() {
     case stream_io::done:
       handshaking_ = false;
       if (stream.resumed()) owner_.counters.tls_resumed.fetch_add(1, std::memory_order_relaxed);
+      if (stream.early_data() == early_data_status::accepted) {
+        owner_.counters.tls_early_data.fetch_add(1, std::memory_order_relaxed);
+      }
       return;
     case stream_io::want_read:
       wait(boost::asio::socket_base::wait_read);

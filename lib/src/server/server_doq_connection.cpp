@@ -116,7 +116,7 @@ bool doq_connection::init(const ngtcp2_pkt_hd& header, const ngtcp2_path& path,
     conn_ = nullptr;
     return false;
   }
-  session_ = listener_.context().new_session(&ref_);
+  session_ = listener_.context().new_session(&ref_, thread_.options().doq_open_stream_after != 0);
   if (session_ == nullptr) return false;
   ngtcp2_conn_set_tls_native_handle(conn_, session_);
   listener_.associate(cid_key(header.dcid), *this);
@@ -190,6 +190,19 @@ bool doq_connection::misbehave() {
   const server_options& o = thread_.options();
   if (o.doq_stateless_reset_after != 0 && answers_ >= o.doq_stateless_reset_after) {
     return false;  // forgotten: the listener answers its packets with stateless resets
+  }
+  if (o.doq_open_stream_after != 0 && answers_ >= o.doq_open_stream_after && !opened_stream_) {
+    opened_stream_ = true;
+    std::int64_t id = -1;
+    if (ngtcp2_conn_open_bidi_stream(conn_, &id, nullptr) == 0) {
+      auto own = std::make_unique<stream>();
+      own->id = id;
+      own->out = {0, 2, 0xde, 0xad};  // a 2-octet "message" on a stream no query opened
+      own->queued = true;
+      send_queue_.push_back(own.get());
+      streams_[id] = std::move(own);
+      return write();
+    }
   }
   if (o.close_after_queries != 0 && queries_ >= o.close_after_queries) {
     ngtcp2_connection_close_error error;

@@ -141,8 +141,9 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
   std::uint64_t period_end_ = 0;  // end of the closing or draining period
   bool counted_failure_ = false;
   bool flush_due_ = false;
-  std::uint64_t queries_ = 0;  // complete queries received (numbering them from 1)
-  std::uint64_t answers_ = 0;  // answers handed to the send queue
+  std::uint64_t queries_ = 0;   // complete queries received (numbering them from 1)
+  std::uint64_t answers_ = 0;   // answers handed to the send queue
+  bool opened_stream_ = false;  // doq_open_stream_after: the stream of its own is open
 };
 
 }  // namespace dnstransport::detail

@@ -1,6 +1,7 @@
 #include "server/server_doq_context.hpp"
 
 #include <gnutls/crypto.h>
+#include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
 #include <exception>
@@ -31,6 +32,26 @@ int check_alpn(gnutls_session_t session, unsigned int, unsigned int, unsigned in
   return 0;
 }
 
+// For doq_open_stream_after: once the ClientHello is read, ngtcp2 holds the client's transport
+// parameters until the handshake keys are in place; the server's own streams allowed in them
+// go from 0 to 1 there (with room for a few octets on it), so that ngtcp2 lets the responder
+// open one the client never granted.
+int check_alpn_and_claim_streams(gnutls_session_t session, unsigned int type, unsigned int when,
+                                 unsigned int incoming, const gnutls_datum_t* message) {
+  if (const int result = check_alpn(session, type, when, incoming, message); result != 0) {
+    return result;
+  }
+  auto* ref = static_cast<ngtcp2_crypto_conn_ref*>(gnutls_session_get_ptr(session));
+  ngtcp2_conn* conn = ref->get_conn(ref);
+  auto* params =
+      const_cast<ngtcp2_transport_params*>(ngtcp2_conn_get_remote_transport_params(conn));
+  if (params != nullptr && params->initial_max_streams_bidi == 0) {
+    params->initial_max_streams_bidi = 1;
+    params->initial_max_stream_data_bidi_remote = 64;  // room for what it sends there
+  }
+  return 0;
+}
+
 tls_server_options quic_tls_options(const tls_server_options& tls) {
   tls_server_options o = tls;
   // QUIC carries TLS 1.3 only (RFC 9001, section 4.2) and forbids the middlebox
@@ -52,43 +73,11 @@ doq_context::doq_context(const tls_server_options& tls, bool early_data)
   if (gnutls_rnd(GNUTLS_RND_KEY, static_secret_.data(), static_secret_.size()) != 0) {
     throw setup_error("cannot draw the DNS-over-QUIC stateless reset secret from GnuTLS");
   }
-  if (const int result = gnutls_anti_replay_init(&anti_replay_); result < 0) {
-    throw setup_error(
-        fmt::format("cannot set up the 0-RTT anti-replay check: {}", gnutls_strerror(result)));
-  }
-  gnutls_anti_replay_set_add_function(anti_replay_, &doq_context::remember);
-  gnutls_anti_replay_set_ptr(anti_replay_, this);
 }
 
-doq_context::~doq_context() {
-  gnutls_anti_replay_deinit(anti_replay_);
-}
+doq_context::~doq_context() = default;
 
-int doq_context::remember(void* self, std::time_t expires, const gnutls_datum_t* key,
-                          const gnutls_datum_t*) {
-  auto& context = *static_cast<doq_context*>(self);
-  const std::lock_guard lock(context.seen_mutex_);  // every responder thread's handshakes
-  const std::time_t now = std::time(nullptr);
-  // Entries expire in about the order they were added (GnuTLS gives each the same window):
-  // the oldest go from the front of the queue, so no handshake scans the table. (A scan
-  // once the table held 4096 entries cost half the responder's CPU at 3,000 resumed
-  // connections a second.)
-  while (!context.expiry_.empty() && context.expiry_.front().first < now) {
-    const auto found = context.seen_.find(context.expiry_.front().second);
-    if (found != context.seen_.end() && found->second < now) context.seen_.erase(found);
-    context.expiry_.pop_front();
-  }
-  std::string k(reinterpret_cast<const char*>(key->data), key->size);
-  const auto [where, added] = context.seen_.try_emplace(k, expires);
-  if (!added) {
-    if (where->second >= now) return GNUTLS_E_DB_ENTRY_EXISTS;
-    where->second = expires;
-  }
-  context.expiry_.emplace_back(expires, std::move(k));
-  return 0;
-}
-
-gnutls_session_t doq_context::new_session(ngtcp2_crypto_conn_ref* ref) const {
+gnutls_session_t doq_context::new_session(ngtcp2_crypto_conn_ref* ref, bool claim_streams) const {
   unsigned int flags = GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET | GNUTLS_NO_END_OF_EARLY_DATA;
   if (early_data_) flags |= GNUTLS_ENABLE_EARLY_DATA;
   gnutls_session_t session = nullptr;
@@ -110,9 +99,9 @@ gnutls_session_t doq_context::new_session(ngtcp2_crypto_conn_ref* ref) const {
     return nullptr;
   }
   gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_POST,
-                                     check_alpn);
+                                     claim_streams ? check_alpn_and_claim_streams : check_alpn);
   if (early_data_) {
-    gnutls_anti_replay_enable(session, anti_replay_);
+    anti_replay_.enable(session);
     // RFC 9001, section 4.6.1: a ticket that allows 0-RTT says so with 0xffffffff; QUIC's own
     // flow control limits what the client sends.
     gnutls_record_set_max_early_data_size(session, 0xffffffffu);

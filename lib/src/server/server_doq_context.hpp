@@ -8,14 +8,11 @@
 
 #include <array>
 #include <cstdint>
-#include <ctime>
-#include <deque>
 #include <memory>
-#include <mutex>
-#include <string>
-#include <unordered_map>
 
 #include <dnstransport/tls.hpp>
+
+#include "transport/tls/gnutls_anti_replay.hpp"
 
 struct ngtcp2_crypto_conn_ref;
 
@@ -36,7 +33,9 @@ class doq_context {
   // A server session set up for QUIC (ALPN "doq" mandatory, tickets sent by the caller once
   // the handshake completes), whose ngtcp2 callbacks find their connection through `ref`.
   // Null when GnuTLS cannot allocate one.
-  gnutls_session_t new_session(ngtcp2_crypto_conn_ref* ref) const;
+  // `claim_streams` (server_options::doq_open_stream_after): the session also raises the
+  // client's stream limit for the server as ngtcp2 reads it, breaking the protocol on purpose.
+  gnutls_session_t new_session(ngtcp2_crypto_conn_ref* ref, bool claim_streams) const;
 
   // Whether a session sends a new ticket after a resumed handshake (--no-ticket-renewal).
   bool renew_tickets() const noexcept { return renew_tickets_; }
@@ -45,16 +44,8 @@ class doq_context {
   const std::array<std::uint8_t, 32>& static_secret() const noexcept { return static_secret_; }
 
  private:
-  // GnuTLS's anti-replay check stores what it has seen through this function; it answers
-  // GNUTLS_E_DB_ENTRY_EXISTS for a ClientHello replayed within the window.
-  static int remember(void* self, std::time_t expires, const gnutls_datum_t* key,
-                      const gnutls_datum_t* data);
-
   std::shared_ptr<shared_setup> setup_;
-  gnutls_anti_replay_t anti_replay_ = nullptr;
-  std::mutex seen_mutex_;
-  std::unordered_map<std::string, std::time_t> seen_;       // anti-replay entries until they expire
-  std::deque<std::pair<std::time_t, std::string>> expiry_;  // seen_'s keys, oldest first
+  gnutls_anti_replay anti_replay_;
   bool early_data_;
   bool renew_tickets_;
   std::array<std::uint8_t, 32> static_secret_{};

@@ -39,6 +39,7 @@ struct server_counters {
   std::atomic<std::uint64_t> connections_accepted{0};
   std::atomic<std::uint64_t> tls_handshakes_failed{0};
   std::atomic<std::uint64_t> tls_resumed{0};
+  std::atomic<std::uint64_t> tls_early_data{0};
   std::atomic<std::uint64_t> malformed_queries{0};
   std::atomic<std::uint64_t> rate_limited_dropped{0};
   std::atomic<std::uint64_t> rate_limited_delayed{0};

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <boost/asio/socket_base.hpp>
@@ -73,20 +75,55 @@ void doh_client::established(std::uint64_t now) {
                                  : fmt::format("the server did not select h2 in ALPN ({})", alpn));
     return;
   }
+  // After 0-RTT the session exists already.
+  if (session_ == nullptr && !start_session()) return;
+  failed_in_a_row_ = 0;
+  fill(now);
+  if (state_ == conn_state::established) arm_read();
+}
+
+bool doh_client::start_session() {
   if (nghttp2_session_client_new2(&session_, doh_.callbacks(), this, doh_.options()) != 0) {
     session_ = nullptr;
     fail_connection("doh", "http2_error", "cannot create an HTTP/2 session (out of memory)");
-    return;
+    return false;
   }
-  failed_in_a_row_ = 0;
   // No RFC 7540 priority tree (RFC 9218 §2.1): every stream is alike, and nghttp2 keeps
   // the tree up to date for every stream otherwise.
   const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
                                              {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1}};
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, connection_window);
+  return true;
+}
+
+bool doh_client::fill_early(std::uint64_t now, std::size_t room) {
+  // The preface and SETTINGS take under 100 octets; a request's HEADERS and DATA under 256
+  // (HPACK makes the later ones smaller).
+  early_streams_ = room > 128 ? static_cast<std::uint32_t>((room - 128) / 256) : 0;
+  if (early_streams_ == 0 || send_allowance(now) == 0) return true;  // nothing goes early
+  if (!start_session()) return false;
+  const std::uint64_t generation = generation_;
   fill(now);
-  if (state_ == conn_state::established) arm_read();
+  return generation == generation_;
+}
+
+bool doh_client::resend_in_flight(std::uint64_t now) {
+  // The server never saw the early HTTP/2 session: a new one, with every query in flight
+  // on a stream of its own again.
+  std::vector<slot_table::slot*> in_flight;
+  for (slot_table::slot* s = slots_.oldest(); s != nullptr; s = slots_.next_of(*s)) {
+    in_flight.push_back(s);
+  }
+  connection_ended();
+  if (!start_session()) return false;
+  out_.clear();
+  for (slot_table::slot* s : in_flight) {
+    if (!submit_slot(*s) || !take_output()) return false;
+    if (s->counted) ++early_counts().resent;
+  }
+  now_ = now;
+  return write_output();
 }
 
 std::uint32_t doh_client::stream_room(std::uint64_t now) noexcept {
@@ -103,7 +140,9 @@ std::uint32_t doh_client::stream_room(std::uint64_t now) noexcept {
 }
 
 void doh_client::fill(std::uint64_t now) {
-  if (state_ != conn_state::established || session_ == nullptr || channel_.output_pending()) {
+  const bool early = state_ == conn_state::handshaking && early_;
+  if ((state_ != conn_state::established && !early) || session_ == nullptr ||
+      channel_.output_pending()) {
     return;
   }
   // Each request's frames are taken from nghttp2 as soon as it is submitted, so that a
@@ -111,7 +150,9 @@ void doh_client::fill(std::uint64_t now) {
   // connection (Knot Resolver 5) refuse a stream whose HEADERS arrive between another's
   // HEADERS and DATA. They still leave in one write.
   out_.clear();
-  for (std::uint32_t room = stream_room(now); room > 0; --room) {
+  std::uint32_t room = stream_room(now);
+  if (early) room = std::min(room, std::exchange(early_streams_, 0));
+  for (; room > 0; --room) {
     if (!submit(now) || !take_output()) break;
   }
   write_output();
@@ -141,8 +182,18 @@ bool doh_client::write_output() {
 }
 
 bool doh_client::submit(std::uint64_t now) {
-  request& r = *free_.back();
   slot_table::slot& s = next_query(now);
+  if (early_ && s.counted && state_ == conn_state::handshaking) ++early_counts().queries;
+  if (submit_slot(s)) return true;
+  // Stream ids used up (2^30 requests): the connection is replaced like after a GOAWAY.
+  return_slot(s);
+  --sent_on_connection_;
+  goaway_ = true;
+  return false;
+}
+
+bool doh_client::submit_slot(slot_table::slot& s) {
+  request& r = *free_.back();
   const auto query = (*plan().queries)[s.query_index];
   r.query.assign(query.begin(), query.end());
   r.query[0] = r.query[1] = 0;  // RFC 8484 §4.1: DNS id 0, answers are matched by stream
@@ -181,13 +232,7 @@ bool doh_client::submit(std::uint64_t now) {
     body.read_callback = &doh_client::read_body;
     stream_id = nghttp2_submit_request(session_, nullptr, headers, std::size(headers), &body, &r);
   }
-  if (stream_id < 0) {
-    // Stream ids used up (2^30 requests): the connection is replaced like after a GOAWAY.
-    return_slot(s);
-    --sent_on_connection_;
-    goaway_ = true;
-    return false;
-  }
+  if (stream_id < 0) return false;
   r.in_use = true;
   r.stream_id = stream_id;
   free_.pop_back();

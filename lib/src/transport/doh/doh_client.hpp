@@ -57,6 +57,11 @@ class doh_client final : public stream_client {
   };
 
   void established(std::uint64_t now) override;
+  // 0-RTT: the HTTP/2 preface, SETTINGS and the first requests as early data (h2 assumed:
+  // the ticket's ALPN was h2, and established() still checks it). A refusal starts the
+  // session again and submits the queries in flight anew.
+  bool fill_early(std::uint64_t now, std::size_t room) override;
+  bool resend_in_flight(std::uint64_t now) override;
   bool read_available() override;
   void fill(std::uint64_t now) override;
   bool flush() override;
@@ -71,7 +76,12 @@ class doh_client final : public stream_client {
   bool write_output();
   // Streams the client may open now: its send allowance, the server's limit, GOAWAY.
   std::uint32_t stream_room(std::uint64_t now) noexcept;
+  // A new nghttp2 session with our SETTINGS queued. False (the connection failed) when
+  // nghttp2 cannot make one.
+  bool start_session();
+  // A request for the next query (submit) or for query `s` already in flight (submit_slot).
   bool submit(std::uint64_t now);
+  bool submit_slot(slot_table::slot& s);
   void finish(request& r, std::uint64_t now);
   // The request of a stream; the last one found is kept, for the callbacks of one response
   // come one after another.
@@ -90,6 +100,7 @@ class doh_client final : public stream_client {
   std::vector<request*> free_;
   request* last_ = nullptr;
   std::uint32_t open_streams_ = 0;
+  std::uint32_t early_streams_ = 0;  // requests the early data may still carry
   bool settings_received_ = false;
   bool goaway_ = false;
   std::string last_error_;  // nghttp2's words for it

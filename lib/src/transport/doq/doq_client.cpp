@@ -138,7 +138,7 @@ void doq_client::fill(std::uint64_t now) {
       return;
     }
     --room;
-    if (counted_) ++quic().queries_resent;
+    if (counted_) ++early_counts().resent;
     send_queue_.push_back(&r);
   }
   std::uint64_t allowance = std::min<std::uint64_t>(send_allowance(now), room);
@@ -161,7 +161,7 @@ void doq_client::fill(std::uint64_t now) {
     put_frame_prefix(r.head.data(), query.size());
     r.head[2] = r.head[3] = 0;  // RFC 9250, section 4.2.1: the DNS id is 0
     r.early = state_ != conn_state::established;
-    if (r.early && early_keys_ && s.counted) ++quic().queries_in_early_data;
+    if (r.early && early_keys_ && s.counted) ++early_counts().queries;
     send_queue_.push_back(&r);
   }
 }

@@ -217,10 +217,10 @@ void doq_client::connect(std::uint64_t now) {
   const ngtcp2_crypto_ctx* early = ngtcp2_conn_get_early_crypto_ctx(conn_);
   if (early_ && early != nullptr && early->aead.native_handle != nullptr) {
     early_keys_ = true;
-    if (counted_) ++quic().early_data_offered;
+    if (counted_) ++early_counts().offered;
     for (request& r : requests_) {
       const slot_table::slot* slot = r.in_use && r.early ? slots_.find(r.id) : nullptr;
-      if (slot != nullptr && slot->counted) ++quic().queries_in_early_data;
+      if (slot != nullptr && slot->counted) ++early_counts().queries;
     }
     // Queries that did not fit in the first datagram go now, in 0-RTT too.
     fill(now);
@@ -250,10 +250,10 @@ int doq_client::handshake_completed() {
   if (!early_) return 0;
   early_ = false;
   if ((gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_EARLY_DATA) != 0) {
-    if (counted_) ++quic().early_data_accepted;
+    if (counted_) ++early_counts().accepted;
     return 0;
   }
-  if (counted_) ++quic().early_data_rejected;
+  if (counted_) ++early_counts().rejected;
   // ngtcp2 forgets the 0-RTT streams (without closing them): their queries go again on new
   // streams once ngtcp2 returns.
   if (ngtcp2_conn_early_data_rejected(conn_) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;

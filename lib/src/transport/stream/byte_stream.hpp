@@ -14,6 +14,8 @@
 #include <span>
 #include <string>
 
+#include "transport/tls/tls_backend.hpp"
+
 namespace dnstransport::detail {
 
 class tls_ticket;
@@ -53,6 +55,13 @@ class byte_stream {
   /// bytes were taken (maybe fewer than all). After want_read / want_write nothing was
   /// taken: call again with the same bytes (they may be at another address).
   virtual stream_io write(std::span<const iovec> pieces, std::size_t& transferred) = 0;
+
+  /// TLS client, before the first handshake step: when the session resumes a ticket that
+  /// allows early data (and the run asked for it), writes go out as early data (0-RTT) until
+  /// the handshake is done, and the octets they may carry are returned; 0 otherwise.
+  virtual std::size_t begin_early_data() { return 0; }
+  /// After the handshake: what became of the early data.
+  virtual early_data_status early_data() const { return early_data_status::not_sent; }
 
   /// Ends the session the way its protocol does (TLS close_notify; nothing for plain TCP).
   /// The socket stays open; its owner closes it.

@@ -88,6 +88,12 @@ class message_channel {
   /// Sends the pending output; done when nothing is left.
   stream_io flush();
 
+  /// Forgets the output not sent yet: early data the server refused, which goes again whole.
+  void drop_output() noexcept {
+    out_.clear();
+    written_ = 0;
+  }
+
  private:
   std::unique_ptr<byte_stream> stream_;
   frame_reader reader_;

@@ -80,6 +80,15 @@ class stream_client : public client_base {
   bool confirm_syn(std::uint64_t now);
   // The stream's own set-up above TCP (TLS); a stream without one is ready at once.
   void handshake(std::uint64_t now);
+  // TLS 1.3 0-RTT, when the stream resumes a ticket that allows it (--early-data): the first
+  // queries go with the ClientHello, at most `room` octets of them (fill_early; DoH sends
+  // its own). Once the handshake is done, early_data_judged counts what the server made of
+  // them and, when it refused them, sends them again. Each is false when the connection died
+  // doing so.
+  bool send_early(std::uint64_t now);
+  virtual bool fill_early(std::uint64_t now, std::size_t room);
+  bool early_data_judged(std::uint64_t now);
+  virtual bool resend_in_flight(std::uint64_t now);
   // A connect (or socket set-up) that failed with `error`, counted by its errno name.
   void fail_connection(const std::string& what, int error);
   // A handshake that failed, counted by the stream's cause ("tls_certificate").
@@ -132,7 +141,9 @@ class stream_client : public client_base {
   bool any_answered_ = false;
   bool waiting_read_ = false;
   bool waiting_write_ = false;
-  bool in_setup_ = false;  // counted in the worker's set-ups in flight
+  bool in_setup_ = false;       // counted in the worker's set-ups in flight
+  bool early_ = false;          // early data went on this connection, not judged yet
+  bool early_counted_ = false;  // ... with queries, on a counted connection
   // A deferred Fast Open connection whose SYN-ACK has not come yet: it is neither opened
   // nor its connect latency known; the first readiness after it tells (confirm_syn).
   bool syn_pending_ = false;

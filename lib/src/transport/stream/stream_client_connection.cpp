@@ -2,6 +2,8 @@
 // addresses), the handshake, failed set-ups, the server closing, our close, and the session
 // ticket kept for the next connection. The class is in stream_client.hpp.
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <string>
 
@@ -148,7 +150,62 @@ void stream_client::on_connected(std::uint64_t now) {
                                      std::move(spare_stream_)));
   state_ = conn_state::handshaking;
   handshake_started_ns_ = now;
-  handshake(now);
+  if (send_early(now)) handshake(now);
+}
+
+bool stream_client::send_early(std::uint64_t now) {
+  early_ = false;
+  const std::size_t room = channel_.stream().begin_early_data();
+  if (room == 0) return true;
+  early_ = true;
+  if (!fill_early(now, room)) return false;
+  // Counted as offered only when queries went early (the run may have sent its last).
+  early_counted_ = counted_ && sent_on_connection_ > 0;
+  if (early_counted_) ++early_counts().offered;
+  return true;
+}
+
+bool stream_client::fill_early(std::uint64_t now, std::size_t room) {
+  // Each query takes at most the largest query's octets and its length prefix.
+  std::uint64_t allowance = std::min<std::uint64_t>(
+      send_allowance(now), room / (plan().queries->max_size() + frame_prefix_size));
+  const std::uint64_t limit = settings().queries_per_connection;
+  if (limit != 0) allowance = std::min(allowance, limit);
+  allowance = std::min<std::uint64_t>(allowance, max_gather);
+  return allowance == 0 || write_queries(now, static_cast<unsigned>(allowance));
+}
+
+bool stream_client::early_data_judged(std::uint64_t now) {
+  if (!early_) return true;
+  early_ = false;
+  if (channel_.stream().early_data() == early_data_status::accepted) {
+    if (early_counted_) ++early_counts().accepted;
+    return true;
+  }
+  if (early_counted_) ++early_counts().rejected;
+  // The server skipped the early data: every query in flight (all of them went early) goes
+  // again, the same query with the same id, its latency still from the first send.
+  channel_.drop_output();
+  return resend_in_flight(now);
+}
+
+bool stream_client::resend_in_flight(std::uint64_t) {
+  std::array<iovec, max_gather * 2> pieces;
+  unsigned count = 0;
+  for (slot_table::slot* s = slots_.oldest(); s != nullptr; s = slots_.next_of(*s)) {
+    const auto query = (*plan().queries)[s->query_index];
+    auto& head = heads_[count];
+    put_frame_prefix(head.data(), query.size());
+    patch_id(&head[frame_prefix_size], s->id);
+    pieces[count * 2] = {head.data(), head.size()};
+    pieces[count * 2 + 1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
+    if (s->counted) ++early_counts().resent;
+    if (++count == max_gather) {
+      if (!after_write(channel_.send({pieces.data(), count * 2u}))) return false;
+      count = 0;
+    }
+  }
+  return count == 0 || after_write(channel_.send({pieces.data(), count * 2u}));
 }
 
 void stream_client::handshake(std::uint64_t now) {
@@ -167,6 +224,7 @@ void stream_client::handshake(std::uint64_t now) {
       end_setup();
       state_ = conn_state::established;
       last_activity_ns_ = now;
+      if (!early_data_judged(now)) return;
       established(now);
       return;
     case stream_io::want_read:

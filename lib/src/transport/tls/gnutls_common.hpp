@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -166,8 +167,15 @@ class gnutls_connection final : public tls_connection {
   tls_io read(std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
   tls_io write(const std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
   tls_io shutdown() override;
+  std::size_t early_data_room() const override;
+  tls_io write_early(const std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
+  early_data_status early_data() const override;
   std::size_t pending() const override;
   bool resumed() const override;
+
+  // Client: the context set a ticket to resume from. With GNUTLS_ENABLE_EARLY_DATA in the
+  // flags, early data may go when the ticket allows it.
+  void set_resuming() noexcept { resuming_ = true; }
   std::unique_ptr<tls_ticket> ticket() override;
   std::string version() const override;
   std::string alpn() const override;
@@ -176,6 +184,8 @@ class gnutls_connection final : public tls_connection {
 
  private:
   tls_io finish(int result);
+  // Server, when the handshake ends: the early data GnuTLS accepted, for read() to hand out.
+  void take_early_input();
   // What the socket holds for us (MSG_PEEK): nothing yet, octets, or the peer's EOF.
   enum class input_state { none, waiting, ended };
   input_state peer_input() const noexcept;
@@ -200,6 +210,12 @@ class gnutls_connection final : public tls_connection {
   gnutls_session_t session_ = nullptr;
   bool resume_;
   bool handshake_done_ = false;
+  bool early_enabled_ = false;  // GNUTLS_ENABLE_EARLY_DATA: the client sends, the server takes
+  bool resuming_ = false;
+  bool early_sent_ = false;
+  // Server: the early data taken when the handshake ended, handed out by read() first.
+  std::vector<std::uint8_t> early_input_;
+  std::size_t early_read_ = 0;
   bool client_hello_seen_ = false;
   unsigned offered_versions_ = 0;
   std::optional<tls_io> final_;

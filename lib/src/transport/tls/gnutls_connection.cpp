@@ -36,7 +36,10 @@ bool is_certificate_alert(int alert) {
 
 gnutls_connection::gnutls_connection(std::shared_ptr<const shared_setup> setup, int fd,
                                      unsigned int flags, bool resume)
-    : setup_(std::move(setup)), fd_(fd), resume_(resume) {
+    : setup_(std::move(setup)),
+      fd_(fd),
+      resume_(resume),
+      early_enabled_((flags & GNUTLS_ENABLE_EARLY_DATA) != 0) {
   if (gnutls_init(&session_, flags | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) < 0) {
     throw std::bad_alloc();
   }
@@ -62,6 +65,7 @@ tls_io gnutls_connection::handshake() {
     const int result = gnutls_handshake(session_);
     if (result == GNUTLS_E_SUCCESS) {
       handshake_done_ = true;
+      take_early_input();
       return tls_io::done;
     }
     if ((result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED) &&
@@ -82,9 +86,29 @@ tls_io gnutls_connection::handshake() {
   }
 }
 
+void gnutls_connection::take_early_input() {
+  if (!early_enabled_ || gnutls_session_is_resumed(session_) == 0 ||
+      (gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_EARLY_DATA) == 0) {
+    return;
+  }
+  std::uint8_t buffer[4096];
+  for (;;) {
+    const ssize_t n = gnutls_record_recv_early_data(session_, buffer, sizeof buffer);
+    if (n <= 0) break;  // GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE: all taken (or a client)
+    early_input_.insert(early_input_.end(), buffer, buffer + n);
+  }
+}
+
 tls_io gnutls_connection::read(std::uint8_t* data, std::size_t size, std::size_t& transferred) {
   transferred = 0;
   if (final_) return *final_;
+  if (early_read_ < early_input_.size()) {
+    // Early data came before anything else the client sent.
+    transferred = std::min(size, early_input_.size() - early_read_);
+    std::copy_n(early_input_.data() + early_read_, transferred, data);
+    early_read_ += transferred;
+    return tls_io::done;
+  }
   for (;;) {
     const ssize_t result = gnutls_record_recv(session_, data, size);
     if (result > 0) {
@@ -121,7 +145,36 @@ tls_io gnutls_connection::shutdown() {
 }
 
 std::size_t gnutls_connection::pending() const {
-  return gnutls_record_check_pending(session_);
+  return gnutls_record_check_pending(session_) + (early_input_.size() - early_read_);
+}
+
+std::size_t gnutls_connection::early_data_room() const {
+  // The ticket's own limit, which GnuTLS takes from the ticket when resuming. A ticket that
+  // announced no early data leaves GnuTLS's "not set", 0xffffffff (which only QUIC tickets
+  // carry, RFC 9001 section 4.6.1; a DoT server announces what it takes).
+  if (!early_enabled_ || !resuming_ || handshake_done_) return 0;
+  const std::size_t room = gnutls_record_get_max_early_data_size(session_);
+  return room == 0xffffffffu ? 0 : room;
+}
+
+tls_io gnutls_connection::write_early(const std::uint8_t* data, std::size_t size,
+                                      std::size_t& transferred) {
+  transferred = 0;
+  if (final_) return *final_;
+  // Buffered by GnuTLS, all of it, and sent after the ClientHello by the first handshake
+  // step. GnuTLS 3.7 answers 0 rather than the size it took.
+  const ssize_t result = gnutls_record_send_early_data(session_, data, size);
+  if (result < 0) return finish(static_cast<int>(result));
+  transferred = size;
+  early_sent_ = true;
+  return tls_io::done;
+}
+
+early_data_status gnutls_connection::early_data() const {
+  const bool took =
+      handshake_done_ && (gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_EARLY_DATA) != 0;
+  if (!early_sent_) return took ? early_data_status::accepted : early_data_status::not_sent;
+  return took ? early_data_status::accepted : early_data_status::rejected;
 }
 
 bool gnutls_connection::resumed() const {

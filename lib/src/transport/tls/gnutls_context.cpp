@@ -16,6 +16,7 @@
 
 #include <dnstransport/error.hpp>
 
+#include "transport/tls/gnutls_anti_replay.hpp"
 #include "transport/tls/gnutls_common.hpp"
 #include "transport/tls/tls_backend.hpp"
 
@@ -122,7 +123,8 @@ class gnutls_client_context final : public tls_client_context {
         // RFC 6066 forbids IP literals in SNI.
         sni_(is_ip_literal(options.server_name) ? std::string() : options.server_name),
         verify_(options.verify),
-        resume_(options.resume) {
+        resume_(options.resume),
+        early_data_(options.resume && options.early_data) {
     // GnuTLS copies the names when a session takes them.
     for (std::string& name : alpn_names_) {
       alpn_.push_back(gnutls_datum_t{reinterpret_cast<unsigned char*>(name.data()),
@@ -131,7 +133,8 @@ class gnutls_client_context final : public tls_client_context {
   }
 
   std::unique_ptr<tls_connection> connect(int fd, const tls_ticket* resume_from) override {
-    auto session = std::make_unique<gnutls_connection>(setup_, fd, gnutls_client_flags, resume_);
+    auto session = std::make_unique<gnutls_connection>(
+        setup_, fd, gnutls_client_flags | (early_data_ ? GNUTLS_ENABLE_EARLY_DATA : 0), resume_);
     gnutls_session_t s = session->get();
     setup_->apply(s);
     if (!sni_.empty() && gnutls_server_name_set(s, GNUTLS_NAME_DNS, sni_.data(), sni_.size()) < 0) {
@@ -145,7 +148,9 @@ class gnutls_client_context final : public tls_client_context {
     if (resume_) {
       if (const auto* ticket = dynamic_cast<const gnutls_ticket*>(resume_from)) {
         // Data GnuTLS cannot use only means a full handshake.
-        gnutls_session_set_data(s, ticket->data().data, ticket->data().size);
+        if (gnutls_session_set_data(s, ticket->data().data, ticket->data().size) == 0) {
+          session->set_resuming();
+        }
       }
     }
     return session;
@@ -158,6 +163,7 @@ class gnutls_client_context final : public tls_client_context {
   std::string sni_;
   bool verify_;
   bool resume_;
+  bool early_data_;
 };
 
 }  // namespace
@@ -205,6 +211,9 @@ class gnutls_server_context final : public tls_server_context {
  public:
   explicit gnutls_server_context(const tls_server_options& options)
       : setup_(load_server_setup(options)), alpn_names_(options.alpn) {
+    if (options.early_data && setup_->ticket_key() != nullptr) {
+      anti_replay_ = std::make_unique<gnutls_anti_replay>(options.refuse_early_data);
+    }
     for (std::string& name : alpn_names_) {
       alpn_.push_back(gnutls_datum_t{reinterpret_cast<unsigned char*>(name.data()),
                                      static_cast<unsigned>(name.size())});
@@ -214,9 +223,16 @@ class gnutls_server_context final : public tls_server_context {
   std::unique_ptr<tls_connection> accept(int fd) override {
     const gnutls_datum_t* ticket_key = setup_->ticket_key();
     auto session = std::make_unique<gnutls_connection>(
-        setup_, fd, GNUTLS_SERVER | (ticket_key != nullptr ? 0 : GNUTLS_NO_TICKETS), false);
+        setup_, fd,
+        GNUTLS_SERVER | (ticket_key != nullptr ? 0 : GNUTLS_NO_TICKETS) |
+            (anti_replay_ ? GNUTLS_ENABLE_EARLY_DATA : 0),
+        false);
     gnutls_session_t s = session->get();
     setup_->apply(s);
+    if (anti_replay_) {
+      anti_replay_->enable(s);
+      gnutls_record_set_max_early_data_size(s, max_early_data);
+    }
     if (ticket_key != nullptr && gnutls_session_ticket_enable_server(s, ticket_key) < 0) {
       throw std::bad_alloc();
     }
@@ -234,7 +250,8 @@ class gnutls_server_context final : public tls_server_context {
  private:
   std::shared_ptr<const shared_setup> setup_;
   std::vector<std::string> alpn_names_;
-  std::vector<gnutls_datum_t> alpn_;  // points into alpn_names_
+  std::vector<gnutls_datum_t> alpn_;                 // points into alpn_names_
+  std::unique_ptr<gnutls_anti_replay> anti_replay_;  // set: early data accepted
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "transport/tls/tls_backend.hpp"
 
@@ -48,12 +49,17 @@ class openssl_ticket final : public tls_ticket {
 // One session, client or server (the context sets the role on `ssl` before handing it over).
 class openssl_connection final : public tls_connection {
  public:
-  explicit openssl_connection(ssl_ptr ssl);
+  // `early_data`: a client may send early data when it resumes a ticket that allows it; a
+  // server takes it (SSL_read_early_data) and hands it out from read() first.
+  openssl_connection(ssl_ptr ssl, bool early_data);
 
   tls_io handshake() override;
   tls_io read(std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
   tls_io write(const std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
   tls_io shutdown() override;
+  std::size_t early_data_room() const override;
+  tls_io write_early(const std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
+  early_data_status early_data() const override;
   std::size_t pending() const override;
   bool resumed() const override;
   std::unique_ptr<tls_ticket> ticket() override;
@@ -67,6 +73,9 @@ class openssl_connection final : public tls_connection {
   static int on_new_session(SSL* ssl, SSL_SESSION* session);
 
  private:
+  // Server: reads the client's early data until OpenSSL says there is no more, before the
+  // rest of the handshake. done, or what to wait for.
+  tls_io take_early_input();
   // Errors left by another session on this thread must not be blamed on this one.
   void begin_call();
   tls_io finish(int result);
@@ -77,6 +86,11 @@ class openssl_connection final : public tls_connection {
 
   ssl_ptr ssl_;
   ssl_session_ptr latest_session_;
+  bool early_enabled_;
+  bool early_sent_ = false;
+  bool early_finished_ = false;  // server: SSL_read_early_data said there is no more
+  std::vector<std::uint8_t> early_input_;
+  std::size_t early_read_ = 0;
   std::optional<tls_io> final_;
   tls_failure failure_ = tls_failure::none;
   std::string error_message_;

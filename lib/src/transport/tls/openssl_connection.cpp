@@ -4,6 +4,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <system_error>
@@ -33,20 +34,51 @@ bool is_certificate_alert(int alert) {
 
 }  // namespace
 
-openssl_connection::openssl_connection(ssl_ptr ssl) : ssl_(std::move(ssl)) {
+openssl_connection::openssl_connection(ssl_ptr ssl, bool early_data)
+    : ssl_(std::move(ssl)), early_enabled_(early_data) {
   SSL_set_app_data(ssl_.get(), this);
 }
 
 tls_io openssl_connection::handshake() {
   if (final_) return *final_;
+  if (early_enabled_ && !early_finished_ && SSL_is_server(ssl_.get()) == 1) {
+    if (const tls_io r = take_early_input(); r != tls_io::done) return r;
+  }
   begin_call();
   const int result = SSL_do_handshake(ssl_.get());
   return result == 1 ? tls_io::done : finish(result);
 }
 
+tls_io openssl_connection::take_early_input() {
+  // A server that did not call this would skip the early data (rejected); one whose client
+  // sent none gets FINISH at once.
+  std::uint8_t buffer[4096];
+  for (;;) {
+    begin_call();
+    std::size_t n = 0;
+    const int result = SSL_read_early_data(ssl_.get(), buffer, sizeof buffer, &n);
+    if (result == SSL_READ_EARLY_DATA_SUCCESS) {
+      early_input_.insert(early_input_.end(), buffer, buffer + n);
+      continue;
+    }
+    if (result == SSL_READ_EARLY_DATA_FINISH) {
+      early_finished_ = true;
+      return tls_io::done;
+    }
+    return finish(0);
+  }
+}
+
 tls_io openssl_connection::read(std::uint8_t* data, std::size_t size, std::size_t& transferred) {
   transferred = 0;
   if (final_) return *final_;
+  if (early_read_ < early_input_.size()) {
+    // Early data came before anything else the client sent.
+    transferred = std::min(size, early_input_.size() - early_read_);
+    std::copy_n(early_input_.data() + early_read_, transferred, data);
+    early_read_ += transferred;
+    return tls_io::done;
+  }
   begin_call();
   const int result = SSL_read_ex(ssl_.get(), data, size, &transferred);
   return result == 1 ? tls_io::done : finish(result);
@@ -70,7 +102,39 @@ tls_io openssl_connection::shutdown() {
 }
 
 std::size_t openssl_connection::pending() const {
-  return static_cast<std::size_t>(SSL_pending(ssl_.get()));
+  return static_cast<std::size_t>(SSL_pending(ssl_.get())) + (early_input_.size() - early_read_);
+}
+
+std::size_t openssl_connection::early_data_room() const {
+  if (!early_enabled_ || early_sent_ || SSL_is_server(ssl_.get()) == 1 ||
+      SSL_is_init_finished(ssl_.get()) == 1) {
+    return 0;
+  }
+  const SSL_SESSION* session = SSL_get0_session(ssl_.get());
+  return session == nullptr ? 0 : SSL_SESSION_get_max_early_data(session);
+}
+
+tls_io openssl_connection::write_early(const std::uint8_t* data, std::size_t size,
+                                       std::size_t& transferred) {
+  transferred = 0;
+  if (final_) return *final_;
+  begin_call();
+  // The first call sends the ClientHello with the data; the handshake steps finish it.
+  const int result = SSL_write_early_data(ssl_.get(), data, size, &transferred);
+  if (result != 1) return finish(result);
+  early_sent_ = true;
+  return tls_io::done;
+}
+
+early_data_status openssl_connection::early_data() const {
+  switch (SSL_get_early_data_status(ssl_.get())) {
+    case SSL_EARLY_DATA_ACCEPTED:
+      return early_data_status::accepted;
+    case SSL_EARLY_DATA_REJECTED:
+      return early_data_status::rejected;
+    default:
+      return early_data_status::not_sent;
+  }
 }
 
 bool openssl_connection::resumed() const {

@@ -87,7 +87,9 @@ ssl_ctx_ptr new_ssl_ctx(const SSL_METHOD* method) {
 class openssl_client_context final : public tls_client_context {
  public:
   explicit openssl_client_context(const tls_client_options& options)
-      : ctx_(new_ssl_ctx(TLS_client_method())), resume_(options.resume) {
+      : ctx_(new_ssl_ctx(TLS_client_method())),
+        resume_(options.resume),
+        early_data_(options.resume && options.early_data) {
     SSL_CTX* ctx = ctx_.get();
     configure_protocol(ctx, options.min_version, options.max_version, options.priority);
 
@@ -154,12 +156,13 @@ class openssl_client_context final : public tls_client_context {
         if (copy) SSL_set_session(ssl.get(), copy.get());
       }
     }
-    return std::make_unique<openssl_connection>(std::move(ssl));
+    return std::make_unique<openssl_connection>(std::move(ssl), early_data_);
   }
 
  private:
   ssl_ctx_ptr ctx_;
   bool resume_;
+  bool early_data_;
   std::string sni_;
 };
 
@@ -231,6 +234,17 @@ class openssl_server_context final : public tls_server_context {
     } else if (!options.renew_tickets) {
       SSL_CTX_set_session_ticket_cb(ctx, nullptr, &keep_ticket, nullptr);
     }
+    if (options.session_tickets && options.early_data) {
+      // OpenSSL's guard against replayed early data keeps used tickets in the session cache,
+      // which is off here: the guard is off too (tls_server_options::early_data).
+      SSL_CTX_set_max_early_data(ctx, max_early_data);
+      SSL_CTX_set_options(ctx, SSL_OP_NO_ANTI_REPLAY);
+      if (options.refuse_early_data) {
+        SSL_CTX_set_allow_early_data_cb(
+            ctx, [](SSL*, void*) { return 0; }, nullptr);
+      }
+      early_data_ = true;
+    }
     if (!alpn_.empty()) SSL_CTX_set_alpn_select_cb(ctx, &select_alpn, &alpn_);
   }
 
@@ -238,11 +252,12 @@ class openssl_server_context final : public tls_server_context {
     ssl_ptr ssl(SSL_new(ctx_.get()));
     if (!ssl || SSL_set_fd(ssl.get(), fd) != 1) throw std::bad_alloc();
     SSL_set_accept_state(ssl.get());
-    return std::make_unique<openssl_connection>(std::move(ssl));
+    return std::make_unique<openssl_connection>(std::move(ssl), early_data_);
   }
 
  private:
   ssl_ctx_ptr ctx_;
+  bool early_data_ = false;
   std::vector<std::string> alpn_;  // what select_alpn picks from, most preferred first
 };
 

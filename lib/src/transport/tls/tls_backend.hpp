@@ -37,6 +37,17 @@ enum class tls_failure {
 /// Short stable name ("certificate", "protocol_version", ...).
 const char* tls_failure_name(tls_failure failure) noexcept;
 
+/// What became of a connection's TLS 1.3 early data (0-RTT), once its handshake is done.
+enum class early_data_status {
+  not_sent,  // none was sent (client) or received (server)
+  accepted,  // the server took it: it was processed as the connection's first data
+  rejected,  // the server skipped it: the client must send it again
+};
+
+/// What a listener's tickets allow a resuming client to send as early data: a few hundred
+/// queries.
+inline constexpr std::uint32_t max_early_data = 16384;
+
 /// Opaque saved session (ticket) for resumption; backend specific.
 class tls_ticket {
  public:
@@ -60,6 +71,23 @@ class tls_connection {
 
   /// Sends close_notify (does not wait for the peer's).
   virtual tls_io shutdown() = 0;
+
+  /// Client, before handshake(): how many octets of early data write_early may take: the
+  /// limit of the ticket the session resumes, when the context enabled early data; 0 when
+  /// none may go.
+  virtual std::size_t early_data_room() const { return 0; }
+
+  /// Client, before the handshake is done: application data sent as TLS 1.3 early data
+  /// (0-RTT), with the ClientHello. Same contract as write; the handshake follows.
+  virtual tls_io write_early(const std::uint8_t* /*data*/, std::size_t /*size*/,
+                             std::size_t& transferred) {
+    transferred = 0;
+    return tls_io::error;
+  }
+
+  /// After the handshake: what became of the early data the client sent (server: took).
+  /// A server that accepted early data returns it from read() before anything else.
+  virtual early_data_status early_data() const { return early_data_status::not_sent; }
 
   /// Decrypted bytes buffered inside the library: a read can succeed without the socket
   /// becoming readable.

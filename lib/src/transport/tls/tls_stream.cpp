@@ -39,6 +39,7 @@ class tls_stream final : public byte_stream {
 
   stream_io handshake() override {
     const tls_io r = session_->handshake();
+    if (r == tls_io::done) early_ = false;
     // A peer that hangs up in the handshake did not finish it: a failure, not a close.
     if (r == tls_io::closed) {
       closed_in_handshake_ = true;
@@ -73,7 +74,8 @@ class tls_stream final : public byte_stream {
     transferred = 0;
     while (transferred < size) {
       std::size_t n = 0;
-      const tls_io r = session_->write(data + transferred, size - transferred, n);
+      const tls_io r = early_ ? session_->write_early(data + transferred, size - transferred, n)
+                              : session_->write(data + transferred, size - transferred, n);
       if (r != tls_io::done) {
         if (transferred > 0 && (r == tls_io::want_read || r == tls_io::want_write)) break;
         return to_stream_io(r);
@@ -82,6 +84,13 @@ class tls_stream final : public byte_stream {
     }
     return stream_io::done;
   }
+
+  std::size_t begin_early_data() override {
+    const std::size_t room = session_->early_data_room();
+    early_ = room > 0;
+    return room;
+  }
+  early_data_status early_data() const override { return session_->early_data(); }
 
   void shutdown() override { session_->shutdown(); }
 
@@ -102,6 +111,7 @@ class tls_stream final : public byte_stream {
   std::unique_ptr<tls_connection> session_;
   std::vector<std::uint8_t> joined_;  // a gathered write, joined for the library
   bool closed_in_handshake_ = false;
+  bool early_ = false;  // writes are early data until the handshake is done
 };
 
 class tls_connector final : public stream_connector {

@@ -1,0 +1,64 @@
+// A run's JSON read back: the 0-RTT figures of every TLS transport, and those of DoQ results
+// written before DoT and DoH had 0-RTT (under "quic").
+#include <dnstransport/report.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <boost/json.hpp>
+
+#include <dnstransport/load.hpp>
+
+namespace dnstransport {
+namespace {
+
+run_result tls_run(transport_kind transport) {
+  run_result r;
+  r.server = "127.0.0.1";
+  r.port = 853;
+  r.transport = transport;
+  r.tls_backend = "gnutls";
+  r.clients = 2;
+  r.queries_sent = r.responses_received = 60;
+  r.early_data = {58, 50, 8, 58, 8};
+  return r;
+}
+
+TEST(run_json_test, early_data_figures_survive_json_for_every_tls_transport) {
+  for (const transport_kind t : {transport_kind::tls, transport_kind::doh, transport_kind::doq}) {
+    const run_result back = run_result_from_json(to_json(tls_run(t)), "run.json");
+    EXPECT_EQ(back.early_data.offered, 58u) << transport_name(t);
+    EXPECT_EQ(back.early_data.accepted, 50u);
+    EXPECT_EQ(back.early_data.rejected, 8u);
+    EXPECT_EQ(back.early_data.queries_in_early_data, 58u);
+    EXPECT_EQ(back.early_data.queries_resent, 8u);
+  }
+  // The table names them once the run offered any.
+  EXPECT_NE(format_table(tls_run(transport_kind::tls))
+                .find("58 connections offered, 50 accepted, 8 refused; 58 queries sent early, 8 "
+                      "sent again after a refusal"),
+            std::string::npos);
+}
+
+TEST(run_json_test, doq_early_data_of_older_results_is_read_from_quic) {
+  boost::json::object o = boost::json::parse(to_json(tls_run(transport_kind::doq))).as_object();
+  // What results written before kept: the figures under "quic", with a prefix.
+  ASSERT_TRUE(o.erase("early_data"));
+  boost::json::object& quic = o.at("quic").as_object();
+  quic["early_data_offered"] = 7;
+  quic["early_data_accepted"] = 6;
+  quic["early_data_rejected"] = 1;
+  quic["queries_in_early_data"] = 7;
+  quic["queries_resent"] = 1;
+  const std::string json = boost::json::serialize(o);
+  const run_result back = run_result_from_json(json, "old.json");
+  EXPECT_EQ(back.early_data.offered, 7u);
+  EXPECT_EQ(back.early_data.accepted, 6u);
+  EXPECT_EQ(back.early_data.rejected, 1u);
+  EXPECT_EQ(back.early_data.queries_in_early_data, 7u);
+  EXPECT_EQ(back.early_data.queries_resent, 1u);
+}
+
+}  // namespace
+}  // namespace dnstransport
