@@ -171,7 +171,7 @@ TEST_P(keepalive_test, idle_connections_close_after_the_advertised_timeout) {
   EXPECT_EQ(r.responses_received, 4u);
   EXPECT_EQ(r.connections.opened, 4u);
   EXPECT_EQ(r.connections.closed_idle_keepalive, 3u);
-  EXPECT_EQ(r.connections.closed_by_client, 4u);
+  EXPECT_EQ(r.connections.closed_by_client, 1u);  // the last, at the end of the run
   EXPECT_EQ(r.connections.closed_by_server, 0u);
   EXPECT_EQ(r.edns.keepalive_answers, 4u);
 

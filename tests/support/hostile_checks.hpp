@@ -58,8 +58,10 @@ inline std::string summary(const run_result& r) {
   if (r.transport != transport_kind::udp) {
     const auto& c = r.connections;
     text += fmt::format(
-        " | opened {} closed_by_client {} closed_by_server {} reset_by_server {} failed {}",
-        c.opened, c.closed_by_client, c.closed_by_server, c.reset_by_server, c.failed);
+        " | opened {} closed_by_client {} closed_idle {} closed_by_server {} reset_by_server {} "
+        "failed {}",
+        c.opened, c.closed_by_client, c.closed_idle, c.closed_by_server, c.reset_by_server,
+        c.failed);
   }
   for (const auto& [cause, n] : r.connections.failures) text += fmt::format(" {}={}", cause, n);
   if (r.http_failed != 0) text += fmt::format(" | http_failed {}", r.http_failed);

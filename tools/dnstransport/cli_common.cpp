@@ -107,10 +107,21 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "(open loop; latency runs from each query's scheduled time). 0: as fast as "
                  "answers come back (closed loop)")
       ->capture_default_str();
-  app.add_option("--arrivals", o.arrivals,
-                 "With --rate: constant (evenly spaced, the default), poisson (random gaps, "
-                 "as independent clients would send) or closed (the old closed loop: send "
-                 "when a slot is free, catch up in bursts, latency from the send)");
+  app.add_option("--client-rate", o.client_rate,
+                 "Queries per second of each client (a fraction for less than one: 0.2 = one "
+                 "query every 5 s), open loop like --rate; the total is --clients times this. "
+                 "Give --rate or --client-rate, not both. 0: not used")
+      ->capture_default_str();
+  app.add_option("--idle", o.idle,
+                 "tcp/tls/doh/doq: seconds a client keeps a connection with nothing in flight "
+                 "and nothing to send; then it closes it (counted as closed idle) and opens a "
+                 "new one for its next query (resumed with --tls-resume). Checked every 10 ms. "
+                 "Default: connections stay open (sweep: udp points run without)");
+  app.add_option(
+      "--arrivals", o.arrivals,
+      "With --rate or --client-rate: constant (evenly spaced, the default), poisson (random gaps, "
+      "as independent clients would send) or closed (the old closed loop: send "
+      "when a slot is free, catch up in bursts, latency from the send)");
   app.add_option("--interval", o.interval,
                  "Seconds per row of the run's timeline (JSON \"timeline\": sent, answered, "
                  "lost, q/s, p50/p99 latency, connections, handshakes per interval); 0: none")
@@ -212,6 +223,14 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_flag("--progress", o.progress, "Print progress even when stderr is not a terminal");
 }
 
+double idle_seconds_of(const run_options& o) {
+  if (!o.idle) return 0;
+  if (!(*o.idle > 0)) {
+    throw setup_error(fmt::format("--idle must be a positive number of seconds (got {})", *o.idle));
+  }
+  return *o.idle;
+}
+
 query_file_format parse_query_format(const std::string& text) {
   if (text == "auto") return query_file_format::automatic;
   if (text == "text") return query_file_format::text;
@@ -295,15 +314,18 @@ load_spec make_load_spec(const run_options& o) {
   spec.timeout_seconds = o.timeout;
   spec.warmup_seconds = o.warmup;
   spec.rate = o.rate;
+  spec.client_rate = o.client_rate;
+  spec.idle_seconds = idle_seconds_of(o);
   if (!o.arrivals.empty()) {
     const auto mode = parse_arrival_mode(o.arrivals);
     if (!mode) {
       throw setup_error(
           fmt::format("--arrivals: \"{}\" is not constant, poisson or closed", o.arrivals));
     }
-    if (*mode != arrival_mode::closed && !(o.rate > 0)) {
-      throw setup_error(
-          fmt::format("--arrivals {} needs --rate (queries per second to schedule)", o.arrivals));
+    if (*mode != arrival_mode::closed && !(o.rate > 0) && !(o.client_rate > 0)) {
+      throw setup_error(fmt::format(
+          "--arrivals {} needs --rate or --client-rate (queries per second to schedule)",
+          o.arrivals));
     }
     spec.arrivals = *mode;
   }

@@ -55,7 +55,9 @@ struct run_options {
   double timeout = 2;
   double warmup = 0;
   double rate = 0;
-  std::string arrivals;  // empty: constant with a rate
+  double client_rate = 0;
+  std::optional<double> idle;  // given: must be positive
+  std::string arrivals;        // empty: constant with a rate
   double interval = 1;
   unsigned threads = 1;
   std::string cpus;
@@ -116,6 +118,8 @@ void add_run_options(CLI::App& app, run_options& options, bool with_axes);
 query_file_format parse_query_format(const std::string& text);
 /// The capture options from --pcap-port (53 when none is given).
 pcap_options pcap_options_of(const std::vector<std::uint16_t>& ports);
+/// --idle in seconds: 0 when absent; throws setup_error naming it unless positive.
+double idle_seconds_of(const run_options& options);
 
 /// Builds the spec (without server address when the built-in responder is used).
 /// Throws setup_error naming the flag for a bad value.

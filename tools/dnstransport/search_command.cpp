@@ -85,10 +85,10 @@ action add_search_command(CLI::App& app) {
                      "offered rate) into this directory");
   return [search, f]() -> int {
     if (!search->parsed()) return -1;
-    if (f->run.rate != 0) {
-      throw setup_error(
-          "--rate does not apply to search: it chooses the rates; use --start-rate and "
-          "--max-rate");
+    if (f->run.rate != 0 || f->run.client_rate != 0) {
+      throw setup_error(fmt::format(
+          "{} does not apply to search: it chooses the rates; use --start-rate and --max-rate",
+          f->run.rate != 0 ? "--rate" : "--client-rate"));
     }
     if (f->run.replay == "timing") {
       throw setup_error(

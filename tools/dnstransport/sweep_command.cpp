@@ -200,7 +200,10 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
   // Each point sets its own transport, and run_sweep checks --edns-keepalive against it;
   // the base's (udp unless given) must not refuse the flag first.
   if (base.edns_keepalive) base.transport = "tcp";
+  // --idle is for the points with connections (point_spec); the base is a UDP spec.
+  base.idle.reset();
   plan.base = make_load_spec(base);
+  plan.base.idle_seconds = idle_seconds_of(o);
   plan.base.stop = &stop_requested;
   plan.command_line = std::move(command);
   const bool preset = !f.preset.empty();

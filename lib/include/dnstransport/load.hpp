@@ -114,6 +114,10 @@ struct load_spec {
   double timeout_seconds = 2;    ///< a query unanswered this long is lost
   double warmup_seconds = 0;     ///< sent and answered but left out of every figure
   double rate = 0;               ///< queries per second over all clients; 0: no limit
+  /// Queries per second of each client (`--client-rate`; 0.2 = one query every 5 s): the
+  /// load is then clients × client_rate, scheduled like `rate` (client i of n starts i/n of
+  /// a period late). Give `rate` or this, not both (total_rate).
+  double client_rate = 0;
   /// How `rate` is spread in time (`--arrivals`); ignored without a rate. Open loop: a query
   /// whose scheduled time comes while its client has `outstanding` queries in flight or
   /// waiting is not sent (run_result::not_sent_outstanding).
@@ -140,6 +144,12 @@ struct load_spec {
   /// TCP and TLS: queries answered (or lost) on one connection before the client closes it
   /// and opens a new one; 0 keeps the connection for the whole run.
   std::uint64_t queries_per_connection = 0;
+  /// TCP, TLS, DoH and DoQ (`--idle`): a client whose connection has had nothing in flight
+  /// and nothing to send for this many seconds closes it (as `close` says; DoQ with
+  /// CONNECTION_CLOSE), and opens a new one when its next query is due (resumed with
+  /// tls.resume; with 0-RTT under tls.early_data), as a stub resolver does between bursts.
+  /// Checked on the worker's 10 ms tick. 0: a connection is kept while there is work.
+  double idle_seconds = 0;
   close_mode close = close_mode::fin;
   bool tcp_nodelay = true;    ///< TCP_NODELAY on client sockets
   bool tcp_fastopen = false;  ///< send the first query in the SYN where the kernel allows
@@ -213,9 +223,10 @@ struct connection_stats {
   std::uint64_t opened = 0;            ///< connections established (TCP handshake done)
   std::uint64_t answered = 0;          ///< answers these connections carried
   std::uint64_t closed_by_client = 0;  ///< we closed after queries_per_connection or at the end
-  /// Of closed_by_client: idle for the keepalive timeout the server advertised
-  /// (load_spec::honour_keepalive).
+  /// We closed after the keepalive timeout the server advertised with nothing to do
+  /// (load_spec::honour_keepalive); like closed_idle, not counted in closed_by_client.
   std::uint64_t closed_idle_keepalive = 0;
+  std::uint64_t closed_idle = 0;  ///< we closed after load_spec::idle_seconds with nothing to do
   std::uint64_t closed_by_server = 0;      ///< EOF from the server (FIN or TLS close_notify)
   std::uint64_t reset_by_server = 0;       ///< connection reset or other socket error while open
   std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
@@ -223,6 +234,11 @@ struct connection_stats {
   std::uint64_t goaway = 0;                ///< DoH: connections the server ended with HTTP/2 GOAWAY
   ///< (DoQ: `opened` counts completed QUIC handshakes; how the server ended them is in
   ///< run_result::quic.closes)
+  /// Connections open at once (TCP connected, or QUIC connection started, until closed),
+  /// over every client, in the measured window: time-weighted mean and maximum. Warm-up
+  /// connections count while they stay open.
+  double concurrent_mean = 0;
+  std::uint64_t concurrent_max = 0;
   /// Failures by cause: errno name for connects ("ECONNREFUSED"), TLS failure kind
   /// ("tls_certificate") for handshakes.
   std::map<std::string, std::uint64_t> failures;
@@ -324,7 +340,9 @@ struct run_result {
   unsigned outstanding = 0;
   unsigned threads = 0;
   std::uint64_t queries_per_connection = 0;
-  double rate = 0;  ///< load_spec::rate; 0: no limit
+  double rate = 0;          ///< queries per second over all clients (total_rate); 0: no limit
+  double client_rate = 0;   ///< load_spec::client_rate, when the rate was given per client
+  double idle_seconds = 0;  ///< load_spec::idle_seconds
   /// How queries were scheduled: the spec's mode with a rate, `closed` without one.
   arrival_mode arrivals = arrival_mode::closed;
   std::string query_origin;
@@ -420,7 +438,14 @@ struct run_result {
 
   /// Answers per connection, over the connections opened after the warm-up (0 for UDP).
   double queries_per_connection_achieved() const noexcept;
+  /// Connections opened per second of the measured window (0 for UDP).
+  double connections_per_second() const noexcept;
+  /// TLS or QUIC handshakes (full and resumed) per query sent (0 without queries).
+  double handshakes_per_query() const noexcept;
 };
+
+/// The open-loop rate over all clients: `rate`, or clients × client_rate; 0: no limit.
+double total_rate(const load_spec& spec) noexcept;
 
 /// Runs one load and returns what was measured. Throws setup_error before sending anything
 /// when the spec is unusable (unresolvable server, zero clients, TLS backend missing, ...);

@@ -56,6 +56,7 @@ void connection_counters::merge(const connection_counters& o) {
   answered += o.answered;
   closed_by_client += o.closed_by_client;
   closed_idle_keepalive += o.closed_idle_keepalive;
+  closed_idle += o.closed_idle;
   closed_by_server += o.closed_by_server;
   reset_by_server += o.reset_by_server;
   failed += o.failed;
@@ -63,6 +64,7 @@ void connection_counters::merge(const connection_counters& o) {
   goaway += o.goaway;
   handshakes_full += o.handshakes_full;
   handshakes_resumed += o.handshakes_resumed;
+  open_ns += o.open_ns;
   for (const auto& [cause, n] : o.failures) failures[cause] += n;
   if (first_failure.empty()) first_failure = o.first_failure;
   first_query_latency.merge(o.first_query_latency);

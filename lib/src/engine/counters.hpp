@@ -57,6 +57,7 @@ struct connection_counters {
   std::uint64_t answered = 0;
   std::uint64_t closed_by_client = 0;
   std::uint64_t closed_idle_keepalive = 0;  // of closed_by_client: idle past the keepalive
+  std::uint64_t closed_idle = 0;  // closed by the client after the idle timeout
   std::uint64_t closed_by_server = 0;
   std::uint64_t reset_by_server = 0;
   std::uint64_t failed = 0;
@@ -64,6 +65,9 @@ struct connection_counters {
   std::uint64_t goaway = 0;
   std::uint64_t handshakes_full = 0;
   std::uint64_t handshakes_resumed = 0;
+  // Open connections (all of them, warm-up ones too) times nanoseconds, summed over the
+  // measured window: divided by the window, the mean number open at once.
+  std::uint64_t open_ns = 0;
   std::map<std::string, std::uint64_t> failures;  // by cause: "ECONNREFUSED", "tls_certificate"
   std::string first_failure;                      // the first failure's full message
   latency_histogram first_query_latency;

@@ -277,13 +277,13 @@ void client_base::release(slot_table::slot& s, slot_table::past outcome) noexcep
 void client_base::connection_up() noexcept {
   if (connection_live_) return;
   connection_live_ = true;
-  ++owner_.open_connections;
+  owner_.count_open_connection(1);
 }
 
 void client_base::connection_down() noexcept {
   if (!connection_live_) return;
   connection_live_ = false;
-  --owner_.open_connections;
+  owner_.count_open_connection(-1);
 }
 
 slot_table::slot* client_base::in_flight(std::uint16_t id, std::uint64_t now) noexcept {
@@ -488,12 +488,37 @@ void worker::run() {
   }
   schedule_tick();
   io_.run();
+  integrate_connections(monotonic_ns());
   finish_timeline();
   thread_cpu_seconds = thread_cpu_now() - cpu_start;
   wall_seconds = static_cast<double>(monotonic_ns() - wall_start) / 1e9;
   pub_sent_.store(shard_.queries.queries_sent, std::memory_order_relaxed);
   pub_received_.store(shard_.queries.responses_received, std::memory_order_relaxed);
   pub_lost_.store(shard_.queries.lost + shard_.queries.lost_on_close, std::memory_order_relaxed);
+}
+
+void worker::count_open_connection(int delta) noexcept {
+  const std::uint64_t now = monotonic_ns();
+  integrate_connections(now);
+  open_connections += static_cast<std::uint64_t>(static_cast<std::int64_t>(delta));
+  if (plan_.connections_gauge == nullptr) return;
+  const std::int64_t open = plan_.connections_gauge->open.fetch_add(delta) + delta;
+  if (delta > 0) note_connections_max(now, static_cast<std::uint64_t>(open));
+}
+
+void worker::integrate_connections(std::uint64_t now) noexcept {
+  const std::uint64_t from = std::max(connections_since_ns_, plan_.measure_start_ns);
+  const std::uint64_t to = std::min(now, plan_.send_end_ns);
+  if (to > from) shard_.connections.open_ns += open_connections * (to - from);
+  connections_since_ns_ = now;
+}
+
+void worker::note_connections_max(std::uint64_t now, std::uint64_t open) noexcept {
+  if (now < plan_.measure_start_ns || now >= plan_.send_end_ns) return;
+  std::atomic<std::uint64_t>& max = plan_.connections_gauge->max;
+  std::uint64_t seen = max.load(std::memory_order_relaxed);
+  while (open > seen && !max.compare_exchange_weak(seen, open, std::memory_order_relaxed)) {
+  }
 }
 
 void worker::schedule_arrival() {
@@ -600,6 +625,12 @@ void worker::on_tick() {
   }
   const std::uint64_t now = monotonic_ns();
   roll_timeline(now);
+  if (!window_max_noted_ && now >= plan_.measure_start_ns && plan_.connections_gauge != nullptr) {
+    // Connections opened in the warm-up and still open count at the window's start.
+    window_max_noted_ = true;
+    const std::int64_t open = plan_.connections_gauge->open.load(std::memory_order_relaxed);
+    if (open > 0) note_connections_max(now, static_cast<std::uint64_t>(open));
+  }
   bool all_finished = true;
   for (auto& c : clients_) {
     c->expire_waiting(now);

@@ -79,6 +79,14 @@ struct run_plan {
   std::vector<std::uint32_t> replay_query;
   std::vector<std::uint64_t> replay_offset_ns;
   std::uint64_t interval_ns = 0;  // timeline row length; 0: no timeline
+
+  // Open connections over every worker (each worker adds its own), and the most open at
+  // once in the measured window. Null: not kept (the workers' own gauges still are).
+  struct connection_gauge {
+    std::atomic<std::int64_t> open{0};
+    std::atomic<std::uint64_t> max{0};
+  };
+  connection_gauge* connections_gauge = nullptr;
 };
 
 // The arrival times of one open-loop client's queries, and those whose time came but that
@@ -310,6 +318,9 @@ class worker {
 
   // Open connections of this worker's clients (warm-up included).
   std::uint64_t open_connections = 0;
+  // A client's connection opened (+1) or ended (-1): the gauge above, its time-weighted sum
+  // over the measured window (connection_counters::open_ns) and the run's maximum.
+  void count_open_connection(int delta) noexcept;
 
   // The timeline: counted events are split into rows of plan().interval_ns from the end of
   // the warm-up. Called before an event at `now` is counted; cheap when no row ends.
@@ -341,6 +352,11 @@ class worker {
   void schedule_arrival();
   void on_arrival();
   void close_rows(std::uint64_t now) noexcept;
+  // Adds open_connections × the time since the last change, inside the measured window, to
+  // open_ns.
+  void integrate_connections(std::uint64_t now) noexcept;
+  // The run's maximum takes `open` (the run's open connections) when `now` is in the window.
+  void note_connections_max(std::uint64_t now, std::uint64_t open) noexcept;
   row cumulative() const noexcept;
   void append_row(const row& now_counts) noexcept;
 
@@ -361,6 +377,8 @@ class worker {
   std::vector<std::uint8_t> scratch_;
   std::atomic<bool> stop_requested_{false};
   unsigned connection_setups_ = 0;
+  std::uint64_t connections_since_ns_ = 0;  // last change of open_connections
+  bool window_max_noted_ = false;           // the open connections at the window's start
   std::atomic<std::uint64_t> pub_sent_{0};
   std::atomic<std::uint64_t> pub_received_{0};
   std::atomic<std::uint64_t> pub_lost_{0};

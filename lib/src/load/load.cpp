@@ -99,6 +99,23 @@ double run_result::queries_per_connection_achieved() const noexcept {
   return static_cast<double>(connections.answered) / static_cast<double>(connections.opened);
 }
 
+double run_result::connections_per_second() const noexcept {
+  if (!(elapsed_seconds > 0)) return 0;
+  return static_cast<double>(connections.opened) / elapsed_seconds;
+}
+
+double run_result::handshakes_per_query() const noexcept {
+  if (queries_sent == 0) return 0;
+  return static_cast<double>(handshakes_full + handshakes_resumed) /
+         static_cast<double>(queries_sent);
+}
+
+double total_rate(const load_spec& spec) noexcept {
+  if (spec.rate > 0) return spec.rate;
+  if (spec.client_rate > 0) return spec.client_rate * spec.clients;
+  return 0;
+}
+
 namespace {
 
 using detail::monotonic_ns;
@@ -277,6 +294,7 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.connections.answered = c.answered;
   r.connections.closed_by_client = c.closed_by_client;
   r.connections.closed_idle_keepalive = c.closed_idle_keepalive;
+  r.connections.closed_idle = c.closed_idle;
   r.connections.closed_by_server = c.closed_by_server;
   r.connections.reset_by_server = c.reset_by_server;
   r.connections.failed = c.failed;
@@ -440,10 +458,15 @@ void add_open_loop_warnings(run_result& r) {
   }
   // A generator late by more than a millisecond at the 99th percentile distorts latency.
   if (r.send_lag.count() > 0 && r.send_lag.percentile(99) > 1'000'000) {
+    // A query that waits for its client's new connection leaves late too.
+    const bool reconnects = r.queries_per_connection != 0 || r.idle_seconds > 0;
     r.warnings.push_back(fmt::format(
         "the generator sent late: 99 % of queries left within {:.2f} ms of their scheduled "
-        "time (latency includes this; use more --threads or fewer --clients per thread)",
-        static_cast<double>(r.send_lag.percentile(99)) / 1e6));
+        "time (latency includes this; {})",
+        static_cast<double>(r.send_lag.percentile(99)) / 1e6,
+        reconnects ? "queries that open a new connection (--queries-per-connection, --idle) "
+                     "wait for its set-up, or the generator is short of CPU (--threads)"
+                   : "use more --threads or fewer --clients per thread"));
   }
 }
 
@@ -485,6 +508,15 @@ void validate(const load_spec& spec) {
     throw setup_error(
         "--arrivals replay is not chosen by --arrivals: give a capture with --replay timing");
   }
+  if (!(spec.client_rate >= 0) || std::isinf(spec.client_rate)) {
+    throw setup_error(fmt::format(
+        "--client-rate must be a positive number of queries per second per client (got {})",
+        spec.client_rate));
+  }
+  if (spec.rate > 0 && spec.client_rate > 0) {
+    throw setup_error(
+        "--rate and --client-rate both set the load's rate (in total, or per client): give one");
+  }
   if (!(spec.interval_seconds == 0 || spec.interval_seconds >= 0.01)) {
     throw setup_error(
         fmt::format("--interval must be at least 0.01 seconds, or 0 for no timeline (got {})",
@@ -496,6 +528,15 @@ void validate(const load_spec& spec) {
     throw setup_error(
         fmt::format("--queries-per-connection applies to transports with connections ({} has none)",
                     traits.name));
+  }
+  if (!(spec.idle_seconds >= 0) || std::isinf(spec.idle_seconds)) {
+    throw setup_error(
+        fmt::format("--idle must be a positive number of seconds (got {})", spec.idle_seconds));
+  }
+  if (!traits.has_connections && spec.idle_seconds > 0) {
+    throw setup_error(fmt::format(
+        "--idle applies to transports with connections (tcp, tls, doh, doq; {} has none)",
+        traits.name));
   }
   if (!spec.tls.ca_file.empty() && !spec.tls.verify) {
     throw setup_error("--ca-file is only used with --verify");
@@ -597,6 +638,7 @@ run_result run_load(const load_spec& spec) {
   result.clients = spec.clients;
   result.outstanding = spec.outstanding;
   result.queries_per_connection = spec.queries_per_connection;
+  result.idle_seconds = spec.idle_seconds;
   result.query_origin = queries->origin();
   result.query_count_in_set = queries->size();
   if (spec.capture) result.capture = summarize(spec);
@@ -628,12 +670,14 @@ run_result run_load(const load_spec& spec) {
   plan.server_port = spec.port;
   plan.sources = sources;
   plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
-  plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : 0;
-  if (spec.rate > 0) {
+  const double rate = total_rate(spec);
+  plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : spec.client_rate;
+  if (rate > 0) {
     plan.arrivals = spec.arrivals == arrival_mode::constant  ? detail::run_plan::schedule::constant
                     : spec.arrivals == arrival_mode::poisson ? detail::run_plan::schedule::poisson
                                                              : detail::run_plan::schedule::closed;
-    result.rate = spec.rate;
+    result.rate = rate;
+    result.client_rate = spec.client_rate;
     result.arrivals = spec.arrivals;
   }
   if (spec.capture && spec.replay == replay_mode::timing) {
@@ -648,6 +692,8 @@ run_result run_load(const load_spec& spec) {
           ? spec.duration_seconds
           : result.capture->span_seconds / spec.replay_speed + spec.timeout_seconds;
   plan.interval_ns = seconds_to_ns(spec.interval_seconds);
+  detail::run_plan::connection_gauge connections_gauge;
+  plan.connections_gauge = &connections_gauge;
   result.interval_seconds = spec.interval_seconds;
   plan.distinct_questions = number_questions(*queries, plan.question_of);
   // A replayed client sends what its source sent; it has no choice of questions to widen.
@@ -789,6 +835,14 @@ run_result run_load(const load_spec& spec) {
   result.qps = result.elapsed_seconds > 0
                    ? static_cast<double>(result.responses_received) / result.elapsed_seconds
                    : 0;
+  // The workers sum open connections over the window up to the end of sending.
+  const std::uint64_t sending_end =
+      result.interrupted ? std::min(stop_ns, plan.send_end_ns) : std::min(end_ns, plan.send_end_ns);
+  if (sending_end > plan.measure_start_ns) {
+    result.connections.concurrent_mean = static_cast<double>(total.connections.open_ns) /
+                                         static_cast<double>(sending_end - plan.measure_start_ns);
+  }
+  result.connections.concurrent_max = connections_gauge.max.load();
   if (monitor.active()) {
     monitor.close_window(window_end);
     monitor.sample();

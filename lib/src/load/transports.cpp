@@ -15,6 +15,7 @@
 #include "transport/stream/stream_transport.hpp"
 #include "transport/tls/tls_backend.hpp"
 #include "transport/udp/udp_transport.hpp"
+#include "util/clock.hpp"
 
 namespace dnstransport::detail {
 
@@ -28,6 +29,7 @@ stream_settings stream_settings_of(const load_spec& spec) {
   s.tcp_fastopen = spec.tcp_fastopen;
   s.resume = spec.tls.resume;
   s.honour_keepalive = spec.honour_keepalive;
+  s.idle_timeout_ns = seconds_to_ns(spec.idle_seconds);
   return s;
 }
 
@@ -81,6 +83,7 @@ std::unique_ptr<client_transport> make_doq(const load_spec& spec) {
   doq.queries_per_connection = spec.queries_per_connection;
   doq.resume = spec.tls.resume;
   doq.early_data = spec.tls.early_data;
+  doq.idle_timeout_ns = seconds_to_ns(spec.idle_seconds);
   return std::make_unique<doq_transport>(doq, spec.tls);
 #else
   (void)spec;

@@ -74,6 +74,11 @@ std::uint64_t count_or_zero(const json::object& object, std::string_view key) {
   return object.contains(key) ? count_at(object, key) : 0;
 }
 
+// Likewise for a number.
+double number_or_zero(const json::object& object, std::string_view key) {
+  return object.contains(key) ? number_at(object, key) : 0;
+}
+
 json::object connection_stats_to_json(const connection_stats& c) {
   json::object failures;
   for (const auto& [cause, n] : c.failures) failures[cause] = n;
@@ -81,11 +86,14 @@ json::object connection_stats_to_json(const connection_stats& c) {
           {"answered", c.answered},
           {"closed_by_client", c.closed_by_client},
           {"closed_idle_keepalive", c.closed_idle_keepalive},
+          {"closed_idle", c.closed_idle},
           {"closed_by_server", c.closed_by_server},
           {"reset_by_server", c.reset_by_server},
           {"failed", c.failed},
           {"fastopen_data_in_syn", c.fastopen_data_in_syn},
           {"goaway", c.goaway},
+          {"concurrent_mean", stable(c.concurrent_mean)},
+          {"concurrent_max", c.concurrent_max},
           {"failures", std::move(failures)},
           {"first_failure", c.first_failure}};
 }
@@ -96,11 +104,14 @@ connection_stats connection_stats_from_json(const json::object& o) {
   c.answered = count_or_zero(o, "answered");
   c.closed_by_client = count_at(o, "closed_by_client");
   c.closed_idle_keepalive = count_or_zero(o, "closed_idle_keepalive");
+  c.closed_idle = count_or_zero(o, "closed_idle");
   c.closed_by_server = count_at(o, "closed_by_server");
   c.reset_by_server = count_at(o, "reset_by_server");
   c.failed = count_at(o, "failed");
   c.fastopen_data_in_syn = count_at(o, "fastopen_data_in_syn");
   c.goaway = count_or_zero(o, "goaway");
+  c.concurrent_mean = number_or_zero(o, "concurrent_mean");
+  c.concurrent_max = count_or_zero(o, "concurrent_max");
   for (const auto& [cause, n] : object_at(o, "failures")) {
     c.failures[std::string(cause)] = json::value_to<std::uint64_t>(n);
   }
@@ -297,6 +308,8 @@ json::object run_result_to_json(const run_result& r) {
       {"threads", r.threads},
       {"queries_per_connection", r.queries_per_connection},
       {"rate", stable(r.rate)},
+      {"client_rate", stable(r.client_rate)},
+      {"idle_seconds", stable(r.idle_seconds)},
       {"arrivals", arrival_mode_name(r.arrivals)},
       {"open_loop", r.open_loop()},
       {"query_set", {{"origin", r.query_origin}, {"count", r.query_count_in_set}}},
@@ -339,6 +352,8 @@ json::object run_result_to_json(const run_result& r) {
       {"connections", connection_stats_to_json(r.connections)},
       {"handshakes", {{"full", r.handshakes_full}, {"resumed", r.handshakes_resumed}}},
       {"queries_per_connection_achieved", stable(r.queries_per_connection_achieved())},
+      {"connections_per_second", stable(r.connections_per_second())},
+      {"handshakes_per_query", stable(r.handshakes_per_query())},
       {"interval_seconds", stable(r.interval_seconds)},
       {"timeline", timeline_to_json(r.timeline)},
       {"warnings", std::move(warnings)},
@@ -599,6 +614,8 @@ run_result run_result_from_json_value(const json::value& value) {
   if (const auto* rate = o.if_contains("rate"); rate != nullptr && rate->is_number()) {
     r.rate = number_at(o, "rate");
   }
+  r.client_rate = number_or_zero(o, "client_rate");
+  r.idle_seconds = number_or_zero(o, "idle_seconds");
   if (const auto* mode = o.if_contains("arrivals"); mode != nullptr && mode->is_string()) {
     const auto parsed = parse_arrival_mode(mode->get_string());
     if (!parsed) throw std::invalid_argument("unknown \"arrivals\"");

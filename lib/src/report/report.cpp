@@ -94,6 +94,8 @@ std::string format_table(const run_result& r) {
                      transport, r.server, r.port, r.clients, r.clients == 1 ? "" : "s",
                      r.outstanding, per_connection, r.threads, r.threads == 1 ? "" : "s",
                      r.elapsed_seconds, r.interrupted ? " (interrupted)" : "");
+  const std::string per_client =
+      r.client_rate > 0 ? fmt::format(" ({:g} per client)", r.client_rate) : "";
   if (r.capture) {
     const capture_summary& c = *r.capture;
     line("capture",
@@ -117,9 +119,9 @@ std::string format_table(const run_result& r) {
                          ? fmt::format(", {:g} times as fast", r.capture->speed)
                          : std::string()));
   } else if (r.open_loop()) {
-    line("schedule", fmt::format("{} queries/s, {} arrivals (open loop: latency from each "
+    line("schedule", fmt::format("{} queries/s{}, {} arrivals (open loop: latency from each "
                                  "query's scheduled time)",
-                                 with_commas(static_cast<std::uint64_t>(r.rate + 0.5)),
+                                 with_commas(static_cast<std::uint64_t>(r.rate + 0.5)), per_client,
                                  arrival_mode_name(r.arrivals)));
   }
   if (r.open_loop()) {
@@ -134,9 +136,10 @@ std::string format_table(const run_result& r) {
            with_commas(r.not_sent_timeout) + share(r.not_sent_timeout, r.queries_scheduled()));
     }
   } else if (r.rate > 0) {
-    line("schedule", fmt::format("at most {} queries/s, closed loop (sent when a slot is free; "
-                                 "latency from the send)",
-                                 with_commas(static_cast<std::uint64_t>(r.rate + 0.5))));
+    line("schedule",
+         fmt::format("at most {} queries/s{}, closed loop (sent when a slot is "
+                     "free; latency from the send)",
+                     with_commas(static_cast<std::uint64_t>(r.rate + 0.5)), per_client));
   }
   line("queries sent", with_commas(r.queries_sent));
   line("answered", with_commas(r.responses_received) + share(r.responses_received, r.queries_sent));
@@ -238,18 +241,26 @@ std::string format_table(const run_result& r) {
   }
   if (traits_of(r.transport).has_connections) {
     const auto& c = r.connections;
-    line("connections", fmt::format("{} opened, {} closed by us, {} closed by server, {} reset, "
-                                    "{} failed",
-                                    with_commas(c.opened), with_commas(c.closed_by_client),
+    const std::string idle = r.idle_seconds > 0 || c.closed_idle > 0
+                                 ? fmt::format(", {} closed idle (--idle {:g} s)",
+                                               with_commas(c.closed_idle), r.idle_seconds)
+                                 : "";
+    line("connections", fmt::format("{} opened, {} closed by us{}, {} closed by server, {} "
+                                    "reset, {} failed",
+                                    with_commas(c.opened), with_commas(c.closed_by_client), idle,
                                     with_commas(c.closed_by_server), with_commas(c.reset_by_server),
                                     with_commas(c.failed)));
+    line("connection rate",
+         fmt::format("{:.1f} opened/s; open at once: {:.1f} mean, {} max",
+                     r.connections_per_second(), c.concurrent_mean, with_commas(c.concurrent_max)));
     line("answers per connection", fmt::format("{:.1f}", r.queries_per_connection_achieved()));
     if (r.out_of_order) line("out of order", with_commas(r.out_of_order));
     // QUIC has no connect of its own: its set-up is the handshake.
     if (r.transport != transport_kind::doq) line("connect latency", percentiles(r.connect_latency));
     if (traits_of(r.transport).has_tls) {
-      line("handshakes", fmt::format("{} full, {} resumed", with_commas(r.handshakes_full),
-                                     with_commas(r.handshakes_resumed)));
+      line("handshakes",
+           fmt::format("{} full, {} resumed; {:.3f} per query", with_commas(r.handshakes_full),
+                       with_commas(r.handshakes_resumed), r.handshakes_per_query()));
       line("handshake latency", percentiles(r.handshake_latency));
     }
     line("first query + set-up", percentiles(r.first_query_latency));

@@ -72,6 +72,8 @@ json::object options_to_json(const load_spec& s) {
           {"timeout_seconds", stable(s.timeout_seconds)},
           {"warmup_seconds", stable(s.warmup_seconds)},
           {"rate", stable(s.rate)},
+          {"client_rate", stable(s.client_rate)},
+          {"idle_seconds", stable(s.idle_seconds)},
           {"arrivals", arrival_mode_name(s.arrivals)},
           {"interval_seconds", stable(s.interval_seconds)},
           {"threads", s.threads},
@@ -94,6 +96,9 @@ void options_from_json(const json::object& o, load_spec& s) {
   s.timeout_seconds = number_at(o, "timeout_seconds");
   s.warmup_seconds = number_at(o, "warmup_seconds");
   s.rate = number_at(o, "rate");
+  // Files from before per-client rates and idle connections had neither.
+  if (o.contains("client_rate")) s.client_rate = number_at(o, "client_rate");
+  if (o.contains("idle_seconds")) s.idle_seconds = number_at(o, "idle_seconds");
   if (const auto* mode = o.if_contains("arrivals"); mode != nullptr && mode->is_string()) {
     s.arrivals = parse_arrival_mode(mode->get_string()).value_or(arrival_mode::constant);
   }

@@ -10,6 +10,7 @@
 
 #include <dnstransport/endpoint.hpp>
 #include <dnstransport/error.hpp>
+#include <dnstransport/transport.hpp>
 
 namespace dnstransport {
 
@@ -326,6 +327,8 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
   if (point.transport.backend) spec.tls.backend = *point.transport.backend;
   spec.clients = point.clients;
   spec.queries_per_connection = point.queries_per_connection;
+  // --idle concerns the transports with connections; UDP points of the same sweep run without.
+  if (!traits_of(spec.transport).has_connections) spec.idle_seconds = 0;
   spec.duration_seconds = plan.duration_seconds;
   spec.on_progress = nullptr;
   return spec;

@@ -101,8 +101,9 @@ sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks)
   }
   for (const auto& point : points) validate(point_spec(prepared, point));
   if (plan.search) {
-    if (plan.base.rate != 0) {
-      throw setup_error("--rate with --search: the search chooses the rates (--start-rate)");
+    if (plan.base.rate != 0 || plan.base.client_rate != 0) {
+      throw setup_error(fmt::format("{} with --search: the search chooses the rates (--start-rate)",
+                                    plan.base.rate != 0 ? "--rate" : "--client-rate"));
     }
     for (const auto& point : points) validate(point_search_spec(prepared, point, nullptr));
   }

@@ -58,7 +58,11 @@ run_result run(const sweep_point& p, double qps, double cpu_share = 0.5) {
   for (std::uint64_t i = 1; i <= 200; ++i) r.latency.record(i * 1000);
   if (p.transport.transport != transport_kind::udp) {
     r.connections.opened = 10;
-    r.connections.closed_by_client = 10;
+    r.connections.closed_by_client = 6;
+    r.connections.closed_idle = 4;
+    r.connections.concurrent_mean = 3.25;
+    r.connections.concurrent_max = 5;
+    r.idle_seconds = 0.5;
     r.connect_latency.record(50000);
     r.first_query_latency.record(90000);
     if (p.transport.transport == transport_kind::tls) {
@@ -223,6 +227,12 @@ TEST(sweep_test, point_spec_carries_the_point_and_the_base_options) {
   EXPECT_EQ(spec.duration_seconds, 1.5);
   EXPECT_EQ(point_spec(plan, {tcp, 1, 0}).port, 5302);
   EXPECT_EQ(point_spec(plan, {udp, 1, 0}).port, 5301);
+  // Per-client rates follow each point's clients; --idle only where there are connections.
+  plan.base.client_rate = 0.5;
+  plan.base.idle_seconds = 2;
+  EXPECT_EQ(total_rate(point_spec(plan, {tcp, 8, 0})), 4.0);
+  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).idle_seconds, 2.0);
+  EXPECT_EQ(point_spec(plan, {udp, 8, 0}).idle_seconds, 0.0);
 }
 
 TEST(sweep_test, presets_set_the_classic_studies) {
@@ -293,6 +303,14 @@ TEST(sweep_test, json_round_trip_renders_identical_tables) {
   EXPECT_EQ(read.plan.ports.tls, 8853);
   EXPECT_EQ(read.points.size(), original.points.size());
   EXPECT_EQ(read.points[4].repeats.size(), 3u);
+  for (std::size_t i = 0; i < read.points.size(); ++i) {
+    const run_result& a = read.points[i].repeats.front();
+    const run_result& b = original.points[i].repeats.front();
+    EXPECT_EQ(a.connections.closed_idle, b.connections.closed_idle);
+    EXPECT_EQ(a.connections.concurrent_mean, b.connections.concurrent_mean);
+    EXPECT_EQ(a.connections.concurrent_max, b.connections.concurrent_max);
+    EXPECT_EQ(a.idle_seconds, b.idle_seconds);
+  }
 }
 
 TEST(sweep_test, json_has_the_names_scripts_rely_on) {

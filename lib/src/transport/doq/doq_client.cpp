@@ -62,6 +62,7 @@ void doq_client::on_readable() {
       break;
     }
     now_ = monotonic_ns();
+    last_activity_ns_ = now_;
     for (int i = 0; i < n; ++i) {
       if (counted_) ++quic().packets_received;
       ngtcp2_pkt_info info{};
@@ -155,6 +156,7 @@ void doq_client::fill(std::uint64_t now) {
     slot_table::slot& s = take_slot(now);
     s.first_on_connection = sent_on_connection_ == 0;
     ++sent_on_connection_;
+    last_activity_ns_ = now;
     r.id = s.id;
     r.query_index = s.query_index;
     const auto query = (*plan().queries)[s.query_index];

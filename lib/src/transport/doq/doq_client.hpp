@@ -80,6 +80,10 @@ class doq_client final : public client_base {
   void connection_broke(int error);
   // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
   void close(bool count);
+  // Closes the established connection (as close does, uncounted) when it has had nothing in
+  // flight, nothing waiting to be sent and no query due since `idle_ns` before `now`; true
+  // if it did. The caller counts why (--idle: closed_idle).
+  bool close_if_idle(std::uint64_t now, std::uint64_t idle_ns);
   // Puts a packet with `close` in the outbox.
   void write_connection_close(const ngtcp2_connection_close_error& close);
   // Drops the connection and its streams; keeps its ticket and the socket. In-flight
@@ -180,6 +184,8 @@ class doq_client final : public client_base {
   std::uint64_t generation_ = 0;  // of the connection; stale waits and timers check it
   std::uint64_t connection_started_ns_ = 0;
   std::uint64_t sent_on_connection_ = 0;
+  // The connection's last sign of use: the handshake done, a query sent, packets read.
+  std::uint64_t last_activity_ns_ = 0;
   std::uint64_t highest_sequence_answered_ = 0;
   std::uint64_t now_ = 0;  // the time of the packets being processed, for the callbacks
   std::uint64_t timer_at_ = 0;

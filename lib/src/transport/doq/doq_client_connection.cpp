@@ -74,6 +74,11 @@ void doq_client::tick(std::uint64_t now) {
       if (send_allowance(now) > 0) connect(now);
       return;
     }
+    if (const std::uint64_t idle = transport_.settings().idle_timeout_ns;
+        idle != 0 && close_if_idle(now, idle)) {
+      if (counted_) ++connections().closed_idle;
+      return;
+    }
     // A server that never grants more streams than its first limit (Knot DNS 3.2 allows
     // 100 per connection) would leave the queries waiting for good: once nothing is in
     // flight and no MAX_STREAMS came for 3 PTOs, the connection is replaced. A server that
@@ -236,6 +241,7 @@ int doq_client::handshake_completed() {
   if (in_setup_) owner_.end_connection_setup();
   in_setup_ = false;
   state_ = conn_state::established;
+  last_activity_ns_ = now;
   connection_up();
   failed_in_a_row_ = 0;
   if (counted_) {
@@ -355,6 +361,17 @@ void doq_client::close(bool count) {
     write_connection_close(close);
   }
   end_connection();
+}
+
+bool doq_client::close_if_idle(std::uint64_t now, std::uint64_t idle_ns) {
+  if (state_ != conn_state::established || !slots_.empty() || !send_queue_.empty() ||
+      !blocked_.empty() || !resend_.empty() || now < last_activity_ns_ + idle_ns) {
+    return false;
+  }
+  // A query due now is sent on this connection, not on a new one.
+  if (send_allowance(now) > 0) return false;
+  close(false);
+  return true;
 }
 
 void doq_client::write_connection_close(const ngtcp2_connection_close_error& close) {

@@ -27,6 +27,9 @@ struct doq_settings {
   std::uint64_t queries_per_connection = 0;  // then the client reconnects; 0: never
   bool resume = false;                       // offer the newest ticket when reconnecting
   bool early_data = false;                   // with resume: first queries in 0-RTT
+  // Close a connection with nothing in flight or to send for this long; the next query
+  // opens a new one. 0: never.
+  std::uint64_t idle_timeout_ns = 0;
 };
 
 class doq_transport final : public client_transport {

@@ -55,6 +55,7 @@ void stream_client::on_ready() {
     case conn_state::established:
       break;
   }
+  last_activity_ns_ = now;
   if (!flush()) return;
   if (!read_available()) return;
   if (connection_done()) {
@@ -150,15 +151,6 @@ slot_table::slot& stream_client::next_query(std::uint64_t now) {
   ++sent_on_connection_;
   last_activity_ns_ = now;
   return s;
-}
-
-bool stream_client::idle_past_keepalive(std::uint64_t now) noexcept {
-  constexpr std::uint64_t keepalive_unit_ns = 100'000'000;  // RFC 7828: units of 100 ms
-  return settings().honour_keepalive && keepalive_timeout_ >= 0 && slots_.empty() &&
-         !channel_.output_pending() &&
-         now - last_activity_ns_ >=
-             static_cast<std::uint64_t>(keepalive_timeout_) * keepalive_unit_ns &&
-         send_allowance(now) == 0;
 }
 
 bool stream_client::write_queries(std::uint64_t now, unsigned batch) {

@@ -72,10 +72,6 @@ class stream_client : public client_base {
   // The connection is gone (closed, reset, failed): drop what belonged to it.
   virtual void connection_ended() noexcept {}
 
-  // settings().honour_keepalive: the connection has been idle (nothing in flight or to send)
-  // for the edns-tcp-keepalive timeout its server last advertised.
-  bool idle_past_keepalive(std::uint64_t now) noexcept;
-
   // The connection's life cycle (stream_client_connection.cpp).
   void connect(std::uint64_t now);
   void on_connected(std::uint64_t now);
@@ -103,6 +99,12 @@ class stream_client : public client_base {
   void server_closed(bool reset);
   // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
   void close(bool count);
+  // Closes the established connection (as close does, uncounted) when it has had nothing in
+  // flight, nothing waiting to be written and no query due since `idle_ns` before `now`;
+  // true if it did. The caller counts why (--idle: closed_idle; --honour-keepalive:
+  // closed_idle_keepalive), not as closed_by_client. The next query due opens
+  // a new connection.
+  bool close_if_idle(std::uint64_t now, std::uint64_t idle_ns);
   void end_setup() noexcept;
   void drop_socket(bool abortive = false);
 
@@ -132,9 +134,11 @@ class stream_client : public client_base {
   std::uint64_t connection_started_ns_ = 0;
   std::uint64_t handshake_started_ns_ = 0;
   std::uint64_t sent_on_connection_ = 0;
+  // The connection's last sign of use: established, a query sent, the socket ready (an
+  // answer read). close_if_idle measures from it.
+  std::uint64_t last_activity_ns_ = 0;
   std::uint64_t connections_made_ = 0;
   std::uint64_t highest_sequence_answered_ = 0;
-  std::uint64_t last_activity_ns_ = 0;   // the connection's last query sent or answer read
   std::int32_t keepalive_timeout_ = -1;  // the server's last TIMEOUT (100 ms units); -1: none
   bool any_answered_ = false;
   bool waiting_read_ = false;

@@ -49,14 +49,21 @@ void stream_client::tick(std::uint64_t now) {
       close(true);
       return;
     }
-    if (idle_past_keepalive(now)) {
+    // --honour-keepalive: idle for the timeout the server last advertised (RFC 7828 counts
+    // in units of 100 ms).
+    if (settings().honour_keepalive && keepalive_timeout_ >= 0 &&
+        close_if_idle(now, static_cast<std::uint64_t>(keepalive_timeout_) * 100'000'000)) {
       if (counted_) ++connections().closed_idle_keepalive;
-      close(true);
       return;
     }
     if (connection_done()) {
       close(true);
       if (send_allowance(now) > 0) connect(now);
+      return;
+    }
+    if (const std::uint64_t idle = settings().idle_timeout_ns;
+        idle != 0 && close_if_idle(now, idle)) {
+      if (counted_) ++connections().closed_idle;
       return;
     }
     fill(now);
@@ -227,6 +234,7 @@ void stream_client::handshake(std::uint64_t now) {
       }
       end_setup();
       state_ = conn_state::established;
+      last_activity_ns_ = now;
       if (!early_data_judged(now)) return;
       established(now);
       return;
@@ -297,6 +305,17 @@ void stream_client::close(bool count) {
   }
   drop_socket(settings().close_with_rst);  // keeps the connection's newest ticket
   state_ = conn_state::idle;
+}
+
+bool stream_client::close_if_idle(std::uint64_t now, std::uint64_t idle_ns) {
+  if (state_ != conn_state::established || syn_pending_ || !slots_.empty() ||
+      channel_.output_pending() || now < last_activity_ns_ + idle_ns) {
+    return false;
+  }
+  // A query due now is sent on this connection, not on a new one.
+  if (send_allowance(now) > 0) return false;
+  close(false);
+  return true;
 }
 
 void stream_client::end_setup() noexcept {

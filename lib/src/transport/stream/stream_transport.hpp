@@ -21,6 +21,9 @@ struct stream_settings {
   bool resume = false;        // offer the newest session ticket when reconnecting (TLS)
   // Close a connection idle for the edns-tcp-keepalive timeout its answers advertised.
   bool honour_keepalive = false;
+  // Close a connection with nothing in flight or to send for this long; the next query
+  // opens a new one. 0: never.
+  std::uint64_t idle_timeout_ns = 0;
 };
 
 class stream_transport final : public client_transport {

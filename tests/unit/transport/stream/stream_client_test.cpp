@@ -25,10 +25,11 @@ struct scripted_run {
   peer_log log;
 };
 
-// `count` queries over `clients` clients with `outstanding` in flight each, against `script`.
+// `count` queries over `clients` clients with `outstanding` in flight each, against `script`;
+// with `rate_per_client`, on a constant open-loop schedule.
 scripted_run run_scripted(const peer_script& script, std::uint64_t count, unsigned clients,
                           unsigned outstanding, stream_settings settings = {},
-                          double timeout_seconds = 5) {
+                          double timeout_seconds = 5, double rate_per_client = 0) {
   scripted_run out;
   const query_set queries = default_queries();
   stream_transport transport(settings, make_tcp_connector(),
@@ -45,6 +46,8 @@ scripted_run run_scripted(const peer_script& script, std::uint64_t count, unsign
   std::iota(plan.question_of.begin(), plan.question_of.end(), 0u);
   plan.distinct_questions = static_cast<std::uint32_t>(queries.size());
   plan.timeout_ns = seconds_to_ns(timeout_seconds);
+  plan.rate_per_client = rate_per_client;
+  if (rate_per_client > 0) plan.arrivals = run_plan::schedule::constant;
   std::vector<unsigned> indices;
   std::vector<std::uint64_t> quotas;
   for (unsigned c = 0; c < clients; ++c) {
@@ -196,6 +199,34 @@ TEST(stream_client_test, a_peer_that_never_answers_times_every_query_out) {
   EXPECT_EQ(r.counts.queries.lost, 8u);
   EXPECT_EQ(r.counts.queries.responses_received, 0u);
   EXPECT_EQ(r.log.queries_received, 8u);
+}
+
+// One query every 100 ms, connections closed after 30 ms with nothing to do: each query
+// opens a connection of its own and each but the last is closed for idleness, gracefully
+// (FIN), and counted apart from the close at the end.
+TEST(stream_client_test, idle_connections_are_closed_and_the_next_query_reconnects) {
+  stream_settings settings;
+  settings.idle_timeout_ns = 30'000'000;
+  const auto r = run_scripted({}, 4, 1, 1, settings, 5, 10);
+  expect_all_answered(r, 4);
+  EXPECT_EQ(r.counts.connections.opened, 4u);
+  EXPECT_EQ(r.counts.connections.closed_idle, 3u);
+  EXPECT_EQ(r.counts.connections.closed_by_client, 1u);
+  EXPECT_EQ(r.log.connections, 4u);
+  EXPECT_EQ(r.log.closed_by_client, 4u);
+  EXPECT_EQ(r.log.abortive_closes, 0u);
+}
+
+// The same schedule with an idle timeout longer than the gap: one connection throughout.
+TEST(stream_client_test, connections_busier_than_the_idle_timeout_are_kept) {
+  stream_settings settings;
+  settings.idle_timeout_ns = 300'000'000;
+  const auto r = run_scripted({}, 4, 1, 1, settings, 5, 10);
+  expect_all_answered(r, 4);
+  EXPECT_EQ(r.counts.connections.opened, 1u);
+  EXPECT_EQ(r.counts.connections.closed_idle, 0u);
+  EXPECT_EQ(r.counts.connections.closed_by_client, 1u);
+  EXPECT_EQ(r.log.connections, 1u);
 }
 
 }  // namespace

@@ -1,0 +1,223 @@
+// Idle clients and per-client rates over loopback against the built-in responder: a client
+// sending one query every 200 ms (--client-rate 5) closes its connection after 100 ms with
+// nothing to do (--idle 0.1), so every query opens a connection (resumed with --tls-resume,
+// 0-RTT with DoQ --early-data; DoH alike); with an idle timeout longer than the gap, one
+// connection per client carries everything. The connection figures (opened per second, open at
+// once, handshakes per query) and the usage errors of both flags.
+#include <dnstransport/load.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/report.hpp>
+#include <dnstransport/server.hpp>
+
+#include "hostile_checks.hpp"
+
+namespace dnstransport::hostile {
+namespace {
+
+// 20 clients, 5 queries per second each, for 1 s of constant arrivals: client i of 20 has
+// its k-th query at (k + i/20) × 200 ms, so k = 0..4 fall in the second: 100 queries.
+constexpr unsigned clients = 20;
+constexpr std::uint64_t queries = 100;
+
+server_options server_for(transport_kind t) {
+  server_options o;
+  if (t == transport_kind::tcp) o.tcp = endpoint{"127.0.0.1", 0};
+  if (t == transport_kind::tls || t == transport_kind::doh) {
+    (t == transport_kind::tls ? o.tls : o.doh) = endpoint{"127.0.0.1", 0};
+    o.certificate_directory = (std::filesystem::path(::testing::TempDir()) /
+                               ("idle-clients-" + std::to_string(::getpid())))
+                                  .string();
+  }
+  if (t == transport_kind::doq) {
+    o.doq = endpoint{"127.0.0.1", 0};
+    o.doq_early_data = true;
+  }
+  return o;
+}
+
+std::uint16_t port_of(const server& s, transport_kind t) {
+  if (t == transport_kind::tcp) return s.tcp_port();
+  if (t == transport_kind::tls) return s.tls_port();
+  if (t == transport_kind::doh) return s.doh_port();
+  return s.doq_port();
+}
+
+load_spec idle_spec(const server& s, transport_kind t, double idle_seconds) {
+  load_spec spec;
+  spec.transport = t;
+  spec.port = port_of(s, t);
+  if (t == transport_kind::doq) spec.tls.backend = tls_backend::gnutls;
+  spec.clients = clients;
+  spec.outstanding = 1;
+  spec.client_rate = 5;
+  spec.idle_seconds = idle_seconds;
+  spec.duration_seconds = 1;
+  spec.timeout_seconds = generous_timeout_seconds;
+  return spec;
+}
+
+// Each query finds its client's connection closed for idleness (100 ms after the previous
+// answer, 100 ms before the next query): a connection per query. The last connection of
+// each client is closed at the end of the run instead.
+void expect_a_connection_per_query(const run_result& r) {
+  EXPECT_EQ(r.rate, 100.0);
+  EXPECT_EQ(r.client_rate, 5.0);
+  EXPECT_EQ(r.queries_scheduled(), queries);
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.queries_sent, queries) << summary(r);
+  EXPECT_EQ(r.connections.opened, queries) << summary(r);
+  EXPECT_EQ(r.connections.closed_idle, queries - clients) << summary(r);
+  EXPECT_EQ(r.connections.closed_by_client, clients) << summary(r);
+  EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
+  EXPECT_DOUBLE_EQ(r.queries_per_connection_achieved(), 1.0);
+  EXPECT_NEAR(r.connections_per_second(), 100.0 / r.elapsed_seconds, 1e-9);
+  // 80 connections each open for at least the 100 ms idle timeout in the 1 s window: at
+  // least 8 open on average; a connection lives at most until its client's next query.
+  EXPECT_GE(r.connections.concurrent_mean, 8.0);
+  EXPECT_LE(r.connections.concurrent_mean, 16.0);
+  EXPECT_GE(r.connections.concurrent_max, 8u);
+  EXPECT_LE(r.connections.concurrent_max, clients);
+}
+
+TEST(idle_clients_test, tcp_idle_timeout_shorter_than_the_gap_opens_a_connection_per_query) {
+  server responder(server_for(transport_kind::tcp));
+  const run_result r = run_load(idle_spec(responder, transport_kind::tcp, 0.1));
+  expect_a_connection_per_query(r);
+  EXPECT_EQ(r.handshakes_per_query(), 0.0);  // plain TCP has no handshake above it
+  responder.stop();
+  EXPECT_EQ(responder.stats().connections_accepted, queries);
+}
+
+TEST(idle_clients_test, tcp_idle_timeout_longer_than_the_gap_keeps_one_connection_per_client) {
+  server responder(server_for(transport_kind::tcp));
+  const run_result r = run_load(idle_spec(responder, transport_kind::tcp, 0.5));
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.queries_sent, queries);
+  EXPECT_EQ(r.connections.opened, clients) << summary(r);
+  EXPECT_EQ(r.connections.closed_idle, 0u);
+  EXPECT_EQ(r.connections.closed_by_client, clients);
+  // Every client connects within the first 200 ms and keeps its connection until its last
+  // answer, after 800 ms: all 20 are open at once in between.
+  EXPECT_EQ(r.connections.concurrent_max, clients);
+  EXPECT_GE(r.connections.concurrent_mean, 15.0);
+  EXPECT_LE(r.connections.concurrent_mean, 20.0);
+}
+
+TEST(idle_clients_test, tls_connections_reopened_after_idling_resume_their_session) {
+  server responder(server_for(transport_kind::tls));
+  load_spec spec = idle_spec(responder, transport_kind::tls, 0.1);
+  spec.tls.resume = true;
+  const run_result r = run_load(spec);
+  expect_a_connection_per_query(r);
+  // A client's first connection has no ticket; every later one resumes.
+  EXPECT_EQ(r.handshakes_full, clients);
+  EXPECT_EQ(r.handshakes_resumed, queries - clients);
+  EXPECT_DOUBLE_EQ(r.handshakes_per_query(), 1.0);
+  responder.stop();
+  EXPECT_EQ(responder.stats().tls_resumed, queries - clients);
+
+  // The figures read back from the JSON, and write the same document again.
+  const std::string text = to_json(r);
+  const run_result back = run_result_from_json(text, "idle.json");
+  EXPECT_EQ(back.client_rate, 5.0);
+  EXPECT_EQ(back.idle_seconds, 0.1);
+  EXPECT_EQ(back.connections.closed_idle, queries - clients);
+  EXPECT_EQ(back.connections.concurrent_max, r.connections.concurrent_max);
+  EXPECT_NEAR(back.connections.concurrent_mean, r.connections.concurrent_mean, 1e-9);
+  EXPECT_DOUBLE_EQ(back.handshakes_per_query(), 1.0);
+  EXPECT_EQ(to_json(back), text);
+}
+
+// With --early-data each reconnection's query rides in the resumed ClientHello's 0-RTT.
+TEST(idle_clients_test, tls_connections_reopened_after_idling_send_their_query_in_0rtt) {
+  server responder(server_for(transport_kind::tls));
+  load_spec spec = idle_spec(responder, transport_kind::tls, 0.1);
+  spec.tls.resume = true;
+  spec.tls.early_data = true;
+  const run_result r = run_load(spec);
+  expect_a_connection_per_query(r);
+  EXPECT_EQ(r.handshakes_resumed, queries - clients);
+  EXPECT_EQ(r.early_data.offered, queries - clients);
+  EXPECT_EQ(r.early_data.accepted, queries - clients);
+  EXPECT_EQ(r.early_data.queries_in_early_data, queries - clients);
+  EXPECT_EQ(r.early_data.queries_resent, 0u);
+}
+
+// DoH runs on the stream client's connection life cycle: the same idle closes, each new
+// connection resumed.
+TEST(idle_clients_test, doh_connections_reopened_after_idling_resume_their_session) {
+  server responder(server_for(transport_kind::doh));
+  load_spec spec = idle_spec(responder, transport_kind::doh, 0.1);
+  spec.tls.resume = true;
+  const run_result r = run_load(spec);
+  expect_a_connection_per_query(r);
+  EXPECT_EQ(r.handshakes_full, clients);
+  EXPECT_EQ(r.handshakes_resumed, queries - clients);
+  EXPECT_EQ(r.http_failed, 0u);
+}
+
+#ifdef DNSTRANSPORT_HAVE_DOQ
+TEST(idle_clients_test, doq_connections_reopened_after_idling_send_their_query_in_0rtt) {
+  server responder(server_for(transport_kind::doq));
+  load_spec spec = idle_spec(responder, transport_kind::doq, 0.1);
+  spec.tls.resume = true;
+  spec.tls.early_data = true;
+  const run_result r = run_load(spec);
+  expect_a_connection_per_query(r);
+  EXPECT_EQ(r.handshakes_full, clients);
+  EXPECT_EQ(r.handshakes_resumed, queries - clients);
+  EXPECT_EQ(r.early_data.offered, queries - clients);
+  EXPECT_EQ(r.early_data.accepted, queries - clients);
+  EXPECT_EQ(r.early_data.queries_in_early_data, queries - clients);
+  EXPECT_TRUE(r.quic.closes.empty());  // the client closed every connection
+}
+#endif
+
+std::string setup_error_of(const load_spec& spec) {
+  try {
+    validate(spec);
+  } catch (const setup_error& e) {
+    return e.what();
+  }
+  return "no setup_error";
+}
+
+TEST(idle_clients_test, bad_settings_are_refused_naming_the_flag) {
+  load_spec spec;
+  spec.transport = transport_kind::tcp;
+  spec.idle_seconds = -1;
+  EXPECT_NE(setup_error_of(spec).find("--idle"), std::string::npos);
+  spec.idle_seconds = 1;
+  spec.transport = transport_kind::udp;
+  EXPECT_NE(setup_error_of(spec).find("--idle applies to transports with connections"),
+            std::string::npos);
+  spec.idle_seconds = 0;
+  spec.client_rate = -0.5;
+  EXPECT_NE(setup_error_of(spec).find("--client-rate"), std::string::npos);
+  spec.client_rate = 0.5;
+  spec.rate = 100;
+  const std::string both = setup_error_of(spec);
+  EXPECT_NE(both.find("--rate"), std::string::npos) << both;
+  EXPECT_NE(both.find("--client-rate"), std::string::npos) << both;
+}
+
+TEST(idle_clients_test, the_total_rate_is_the_clients_times_the_client_rate) {
+  load_spec spec;
+  spec.clients = 10000;
+  spec.client_rate = 0.2;
+  EXPECT_DOUBLE_EQ(total_rate(spec), 2000.0);
+  spec.client_rate = 0;
+  spec.rate = 500;
+  EXPECT_DOUBLE_EQ(total_rate(spec), 500.0);
+  spec.rate = 0;
+  EXPECT_EQ(total_rate(spec), 0.0);
+}
+
+}  // namespace
+}  // namespace dnstransport::hostile
