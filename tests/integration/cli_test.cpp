@@ -274,6 +274,11 @@ TEST(cli_test, fast_open_connections_count_once_established) {
   EXPECT_GT(result.connections.fastopen_data_in_syn, 0u);
   EXPECT_EQ(result.connect_latency.count(), 400u);
   EXPECT_GT(result.connect_latency.min(), 0u);
+  // Each connection's first answer (set-up included) comes no earlier than the SYN-ACK that
+  // completed its connect: neither is taken at connect()'s immediate return.
+  EXPECT_EQ(result.first_query_latency.count(), 400u);
+  EXPECT_GE(result.first_query_latency.min(), result.connect_latency.min());
+  EXPECT_GE(result.first_query_latency.mean(), result.connect_latency.mean());
 }
 
 TEST(cli_test, sigint_stops_within_a_second_and_writes_the_results) {
