@@ -214,9 +214,7 @@ class gnutls_connection final : public tls_connection {
   bool early_enabled_ = false;  // GNUTLS_ENABLE_EARLY_DATA: the client sends, the server takes
   bool resuming_ = false;
   bool early_sent_ = false;
-  // Server: the early data taken when the handshake ended, handed out by read() first.
-  std::vector<std::uint8_t> early_input_;
-  std::size_t early_read_ = 0;
+  early_input early_input_;  // server: the early data taken with the handshake
   bool client_hello_seen_ = false;
   unsigned offered_versions_ = 0;
   std::optional<tls_io> final_;

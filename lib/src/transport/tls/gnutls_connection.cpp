@@ -95,20 +95,15 @@ void gnutls_connection::take_early_input() {
   for (;;) {
     const ssize_t n = gnutls_record_recv_early_data(session_, buffer, sizeof buffer);
     if (n <= 0) break;  // GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE: all taken (or a client)
-    early_input_.insert(early_input_.end(), buffer, buffer + n);
+    early_input_.add(buffer, static_cast<std::size_t>(n));
   }
 }
 
 tls_io gnutls_connection::read(std::uint8_t* data, std::size_t size, std::size_t& transferred) {
   transferred = 0;
   if (final_) return *final_;
-  if (early_read_ < early_input_.size()) {
-    // Early data came before anything else the client sent.
-    transferred = std::min(size, early_input_.size() - early_read_);
-    std::copy_n(early_input_.data() + early_read_, transferred, data);
-    early_read_ += transferred;
-    return tls_io::done;
-  }
+  // Early data came before anything else the client sent.
+  if (early_input_.take(data, size, transferred)) return tls_io::done;
   for (;;) {
     const ssize_t result = gnutls_record_recv(session_, data, size);
     if (result > 0) {
@@ -145,7 +140,7 @@ tls_io gnutls_connection::shutdown() {
 }
 
 std::size_t gnutls_connection::pending() const {
-  return gnutls_record_check_pending(session_) + (early_input_.size() - early_read_);
+  return gnutls_record_check_pending(session_) + early_input_.pending();
 }
 
 std::size_t gnutls_connection::early_data_room() const {

@@ -89,8 +89,7 @@ class openssl_connection final : public tls_connection {
   bool early_enabled_;
   bool early_sent_ = false;
   bool early_finished_ = false;  // server: SSL_read_early_data said there is no more
-  std::vector<std::uint8_t> early_input_;
-  std::size_t early_read_ = 0;
+  early_input early_input_;
   std::optional<tls_io> final_;
   tls_failure failure_ = tls_failure::none;
   std::string error_message_;

@@ -58,7 +58,7 @@ tls_io openssl_connection::take_early_input() {
     std::size_t n = 0;
     const int result = SSL_read_early_data(ssl_.get(), buffer, sizeof buffer, &n);
     if (result == SSL_READ_EARLY_DATA_SUCCESS) {
-      early_input_.insert(early_input_.end(), buffer, buffer + n);
+      early_input_.add(buffer, n);
       continue;
     }
     if (result == SSL_READ_EARLY_DATA_FINISH) {
@@ -72,13 +72,8 @@ tls_io openssl_connection::take_early_input() {
 tls_io openssl_connection::read(std::uint8_t* data, std::size_t size, std::size_t& transferred) {
   transferred = 0;
   if (final_) return *final_;
-  if (early_read_ < early_input_.size()) {
-    // Early data came before anything else the client sent.
-    transferred = std::min(size, early_input_.size() - early_read_);
-    std::copy_n(early_input_.data() + early_read_, transferred, data);
-    early_read_ += transferred;
-    return tls_io::done;
-  }
+  // Early data came before anything else the client sent.
+  if (early_input_.take(data, size, transferred)) return tls_io::done;
   begin_call();
   const int result = SSL_read_ex(ssl_.get(), data, size, &transferred);
   return result == 1 ? tls_io::done : finish(result);
@@ -102,7 +97,7 @@ tls_io openssl_connection::shutdown() {
 }
 
 std::size_t openssl_connection::pending() const {
-  return static_cast<std::size_t>(SSL_pending(ssl_.get())) + (early_input_.size() - early_read_);
+  return static_cast<std::size_t>(SSL_pending(ssl_.get())) + early_input_.pending();
 }
 
 std::size_t openssl_connection::early_data_room() const {

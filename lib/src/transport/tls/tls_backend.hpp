@@ -4,11 +4,13 @@
 // the caller (the stream client or the responder) waits for readiness with Asio and calls
 // again. Nothing here throws on the I/O path; setup (contexts) throws setup_error.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <dnstransport/tls.hpp>
 
@@ -47,6 +49,28 @@ enum class early_data_status {
 /// What a listener's tickets allow a resuming client to send as early data: a few hundred
 /// queries.
 inline constexpr std::uint32_t max_early_data = 16384;
+
+/// Server: the early data a session took during its handshake, handed out by read() before
+/// anything the client sent after it.
+class early_input {
+ public:
+  void add(const std::uint8_t* data, std::size_t size) {
+    data_.insert(data_.end(), data, data + size);
+  }
+  std::size_t pending() const noexcept { return data_.size() - read_; }
+  /// Copies what is left (at most `size` octets) into `out`; false when nothing is.
+  bool take(std::uint8_t* out, std::size_t size, std::size_t& transferred) noexcept {
+    if (read_ == data_.size()) return false;
+    transferred = std::min(size, data_.size() - read_);
+    std::copy_n(data_.data() + read_, transferred, out);
+    read_ += transferred;
+    return true;
+  }
+
+ private:
+  std::vector<std::uint8_t> data_;
+  std::size_t read_ = 0;
+};
 
 /// Opaque saved session (ticket) for resumption; backend specific.
 class tls_ticket {
