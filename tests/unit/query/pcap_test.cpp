@@ -275,7 +275,7 @@ TEST(pcap_test, a_capture_cut_mid_record_keeps_the_records_before) {
   c.add(t0 + 1,
         ethernet(udp(ip("192.0.2.1"), ip("192.0.2.53"), 1, 53, dns_query("b.example", 1, 1))));
   bytes data = c.data();
-  data.resize(data.size() - 7);
+  data.erase(data.end() - 7, data.end());
   const pcap_capture got = parse_pcap(data, "cut.pcap");
   EXPECT_EQ(got.counts.queries, 1u);
   EXPECT_EQ(got.counts.malformed, 1u);
