@@ -17,6 +17,20 @@
 namespace dnstransport::cli {
 
 std::atomic<bool> stop_requested{false};
+std::shared_ptr<load_group> job_group;
+
+bool secondary_rank() noexcept {
+  return job_group && job_group->rank() != 0;
+}
+
+void require_server_under_mpirun(bool server_given) {
+  if (job_group && !server_given) {
+    throw setup_error(
+        "under mpirun every rank loads the same server: give --server (start one with "
+        "`dnstransport serve`, several sharing a port for a large load); a built-in responder "
+        "would be one per rank");
+  }
+}
 
 namespace {
 
@@ -293,6 +307,7 @@ void set_queries(load_spec& spec, const run_options& o, const query_options& que
 
 load_spec make_load_spec(const run_options& o) {
   load_spec spec;
+  spec.group = job_group;
   spec.label = o.label;
   const auto transport = parse_transport(o.transport);
   if (!transport) {
@@ -502,6 +517,7 @@ void progress_printer::finish() {
 }
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
+  if (secondary_rank()) return;  // rank 0 writes what every rank measured
   const std::filesystem::path temporary = path.string() + ".tmp";
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <dnstransport/cpus.hpp>
+#include <dnstransport/group.hpp>
 #include <dnstransport/load.hpp>
 #include <dnstransport/server.hpp>
 
@@ -24,13 +25,25 @@ enum exit_code : int {
   exit_ok = 0,            // measured what was asked
   exit_no_answers = 1,    // ran but measured nothing usable (no answers, every handshake failed)
   exit_usage = 2,         // bad flags or input: nothing was sent
+  exit_incomplete = 3,    // under mpirun, a rank sent no result: the others' results were written
   exit_interrupted = 130  // stopped by SIGINT/SIGTERM; what was measured was still written
 };
 
 inline constexpr const char* exit_codes_help =
     "Exit status: 0 the run measured what was asked; 1 it ran but got no answers (or every "
     "connection/handshake failed); 2 bad usage or input, nothing was sent; 130 interrupted by "
-    "SIGINT/SIGTERM (results measured so far are still written).";
+    "SIGINT/SIGTERM (results measured so far are still written); under mpirun, 3 a rank failed "
+    "(no answer, or no result: it crashed, hung or was killed; the others' results are still "
+    "written).";
+
+/// Under mpirun (main joins the job): this process's member of the group of ranks that share
+/// each load; null otherwise. make_load_spec hands it to every load.
+extern std::shared_ptr<load_group> job_group;
+/// True on the ranks other than 0 under mpirun: they print nothing and write no file.
+bool secondary_rank() noexcept;
+/// Under mpirun every rank must load one server given on the command line (a built-in
+/// responder would be one per rank): throws setup_error otherwise.
+void require_server_under_mpirun(bool server_given);
 
 /// Set by SIGINT/SIGTERM; a second SIGINT exits at once with 130.
 extern std::atomic<bool> stop_requested;

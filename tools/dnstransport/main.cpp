@@ -1,20 +1,62 @@
 // dnstransport: measures what a DNS server can do over UDP, TCP and DNS-over-TLS.
 
+#include <cstdio>
 #include <exception>
+#include <optional>
+#include <string>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/mpi.hpp>
 #include <dnstransport/tls.hpp>
 #include <dnstransport/version.hpp>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
 
-int main(int argc, char** argv) {
-  using namespace dnstransport;
-  using namespace dnstransport::cli;
+namespace {
 
+using namespace dnstransport;
+using namespace dnstransport::cli;
+
+// The ranks other than 0 print nothing: rank 0 prints the merged results, and every error a
+// rank meets at set-up is reported by rank 0 (load_group::start_together).
+void silence_output() {
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (null < 0) return;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::dup2(null, STDOUT_FILENO);
+  ::dup2(null, STDERR_FILENO);
+  ::close(null);
+}
+
+// Joins the mpirun job this process was started in, if any; an exit status when it cannot.
+std::optional<int> join_job() {
+  const unsigned launched = mpi_launch_size();
+  if (launched == 0) return std::nullopt;
+  if (!mpi_compiled_in()) {
+    if (launched == 1) return std::nullopt;
+    fmt::print(stderr,
+               "error: started by mpirun as one of {} processes, but this dnstransport was built "
+               "without MPI (DNSTRANSPORT_WITH_MPI=OFF, or libopenmpi-dev was not installed "
+               "when it was built): each process would run the whole load on its own. Rebuild "
+               "it with MPI, or run it without mpirun\n",
+               launched);
+    return exit_usage;
+  }
+  job_group = join_mpi_job();
+  if (secondary_rank()) silence_output();
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   CLI::App app{
       "dnstransport measures what a DNS server can do over UDP, TCP and DNS-over-TLS: "
       "throughput, latency percentiles, connection and handshake costs."};
@@ -31,31 +73,56 @@ int main(int argc, char** argv) {
                               add_monitor_command(app),
                               add_search_command(app)};
 
+  if (const auto status = join_job()) return *status;
+  // Leaves the MPI job (when in one) before exiting with `status`.
+  const auto leave = [](int status, const std::string& error = {}) {
+    if (job_group) {
+      if (job_group->broken() &&
+          (status == exit_ok || status == exit_interrupted || status == exit_incomplete)) {
+        fmt::print(stderr,
+                   "error: a rank of this mpirun job sent no result (it failed, hung or was "
+                   "killed); the results written are those of the ranks that reported\n");
+        status = exit_incomplete;
+      }
+      leave_mpi_job(*job_group, status, error);
+    }
+    return status;
+  };
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return leave(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return leave(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return leave(app.exit(e));
   } catch (const CLI::ParseError& e) {
     app.exit(e);
-    return exit_usage;
+    return leave(exit_usage, e.what());
   }
 
   install_signal_handlers();
   try {
+    if (job_group) {
+      const auto* sub = app.get_subcommands().front();
+      if (sub->get_name() != "run" && sub->get_name() != "sweep" && sub->get_name() != "search") {
+        throw setup_error(fmt::format(
+            "`{}` does not run under mpirun: only run, sweep and search share their load over "
+            "ranks (start `dnstransport serve` on its own)",
+            sub->get_name()));
+      }
+    }
     for (auto& a : actions) {
       const int status = a();
-      if (status >= 0) return status;
+      if (status >= 0) return leave(status);
     }
-    return exit_usage;
+    return leave(exit_usage);
   } catch (const setup_error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
-    return exit_usage;
+    return leave(exit_usage, e.what());
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
-    return exit_no_answers;
+    return leave(exit_no_answers, e.what());
   }
 }

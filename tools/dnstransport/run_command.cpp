@@ -24,6 +24,7 @@ action add_run_command(CLI::App& app) {
     if (!run->parsed()) return -1;
     const run_options& o = *options;
     load_spec spec = make_load_spec(o);
+    require_server_under_mpirun(!o.server.empty());
     std::unique_ptr<builtin_responder> responder;
     if (o.server.empty()) {
       responder = start_builtin_server(o, spec, {spec.transport});
@@ -49,6 +50,13 @@ action add_run_command(CLI::App& app) {
     if (!o.quiet) {
       fmt::print("{}", format_table(result));
       if (!o.json_file.empty()) fmt::print("  result written to {}\n", o.json_file);
+    }
+    if (result.ranks_failed() > 0) {
+      fmt::print(stderr,
+                 "error: {} of {} ranks failed (no result, or no answer): see the per-rank "
+                 "table\n",
+                 result.ranks_failed(), result.ranks.size());
+      return exit_incomplete;
     }
     if (result.interrupted) return exit_interrupted;
     if (result.responses_received == 0) {

@@ -107,6 +107,7 @@ action add_search_command(CLI::App& app) {
     spec.precision = f->precision;
     spec.max_time_seconds = f->max_time;
     const bool quiet = f->run.quiet;
+    require_server_under_mpirun(!f->run.server.empty());
     std::unique_ptr<builtin_responder> responder;
     if (f->run.server.empty()) {
       validate(spec);  // before starting anything
@@ -153,7 +154,7 @@ action add_search_command(CLI::App& app) {
       fmt::print("\n{}", format_search(result));
       if (!f->json_file.empty()) fmt::print("search written to {}\n", f->json_file);
     }
-    if (!f->report_dir.empty()) {
+    if (!f->report_dir.empty() && !secondary_rank()) {
       const report_output written = write_search_report(
           result, f->report_dir, f->json_file.empty() ? "search" : f->json_file);
       if (!written.plot_problem.empty()) fmt::print(stderr, "note: {}\n", written.plot_problem);

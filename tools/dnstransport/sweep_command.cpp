@@ -265,6 +265,7 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
 // Points the plan at --server, or at a built-in responder listening for every transport.
 std::unique_ptr<builtin_responder> set_target(sweep_plan& plan, const run_options& o,
                                               const sweep_flags& f) {
+  require_server_under_mpirun(!plan.targets.empty() || !o.server.empty());
   if (!plan.targets.empty()) return nullptr;
   if (o.server.empty()) {
     if (f.tls_port != 0) throw setup_error("--tls-port applies to a --server only");

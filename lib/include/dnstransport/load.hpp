@@ -23,6 +23,8 @@
 
 namespace dnstransport {
 
+class load_group;
+
 /// Queries per connection from its flag value: a positive number, or "unlimited" (or "0")
 /// for 0. Throws setup_error naming --queries-per-connection otherwise.
 std::uint64_t parse_queries_per_connection(std::string_view text);
@@ -206,6 +208,12 @@ struct load_spec {
   /// queries still in flight are counted as abandoned and the result is returned as usual
   /// with `interrupted` set.
   const std::atomic<bool>* stop = nullptr;
+
+  /// Run as one member of a group of processes (MPI ranks under mpirun: mpi.hpp) that share
+  /// this load: run_load takes this member's share (share_of), starts sending when every
+  /// member is ready, and returns the merged result of all of them (merge_results), the same
+  /// on every member. Null: this process runs the whole load.
+  std::shared_ptr<load_group> group;
 };
 
 /// What a run's packet capture held and how it was replayed (run_result::capture).
@@ -325,6 +333,33 @@ struct timeline_row {
   std::uint64_t server_rss_bytes = 0;
 };
 
+/// A run (or a sweep point, in any repeat) whose busiest worker thread used at least this
+/// share of a CPU is flagged client-bound: its figure measures the generator, not the server.
+inline constexpr double client_bound_cpu_share = 0.9;
+
+/// One member's own figures in a load run by several processes (run_result::ranks).
+struct rank_result {
+  unsigned rank = 0;
+  std::string host;
+  /// False when the member sent no result (it failed, hung or was killed); its figures are
+  /// then zero and not in the merged counts.
+  bool reported = true;
+  bool interrupted = false;
+  unsigned clients = 0;
+  std::uint64_t queries_sent = 0;
+  std::uint64_t responses_received = 0;
+  double elapsed_seconds = 0;
+  double qps = 0;
+  double client_cpu_seconds = 0;
+  double max_thread_cpu_share = 0;  ///< its busiest worker thread's CPU share
+  bool client_bound = false;        ///< max_thread_cpu_share >= client_bound_cpu_share (0.9)
+  std::string first_failure;        ///< its first connection failure, when it had one
+
+  /// It sent no result, or got no answer (every connection refused, a source address it
+  /// cannot bind, ...).
+  bool failed() const noexcept { return !reported || responses_received == 0; }
+};
+
 /// Everything measured in one load. Every query sent after the warm-up ends in exactly one
 /// of: responses_received, truncated, oversized, lost, lost_on_close, malformed, mismatched,
 /// http_failed, quic_failed, abandoned. Connection figures count only connections opened after the
@@ -425,6 +460,14 @@ struct run_result {
   std::vector<timeline_row> timeline;
 
   std::vector<std::string> warnings;  ///< things the user should know about this run
+
+  /// A load run by several processes (load_spec::group): each member's own figures, in rank
+  /// order; the counts above are their sums. Empty for a load run by one process.
+  std::vector<rank_result> ranks;
+  /// Members that sent no result (rank_result::reported false).
+  std::size_t ranks_missing() const noexcept;
+  /// Members that sent no result or got no answer (rank_result::failed).
+  std::size_t ranks_failed() const noexcept;
 
   /// True when queries were sent on a schedule (constant or poisson arrivals at a rate, or a
   /// capture replayed with its timing).

@@ -15,10 +15,6 @@
 
 namespace dnstransport {
 
-/// A point whose busiest worker thread used at least this share of a CPU in any repeat is
-/// flagged client-bound: its figure measures the generator, not the server.
-inline constexpr double client_bound_cpu_share = 0.9;
-
 /// Run-to-run spread is (max - min) / median of the repeats' queries/s; above this a warning
 /// is given (the reference studies saw 10-15 % run-to-run variation).
 inline constexpr double spread_warning_threshold = 0.15;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <thread>
 #include <unordered_map>
@@ -18,6 +19,7 @@
 
 #include <dnstransport/cpus.hpp>
 #include <dnstransport/error.hpp>
+#include <dnstransport/group.hpp>
 
 #include "engine/engine.hpp"
 #include "load/transports.hpp"
@@ -616,7 +618,11 @@ std::optional<doh_method> parse_doh_method(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-run_result run_load(const load_spec& spec) {
+namespace {
+
+// One process's load. `ready`, when given, is called once the set-up is done, just before
+// the first query: false means "do not send" (the result is then an interrupted, empty run).
+run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) {
   validate(spec);
   const auto server_address = resolve(spec.server);
   const auto sources = source_addresses(spec, server_address);
@@ -734,6 +740,10 @@ run_result run_load(const load_spec& spec) {
         std::make_unique<detail::worker>(plan, std::move(indices), std::move(quotas)));
   }
 
+  if (ready && !ready()) {
+    result.interrupted = true;
+    return result;
+  }
   plan.start_ns = monotonic_ns();
   plan.measure_start_ns = plan.start_ns + seconds_to_ns(spec.warmup_seconds);
   plan.send_end_ns = spec.count == 0 && spec.duration_seconds > 0
@@ -880,6 +890,48 @@ run_result run_load(const load_spec& spec) {
   }
   add_open_loop_warnings(result);
   return result;
+}
+
+// How long a member waits for the others at the start, and for their results after its own
+// load: the start waits for set-up (reading captures, resolving, TLS contexts), the results
+// for the timeout of the last queries and the members' drift.
+constexpr double group_start_wait_seconds = 120;
+constexpr double group_result_margin_seconds = 10;
+// Interrupted (SIGINT, or mpirun ending the job because a member died, which sends SIGTERM
+// and SIGKILL a second later), a member waits only briefly, so member 0 can still write.
+constexpr double group_interrupted_wait_seconds = 0.5;
+
+run_result run_in_group(const load_spec& spec) {
+  load_group& group = *spec.group;
+  bool told = false;
+  const auto ready = [&] {
+    told = true;
+    const bool stopping = spec.stop != nullptr && spec.stop->load(std::memory_order_relaxed);
+    return group.start_together({}, stopping, group_start_wait_seconds);
+  };
+  run_result own;
+  try {
+    load_spec mine = share_of(spec, group.rank(), group.size());
+    mine.group = nullptr;
+    own = run_alone(mine, ready);
+  } catch (const std::exception& e) {
+    // A member that cannot run tells the others, so none waits for it.
+    if (!told) group.start_together(e.what(), false, group_start_wait_seconds);
+    throw;
+  }
+  const double wait =
+      own.interrupted
+          ? group_interrupted_wait_seconds
+          : spec.timeout_seconds + group_result_margin_seconds +
+                (spec.count > 0 || spec.duration_seconds == 0 ? own.elapsed_seconds : 0);
+  return merge_results(group.gather(own, wait), group.hosts());
+}
+
+}  // namespace
+
+run_result run_load(const load_spec& spec) {
+  if (spec.group) return run_in_group(spec);
+  return run_alone(spec, {});
 }
 
 }  // namespace dnstransport

@@ -362,6 +362,28 @@ json::object run_result_to_json(const run_result& r) {
   if (r.transport == transport_kind::doq) out["quic"] = quic_stats_to_json(r.quic);
   if (r.edns.requested()) out["edns"] = edns_stats_to_json(r.edns, r.responses_received);
   if (r.server_usage.monitored()) out["server_usage"] = server_stats_to_json(r.server_usage);
+  if (!r.ranks.empty()) {
+    out["ranks"] = r.ranks.size();
+    json::array members;
+    for (const auto& m : r.ranks) {
+      members.push_back(json::object{
+          {"rank", m.rank},
+          {"host", m.host},
+          {"reported", m.reported},
+          {"interrupted", m.interrupted},
+          {"clients", m.clients},
+          {"queries_sent", m.queries_sent},
+          {"responses_received", m.responses_received},
+          {"elapsed_seconds", stable(m.elapsed_seconds)},
+          {"qps", stable(m.qps)},
+          {"client_cpu_seconds", stable(m.client_cpu_seconds)},
+          {"max_thread_cpu_share", stable(m.max_thread_cpu_share)},
+          {"client_bound", m.client_bound},
+          {"first_failure", m.first_failure},
+      });
+    }
+    out["per_rank"] = std::move(members);
+  }
   return out;
 }
 
@@ -690,6 +712,27 @@ run_result run_result_from_json_value(const json::value& value) {
   if (warnings.is_array()) {
     for (const auto& w : warnings.get_array()) {
       if (w.is_string()) r.warnings.emplace_back(w.get_string());
+    }
+  }
+  if (o.contains("per_rank")) {
+    for (const auto& v : array_at(o, "per_rank")) {
+      if (!v.is_object()) throw std::invalid_argument("a \"per_rank\" entry is not an object");
+      const auto& m = v.get_object();
+      rank_result rr;
+      rr.rank = static_cast<unsigned>(count_at(m, "rank"));
+      rr.host = string_at(m, "host");
+      rr.reported = bool_at(m, "reported");
+      rr.interrupted = bool_at(m, "interrupted");
+      rr.clients = static_cast<unsigned>(count_at(m, "clients"));
+      rr.queries_sent = count_at(m, "queries_sent");
+      rr.responses_received = count_at(m, "responses_received");
+      rr.elapsed_seconds = number_at(m, "elapsed_seconds");
+      rr.qps = number_at(m, "qps");
+      rr.client_cpu_seconds = number_at(m, "client_cpu_seconds");
+      rr.max_thread_cpu_share = number_at(m, "max_thread_cpu_share");
+      rr.client_bound = bool_at(m, "client_bound");
+      rr.first_failure = string_at(m, "first_failure");
+      r.ranks.push_back(std::move(rr));
     }
   }
   return r;

@@ -341,6 +341,23 @@ std::string format_table(const run_result& r) {
     line("errors", causes);
     line("first error", c.first_failure);
   }
+  if (!r.ranks.empty()) {
+    out += fmt::format("  {} ranks (mpirun); the figures above are their sums:\n", r.ranks.size());
+    out += fmt::format("    {:>4}  {:<20} {:>8} {:>14} {:>12} {:>10} {:>13}\n", "rank", "host",
+                       "clients", "answered", "queries/s", "client CPU", "busiest thread");
+    for (const auto& m : r.ranks) {
+      if (!m.reported) {
+        out += fmt::format("    {:>4}  {:<20} sent no result (failed, hung or killed)\n", m.rank,
+                           m.host);
+        continue;
+      }
+      out += fmt::format("    {:>4}  {:<20} {:>8} {:>14} {:>12} {:>9.2f}s {:>12.0f} %{}{}\n",
+                         m.rank, m.host, with_commas(m.clients), with_commas(m.responses_received),
+                         with_commas(static_cast<std::uint64_t>(m.qps + 0.5)), m.client_cpu_seconds,
+                         m.max_thread_cpu_share * 100, m.client_bound ? " client-bound" : "",
+                         m.interrupted ? " interrupted" : "");
+    }
+  }
   for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", w);
   return out;
 }

@@ -164,11 +164,14 @@ class searcher {
  private:
   // Runs one step; nothing when the search must end (stopped, or out of time).
   std::optional<bool> step(search_phase phase, double rate, unsigned repeat) {
-    if (stopping(spec_)) {
+    if (!lockstep_ && stopping(spec_)) {
       interrupted_ = true;
       return std::nullopt;
     }
-    const double elapsed = static_cast<double>(monotonic_ns() - started_) / 1e9;
+    // Shared by several processes, every member must take the same decision: the time spent
+    // is then counted from the merged results, which every member holds alike.
+    const double elapsed =
+        lockstep_ ? lockstep_elapsed_ : static_cast<double>(monotonic_ns() - started_) / 1e9;
     const double settle_first = result_.steps.empty() ? 0 : spec_.settle_seconds;
     if (spec_.max_time_seconds > 0 &&
         elapsed + settle_first + spec_.load.warmup_seconds + spec_.step_seconds >
@@ -177,7 +180,7 @@ class searcher {
       return std::nullopt;
     }
     settle(spec_, settle_first);
-    if (stopping(spec_)) {
+    if (!lockstep_ && stopping(spec_)) {
       interrupted_ = true;
       return std::nullopt;
     }
@@ -206,7 +209,9 @@ class searcher {
     s.verdict = verdict_of(spec_, r, s.passed);
     result_.steps.push_back(s);
     if (spec_.on_step) spec_.on_step(result_.steps.back());
-    if (r.interrupted) {
+    lockstep_elapsed_ += settle_first + spec_.load.warmup_seconds + r.elapsed_seconds;
+    // A member that went missing ends the search like a stop.
+    if (r.interrupted || r.ranks_missing() > 0) {
       interrupted_ = true;
       return std::nullopt;
     }
@@ -256,6 +261,8 @@ class searcher {
 
   const search_spec& spec_;
   std::uint64_t started_;
+  const bool lockstep_ = spec_.load.group != nullptr;
+  double lockstep_elapsed_ = 0;
   search_result result_;
   double low_ = 0;   // highest rate that passed
   double high_ = 0;  // lowest rate that failed above it (0: none yet)

@@ -123,6 +123,9 @@ sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks)
   const auto start = clock_type::now();
   eta_estimator eta(plan, points.size() * plan.repeats);
   bool first_run = true;
+  // Shared by several processes: every member must run each point, so a stop is decided
+  // together at the start of the next load (load_group::start_together), not here.
+  const bool lockstep = plan.base.group != nullptr;
   for (std::size_t i = 0; i < points.size() && !result.interrupted; ++i) {
     sweep_point_result measured;
     measured.point = points[i];
@@ -134,7 +137,7 @@ sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks)
     if (plan.search) {
       if (!first_run) pause_unless_stopped(plan.pause_seconds, stop);
       first_run = false;
-      if (stopped(stop)) {
+      if (!lockstep && stopped(stop)) {
         result.interrupted = true;
         break;
       }
@@ -168,7 +171,7 @@ sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks)
       const auto run_start = clock_type::now();
       if (!first_run) pause_unless_stopped(plan.pause_seconds, stop);
       first_run = false;
-      if (stopped(stop)) {
+      if (!lockstep && stopped(stop)) {
         result.interrupted = true;
         break;
       }
@@ -190,7 +193,8 @@ sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks)
       }
       run_result run = run_load(spec);
       eta.run_done(seconds_since(run_start));
-      if (run.interrupted) {
+      // A member that went missing ends the sweep like a stop: the points done are kept.
+      if (run.interrupted || run.ranks_missing() > 0) {
         result.interrupted = true;
         break;
       }

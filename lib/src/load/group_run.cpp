@@ -1,0 +1,275 @@
+// A load shared by several processes: each member's share of the spec, and the members'
+// results merged into one.
+
+#include <dnstransport/group.hpp>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/load.hpp>
+
+namespace dnstransport {
+
+namespace {
+
+// Member `rank` of `size`'s part of `total`: equal parts, the first total % size one more.
+std::uint64_t part_of(std::uint64_t total, unsigned rank, unsigned size) {
+  return total / size + (rank < total % size ? 1 : 0);
+}
+
+template <typename Map>
+void add_map(Map& into, const Map& from) {
+  for (const auto& [key, n] : from) into[key] += n;
+}
+
+void add_connections(connection_stats& into, const connection_stats& from) {
+  into.opened += from.opened;
+  into.answered += from.answered;
+  into.closed_by_client += from.closed_by_client;
+  into.closed_idle_keepalive += from.closed_idle_keepalive;
+  into.closed_idle += from.closed_idle;
+  into.closed_by_server += from.closed_by_server;
+  into.reset_by_server += from.reset_by_server;
+  into.failed += from.failed;
+  into.fastopen_data_in_syn += from.fastopen_data_in_syn;
+  into.goaway += from.goaway;
+  // Each member's mean and maximum were over the same window: the sums are the group's
+  // mean, and the most the group can have held at once.
+  into.concurrent_mean += from.concurrent_mean;
+  into.concurrent_max += from.concurrent_max;
+  add_map(into.failures, from.failures);
+  if (into.first_failure.empty()) into.first_failure = from.first_failure;
+}
+
+void add_edns(edns_stats& into, const edns_stats& from) {
+  if (from.keepalive_answers > 0) {
+    into.keepalive_min_seconds = into.keepalive_answers == 0 ? from.keepalive_min_seconds
+                                                             : std::min(into.keepalive_min_seconds,
+                                                                        from.keepalive_min_seconds);
+    into.keepalive_max_seconds = std::max(into.keepalive_max_seconds, from.keepalive_max_seconds);
+  }
+  into.keepalive_answers += from.keepalive_answers;
+  into.padded_answers += from.padded_answers;
+  add_map(into.padded_sizes, from.padded_sizes);
+}
+
+void add_quic(quic_stats& into, const quic_stats& from) {
+  into.retries += from.retries;
+  into.version_negotiation += from.version_negotiation;
+  into.stateless_resets += from.stateless_resets;
+  into.streams_exhausted += from.streams_exhausted;
+  into.stray_packets += from.stray_packets;
+  add_map(into.closes, from.closes);
+  into.packets_sent += from.packets_sent;
+  into.packets_received += from.packets_received;
+  into.stream_packets_lost += from.stream_packets_lost;
+  into.probe_timeouts += from.probe_timeouts;
+  // Means over connections: weighted by each member's connections with an RTT sample.
+  const auto samples = into.rtt_samples + from.rtt_samples;
+  if (samples > 0) {
+    const auto weigh = [&](double a, double b) {
+      return (a * static_cast<double>(into.rtt_samples) +
+              b * static_cast<double>(from.rtt_samples)) /
+             static_cast<double>(samples);
+    };
+    into.smoothed_rtt_ms = weigh(into.smoothed_rtt_ms, from.smoothed_rtt_ms);
+    into.mean_cwnd_bytes = weigh(into.mean_cwnd_bytes, from.mean_cwnd_bytes);
+  }
+  if (from.rtt_samples > 0) {
+    into.min_rtt_ms =
+        into.rtt_samples == 0 ? from.min_rtt_ms : std::min(into.min_rtt_ms, from.min_rtt_ms);
+  }
+  into.rtt_samples = samples;
+}
+
+void add_timeline(std::vector<timeline_row>& into, const std::vector<timeline_row>& from) {
+  if (into.size() < from.size()) into.resize(from.size());
+  for (std::size_t k = 0; k < from.size(); ++k) {
+    timeline_row& t = into[k];
+    const timeline_row& f = from[k];
+    t.start_seconds = f.start_seconds;
+    t.duration_seconds = std::max(t.duration_seconds, f.duration_seconds);
+    t.sent += f.sent;
+    t.answered += f.answered;
+    t.lost += f.lost;
+    t.failed += f.failed;
+    t.not_sent += f.not_sent;
+    t.p50_ms = std::max(t.p50_ms, f.p50_ms);
+    t.p99_ms = std::max(t.p99_ms, f.p99_ms);
+    t.connections_open += f.connections_open;
+    t.connections_opened += f.connections_opened;
+    t.handshakes += f.handshakes;
+    // The server is read by member 0 alone.
+    if (f.server_cpu_seconds >= 0) {
+      t.server_cpu_seconds = f.server_cpu_seconds;
+      t.server_rss_bytes = f.server_rss_bytes;
+    }
+  }
+}
+
+rank_result own_figures(const run_result& r, unsigned rank, const std::string& host) {
+  rank_result m;
+  m.rank = rank;
+  m.host = host;
+  m.interrupted = r.interrupted;
+  m.clients = r.clients;
+  m.queries_sent = r.queries_sent;
+  m.responses_received = r.responses_received;
+  m.elapsed_seconds = r.elapsed_seconds;
+  m.qps = r.qps;
+  m.client_cpu_seconds = r.client_cpu_seconds;
+  m.max_thread_cpu_share = r.max_thread_cpu_share;
+  m.client_bound = r.max_thread_cpu_share >= client_bound_cpu_share;
+  m.first_failure = r.connections.first_failure;
+  return m;
+}
+
+}  // namespace
+
+std::size_t run_result::ranks_missing() const noexcept {
+  return static_cast<std::size_t>(
+      std::count_if(ranks.begin(), ranks.end(), [](const rank_result& r) { return !r.reported; }));
+}
+
+std::size_t run_result::ranks_failed() const noexcept {
+  return static_cast<std::size_t>(
+      std::count_if(ranks.begin(), ranks.end(), [](const rank_result& r) { return r.failed(); }));
+}
+
+load_spec share_of(const load_spec& spec, unsigned rank, unsigned size) {
+  if (size == 0 || rank >= size) {
+    throw setup_error(fmt::format("rank {} of a group of {} processes", rank, size));
+  }
+  if (spec.clients < size) {
+    throw setup_error(fmt::format(
+        "--clients {} cannot be shared by {} processes: give at least one client per process",
+        spec.clients, size));
+  }
+  load_spec mine = spec;
+  mine.clients = static_cast<unsigned>(part_of(spec.clients, rank, size));
+  // The rate follows the clients, so that every client sends at the same pace.
+  if (spec.rate > 0) {
+    mine.rate = spec.rate * static_cast<double>(mine.clients) / static_cast<double>(spec.clients);
+  }
+  if (spec.count > 0) mine.count = part_of(spec.count, rank, size);
+  if (spec.sources.size() >= size) {
+    mine.sources.clear();
+    for (std::size_t i = rank; i < spec.sources.size(); i += size) {
+      mine.sources.push_back(spec.sources[i]);
+    }
+  }
+  if (mine.threads > mine.clients) mine.threads = mine.clients;
+  if (rank != 0) {
+    mine.monitor_pids.clear();
+    mine.monitor_cgroups.clear();
+    mine.monitor_command.clear();
+  }
+  return mine;
+}
+
+run_result merge_results(const std::vector<std::optional<run_result>>& members,
+                         const std::vector<std::string>& hosts) {
+  run_result out;
+  std::vector<rank_result> ranks;
+  bool first = true;
+  for (std::size_t rank = 0; rank < members.size(); ++rank) {
+    const std::string host = rank < hosts.size() ? hosts[rank] : std::string();
+    if (!members[rank]) {
+      rank_result missing;
+      missing.rank = static_cast<unsigned>(rank);
+      missing.host = host;
+      missing.reported = false;
+      ranks.push_back(missing);
+      continue;
+    }
+    const run_result& r = *members[rank];
+    ranks.push_back(own_figures(r, static_cast<unsigned>(rank), host));
+    if (first) {
+      // What was run is the same on every member; member 0 (or the first to report) names
+      // it, and only member 0 monitors the server.
+      out = r;
+      first = false;
+      continue;
+    }
+    out.clients += r.clients;
+    out.threads = std::max(out.threads, r.threads);
+    out.rate += r.rate;
+    out.queries_sent += r.queries_sent;
+    out.responses_received += r.responses_received;
+    out.lost += r.lost;
+    out.lost_on_close += r.lost_on_close;
+    out.malformed += r.malformed;
+    out.mismatched += r.mismatched;
+    out.abandoned += r.abandoned;
+    out.truncated += r.truncated;
+    out.oversized += r.oversized;
+    out.http_failed += r.http_failed;
+    add_map(out.http_failures, r.http_failures);
+    out.quic_failed += r.quic_failed;
+    add_map(out.quic_failures, r.quic_failures);
+    out.tc_retried += r.tc_retried;
+    out.tc_retry_answered += r.tc_retry_answered;
+    for (std::size_t i = 0; i < out.rcodes.size(); ++i) out.rcodes[i] += r.rcodes[i];
+    out.out_of_order += r.out_of_order;
+    out.not_sent_outstanding += r.not_sent_outstanding;
+    out.not_sent_timeout += r.not_sent_timeout;
+    out.send_lag.merge(r.send_lag);
+    out.late += r.late;
+    out.unexpected += r.unexpected;
+    out.duplicates += r.duplicates;
+    out.elapsed_seconds = std::max(out.elapsed_seconds, r.elapsed_seconds);
+    out.client_cpu_seconds += r.client_cpu_seconds;
+    out.max_thread_cpu_share = std::max(out.max_thread_cpu_share, r.max_thread_cpu_share);
+    out.interrupted = out.interrupted || r.interrupted;
+    out.latency.merge(r.latency);
+    out.first_query_latency.merge(r.first_query_latency);
+    out.connect_latency.merge(r.connect_latency);
+    out.handshake_latency.merge(r.handshake_latency);
+    add_connections(out.connections, r.connections);
+    out.early_data.offered += r.early_data.offered;
+    out.early_data.accepted += r.early_data.accepted;
+    out.early_data.rejected += r.early_data.rejected;
+    out.early_data.queries_in_early_data += r.early_data.queries_in_early_data;
+    out.early_data.queries_resent += r.early_data.queries_resent;
+    add_edns(out.edns, r.edns);
+    add_quic(out.quic, r.quic);
+    out.handshakes_full += r.handshakes_full;
+    out.handshakes_resumed += r.handshakes_resumed;
+    add_timeline(out.timeline, r.timeline);
+    if (r.server_usage.monitored() && !out.server_usage.monitored()) {
+      out.server_usage = r.server_usage;
+    }
+    for (const auto& warning : r.warnings) {
+      if (std::find(out.warnings.begin(), out.warnings.end(), warning) == out.warnings.end()) {
+        out.warnings.push_back(warning);
+      }
+    }
+  }
+  out.ranks = std::move(ranks);
+  out.qps = out.elapsed_seconds > 0
+                ? static_cast<double>(out.responses_received) / out.elapsed_seconds
+                : 0;
+  if (out.server_usage.monitored() && out.responses_received > 0) {
+    out.server_usage.cpu_per_1k_answers =
+        out.server_usage.cpu_seconds() / (static_cast<double>(out.responses_received) / 1000.0);
+  }
+  for (const auto& m : out.ranks) {
+    if (m.reported && m.responses_received == 0 && !m.interrupted) {
+      out.warnings.push_back(fmt::format("rank {}{}{} got no answer{}{}", m.rank,
+                                         m.host.empty() ? "" : " on ", m.host,
+                                         m.first_failure.empty() ? "" : ": ", m.first_failure));
+    }
+    if (!m.reported) {
+      out.warnings.push_back(fmt::format(
+          "rank {}{}{} sent no result (it failed, hung or was killed): the figures are those of "
+          "the {} other rank{}",
+          m.rank, m.host.empty() ? "" : " on ", m.host, out.ranks.size() - out.ranks_missing(),
+          out.ranks.size() - out.ranks_missing() == 1 ? "" : "s"));
+    }
+  }
+  return out;
+}
+
+}  // namespace dnstransport

@@ -1,0 +1,333 @@
+// The processes of an MPI job as one load_group. Everything goes through member 0 with
+// point-to-point messages polled against a deadline (never a blocking collective), so a
+// member that fails, hangs or is killed ends the wait with an error instead of a hang.
+//
+// start_together: every member sends "ready|stop|error", its host and the error to member
+// 0, which answers each with "go|stop|fail", the message and every host.
+// gather: every member sends its result (run JSON) to member 0, which sends back every
+// member's result (an empty text for a member that sent none in time).
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/load.hpp>
+#include <dnstransport/mpi.hpp>
+
+#include "report/json_io.hpp"
+#include "util/clock.hpp"
+
+namespace dnstransport {
+
+namespace {
+
+enum message_tag : int { tag_ready = 11, tag_go = 12, tag_result = 13, tag_results = 14 };
+
+using detail::monotonic_ns;
+
+std::uint64_t deadline_after(double seconds) {
+  return monotonic_ns() + static_cast<std::uint64_t>(std::max(0.0, seconds) * 1e9);
+}
+
+// Waits for a message with `tag` from `source` (MPI_ANY_SOURCE: anyone) until `deadline`;
+// its text and sender, or nothing.
+std::optional<std::pair<std::string, int>> receive(int source, int tag, std::uint64_t deadline) {
+  for (;;) {
+    int flag = 0;
+    MPI_Status status{};
+    MPI_Iprobe(source, tag, MPI_COMM_WORLD, &flag, &status);
+    if (flag != 0) {
+      int size = 0;
+      MPI_Get_count(&status, MPI_CHAR, &size);
+      std::string text(static_cast<std::size_t>(size), '\0');
+      MPI_Recv(text.data(), size, MPI_CHAR, status.MPI_SOURCE, tag, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+      return std::make_pair(std::move(text), status.MPI_SOURCE);
+    }
+    if (monotonic_ns() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+// Sends `text` and waits until MPI is done with it or `deadline` passes (a large message
+// waits for its receiver, which may be gone); false then.
+bool send(const std::string& text, int destination, int tag, std::uint64_t deadline) {
+  MPI_Request request{};
+  MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, destination, tag, MPI_COMM_WORLD,
+            &request);
+  for (;;) {
+    int done = 0;
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done != 0) return true;
+    if (monotonic_ns() >= deadline) {
+      MPI_Cancel(&request);
+      MPI_Request_free(&request);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+// Fields separated by '\n'; the last one may hold anything.
+std::vector<std::string> split(const std::string& text, std::size_t fields) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (out.size() + 1 < fields) {
+    const auto end = text.find('\n', at);
+    if (end == std::string::npos) break;
+    out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  out.push_back(text.substr(std::min(at, text.size())));
+  return out;
+}
+
+// Several texts as one: each as its length, '\n', then the text.
+std::string pack(const std::vector<std::string>& texts) {
+  std::string out;
+  for (const auto& t : texts) {
+    out += std::to_string(t.size());
+    out += '\n';
+    out += t;
+  }
+  return out;
+}
+
+std::vector<std::string> unpack(const std::string& packed) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < packed.size()) {
+    const auto end = packed.find('\n', at);
+    if (end == std::string::npos) break;
+    const std::size_t size = std::stoull(packed.substr(at, end - at));
+    out.push_back(packed.substr(end + 1, size));
+    at = end + 1 + size;
+  }
+  return out;
+}
+
+std::string who(unsigned rank, const std::vector<std::string>& hosts) {
+  return rank < hosts.size() && !hosts[rank].empty()
+             ? fmt::format("rank {} on {}", rank, hosts[rank])
+             : fmt::format("rank {}", rank);
+}
+
+class mpi_group final : public load_group {
+ public:
+  mpi_group() {
+    int rank = 0;
+    int size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    rank_ = static_cast<unsigned>(rank);
+    size_ = static_cast<unsigned>(size);
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_Get_processor_name(name, &length);
+    host_.assign(name, static_cast<std::size_t>(length));
+    hosts_.assign(size_, std::string());
+    hosts_[rank_] = host_;
+  }
+
+  unsigned rank() const noexcept override { return rank_; }
+  unsigned size() const noexcept override { return size_; }
+  std::vector<std::string> hosts() const override { return hosts_; }
+  bool broken() const noexcept override { return broken_; }
+  bool started() const noexcept { return started_; }
+
+  bool start_together(const std::string& error, bool stopping, double wait_seconds) override {
+    if (broken_) throw setup_error("a rank of this mpirun job went missing earlier");
+    started_ = true;
+    const std::string state = !error.empty() ? "error" : stopping ? "stop" : "ready";
+    const auto deadline = deadline_after(wait_seconds);
+    if (rank_ != 0) {
+      if (!send(state + "\n" + host_ + "\n" + error, 0, tag_ready, deadline)) {
+        broken_ = true;
+        throw setup_error(fmt::format("rank 0 did not take part within {:g} s", wait_seconds));
+      }
+      const auto answer = receive(0, tag_go, deadline);
+      if (!answer) {
+        broken_ = true;
+        throw setup_error(
+            fmt::format("rank 0 did not say when to start within {:g} s (it failed or was killed)",
+                        wait_seconds));
+      }
+      const auto fields = split(answer->first, 3);
+      if (fields.size() == 3) {
+        const auto hosts = unpack(fields[2]);
+        if (hosts.size() == size_) hosts_ = hosts;
+      }
+      if (fields[0] == "fail") throw setup_error(fields.size() > 1 ? fields[1] : "a rank failed");
+      return fields[0] == "go";
+    }
+    // Member 0: every member's state, then one answer for all.
+    std::vector<std::optional<std::string>> states(size_);
+    std::vector<std::string> errors(size_);
+    states[0] = state;
+    errors[0] = error;
+    for (unsigned got = 1; got < size_;) {
+      const auto message = receive(MPI_ANY_SOURCE, tag_ready, deadline);
+      if (!message) break;
+      const auto fields = split(message->first, 3);
+      const auto from = static_cast<unsigned>(message->second);
+      if (states[from]) continue;
+      states[from] = fields[0];
+      if (fields.size() > 1) hosts_[from] = fields[1];
+      if (fields.size() > 2) errors[from] = fields[2];
+      ++got;
+    }
+    std::string verdict = "go";
+    std::string message;
+    std::vector<unsigned> silent;
+    for (unsigned r = 0; r < size_; ++r) {
+      if (!states[r]) silent.push_back(r);
+    }
+    for (unsigned r = 0; r < size_ && message.empty(); ++r) {
+      if (states[r] && *states[r] == "error") {
+        verdict = "fail";
+        message = fmt::format("{}: {}", who(r, hosts_), errors[r]);
+      }
+    }
+    if (message.empty() && !silent.empty()) {
+      verdict = "fail";
+      std::vector<std::string> names;
+      for (unsigned r : silent) names.push_back(std::to_string(r));
+      message = fmt::format(
+          "rank{} {} did not get ready within {:g} s (set-up hung, or the process failed or "
+          "was killed)",
+          silent.size() == 1 ? "" : "s", fmt::join(names, ", "), wait_seconds);
+      broken_ = true;
+    }
+    if (verdict == "go") {
+      for (unsigned r = 0; r < size_; ++r) {
+        if (*states[r] == "stop") verdict = "stop";
+      }
+    }
+    const std::string answer = verdict + "\n" + message + "\n" + pack(hosts_);
+    const auto answer_deadline = deadline_after(10);
+    for (unsigned r = 1; r < size_; ++r) {
+      if (states[r]) send(answer, static_cast<int>(r), tag_go, answer_deadline);
+    }
+    if (verdict == "fail") throw setup_error(message);
+    return verdict == "go";
+  }
+
+  std::vector<std::optional<run_result>> gather(const run_result& mine,
+                                                double wait_seconds) override {
+    std::vector<std::optional<run_result>> out(size_);
+    const std::string own = boost::json::serialize(detail::run_result_to_json(mine));
+    if (broken_) {
+      out[rank_] = mine;
+      return out;
+    }
+    std::vector<std::string> texts(size_);
+    if (rank_ != 0) {
+      // Member 0 waits up to wait_seconds for the others, then merges and answers.
+      const auto deadline = deadline_after(wait_seconds + 10);
+      const bool sent = send(own, 0, tag_result, deadline);
+      const auto answer = sent ? receive(0, tag_results, deadline) : std::nullopt;
+      if (!answer) {
+        broken_ = true;
+        out[rank_] = mine;
+        return out;
+      }
+      texts = unpack(answer->first);
+      if (texts.size() != size_) {
+        broken_ = true;
+        out[rank_] = mine;
+        return out;
+      }
+    } else {
+      texts[0] = own;
+      std::vector<bool> got(size_, false);
+      got[0] = true;
+      const auto deadline = deadline_after(wait_seconds);
+      for (unsigned n = 1; n < size_;) {
+        const auto message = receive(MPI_ANY_SOURCE, tag_result, deadline);
+        if (!message) break;
+        const auto from = static_cast<unsigned>(message->second);
+        if (got[from]) continue;
+        got[from] = true;
+        texts[from] = message->first;
+        ++n;
+      }
+      for (unsigned r = 1; r < size_; ++r) {
+        if (!got[r]) broken_ = true;
+      }
+      const std::string packed = pack(texts);
+      const auto answer_deadline = deadline_after(10);
+      for (unsigned r = 1; r < size_; ++r) {
+        if (got[r] && !send(packed, static_cast<int>(r), tag_results, answer_deadline)) {
+          broken_ = true;
+        }
+      }
+    }
+    for (unsigned r = 0; r < size_; ++r) {
+      if (r == rank_) {
+        out[r] = mine;
+        continue;
+      }
+      if (texts[r].empty()) continue;
+      try {
+        out[r] = detail::run_result_from_json_value(boost::json::parse(texts[r]));
+      } catch (const std::exception&) {
+        broken_ = true;  // cannot happen between two builds of the same version
+      }
+    }
+    return out;
+  }
+
+ private:
+  unsigned rank_ = 0;
+  unsigned size_ = 1;
+  std::string host_;
+  std::vector<std::string> hosts_;
+  bool broken_ = false;
+  bool started_ = false;
+};
+
+}  // namespace
+
+bool mpi_compiled_in() noexcept {
+  return true;
+}
+
+std::shared_ptr<load_group> join_mpi_job() {
+  if (mpi_launch_size() == 0) return nullptr;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized == 0) {
+    int provided = 0;
+    // MPI is called only from the thread that runs the loads (the workers never call it).
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  }
+  // Errors come back as codes (checked by the deadlines) instead of ending the process.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  return std::make_shared<mpi_group>();
+}
+
+void leave_mpi_job(load_group& group, int exit_status, const std::string& message) {
+  auto* member = dynamic_cast<mpi_group*>(&group);
+  if (member != nullptr && !message.empty() && !member->started() && !member->broken()) {
+    // Failed before its first load: the others may be waiting for it at their start.
+    try {
+      member->start_together(message, false, 10);
+    } catch (const std::exception&) {
+    }
+  }
+  if (group.broken()) {
+    MPI_Abort(MPI_COMM_WORLD, exit_status == 0 ? 1 : exit_status);
+  }
+  MPI_Finalize();
+}
+
+}  // namespace dnstransport
