@@ -628,6 +628,23 @@ TEST(cli_edns_test, a_payload_size_out_of_range_is_a_usage_error) {
                  "--edns-payload");
 }
 
+// ---- mpirun --------------------------------------------------------------------------------
+
+#ifndef DNSTRANSPORT_HAVE_MPI
+// A build without MPI started by mpirun (which puts the job's size in the environment) would
+// run the whole load in every process: it refuses, and says why.
+TEST(cli_mpi_test, a_build_without_mpi_refuses_to_run_under_mpirun) {
+  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  const process_result r = run_process(cli, {"run", "--duration", "0.1"});
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("started by mpirun as one of 2 processes, but this dnstransport was built "
+                       "without MPI"),
+            std::string::npos)
+      << r.err;
+}
+#endif
+
 }  // namespace
 }  // namespace dnstransport::hostile
 

@@ -23,6 +23,10 @@ namespace {
 using namespace dnstransport;
 using namespace dnstransport::cli;
 
+// Where a rank other than 0 reports an error that rank 0 cannot know of (it failed outside
+// a load); -1 on rank 0 and outside mpirun.
+int rank_error_fd = -1;
+
 // The ranks other than 0 print nothing: rank 0 prints the merged results, and every error a
 // rank meets at set-up is reported by rank 0 (load_group::start_together).
 void silence_output() {
@@ -30,6 +34,7 @@ void silence_output() {
   if (null < 0) return;
   std::fflush(stdout);
   std::fflush(stderr);
+  rank_error_fd = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
   ::dup2(null, STDOUT_FILENO);
   ::dup2(null, STDERR_FILENO);
   ::close(null);
@@ -123,6 +128,10 @@ int main(int argc, char** argv) {
     return leave(exit_usage, e.what());
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
+    if (rank_error_fd >= 0) {
+      const std::string text = fmt::format("error: rank {}: {}\n", job_group->rank(), e.what());
+      [[maybe_unused]] const auto written = ::write(rank_error_fd, text.data(), text.size());
+    }
     return leave(exit_no_answers, e.what());
   }
 }

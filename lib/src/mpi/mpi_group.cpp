@@ -30,7 +30,17 @@ namespace dnstransport {
 
 namespace {
 
-enum message_tag : int { tag_ready = 11, tag_go = 12, tag_result = 13, tag_results = 14 };
+enum message_tag : int {
+  tag_ready = 11,
+  tag_go = 12,
+  tag_result = 13,
+  tag_results = 14,
+  tag_done = 15
+};
+
+// How long the other ranks wait at the end for rank 0 to have printed and written the
+// results (a report's plots included) before they exit.
+constexpr double done_wait_seconds = 300;
 
 using detail::monotonic_ns;
 
@@ -326,6 +336,15 @@ void leave_mpi_job(load_group& group, int exit_status, const std::string& messag
   }
   if (group.broken()) {
     MPI_Abort(MPI_COMM_WORLD, exit_status == 0 ? 1 : exit_status);
+  }
+  // mpirun ends the whole job as soon as one process exits with a status other than 0, so
+  // the other ranks wait until rank 0 is done printing and writing before they exit.
+  if (group.rank() == 0) {
+    const auto deadline = deadline_after(10);
+    for (unsigned r = 1; r < group.size(); ++r)
+      send("done", static_cast<int>(r), tag_done, deadline);
+  } else {
+    receive(0, tag_done, deadline_after(done_wait_seconds));
   }
   MPI_Finalize();
 }
