@@ -351,9 +351,10 @@ struct rank_result {
   double elapsed_seconds = 0;
   double qps = 0;
   double client_cpu_seconds = 0;
-  double max_thread_cpu_share = 0;  ///< its busiest worker thread's CPU share
-  bool client_bound = false;        ///< max_thread_cpu_share >= client_bound_cpu_share (0.9)
-  std::string first_failure;        ///< its first connection failure, when it had one
+  double max_thread_cpu_share = 0;     ///< its busiest worker thread's CPU share
+  std::uint64_t client_rss_bytes = 0;  ///< its process's peak resident memory
+  bool client_bound = false;           ///< max_thread_cpu_share >= client_bound_cpu_share (0.9)
+  std::string first_failure;           ///< its first connection failure, when it had one
 
   /// It sent no result, or got no answer (every connection refused, a source address it
   /// cannot bind, ...).
@@ -439,6 +440,9 @@ struct run_result {
   double client_cpu_seconds = 0;    ///< user+system CPU of the worker threads
   double max_thread_cpu_share = 0;  ///< busiest worker's CPU time / wall time (1.0 = saturated)
   bool interrupted = false;         ///< stopped early by load_spec::stop
+  /// Peak resident memory of the generator's process when the run ended (getrusage; the
+  /// whole process, so an in-process responder counts too); under mpirun, the ranks' sum.
+  std::uint64_t client_rss_bytes = 0;
 
   latency_histogram latency;  ///< send to answer, connection set-up excluded
   /// Send to answer for the first query of each connection, set-up included (TCP/TLS).

@@ -121,6 +121,7 @@ rank_result own_figures(const run_result& r, unsigned rank, const std::string& h
   m.qps = r.qps;
   m.client_cpu_seconds = r.client_cpu_seconds;
   m.max_thread_cpu_share = r.max_thread_cpu_share;
+  m.client_rss_bytes = r.client_rss_bytes;
   m.client_bound = r.max_thread_cpu_share >= client_bound_cpu_share;
   m.first_failure = r.connections.first_failure;
   return m;
@@ -221,6 +222,7 @@ run_result merge_results(const std::vector<std::optional<run_result>>& members,
     out.duplicates += r.duplicates;
     out.elapsed_seconds = std::max(out.elapsed_seconds, r.elapsed_seconds);
     out.client_cpu_seconds += r.client_cpu_seconds;
+    out.client_rss_bytes += r.client_rss_bytes;
     out.max_thread_cpu_share = std::max(out.max_thread_cpu_share, r.max_thread_cpu_share);
     out.interrupted = out.interrupted || r.interrupted;
     out.latency.merge(r.latency);

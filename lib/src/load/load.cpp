@@ -833,6 +833,9 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
   }
   fill_result(result, total);
   result.interrupted = stop_ns != 0;
+  if (rusage usage{}; getrusage(RUSAGE_SELF, &usage) == 0) {
+    result.client_rss_bytes = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+  }
   // The measured window runs from the end of the warm-up to the end of sending (or the
   // interruption), stretched to the last counted answer so that answers to queries sent in
   // the window count against the time they took. In count mode it ends with the last answer.

@@ -343,6 +343,7 @@ json::object run_result_to_json(const run_result& r) {
       {"client_cpu_seconds", stable(r.client_cpu_seconds)},
       {"client_cpu_seconds_per_million", stable(per_million)},
       {"max_thread_cpu_share", stable(r.max_thread_cpu_share)},
+      {"client_rss_bytes", r.client_rss_bytes},
       {"interrupted", r.interrupted},
       {"latency_ns", histogram_to_json(r.latency)},
       {"send_lag_ns", histogram_to_json(r.send_lag)},
@@ -378,6 +379,7 @@ json::object run_result_to_json(const run_result& r) {
           {"qps", stable(m.qps)},
           {"client_cpu_seconds", stable(m.client_cpu_seconds)},
           {"max_thread_cpu_share", stable(m.max_thread_cpu_share)},
+          {"client_rss_bytes", m.client_rss_bytes},
           {"client_bound", m.client_bound},
           {"first_failure", m.first_failure},
       });
@@ -689,6 +691,8 @@ run_result run_result_from_json_value(const json::value& value) {
   r.qps = number_at(o, "qps");
   r.client_cpu_seconds = number_at(o, "client_cpu_seconds");
   r.max_thread_cpu_share = number_at(o, "max_thread_cpu_share");
+  // Files from before client_rss_bytes: not measured.
+  if (o.contains("client_rss_bytes")) r.client_rss_bytes = count_at(o, "client_rss_bytes");
   const auto& interrupted = at(o, "interrupted");
   r.interrupted = interrupted.is_bool() && interrupted.get_bool();
   r.latency = histogram_from_json(at(o, "latency_ns"));
@@ -730,6 +734,7 @@ run_result run_result_from_json_value(const json::value& value) {
       rr.qps = number_at(m, "qps");
       rr.client_cpu_seconds = number_at(m, "client_cpu_seconds");
       rr.max_thread_cpu_share = number_at(m, "max_thread_cpu_share");
+      rr.client_rss_bytes = count_at(m, "client_rss_bytes");
       rr.client_bound = bool_at(m, "client_bound");
       rr.first_failure = string_at(m, "first_failure");
       r.ranks.push_back(std::move(rr));

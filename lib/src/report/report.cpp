@@ -205,6 +205,16 @@ std::string format_table(const run_result& r) {
                            : 0;
   line("client CPU", fmt::format("{:.2f} s, {:.2f} s per million answers, busiest thread {:.0f} %",
                                  r.client_cpu_seconds, per_million, r.max_thread_cpu_share * 100));
+  if (r.client_rss_bytes != 0) {
+    const double mib = static_cast<double>(r.client_rss_bytes) / (1024.0 * 1024.0);
+    const std::uint64_t open = r.connections.concurrent_max;
+    line("client memory",
+         fmt::format("peak RSS {:.1f} MiB{}{}", mib, r.ranks.empty() ? "" : " (sum over the ranks)",
+                     open >= 1000 ? fmt::format(", {:.1f} KiB per connection open at once",
+                                                static_cast<double>(r.client_rss_bytes) / 1024.0 /
+                                                    static_cast<double>(open))
+                                  : ""));
+  }
   if (r.max_thread_cpu_share > 0.9) {
     out +=
         "  note: a worker thread was near 100 % CPU: the figure may measure this client, not "
@@ -343,19 +353,24 @@ std::string format_table(const run_result& r) {
   }
   if (!r.ranks.empty()) {
     out += fmt::format("  {} ranks (mpirun); the figures above are their sums:\n", r.ranks.size());
-    out += fmt::format("    {:>4}  {:<20} {:>8} {:>14} {:>12} {:>10} {:>13}\n", "rank", "host",
-                       "clients", "answered", "queries/s", "client CPU", "busiest thread");
+    out += fmt::format("    {:>4}  {:<16} {:>8} {:>12} {:>10} {:>10} {:>9} {:>8}\n", "rank", "host",
+                       "clients", "answered", "queries/s", "client CPU", "peak RSS", "busiest");
     for (const auto& m : r.ranks) {
       if (!m.reported) {
-        out += fmt::format("    {:>4}  {:<20} sent no result (failed, hung or killed)\n", m.rank,
+        out += fmt::format("    {:>4}  {:<16} sent no result (failed, hung or killed)\n", m.rank,
                            m.host);
         continue;
       }
-      out += fmt::format("    {:>4}  {:<20} {:>8} {:>14} {:>12} {:>9.2f}s {:>12.0f} %{}{}\n",
-                         m.rank, m.host, with_commas(m.clients), with_commas(m.responses_received),
-                         with_commas(static_cast<std::uint64_t>(m.qps + 0.5)), m.client_cpu_seconds,
-                         m.max_thread_cpu_share * 100, m.client_bound ? " client-bound" : "",
-                         m.interrupted ? " interrupted" : "");
+      const std::string state = m.interrupted               ? " interrupted"
+                                : m.responses_received == 0 ? " FAILED: no answer"
+                                : m.client_bound            ? " client-bound"
+                                                            : "";
+      out +=
+          fmt::format("    {:>4}  {:<16} {:>8} {:>12} {:>10} {:>9.2f}s {:>5.0f} MiB {:>6.0f} %{}\n",
+                      m.rank, m.host, with_commas(m.clients), with_commas(m.responses_received),
+                      with_commas(static_cast<std::uint64_t>(m.qps + 0.5)), m.client_cpu_seconds,
+                      static_cast<double>(m.client_rss_bytes) / (1024.0 * 1024.0),
+                      m.max_thread_cpu_share * 100, state);
     }
   }
   for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", w);
