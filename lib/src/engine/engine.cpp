@@ -456,7 +456,11 @@ void client_base::fail_in_flight(bool abandoned) noexcept {
 
 worker::worker(const run_plan& plan, std::vector<unsigned> client_indices,
                std::vector<std::uint64_t> quotas)
-    : plan_(plan), tick_timer_(io_), arrival_timer_(io_), scratch_(scratch_count * scratch_size) {
+    : plan_(plan),
+      tick_timer_(io_),
+      arrival_timer_(io_),
+      window_timer_(io_),
+      scratch_(scratch_count * scratch_size) {
   clients_.reserve(client_indices.size());
   for (std::size_t i = 0; i < client_indices.size(); ++i) {
     clients_.push_back(plan.transport->make_client(*this, client_indices[i], quotas[i]));
@@ -473,6 +477,15 @@ void worker::run() {
   const double cpu_start = thread_cpu_now();
   const std::uint64_t wall_start = monotonic_ns();
   if (plan_.interval_ns > 0) timeline_next_ns_ = plan_.measure_start_ns + plan_.interval_ns;
+  if (wall_start >= plan_.measure_start_ns) {
+    open_window();
+  } else {
+    window_timer_.expires_at(
+        std::chrono::steady_clock::time_point(std::chrono::nanoseconds(plan_.measure_start_ns)));
+    window_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) open_window();
+    });
+  }
   for (auto& c : clients_) c->open_schedule();
   for (auto& c : clients_) c->start();
   if (plan_.open_loop()) {
@@ -488,6 +501,9 @@ void worker::run() {
   }
   schedule_tick();
   io_.run();
+  // A run that ended in its warm-up measured nothing.
+  if (!window_open_) open_window();
+  shard_.generator.subtract(generator_at_window_);
   integrate_connections(monotonic_ns());
   finish_timeline();
   thread_cpu_seconds = thread_cpu_now() - cpu_start;
@@ -495,6 +511,11 @@ void worker::run() {
   pub_sent_.store(shard_.queries.queries_sent, std::memory_order_relaxed);
   pub_received_.store(shard_.queries.responses_received, std::memory_order_relaxed);
   pub_lost_.store(shard_.queries.lost + shard_.queries.lost_on_close, std::memory_order_relaxed);
+}
+
+void worker::open_window() noexcept {
+  generator_at_window_ = shard_.generator;
+  window_open_ = true;
 }
 
 void worker::count_open_connection(int delta) noexcept {
@@ -526,7 +547,9 @@ void worker::schedule_arrival() {
   arrival_timer_.expires_at(
       std::chrono::steady_clock::time_point(std::chrono::nanoseconds(arrivals_.front().first)));
   arrival_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) on_arrival();
+    if (ec) return;
+    count_wakeup();
+    on_arrival();
   });
 }
 
@@ -613,7 +636,9 @@ void worker::schedule_tick() {
                           : std::chrono::milliseconds(10);
   tick_timer_.expires_after(period);
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) on_tick();
+    if (ec) return;
+    count_wakeup();
+    on_tick();
   });
 }
 
