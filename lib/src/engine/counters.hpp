@@ -116,9 +116,9 @@ struct quic_counters {
   void merge(const quic_counters& other);
 };
 
-// What the generator itself spends on I/O. The worker counts from the start and, as the
-// warm-up ends, keeps what it had counted by then to subtract at the end of the run
-// (worker::run): what remains is the measured window's, up to the end of the run.
+// What the generator itself spends on I/O. The worker counts from the start and, at its
+// first wake-up past the warm-up, keeps what it had counted by then to subtract at the end
+// of the run (worker::run): what remains is the measured window's, up to the end of the run.
 struct generator_counters {
   // Handlers the worker's event loop ran because one of its sockets became ready (a
   // readiness wait that completed, not one cancelled) or one of its timers expired (the

@@ -456,11 +456,7 @@ void client_base::fail_in_flight(bool abandoned) noexcept {
 
 worker::worker(const run_plan& plan, std::vector<unsigned> client_indices,
                std::vector<std::uint64_t> quotas)
-    : plan_(plan),
-      tick_timer_(io_),
-      arrival_timer_(io_),
-      window_timer_(io_),
-      scratch_(scratch_count * scratch_size) {
+    : plan_(plan), tick_timer_(io_), arrival_timer_(io_), scratch_(scratch_count * scratch_size) {
   clients_.reserve(client_indices.size());
   for (std::size_t i = 0; i < client_indices.size(); ++i) {
     clients_.push_back(plan.transport->make_client(*this, client_indices[i], quotas[i]));
@@ -477,15 +473,8 @@ void worker::run() {
   const double cpu_start = thread_cpu_now();
   const std::uint64_t wall_start = monotonic_ns();
   if (plan_.interval_ns > 0) timeline_next_ns_ = plan_.measure_start_ns + plan_.interval_ns;
-  if (wall_start >= plan_.measure_start_ns) {
-    open_window();
-  } else {
-    window_timer_.expires_at(
-        std::chrono::steady_clock::time_point(std::chrono::nanoseconds(plan_.measure_start_ns)));
-    window_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (!ec) open_window();
-    });
-  }
+  // Without a warm-up the clients' socket set-up counts too.
+  if (wall_start >= plan_.measure_start_ns) open_window();
   for (auto& c : clients_) c->open_schedule();
   for (auto& c : clients_) c->start();
   if (plan_.open_loop()) {
@@ -516,6 +505,10 @@ void worker::run() {
 void worker::open_window() noexcept {
   generator_at_window_ = shard_.generator;
   window_open_ = true;
+}
+
+void worker::open_window_if_due() noexcept {
+  if (monotonic_ns() >= plan_.measure_start_ns) open_window();
 }
 
 void worker::count_open_connection(int delta) noexcept {

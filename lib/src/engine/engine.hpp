@@ -303,7 +303,13 @@ class worker {
   }
 
   counters& shard() noexcept { return shard_; }
-  void count_wakeup() noexcept { ++shard_.generator.wakeups; }
+  // A handler of this worker's event loop begins: a socket became ready or a timer expired
+  // (generator_counters::wakeups). Every system call of the worker's clients is made in one
+  // (or in the clients' start), so the first past the warm-up opens the window.
+  void count_wakeup() noexcept {
+    if (!window_open_) open_window_if_due();
+    ++shard_.generator.wakeups;
+  }
   syscall_counter& syscalls() noexcept { return shard_.generator.syscalls; }
   const run_plan& plan() const noexcept { return plan_; }
   boost::asio::io_context& io() noexcept { return io_; }
@@ -355,8 +361,9 @@ class worker {
 
  private:
   // The end of the warm-up: what the generator counted until now is left out of the run's
-  // figures (generator_counters).
+  // figures (generator_counters). Reads the clock, in the warm-up only.
   void open_window() noexcept;
+  void open_window_if_due() noexcept;
   void schedule_tick();
   void on_tick();
   void schedule_arrival();
@@ -374,7 +381,6 @@ class worker {
   boost::asio::io_context io_{1};
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer arrival_timer_;
-  boost::asio::steady_timer window_timer_;  // at the end of the warm-up
   generator_counters generator_at_window_;  // counted before the end of the warm-up
   bool window_open_ = false;
   // Open loop: (next arrival, client) per client with arrivals left, earliest on top; an
