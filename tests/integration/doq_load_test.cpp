@@ -46,6 +46,21 @@ std::string setup_error_of(const load_spec& spec) {
   return "no setup_error";
 }
 
+// One query in flight: each answer needs at least one sendmmsg (the query's stream) and one
+// recvmmsg (the answer), and a wake-up; ACKs and the connection's timers add some.
+TEST(doq_load_test, generator_counts_its_calls_and_wakeups) {
+  server responder(doq_server());
+  load_spec spec = doq_spec(responder.doq_port());
+  spec.outstanding = 1;
+  spec.count = 300;
+  const run_result r = run_checked(spec).result;
+  ASSERT_EQ(r.responses_received, 300u) << summary(r);
+  EXPECT_GE(r.generator.syscalls, 2 * 300u);
+  EXPECT_LE(r.generator.syscalls, 6 * 300u + 100);
+  EXPECT_GE(r.generator.wakeups, 300u);
+  EXPECT_LE(r.generator.wakeups, 4 * 300u + 100);
+}
+
 TEST(doq_load_test, persistent_connections_carry_many_streams_each) {
   server responder(doq_server());
   load_spec spec = doq_spec(responder.doq_port());

@@ -1,5 +1,6 @@
 // TCP and TLS loads over loopback against the built-in responder: framing, pipelining,
-// queries per connection, server-initiated closes, both TLS backends, resumption, verification.
+// queries per connection, server-initiated closes, both TLS backends, resumption, verification,
+// and the generator's own wake-ups and system calls per answer.
 #include <dnstransport/load.hpp>
 
 #include <gtest/gtest.h>
@@ -144,6 +145,66 @@ TEST(stream_load_test, refused_connections_are_failures_with_errno) {
   EXPECT_EQ(r.connections.failures.at("ECONNREFUSED"), 6u);
   EXPECT_NE(r.connections.first_failure.find("refused"), std::string::npos);
 }
+
+// One query in flight on one connection: each answer costs one wake-up, one recv (the whole
+// answer, shorter than the buffer, so no second read) and one sendmsg (the next query).
+// Besides those: the connection's set-up (socket, ioctl, TCP_NODELAY, IP_BIND_ADDRESS_NO_PORT,
+// bind, connect, SO_ERROR once writable: one wake-up) and close, and the 10 ms ticks.
+TEST(stream_load_test, tcp_one_query_in_flight_costs_a_wakeup_and_two_calls_per_answer) {
+  server responder(stream_server(transport_kind::tcp));
+  load_spec spec = spec_for(responder, transport_kind::tcp);
+  spec.outstanding = 1;
+  spec.count = 500;
+  const run_result r = run_load(spec);
+  ASSERT_EQ(r.responses_received, 500u);
+  EXPECT_GE(r.generator.syscalls, 2 * 500u);
+  EXPECT_LE(r.generator.syscalls, 2 * 500u + 8);
+  const auto ticks = static_cast<std::uint64_t>(r.elapsed_seconds * 100) + 3;
+  EXPECT_GE(r.generator.wakeups, 500u);
+  EXPECT_LE(r.generator.wakeups, 500u + 1 + ticks);
+}
+
+// All the queries a client may send go in one gathered write: far fewer calls per answer
+// than one write per query, which alone costs one call per answer.
+TEST(stream_load_test, tcp_gathered_writes_cost_fewer_calls_per_answer_than_one_per_query) {
+  server responder(stream_server(transport_kind::tcp));
+  load_spec spec = spec_for(responder, transport_kind::tcp);
+  spec.outstanding = 50;
+  spec.count = 10000;
+  const run_result gathered = run_load(spec);
+  spec.gather_writes = false;
+  const run_result one_by_one = run_load(spec);
+  ASSERT_EQ(gathered.responses_received, 10000u);
+  ASSERT_EQ(one_by_one.responses_received, 10000u);
+  EXPECT_GE(one_by_one.syscalls_per_answer(), 1);
+  EXPECT_LT(gathered.syscalls_per_answer(), 1);
+  EXPECT_LT(gathered.syscalls_per_answer(), one_by_one.syscalls_per_answer());
+}
+
+// Each backend's reads and writes on the socket are counted (OpenSSL through its socket BIO,
+// GnuTLS through its transport functions): one query in flight costs at least a write and a
+// read per answer, and a record's header and body may be two reads. The handshake adds a few
+// dozen calls.
+class tls_generator_test : public ::testing::TestWithParam<tls_backend> {};
+
+TEST_P(tls_generator_test, library_reads_and_writes_are_counted) {
+  server_options o = stream_server(transport_kind::tls);
+  o.certificate_directory = scratch_directory("tls-generator");
+  server responder(o);
+  load_spec spec = spec_for(responder, transport_kind::tls);
+  spec.tls.backend = GetParam();
+  spec.outstanding = 1;
+  spec.count = 300;
+  const run_result r = run_load(spec);
+  ASSERT_EQ(r.responses_received, 300u) << r.connections.first_failure;
+  EXPECT_GE(r.generator.syscalls, 2 * 300u);
+  EXPECT_LE(r.generator.syscalls, 4 * 300u + 100);
+  EXPECT_GE(r.generator.wakeups, 300u);
+}
+
+INSTANTIATE_TEST_SUITE_P(stream_load_test, tls_generator_test,
+                         ::testing::Values(tls_backend::openssl, tls_backend::gnutls),
+                         backend_name);
 
 using tls_case = std::tuple<tls_backend, tls_backend, tls_version, bool>;
 

@@ -165,6 +165,65 @@ TEST(udp_load_test, one_datagram_per_call_still_answers_everything) {
   EXPECT_EQ(responder.stats().udp_queries, 2000u);
 }
 
+// One query in flight: each answer costs exactly one wake-up (the socket readable), one
+// recvmmsg (it returns the one datagram, fewer than a batch, so no second call) and one
+// sendmmsg (the next query). Besides those: the socket's set-up (socket, connect, ioctl,
+// two setsockopt) and the worker's 10 ms ticks.
+TEST(udp_load_test, one_query_in_flight_costs_a_wakeup_and_two_calls_per_answer) {
+  server responder(udp_only());
+
+  load_spec spec;
+  spec.port = responder.udp_port();
+  spec.outstanding = 1;
+  spec.count = 2000;
+  spec.timeout_seconds = generous_timeout;
+  const run_result r = run_load(spec);
+  ASSERT_EQ(r.responses_received, 2000u);
+  EXPECT_GE(r.generator.syscalls, 2 * 2000u);
+  EXPECT_LE(r.generator.syscalls, 2 * 2000u + 5);
+  EXPECT_EQ(r.generator.syscalls_would_block, 0u);
+  const auto ticks = static_cast<std::uint64_t>(r.elapsed_seconds * 100) + 3;
+  EXPECT_GE(r.generator.wakeups, 2000u);
+  EXPECT_LE(r.generator.wakeups, 2000u + ticks);
+}
+
+// 100 in flight: sends go 32 to a sendmmsg and answers come up to 32 to a recvmmsg, so an
+// answer costs at least 2/32 of a call, and far fewer than the two calls of one at a time.
+TEST(udp_load_test, gathered_sends_and_batched_receives_cost_well_under_two_calls_per_answer) {
+  server responder(udp_only());
+
+  load_spec spec;
+  spec.port = responder.udp_port();
+  spec.outstanding = 100;
+  spec.count = 20000;
+  spec.timeout_seconds = generous_timeout;
+  const run_result r = run_load(spec);
+  ASSERT_EQ(r.responses_received, 20000u);
+  EXPECT_GE(r.syscalls_per_answer(), 2.0 / 32);
+  EXPECT_LT(r.syscalls_per_answer(), 1.5);
+  EXPECT_LT(r.wakeups_per_answer(), 1);
+}
+
+// The warm-up's calls (thousands here, and the socket's set-up) are left out: what remains is
+// two calls per measured answer, give or take the answer read at the window's start to a
+// query sent in the warm-up.
+TEST(udp_load_test, warmup_calls_are_left_out_of_the_generator_figures) {
+  server responder(udp_only());
+
+  load_spec spec;
+  spec.port = responder.udp_port();
+  spec.outstanding = 1;
+  spec.warmup_seconds = 0.3;
+  spec.duration_seconds = 0.3;
+  spec.timeout_seconds = generous_timeout;
+  const run_result r = run_load(spec);
+  responder.stop();
+  ASSERT_GT(r.responses_received, 0u);
+  EXPECT_GT(responder.stats().udp_queries, r.queries_sent + 10) << "no warm-up to leave out";
+  EXPECT_GE(r.generator.syscalls + 2, 2 * r.responses_received);
+  EXPECT_LE(r.generator.syscalls, 2 * r.responses_received + 2);
+}
+
 TEST(udp_load_test, stop_flag_ends_the_run_early_with_results) {
   server responder(udp_only());
 

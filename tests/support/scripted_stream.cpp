@@ -210,7 +210,8 @@ class scripted_socket final : public detail::stream_socket {
 }  // namespace
 
 detail::stream_socket_factory make_socket_factory(const peer_script& script, peer_log& log) {
-  return [&script, &log](boost::asio::io_context& io, detail::stream_socket::ready_callback cb) {
+  return [&script, &log](boost::asio::io_context& io, detail::stream_socket::ready_callback cb,
+                         detail::syscall_counter& /*syscalls: a script makes none*/) {
     return std::make_unique<scripted_socket>(io, std::move(cb), script, log);
   };
 }

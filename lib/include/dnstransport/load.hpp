@@ -310,6 +310,26 @@ struct quic_stats {
   double mean_cwnd_bytes = 0;
 };
 
+/// What the generator itself spent on I/O, from its own counters: where one client machine's
+/// limit comes from when the server answers one query per segment. Counted from the end of
+/// the warm-up to the end of the run (answers to the window's last queries included), over
+/// every worker thread.
+struct generator_stats {
+  /// Times a worker's event loop ran a handler because one of its sockets became ready (a
+  /// client's readiness wait completed; cancelled waits are not counted) or one of its timers
+  /// expired (the 10 ms tick, open-loop arrivals, QUIC timers). Not epoll_wait returns: one
+  /// return can make several sockets ready, and Asio does not expose them.
+  std::uint64_t wakeups = 0;
+  /// System calls the generator made on its own sockets: sends and receives (sendmmsg,
+  /// recvmmsg, sendmsg, recv; the TLS libraries' reads and writes), connection set-up and
+  /// close (socket, ioctl, setsockopt, getsockopt, bind, connect, close), each counted once,
+  /// the ones that failed included. Not the calls Asio makes on its own (epoll_wait,
+  /// epoll_ctl, timerfd_settime).
+  std::uint64_t syscalls = 0;
+  /// Of syscalls: those that failed with EAGAIN (nothing left to read, no room to write).
+  std::uint64_t syscalls_would_block = 0;
+};
+
 /// One interval of a run's timeline, counted from the end of the warm-up. Queries are counted
 /// in the interval in which they were sent, answers and losses in the one in which they
 /// happened.
@@ -456,6 +476,7 @@ struct run_result {
   quic_stats quic;              ///< DoQ only
   process_usage
       server_usage;  ///< what the monitored server processes spent (load_spec::monitor_pids)
+  generator_stats generator;  ///< the generator's own wake-ups and system calls
   std::uint64_t handshakes_full = 0;
   std::uint64_t handshakes_resumed = 0;
 
@@ -489,6 +510,11 @@ struct run_result {
   double connections_per_second() const noexcept;
   /// TLS or QUIC handshakes (full and resumed) per query sent (0 without queries).
   double handshakes_per_query() const noexcept;
+  /// The generator's wake-ups and system calls per answer (generator_stats; 0 without
+  /// answers): near 1 and 2 or more, the client paid a wake-up and a read for nearly every
+  /// answer.
+  double wakeups_per_answer() const noexcept;
+  double syscalls_per_answer() const noexcept;
 };
 
 /// The open-loop rate over all clients: `rate`, or clients × client_rate; 0: no limit.

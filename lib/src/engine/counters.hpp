@@ -10,6 +10,8 @@
 
 #include <dnstransport/histogram.hpp>
 
+#include "util/syscall_counter.hpp"
+
 namespace dnstransport::detail {
 
 // Per query, kept by client_base for every transport. Every query sent after the warm-up
@@ -114,18 +116,42 @@ struct quic_counters {
   void merge(const quic_counters& other);
 };
 
+// What the generator itself spends on I/O. The worker counts from the start and, at its
+// first wake-up past the warm-up, keeps what it had counted by then to subtract at the end
+// of the run (worker::run): what remains is the measured window's, up to the end of the run.
+struct generator_counters {
+  // Handlers the worker's event loop ran because one of its sockets became ready (a
+  // readiness wait that completed, not one cancelled) or one of its timers expired (the
+  // worker's tick and arrival timers, DoQ's connection timers).
+  std::uint64_t wakeups = 0;
+  syscall_counter syscalls;
+
+  void merge(const generator_counters& other) noexcept {
+    wakeups += other.wakeups;
+    syscalls.merge(other.syscalls);
+  }
+  // What was counted since `earlier`, a copy taken before.
+  void subtract(const generator_counters& earlier) noexcept {
+    wakeups -= earlier.wakeups;
+    syscalls.calls -= earlier.syscalls.calls;
+    syscalls.would_block -= earlier.syscalls.would_block;
+  }
+};
+
 // Everything one worker counts.
 struct counters {
   query_counters queries;
   connection_counters connections;
   early_data_counters early_data;
   quic_counters quic;
+  generator_counters generator;
 
   void merge(const counters& other) {
     queries.merge(other.queries);
     connections.merge(other.connections);
     early_data.merge(other.early_data);
     quic.merge(other.quic);
+    generator.merge(other.generator);
   }
 };
 

@@ -473,6 +473,8 @@ void worker::run() {
   const double cpu_start = thread_cpu_now();
   const std::uint64_t wall_start = monotonic_ns();
   if (plan_.interval_ns > 0) timeline_next_ns_ = plan_.measure_start_ns + plan_.interval_ns;
+  // Without a warm-up the clients' socket set-up counts too.
+  if (wall_start >= plan_.measure_start_ns) open_window();
   for (auto& c : clients_) c->open_schedule();
   for (auto& c : clients_) c->start();
   if (plan_.open_loop()) {
@@ -488,6 +490,9 @@ void worker::run() {
   }
   schedule_tick();
   io_.run();
+  // A run that ended in its warm-up measured nothing.
+  if (!window_open_) open_window();
+  shard_.generator.subtract(generator_at_window_);
   integrate_connections(monotonic_ns());
   finish_timeline();
   thread_cpu_seconds = thread_cpu_now() - cpu_start;
@@ -495,6 +500,15 @@ void worker::run() {
   pub_sent_.store(shard_.queries.queries_sent, std::memory_order_relaxed);
   pub_received_.store(shard_.queries.responses_received, std::memory_order_relaxed);
   pub_lost_.store(shard_.queries.lost + shard_.queries.lost_on_close, std::memory_order_relaxed);
+}
+
+void worker::open_window() noexcept {
+  generator_at_window_ = shard_.generator;
+  window_open_ = true;
+}
+
+void worker::open_window_if_due() noexcept {
+  if (monotonic_ns() >= plan_.measure_start_ns) open_window();
 }
 
 void worker::count_open_connection(int delta) noexcept {
@@ -526,7 +540,9 @@ void worker::schedule_arrival() {
   arrival_timer_.expires_at(
       std::chrono::steady_clock::time_point(std::chrono::nanoseconds(arrivals_.front().first)));
   arrival_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) on_arrival();
+    if (ec) return;
+    count_wakeup();
+    on_arrival();
   });
 }
 
@@ -613,7 +629,9 @@ void worker::schedule_tick() {
                           : std::chrono::milliseconds(10);
   tick_timer_.expires_after(period);
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) on_tick();
+    if (ec) return;
+    count_wakeup();
+    on_tick();
   });
 }
 

@@ -229,6 +229,11 @@ class client_base {
   void fail_in_flight(bool abandoned) noexcept;
 
   const run_plan& plan() const noexcept;
+  // The worker woke up for this client: a readiness wait of its socket completed, or a
+  // timer of its own expired (generator_counters::wakeups).
+  void count_wakeup() noexcept;
+  // Where this client's system calls on its sockets are counted.
+  syscall_counter& syscalls() noexcept;
   query_counters& counts() noexcept;
   connection_counters& connections() noexcept;
   quic_counters& quic() noexcept;
@@ -298,6 +303,14 @@ class worker {
   }
 
   counters& shard() noexcept { return shard_; }
+  // A handler of this worker's event loop begins: a socket became ready or a timer expired
+  // (generator_counters::wakeups). Every system call of the worker's clients is made in one
+  // (or in the clients' start), so the first past the warm-up opens the window.
+  void count_wakeup() noexcept {
+    if (!window_open_) open_window_if_due();
+    ++shard_.generator.wakeups;
+  }
+  syscall_counter& syscalls() noexcept { return shard_.generator.syscalls; }
   const run_plan& plan() const noexcept { return plan_; }
   boost::asio::io_context& io() noexcept { return io_; }
 
@@ -347,6 +360,10 @@ class worker {
   double wall_seconds = 0;
 
  private:
+  // The end of the warm-up: what the generator counted until now is left out of the run's
+  // figures (generator_counters). Reads the clock, in the warm-up only.
+  void open_window() noexcept;
+  void open_window_if_due() noexcept;
   void schedule_tick();
   void on_tick();
   void schedule_arrival();
@@ -364,6 +381,8 @@ class worker {
   boost::asio::io_context io_{1};
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer arrival_timer_;
+  generator_counters generator_at_window_;  // counted before the end of the warm-up
+  bool window_open_ = false;
   // Open loop: (next arrival, client) per client with arrivals left, earliest on top; an
   // entry may be earlier than its client's real next arrival (then it is re-queued).
   std::vector<std::pair<std::uint64_t, std::uint32_t>> arrivals_;
@@ -386,6 +405,12 @@ class worker {
 
 inline const run_plan& client_base::plan() const noexcept {
   return owner_.plan();
+}
+inline void client_base::count_wakeup() noexcept {
+  owner_.count_wakeup();
+}
+inline syscall_counter& client_base::syscalls() noexcept {
+  return owner_.syscalls();
 }
 inline query_counters& client_base::counts() noexcept {
   return owner_.shard().queries;

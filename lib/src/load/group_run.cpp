@@ -223,6 +223,9 @@ run_result merge_results(const std::vector<std::optional<run_result>>& members,
     out.elapsed_seconds = std::max(out.elapsed_seconds, r.elapsed_seconds);
     out.client_cpu_seconds += r.client_cpu_seconds;
     out.client_rss_bytes += r.client_rss_bytes;
+    out.generator.wakeups += r.generator.wakeups;
+    out.generator.syscalls += r.generator.syscalls;
+    out.generator.syscalls_would_block += r.generator.syscalls_would_block;
     out.max_thread_cpu_share = std::max(out.max_thread_cpu_share, r.max_thread_cpu_share);
     out.interrupted = out.interrupted || r.interrupted;
     out.latency.merge(r.latency);

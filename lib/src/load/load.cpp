@@ -112,6 +112,16 @@ double run_result::handshakes_per_query() const noexcept {
          static_cast<double>(queries_sent);
 }
 
+double run_result::wakeups_per_answer() const noexcept {
+  if (responses_received == 0) return 0;
+  return static_cast<double>(generator.wakeups) / static_cast<double>(responses_received);
+}
+
+double run_result::syscalls_per_answer() const noexcept {
+  if (responses_received == 0) return 0;
+  return static_cast<double>(generator.syscalls) / static_cast<double>(responses_received);
+}
+
 double total_rate(const load_spec& spec) noexcept {
   if (spec.rate > 0) return spec.rate;
   if (spec.client_rate > 0) return spec.client_rate * spec.clients;
@@ -309,6 +319,9 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.first_query_latency = c.first_query_latency;
   r.connect_latency = c.connect_latency;
   r.handshake_latency = c.handshake_latency;
+  r.generator.wakeups = total.generator.wakeups;
+  r.generator.syscalls = total.generator.syscalls.calls;
+  r.generator.syscalls_would_block = total.generator.syscalls.would_block;
   const detail::early_data_counters& e = total.early_data;
   r.early_data.offered = e.offered;
   r.early_data.accepted = e.accepted;

@@ -177,6 +177,8 @@ edns_stats edns_stats_from_json(const json::object& o) {
   return e;
 }
 json::object server_stats_to_json(const process_usage& s);
+json::object generator_stats_to_json(const run_result& r);
+generator_stats generator_stats_from_json(const json::object& o);
 json::value capture_to_json(const std::optional<capture_summary>& capture);
 capture_summary capture_from_json(const json::object& o);
 process_usage server_stats_from_json(const json::object& o);
@@ -344,6 +346,7 @@ json::object run_result_to_json(const run_result& r) {
       {"client_cpu_seconds_per_million", stable(per_million)},
       {"max_thread_cpu_share", stable(r.max_thread_cpu_share)},
       {"client_rss_bytes", r.client_rss_bytes},
+      {"generator", generator_stats_to_json(r)},
       {"interrupted", r.interrupted},
       {"latency_ns", histogram_to_json(r.latency)},
       {"send_lag_ns", histogram_to_json(r.send_lag)},
@@ -499,6 +502,23 @@ std::vector<timeline_row> timeline_from_json(const json::value& value) {
     rows.push_back(t);
   }
   return rows;
+}
+
+json::object generator_stats_to_json(const run_result& r) {
+  const generator_stats& g = r.generator;
+  return {{"wakeups", g.wakeups},
+          {"syscalls", g.syscalls},
+          {"syscalls_would_block", g.syscalls_would_block},
+          {"wakeups_per_answer", stable(r.wakeups_per_answer())},
+          {"syscalls_per_answer", stable(r.syscalls_per_answer())}};
+}
+
+generator_stats generator_stats_from_json(const json::object& o) {
+  generator_stats g;
+  g.wakeups = count_at(o, "wakeups");
+  g.syscalls = count_at(o, "syscalls");
+  g.syscalls_would_block = count_or_zero(o, "syscalls_would_block");
+  return g;
 }
 
 json::object early_data_to_json(const early_data_stats& e) {
@@ -693,6 +713,10 @@ run_result run_result_from_json_value(const json::value& value) {
   r.max_thread_cpu_share = number_at(o, "max_thread_cpu_share");
   // Files from before client_rss_bytes: not measured.
   if (o.contains("client_rss_bytes")) r.client_rss_bytes = count_at(o, "client_rss_bytes");
+  // Results written before the generator counted its own I/O have none: zero.
+  if (const auto* generator = o.if_contains("generator"); generator && generator->is_object()) {
+    r.generator = generator_stats_from_json(generator->get_object());
+  }
   const auto& interrupted = at(o, "interrupted");
   r.interrupted = interrupted.is_bool() && interrupted.get_bool();
   r.latency = histogram_from_json(at(o, "latency_ns"));

@@ -98,6 +98,9 @@ run_result member(unsigned clients, std::uint64_t answers, double elapsed, doubl
   r.timeline[0].answered = answers / 2;
   r.timeline[1].answered = answers - answers / 2;
   r.warnings = {"same warning"};
+  r.generator.wakeups = answers;
+  r.generator.syscalls = 2 * answers;
+  r.client_rss_bytes = 1 << 20;
   return r;
 }
 
@@ -123,6 +126,10 @@ TEST(merge_results, adds_the_counts_and_histograms_and_keeps_each_members_figure
   EXPECT_EQ(m.connections.concurrent_max, 5u);
   EXPECT_EQ(m.connections.failures.at("ECONNRESET"), 2u);
   EXPECT_EQ(m.handshakes_full, 5u);
+  EXPECT_EQ(m.generator.wakeups, 1500u);
+  EXPECT_EQ(m.generator.syscalls, 3000u);
+  EXPECT_EQ(m.client_rss_bytes, 2u << 20);
+  EXPECT_EQ(m.ranks[1].client_rss_bytes, 1u << 20);
   ASSERT_EQ(m.timeline.size(), 2u);
   EXPECT_EQ(m.timeline[0].answered + m.timeline[1].answered, 1500u);
   EXPECT_EQ(m.warnings, std::vector<std::string>{"same warning"});

@@ -1,5 +1,6 @@
 // A run's JSON read back: the 0-RTT figures of every TLS transport, and those of DoQ results
-// written before DoT and DoH had 0-RTT (under "quic").
+// written before DoT and DoH had 0-RTT (under "quic"); the generator's own wake-ups and
+// system calls, and results written before it counted them.
 #include <dnstransport/report.hpp>
 
 #include <gtest/gtest.h>
@@ -58,6 +59,52 @@ TEST(run_json_test, doq_early_data_of_older_results_is_read_from_quic) {
   EXPECT_EQ(back.early_data.rejected, 1u);
   EXPECT_EQ(back.early_data.queries_in_early_data, 7u);
   EXPECT_EQ(back.early_data.queries_resent, 1u);
+}
+
+run_result udp_run_with_generator_figures() {
+  run_result r;
+  r.server = "127.0.0.1";
+  r.port = 53;
+  r.clients = 1;
+  r.queries_sent = r.responses_received = 1000;
+  r.generator = {1020, 2050, 30};
+  return r;
+}
+
+TEST(run_json_test, generator_figures_survive_json_and_show_per_answer) {
+  const run_result r = udp_run_with_generator_figures();
+  EXPECT_DOUBLE_EQ(r.wakeups_per_answer(), 1.02);
+  EXPECT_DOUBLE_EQ(r.syscalls_per_answer(), 2.05);
+  const std::string json = to_json(r);
+  const boost::json::value parsed = boost::json::parse(json);
+  const boost::json::object& g = parsed.as_object().at("generator").as_object();
+  EXPECT_EQ(g.at("wakeups").as_int64(), 1020);
+  EXPECT_EQ(g.at("syscalls").as_int64(), 2050);
+  EXPECT_EQ(g.at("syscalls_would_block").as_int64(), 30);
+  EXPECT_DOUBLE_EQ(g.at("wakeups_per_answer").as_double(), 1.02);
+  EXPECT_DOUBLE_EQ(g.at("syscalls_per_answer").as_double(), 2.05);
+
+  const run_result back = run_result_from_json(json, "run.json");
+  EXPECT_EQ(back.generator.wakeups, 1020u);
+  EXPECT_EQ(back.generator.syscalls, 2050u);
+  EXPECT_EQ(back.generator.syscalls_would_block, 30u);
+  EXPECT_NE(format_table(back).find("  generator               1.02 wake-ups and 2.05 system "
+                                    "calls per answer (1 % of the calls returned EAGAIN)\n"),
+            std::string::npos)
+      << format_table(back);
+}
+
+TEST(run_json_test, results_from_before_the_generator_counts_read_as_zero) {
+  boost::json::object o = boost::json::parse(to_json(udp_run_with_generator_figures())).as_object();
+  ASSERT_TRUE(o.erase("generator"));
+  const run_result back = run_result_from_json(boost::json::serialize(o), "old.json");
+  EXPECT_EQ(back.generator.wakeups, 0u);
+  EXPECT_EQ(back.generator.syscalls, 0u);
+  EXPECT_EQ(back.generator.syscalls_would_block, 0u);
+  EXPECT_EQ(back.wakeups_per_answer(), 0);
+  EXPECT_EQ(back.syscalls_per_answer(), 0);
+  // Nothing counted: the table says nothing rather than "0.00 per answer".
+  EXPECT_EQ(format_table(back).find("wake-ups"), std::string::npos);
 }
 
 }  // namespace

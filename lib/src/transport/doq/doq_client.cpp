@@ -33,6 +33,7 @@ void doq_client::wait_readable() {
   socket_.async_wait(boost::asio::socket_base::wait_read,
                      [this, generation = generation_](const boost::system::error_code& ec) {
                        if (ec || generation != generation_) return;
+                       count_wakeup();
                        waiting_read_ = false;
                        on_readable();
                      });
@@ -52,6 +53,7 @@ void doq_client::on_readable() {
   const std::uint64_t generation = generation_;
   for (;;) {
     const int n = recvmmsg(fd, msgs.data(), receive_batch, MSG_DONTWAIT, nullptr);
+    syscalls().count(n);
     if (n < 0) {
       const int error = errno;
       if (error == EINTR) continue;
@@ -289,6 +291,7 @@ void doq_client::send_packets(std::span<const iovec> packets) {
   while (done < messages) {
     const int n = sendmmsg(socket_.native_handle(), msgs.data() + done,
                            static_cast<unsigned>(messages - done), 0);
+    syscalls().count(n);
     if (n < 0) {
       const int error = errno;
       if (error == EINTR) continue;

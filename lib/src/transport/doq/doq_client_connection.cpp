@@ -119,18 +119,31 @@ int doq_client::open_socket() {
   const run_plan& p = plan();
   const boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
   boost::system::error_code ec;
+  // socket, bind, connect and ioctl(FIONBIO), each counted as it is made.
   socket_.open(server.protocol(), ec);
-  if (!ec && !p.sources.empty()) socket_.bind({p.sources[index_ % p.sources.size()], 0}, ec);
-  if (!ec) socket_.connect(server, ec);
-  if (!ec) socket_.non_blocking(true, ec);
+  syscalls().count_calls(1);
+  if (!ec && !p.sources.empty()) {
+    socket_.bind({p.sources[index_ % p.sources.size()], 0}, ec);
+    syscalls().count_calls(1);
+  }
+  if (!ec) {
+    socket_.connect(server, ec);
+    syscalls().count_calls(1);
+  }
+  if (!ec) {
+    socket_.non_blocking(true, ec);
+    syscalls().count_calls(1);
+  }
   if (ec) {
     boost::system::error_code ignored;
     socket_.close(ignored);
+    syscalls().count_calls(1);
     return ec.value();
   }
   enlarge_socket_buffers(socket_.native_handle());
   socklen_t size = sizeof local_;
   getsockname(socket_.native_handle(), reinterpret_cast<sockaddr*>(&local_), &size);
+  syscalls().count_calls(3);  // two setsockopt, getsockname
   path_.local = {reinterpret_cast<sockaddr*>(&local_), size};
   std::memcpy(&remote_, server.data(), server.size());
   path_.remote = {reinterpret_cast<sockaddr*>(&remote_), static_cast<socklen_t>(server.size())};
@@ -463,6 +476,7 @@ void doq_client::arm_timer() {
   timer_.expires_after(std::chrono::nanoseconds(at > now ? at - now : 0));
   timer_.async_wait([this, generation = generation_](const boost::system::error_code& ec) {
     if (ec || generation != generation_) return;
+    count_wakeup();
     timer_at_ = 0;
     on_timer();
   });

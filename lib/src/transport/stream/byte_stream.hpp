@@ -18,6 +18,7 @@
 
 namespace dnstransport::detail {
 
+struct syscall_counter;
 class tls_ticket;
 class tls_client_context;
 class tls_server_context;
@@ -88,9 +89,11 @@ class stream_connector {
   virtual ~stream_connector() = default;
   /// `resume_from` (may be null) is offered where the stream has sessions to resume.
   /// `spare` (may be null): a closed stream this connector opened before, which it may
-  /// reuse instead of allocating one per connection.
+  /// reuse instead of allocating one per connection. `syscalls` (may be null) counts the
+  /// stream's reads and writes on the socket (TLS: the library's).
   virtual std::unique_ptr<byte_stream> open(int fd, const tls_ticket* resume_from,
-                                            std::unique_ptr<byte_stream> spare) = 0;
+                                            std::unique_ptr<byte_stream> spare,
+                                            syscall_counter* syscalls) = 0;
 };
 
 /// Opens the server side of a stream on an accepted, non-blocking socket it does not own.
@@ -100,8 +103,8 @@ class stream_acceptor {
   virtual std::unique_ptr<byte_stream> open(int fd) = 0;
 };
 
-/// Plain TCP: DNS over TCP (RFC 7766).
-std::unique_ptr<byte_stream> make_tcp_stream(int fd);
+/// Plain TCP: DNS over TCP (RFC 7766). `syscalls` (may be null) counts its recv and sendmsg.
+std::unique_ptr<byte_stream> make_tcp_stream(int fd, syscall_counter* syscalls = nullptr);
 std::unique_ptr<stream_connector> make_tcp_connector();
 std::unique_ptr<stream_acceptor> make_tcp_acceptor();
 

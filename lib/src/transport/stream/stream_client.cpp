@@ -27,7 +27,9 @@ void stream_client::wait(boost::asio::socket_base::wait_type type) {
 void stream_client::wait_ended(bool reading, std::uint64_t generation, bool ok) {
   if (generation != generation_) return;  // a wait of an earlier connection
   (reading ? waiting_read_ : waiting_write_) = false;
-  if (ok) on_ready();
+  if (!ok) return;
+  count_wakeup();
+  on_ready();
 }
 
 void stream_client::on_ready() {

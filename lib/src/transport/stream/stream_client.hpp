@@ -34,10 +34,12 @@ class stream_client : public client_base {
                 const stream_transport& transport)
       : client_base(owner, index, quota),
         transport_(transport),
-        socket_(transport.make_socket(owner.io(),
-                                      [this](bool readable, std::uint64_t generation, bool ok) {
-                                        wait_ended(readable, generation, ok);
-                                      })) {}
+        socket_(transport.make_socket(
+            owner.io(),
+            [this](bool readable, std::uint64_t generation, bool ok) {
+              wait_ended(readable, generation, ok);
+            },
+            owner.syscalls())) {}
 
   void start() override;
   void tick(std::uint64_t now) override;

@@ -16,6 +16,7 @@ namespace dnstransport::detail {
 class byte_stream;
 class stream_connector;
 class tls_ticket;
+struct syscall_counter;
 
 struct tcp_dial_options {
   bool nodelay = true;
@@ -64,10 +65,13 @@ class stream_socket {
 };
 
 using stream_socket_factory = std::function<std::unique_ptr<stream_socket>(
-    boost::asio::io_context& io, stream_socket::ready_callback on_ready)>;
+    boost::asio::io_context& io, stream_socket::ready_callback on_ready,
+    syscall_counter& syscalls)>;
 
-// A TCP socket.
+// A TCP socket; the system calls it and its byte streams make are counted in `syscalls`
+// (the client's worker's).
 std::unique_ptr<stream_socket> make_tcp_socket(boost::asio::io_context& io,
-                                               stream_socket::ready_callback on_ready);
+                                               stream_socket::ready_callback on_ready,
+                                               syscall_counter& syscalls);
 
 }  // namespace dnstransport::detail

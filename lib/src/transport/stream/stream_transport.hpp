@@ -45,8 +45,9 @@ class stream_transport final : public client_transport {
   const stream_settings& settings() const noexcept { return settings_; }
   stream_connector& connector() const noexcept { return *connector_; }
   std::unique_ptr<stream_socket> make_socket(boost::asio::io_context& io,
-                                             stream_socket::ready_callback on_ready) const {
-    return make_socket_(io, std::move(on_ready));
+                                             stream_socket::ready_callback on_ready,
+                                             syscall_counter& syscalls) const {
+    return make_socket_(io, std::move(on_ready), syscalls);
   }
 
  private:

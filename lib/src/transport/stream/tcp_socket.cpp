@@ -1,5 +1,6 @@
 // The stream client's TCP socket: options, source address, non-blocking connect, readiness
-// waits through Asio.
+// waits through Asio. Every system call it makes is counted in the worker's counter, and the
+// byte streams opened on it count theirs there too.
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,6 +11,7 @@
 
 #include "transport/stream/byte_stream.hpp"
 #include "transport/stream/stream_socket.hpp"
+#include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
 
@@ -17,8 +19,8 @@ namespace {
 
 class tcp_socket final : public stream_socket {
  public:
-  tcp_socket(boost::asio::io_context& io, ready_callback on_ready)
-      : socket_(io), on_ready_(std::move(on_ready)) {}
+  tcp_socket(boost::asio::io_context& io, ready_callback on_ready, syscall_counter& syscalls)
+      : socket_(io), on_ready_(std::move(on_ready)), syscalls_(syscalls) {}
 
   tcp_dial connect(const boost::asio::ip::tcp::endpoint& server,
                    const tcp_dial_options& options) override {
@@ -26,6 +28,7 @@ class tcp_socket final : public stream_socket {
     fastopen_ = false;
     boost::system::error_code ec;
     socket_.open(server.protocol(), ec);
+    syscalls_.count_calls(1);
     if (ec) {
       dial.what = "tcp socket";
       dial.error = ec.value();
@@ -33,12 +36,17 @@ class tcp_socket final : public stream_socket {
     }
     const int fd = socket_.native_handle();
     socket_.non_blocking(true, ec);
+    syscalls_.count_calls(1);
     const int one = 1;
-    if (options.nodelay) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (options.nodelay) {
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      syscalls_.count_calls(1);
+    }
     if (options.source != nullptr) {
       // Let the kernel pick the port at connect time, so ports are shared per destination.
       setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
       socket_.bind({*options.source, 0}, ec);
+      syscalls_.count_calls(2);
       if (ec) {
         dial.what = "tcp bind";
         dial.error = ec.value();
@@ -47,11 +55,14 @@ class tcp_socket final : public stream_socket {
     }
     if (options.fastopen) {
       fastopen_ = setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof one) == 0;
+      syscalls_.count_calls(1);
     }
     sockaddr_storage address{};
     std::memcpy(&address, server.data(), server.size());
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address),
-                  static_cast<socklen_t>(server.size())) == 0) {
+    const int connected =
+        ::connect(fd, reinterpret_cast<sockaddr*>(&address), static_cast<socklen_t>(server.size()));
+    syscalls_.count(connected);
+    if (connected == 0) {
       dial.result = fastopen_ ? tcp_dial::outcome::deferred : tcp_dial::outcome::connected;
     } else if (errno == EINPROGRESS) {
       dial.result = tcp_dial::outcome::in_progress;
@@ -65,16 +76,15 @@ class tcp_socket final : public stream_socket {
   int connect_error() override {
     int error = 0;
     socklen_t length = sizeof error;
-    if (getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
-      return errno;
-    }
-    return error;
+    const int result = getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length);
+    syscalls_.count_calls(1);
+    return result != 0 ? errno : error;
   }
 
   std::unique_ptr<byte_stream> open_stream(stream_connector& connector,
                                            const tls_ticket* resume_from,
                                            std::unique_ptr<byte_stream> spare) override {
-    return connector.open(socket_.native_handle(), resume_from, std::move(spare));
+    return connector.open(socket_.native_handle(), resume_from, std::move(spare), &syscalls_);
   }
 
   void async_wait(bool readable, std::uint64_t generation) override {
@@ -89,15 +99,17 @@ class tcp_socket final : public stream_socket {
     if (!fastopen_ || !socket_.is_open()) return false;
     tcp_info info{};
     socklen_t length = sizeof info;
+    syscalls_.count_calls(1);
     return getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
            (info.tcpi_options & TCPI_OPT_SYN_DATA) != 0;
   }
 
   bool established() override {
+    if (!socket_.is_open()) return false;
     tcp_info info{};
     socklen_t length = sizeof info;
-    return socket_.is_open() &&
-           getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
+    syscalls_.count_calls(1);
+    return getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
            info.tcpi_state != TCP_SYN_SENT && info.tcpi_state != TCP_CLOSE;
   }
 
@@ -108,22 +120,26 @@ class tcp_socket final : public stream_socket {
     if (abortive) {
       const linger rst{1, 0};
       setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
+      syscalls_.count_calls(1);
     }
     boost::system::error_code ec;
     socket_.close(ec);
+    syscalls_.count_calls(1);
   }
 
  private:
   boost::asio::ip::tcp::socket socket_;
   ready_callback on_ready_;
+  syscall_counter& syscalls_;
   bool fastopen_ = false;  // TCP_FASTOPEN_CONNECT was accepted on this connection
 };
 
 }  // namespace
 
 std::unique_ptr<stream_socket> make_tcp_socket(boost::asio::io_context& io,
-                                               stream_socket::ready_callback on_ready) {
-  return std::make_unique<tcp_socket>(io, std::move(on_ready));
+                                               stream_socket::ready_callback on_ready,
+                                               syscall_counter& syscalls) {
+  return std::make_unique<tcp_socket>(io, std::move(on_ready), syscalls);
 }
 
 }  // namespace dnstransport::detail

@@ -1,5 +1,5 @@
 // Plain TCP behind the byte_stream contract: recv and one gathering sendmsg, with EINTR
-// retried and EAGAIN turned into a wait.
+// retried and EAGAIN turned into a wait; each call counted where the client gave a counter.
 
 #include <sys/socket.h>
 
@@ -11,6 +11,7 @@
 #include "transport/stream/byte_stream.hpp"
 #include "transport/tls/tls_backend.hpp"
 #include "util/socket_util.hpp"
+#include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
 
@@ -18,11 +19,12 @@ namespace {
 
 class tcp_stream final : public byte_stream {
  public:
-  explicit tcp_stream(int fd) : fd_(fd) {}
+  tcp_stream(int fd, syscall_counter* syscalls) : fd_(fd), syscalls_(syscalls) {}
 
   // The same object over a new connection.
-  void reopen(int fd) noexcept {
+  void reopen(int fd, syscall_counter* syscalls) noexcept {
     fd_ = fd;
+    syscalls_ = syscalls;
     error_ = 0;
   }
 
@@ -33,6 +35,7 @@ class tcp_stream final : public byte_stream {
   stream_io read(std::span<std::uint8_t> buffer, std::size_t& transferred) override {
     for (;;) {
       const ssize_t r = ::recv(fd_, buffer.data(), buffer.size(), 0);
+      count_syscall(syscalls_, r);
       if (r > 0) {
         transferred = static_cast<std::size_t>(r);
         return stream_io::done;
@@ -55,6 +58,7 @@ class tcp_stream final : public byte_stream {
     message.msg_iovlen = pieces.size();
     for (;;) {
       const ssize_t r = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+      count_syscall(syscalls_, r);
       if (r >= 0) {
         transferred = static_cast<std::size_t>(r);
         return stream_io::done;
@@ -82,6 +86,7 @@ class tcp_stream final : public byte_stream {
 
  private:
   int fd_;
+  syscall_counter* syscalls_;
   int error_ = 0;
 };
 
@@ -89,10 +94,10 @@ class tcp_connector final : public stream_connector {
  public:
   // A client reconnecting after every few queries would otherwise allocate a stream per
   // connection; the spare is always one of ours.
-  std::unique_ptr<byte_stream> open(int fd, const tls_ticket*,
-                                    std::unique_ptr<byte_stream> spare) override {
-    if (!spare) return make_tcp_stream(fd);
-    static_cast<tcp_stream&>(*spare).reopen(fd);
+  std::unique_ptr<byte_stream> open(int fd, const tls_ticket*, std::unique_ptr<byte_stream> spare,
+                                    syscall_counter* syscalls) override {
+    if (!spare) return make_tcp_stream(fd, syscalls);
+    static_cast<tcp_stream&>(*spare).reopen(fd, syscalls);
     return spare;
   }
 };
@@ -104,8 +109,8 @@ class tcp_acceptor final : public stream_acceptor {
 
 }  // namespace
 
-std::unique_ptr<byte_stream> make_tcp_stream(int fd) {
-  return std::make_unique<tcp_stream>(fd);
+std::unique_ptr<byte_stream> make_tcp_stream(int fd, syscall_counter* syscalls) {
+  return std::make_unique<tcp_stream>(fd, syscalls);
 }
 
 std::unique_ptr<stream_connector> make_tcp_connector() {

@@ -21,6 +21,8 @@
 
 namespace dnstransport::detail {
 
+struct syscall_counter;
+
 // What the GnuTLS clients (DoT, DoH, DoQ) offer when no --tls-priority is given: GnuTLS's
 // NORMAL with X25519 first (as OpenSSL and browsers: TLS 1.3's key share is then X25519, with
 // P-256 beside it) and AES-128-GCM first (NORMAL's AES-256-GCM makes TLS 1.3 derive its keys
@@ -167,6 +169,7 @@ class gnutls_connection final : public tls_connection {
   tls_io read(std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
   tls_io write(const std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
   tls_io shutdown() override;
+  void count_syscalls(syscall_counter& syscalls) override;
   std::size_t early_data_room() const override;
   tls_io write_early(const std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
   early_data_status early_data() const override;
@@ -201,6 +204,13 @@ class gnutls_connection final : public tls_connection {
   void send_alert(int result) { gnutls_alert_send_appropriate(session_, result); }
 
   bool peer_closed() const;
+
+  // GnuTLS's transport on the socket (recv; sendmsg with MSG_NOSIGNAL, as GNUTLS_NO_SIGNAL
+  // makes GnuTLS's own), each call counted; `transport` is the connection.
+  static ssize_t pull(gnutls_transport_ptr_t transport, void* data, std::size_t size);
+  static ssize_t vec_push(gnutls_transport_ptr_t transport, const giovec_t* pieces, int count);
+  static int pull_timeout(gnutls_transport_ptr_t transport, unsigned int ms);
+
   std::string verification_message(int result) const;
   tls_io fail(tls_failure kind, std::string message);
   // GnuTLS sessions are unusable after a fatal error; answer the same from then on.
@@ -208,6 +218,7 @@ class gnutls_connection final : public tls_connection {
 
   std::shared_ptr<const shared_setup> setup_;
   int fd_;
+  syscall_counter* syscalls_ = nullptr;  // null: GnuTLS's own transport, uncounted
   gnutls_session_t session_ = nullptr;
   bool resume_;
   bool handshake_done_ = false;

@@ -3,6 +3,7 @@
 // the client's offered versions, so a version mismatch reads as one on both backends).
 
 #include <gnutls/gnutls.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "transport/tls/gnutls_common.hpp"
+#include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
 namespace {
@@ -133,6 +135,42 @@ tls_io gnutls_connection::write(const std::uint8_t* data, std::size_t size,
   return finish(static_cast<int>(result));
 }
 
+void gnutls_connection::count_syscalls(syscall_counter& syscalls) {
+  syscalls_ = &syscalls;
+  gnutls_transport_set_ptr(session_, this);
+  gnutls_transport_set_pull_function(session_, &pull);
+  gnutls_transport_set_pull_timeout_function(session_, &pull_timeout);
+  gnutls_transport_set_vec_push_function(session_, &vec_push);
+}
+
+ssize_t gnutls_connection::pull(gnutls_transport_ptr_t transport, void* data, std::size_t size) {
+  const auto* self = static_cast<const gnutls_connection*>(transport);
+  const ssize_t n = ::recv(self->fd_, data, size, 0);
+  self->syscalls_->count(n);
+  return n;  // GnuTLS reads errno, which counting leaves alone
+}
+
+ssize_t gnutls_connection::vec_push(gnutls_transport_ptr_t transport, const giovec_t* pieces,
+                                    int count) {
+  const auto* self = static_cast<const gnutls_connection*>(transport);
+  msghdr message{};
+  message.msg_iov = const_cast<giovec_t*>(pieces);
+  message.msg_iovlen = static_cast<std::size_t>(count);
+  const ssize_t n = ::sendmsg(self->fd_, &message, MSG_NOSIGNAL);
+  self->syscalls_->count(n);
+  return n;
+}
+
+int gnutls_connection::pull_timeout(gnutls_transport_ptr_t transport, unsigned int ms) {
+  // Not called on a session without timeouts (GNUTLS_NONBLOCK, no handshake timeout), but
+  // GnuTLS's own would take the transport pointer for a descriptor.
+  const auto* self = static_cast<const gnutls_connection*>(transport);
+  pollfd ready{self->fd_, POLLIN, 0};
+  const int n = ::poll(&ready, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : static_cast<int>(ms));
+  self->syscalls_->count(n);
+  return n;
+}
+
 tls_io gnutls_connection::shutdown() {
   if (final_) return *final_;
   const int result = gnutls_bye(session_, GNUTLS_SHUT_WR);
@@ -213,6 +251,7 @@ std::string gnutls_connection::version() const {
 gnutls_connection::input_state gnutls_connection::peer_input() const noexcept {
   std::uint8_t byte = 0;
   const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  count_syscall(syscalls_, n);
   return n > 0 ? input_state::waiting : n == 0 ? input_state::ended : input_state::none;
 }
 
@@ -311,7 +350,9 @@ int gnutls_connection::on_client_hello(gnutls_session_t session, unsigned int, u
 
 bool gnutls_connection::peer_closed() const {
   char byte;
-  return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+  const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  count_syscall(syscalls_, n);
+  return n == 0;
 }
 
 std::string gnutls_connection::verification_message(int result) const {

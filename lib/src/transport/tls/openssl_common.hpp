@@ -57,6 +57,7 @@ class openssl_connection final : public tls_connection {
   tls_io read(std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
   tls_io write(const std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
   tls_io shutdown() override;
+  void count_syscalls(syscall_counter& syscalls) override;
   std::size_t early_data_room() const override;
   tls_io write_early(const std::uint8_t* data, std::size_t size, std::size_t& transferred) override;
   early_data_status early_data() const override;

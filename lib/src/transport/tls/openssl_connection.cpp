@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "transport/tls/openssl_common.hpp"
+#include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
 namespace {
@@ -30,6 +31,18 @@ bool is_certificate_alert(int alert) {
     default:
       return false;
   }
+}
+
+// A socket BIO makes one read(2) or write(2) per BIO_read or BIO_write: each is counted as
+// it returns, in the counter that is the BIO's callback argument.
+long count_socket_call(BIO* bio, int oper, const char*, std::size_t, int, long, int ret,
+                       std::size_t*) {
+  if (oper == (BIO_CB_READ | BIO_CB_RETURN) || oper == (BIO_CB_WRITE | BIO_CB_RETURN)) {
+    auto* counter = reinterpret_cast<syscall_counter*>(BIO_get_callback_arg(bio));
+    ++counter->calls;
+    if (ret <= 0 && BIO_should_retry(bio)) ++counter->would_block;
+  }
+  return ret;
 }
 
 }  // namespace
@@ -94,6 +107,15 @@ tls_io openssl_connection::shutdown() {
   // 0 means our close_notify went out and the peer's has not arrived, which is all we ask.
   const int result = SSL_shutdown(ssl_.get());
   return result >= 0 ? tls_io::done : finish(result);
+}
+
+void openssl_connection::count_syscalls(syscall_counter& syscalls) {
+  // SSL_set_fd gave the session one socket BIO for both directions.
+  for (BIO* bio : {SSL_get_rbio(ssl_.get()), SSL_get_wbio(ssl_.get())}) {
+    if (bio == nullptr || BIO_get_callback_ex(bio) == &count_socket_call) continue;
+    BIO_set_callback_ex(bio, &count_socket_call);
+    BIO_set_callback_arg(bio, reinterpret_cast<char*>(&syscalls));
+  }
 }
 
 std::size_t openssl_connection::pending() const {

@@ -16,6 +16,8 @@
 
 namespace dnstransport::detail {
 
+struct syscall_counter;
+
 /// Result of one non-blocking TLS step.
 enum class tls_io {
   done,        // the step completed (handshake finished, bytes moved, shutdown sent)
@@ -95,6 +97,11 @@ class tls_connection {
 
   /// Sends close_notify (does not wait for the peer's).
   virtual tls_io shutdown() = 0;
+
+  /// Before the first step: counts every read and write the library makes on the socket
+  /// (and the session's own peeks at it) in `syscalls`, which outlives the session. A
+  /// session not told counts nothing (the responder's).
+  virtual void count_syscalls(syscall_counter& syscalls) = 0;
 
   /// Client, before handshake(): how many octets of early data write_early may take: the
   /// limit of the ticket the session resumes, when the context enabled early data; 0 when

@@ -120,8 +120,11 @@ class tls_connector final : public stream_connector {
   explicit tls_connector(std::unique_ptr<tls_client_context> owned)
       : owned_(std::move(owned)), context_(*owned_) {}
   std::unique_ptr<byte_stream> open(int fd, const tls_ticket* resume_from,
-                                    std::unique_ptr<byte_stream> /*spare*/) override {
-    return std::make_unique<tls_stream>(context_.connect(fd, resume_from));
+                                    std::unique_ptr<byte_stream> /*spare*/,
+                                    syscall_counter* syscalls) override {
+    std::unique_ptr<tls_connection> session = context_.connect(fd, resume_from);
+    if (syscalls != nullptr) session->count_syscalls(*syscalls);
+    return std::make_unique<tls_stream>(std::move(session));
   }
 
  private:

@@ -36,12 +36,21 @@ class udp_client final : public client_base {
     const run_plan& p = plan();
     boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
     boost::system::error_code ec;
+    // socket, bind, connect and ioctl(FIONBIO), each counted as it is made.
     socket_.open(server.protocol(), ec);
+    syscalls().count_calls(1);
     if (!ec && !p.sources.empty()) {
       socket_.bind({p.sources[index_ % p.sources.size()], 0}, ec);
+      syscalls().count_calls(1);
     }
-    if (!ec) socket_.connect(server, ec);
-    if (!ec) socket_.non_blocking(true, ec);
+    if (!ec) {
+      socket_.connect(server, ec);
+      syscalls().count_calls(1);
+    }
+    if (!ec) {
+      socket_.non_blocking(true, ec);
+      syscalls().count_calls(1);
+    }
     if (ec) {
       connections().record_socket_error("udp socket", ec.value());
       failed_ = true;
@@ -51,6 +60,7 @@ class udp_client final : public client_base {
       return;
     }
     enlarge_socket_buffers(socket_.native_handle());
+    syscalls().count_calls(2);  // its two setsockopt
     fill(monotonic_ns());
     wait_readable();
   }
@@ -65,15 +75,19 @@ class udp_client final : public client_base {
   void abandon() override {
     if (tc_retry_) tc_retry_->abandon();
     fail_in_flight(true);
+    if (!socket_.is_open()) return;
     boost::system::error_code ec;
     socket_.close(ec);
+    syscalls().count_calls(1);
   }
 
  private:
   void wait_readable() {
     socket_.async_wait(boost::asio::socket_base::wait_read,
                        [this](const boost::system::error_code& ec) {
-                         if (!ec) on_readable();
+                         if (ec) return;
+                         count_wakeup();
+                         on_readable();
                        });
   }
 
@@ -82,7 +96,9 @@ class udp_client final : public client_base {
     socket_.async_wait(boost::asio::socket_base::wait_write,
                        [this](const boost::system::error_code& ec) {
                          waiting_write_ = false;
-                         if (!ec) fill(monotonic_ns());
+                         if (ec) return;
+                         count_wakeup();
+                         fill(monotonic_ns());
                        });
   }
 
@@ -98,6 +114,7 @@ class udp_client final : public client_base {
     }
     for (;;) {
       const int n = recvmmsg(fd, msgs.data(), batch_size, MSG_DONTWAIT, nullptr);
+      syscalls().count(n);
       if (n < 0) {
         const int error = errno;  // before anything else can change it
         if (error == EINTR) continue;
@@ -141,6 +158,7 @@ class udp_client final : public client_base {
         msgs[i].msg_hdr.msg_iovlen = 2;
       }
       int sent = sendmmsg(fd, msgs.data(), batch, 0);
+      syscalls().count(sent);
       int error = 0;  // of a failed call; a partial send leaves errno unset
       if (sent < 0) {
         error = errno;
