@@ -904,7 +904,8 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
           pid));
     }
   }
-  add_open_loop_warnings(result);
+  // In a group, the merged result gets them once, from every member's counts.
+  if (!ready) add_open_loop_warnings(result);
   return result;
 }
 
@@ -940,7 +941,9 @@ run_result run_in_group(const load_spec& spec) {
           ? group_interrupted_wait_seconds
           : spec.timeout_seconds + group_result_margin_seconds +
                 (spec.count > 0 || spec.duration_seconds == 0 ? own.elapsed_seconds : 0);
-  return merge_results(group.gather(own, wait), group.hosts());
+  run_result merged = merge_results(group.gather(own, wait), group.hosts());
+  add_open_loop_warnings(merged);
+  return merged;
 }
 
 }  // namespace
