@@ -15,7 +15,10 @@ action add_run_command(CLI::App& app) {
           "  dnstransport run                                  # built-in responder, UDP\n"
           "  dnstransport run --server 192.0.2.53 --transport tls --queries-per-connection 10\n"
           "  dnstransport run --server [::1]:5300 --clients 16 --outstanding 200 --json "
-          "out.json\n\n") +
+          "out.json\n"
+          "  mpirun -np 4 dnstransport run --server 192.0.2.53 --clients 40000 --client-rate 1   "
+          "# one load from 4 processes (or hosts: --hostfile); rank 0 prints the merged "
+          "result\n\n") +
       exit_codes_help);
   auto options = std::make_shared<run_options>();
   add_run_options(*run, *options, true);
