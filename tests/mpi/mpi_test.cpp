@@ -218,6 +218,42 @@ TEST(mpi_sweep_test, every_rank_steps_through_the_same_points) {
   }
 }
 
+TEST(mpi_search_test, every_rank_takes_the_same_steps) {
+  const scratch files("mpi-search");
+  served server(files);
+  ASSERT_TRUE(server.ready()) << server.out();
+  const std::string json = files.path("search.json");
+  const process_result r =
+      hostile::run_process(mpirun, under_mpirun(2, {"search",      "--server",   server.address(0),
+                                                    "--clients",   "4",          "--start-rate",
+                                                    "2000",        "--max-rate", "8000",
+                                                    "--duration",  "0.3",        "--settle",
+                                                    "0",           "--repeats",  "1",
+                                                    "--precision", "0.5",        "--max-time",
+                                                    "30",          "--json",     json}),
+                           90s);
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto o = read_json(json);
+  const auto& steps = o.at("steps").as_array();
+  ASSERT_FALSE(steps.empty());
+  for (const auto& step : steps) {
+    const auto& run = step.as_object().at("run").as_object();
+    ASSERT_EQ(count(run, "ranks"), 2u);
+    // Each rank offered its half of the step's rate.
+    EXPECT_EQ(count(run, "clients"), 4u);
+    std::uint64_t answered = 0;
+    for (const auto& m : run.at("per_rank").as_array()) {
+      EXPECT_EQ(count(m.as_object(), "clients"), 2u);
+      answered += count(m.as_object(), "responses_received");
+    }
+    EXPECT_EQ(answered, count(run, "responses_received"));
+  }
+  // The first step, 2,000 q/s over both ranks, is far within this responder's reach.
+  EXPECT_GE(o.at("max_rate").to_number<double>(), 2000) << r.out;
+  EXPECT_LE(o.at("max_rate").to_number<double>(), 8000) << r.out;
+}
+
 TEST(mpi_failure_test, a_rank_that_cannot_run_ends_every_rank_with_its_reason) {
   const scratch files("mpi-setup");
   served server(files);

@@ -456,6 +456,24 @@ capture_summary summarize(const load_spec& spec) {
   return s;
 }
 
+// Persistent connections in a closed loop are meant to be open before the window: when some
+// were set up inside it (not replacing ones the server closed), their set-up is in the
+// figures. Under mpirun, the ranks' connection storms then overlap the window.
+void add_warmup_warning(run_result& r, const load_spec& spec) {
+  if (spec.warmup_seconds <= 0 || r.open_loop() || !traits_of(spec.transport).has_connections ||
+      spec.queries_per_connection != 0 || spec.idle_seconds > 0 || spec.honour_keepalive) {
+    return;
+  }
+  const auto& c = r.connections;
+  const std::uint64_t replaced = c.closed_by_server + c.reset_by_server + c.goaway;
+  if (c.opened <= replaced) return;
+  r.warnings.push_back(fmt::format(
+      "{} connection{} set up inside the measured window: the warm-up (--warmup {:g} s) ended "
+      "before every client's connection was open, so set-up costs are in the figures; give a "
+      "longer --warmup",
+      c.opened - replaced, c.opened - replaced == 1 ? " was" : "s were", spec.warmup_seconds));
+}
+
 void add_open_loop_warnings(run_result& r) {
   if (!r.open_loop()) return;
   if (r.not_sent_outstanding > 0) {
@@ -905,7 +923,10 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
     }
   }
   // In a group, the merged result gets them once, from every member's counts.
-  if (!ready) add_open_loop_warnings(result);
+  if (!ready) {
+    add_open_loop_warnings(result);
+    add_warmup_warning(result, spec);
+  }
   return result;
 }
 
@@ -943,6 +964,7 @@ run_result run_in_group(const load_spec& spec) {
                 (spec.count > 0 || spec.duration_seconds == 0 ? own.elapsed_seconds : 0);
   run_result merged = merge_results(group.gather(own, wait), group.hosts());
   add_open_loop_warnings(merged);
+  add_warmup_warning(merged, spec);
   return merged;
 }
 
