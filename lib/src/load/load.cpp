@@ -937,7 +937,7 @@ constexpr double group_start_wait_seconds = 120;
 constexpr double group_result_margin_seconds = 10;
 // Interrupted (SIGINT, or mpirun ending the job because a member died, which sends SIGTERM
 // and SIGKILL a second later), a member waits only briefly, so member 0 can still write.
-constexpr double group_interrupted_wait_seconds = 0.5;
+constexpr double group_interrupted_wait_seconds = 0.3;
 
 run_result run_in_group(const load_spec& spec) {
   load_group& group = *spec.group;
