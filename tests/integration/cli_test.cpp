@@ -127,6 +127,9 @@ const usage_case usage_cases[] = {
     {"honour_keepalive_without_keepalive",
      {"run", "--transport", "tcp", "--honour-keepalive"},
      "--honour-keepalive"},
+    {"coalesce_us_with_tcp", {"run", "--transport", "tcp", "--coalesce-us", "50"}, "--coalesce-us"},
+    {"coalesce_us_too_long", {"run", "--coalesce-us", "20000"}, "--coalesce-us"},
+    {"coalesce_us_negative", {"run", "--coalesce-us", "-1"}, "--coalesce-us"},
     {"tls_versions_backwards",
      {"run", "--transport", "tls", "--tls-min-version", "1.3", "--tls-max-version", "1.2"},
      "--tls-min-version"},
@@ -202,6 +205,25 @@ TEST(cli_test, more_clients_than_ephemeral_ports_is_said_up_front) {
   EXPECT_NE(r.err.find(clients), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(std::to_string(ports)), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("ip_local_port_range"), std::string::npos) << r.err;
+}
+
+// --coalesce-us: the run says so in its table and keeps the setting in its JSON.
+TEST(cli_test, coalesced_receiving_is_in_the_table_and_the_json) {
+  const scratch files;
+  const std::string json = files.path("coalesced.json");
+  const process_result r = run_process(
+      cli, {"run", "--coalesce-us", "200", "--clients", "2", "--count", "2000", "--json", json},
+      30s);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("reads coalesced up to 200 us, answers timed by the kernel"),
+            std::string::npos)
+      << r.out;
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const run_result result = run_result_from_json(text, json);
+  EXPECT_EQ(result.coalesce_us, 200u);
+  EXPECT_EQ(result.responses_received, 2000u);
 }
 
 // Starts a 30 s run with progress on stderr and waits until it has measured something.

@@ -224,6 +224,67 @@ TEST(udp_load_test, warmup_calls_are_left_out_of_the_generator_figures) {
   EXPECT_LE(r.generator.syscalls, 2 * r.responses_received + 2);
 }
 
+// Coalesced receiving: the same closed-loop load with reads delayed when few answers came
+// (--coalesce-us). Every query is still answered, each latency runs from the send to the
+// kernel's receive stamp (after the send, never later than the read), and a wake-up reads
+// far more answers than one that waits for readiness after every read.
+TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
+  server responder(udp_only());
+
+  load_spec spec;
+  spec.port = responder.udp_port();
+  spec.clients = 2;
+  spec.outstanding = 100;
+  spec.count = 20000;
+  spec.timeout_seconds = generous_timeout;
+  const run_result off = run_load(spec);
+  spec.coalesce_us = 1000;
+  const run_result on = run_load(spec);
+
+  for (const run_result* r : {&off, &on}) {
+    ASSERT_EQ(r->responses_received, 20000u);
+    EXPECT_EQ(accounted(*r), r->queries_sent);
+    EXPECT_EQ(r->latency.count(), r->responses_received);
+    EXPECT_GT(r->latency.min(), 0u);
+    EXPECT_LE(r->latency.max(), static_cast<std::uint64_t>(r->elapsed_seconds * 1e9));
+  }
+  EXPECT_EQ(off.coalesce_us, 0u);
+  EXPECT_EQ(on.coalesce_us, 1000u);
+  EXPECT_LT(on.wakeups_per_answer(), off.wakeups_per_answer())
+      << "off " << off.generator.wakeups << ", on " << on.generator.wakeups;
+  // A delayed read comes at most once a millisecond per worker, and a readiness wait
+  // follows only a read of 8 answers or more (or fewer than 8 in flight, at the end): with
+  // 200 in flight, well under one wake-up per 8 answers.
+  EXPECT_LT(on.wakeups_per_answer(), 1.0 / 8);
+
+  const boost::json::object json = boost::json::parse(to_json(on)).as_object();
+  EXPECT_EQ(json.at("coalesce_us").to_number<unsigned>(), 1000u);
+  EXPECT_EQ(run_result_from_json(to_json(on), "test").coalesce_us, 1000u);
+  EXPECT_EQ(run_result_from_json(to_json(off), "test").coalesce_us, 0u);
+}
+
+// Coalescing is a UDP matter, and a delay of more than 10 ms would only hold the load back.
+TEST(udp_load_test, coalescing_is_refused_beyond_udp_and_10_ms) {
+  load_spec spec;
+  spec.coalesce_us = 10001;
+  try {
+    run_load(spec);
+    ADD_FAILURE() << "no error";
+  } catch (const setup_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--coalesce-us"), std::string::npos) << e.what();
+  }
+  spec.coalesce_us = 50;
+  spec.transport = transport_kind::tcp;
+  try {
+    run_load(spec);
+    ADD_FAILURE() << "no error";
+  } catch (const setup_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--coalesce-us applies to --transport udp"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(udp_load_test, stop_flag_ends_the_run_early_with_results) {
   server responder(udp_only());
 

@@ -317,14 +317,15 @@ slot_table::slot* client_base::in_flight(std::uint16_t id, std::uint64_t now) no
 }
 
 client_base::completion client_base::on_message(std::span<const std::uint8_t> message,
-                                                std::uint64_t now, bool datagram) noexcept {
+                                                std::uint64_t now, bool datagram,
+                                                std::uint64_t received_ns) noexcept {
   if (message.size() < 2) {
     if (measuring(now)) ++counts().unexpected;
     return {};
   }
   const std::uint16_t id = read_id(message.data());
   slot_table::slot* s = in_flight(id, now);
-  return s == nullptr ? completion{} : complete(*s, message, now, id, datagram);
+  return s == nullptr ? completion{} : complete(*s, message, now, id, datagram, received_ns);
 }
 
 client_base::completion client_base::on_answer(std::uint16_t id,
@@ -359,8 +360,11 @@ void client_base::lose_on_close(std::uint16_t id) noexcept {
 client_base::completion client_base::complete(slot_table::slot& slot,
                                               std::span<const std::uint8_t> message,
                                               std::uint64_t now, std::uint16_t expected_id,
-                                              bool datagram) noexcept {
+                                              bool datagram, std::uint64_t received_ns) noexcept {
   owner_.roll_timeline(now);
+  // A kernel stamp outside (sent, now] (a clock stepped in between) is not believed.
+  const std::uint64_t answered_ns =
+      received_ns > slot.sent_ns && received_ns <= now ? received_ns : now;
   query_counters& r = counts();
   slot_table::slot* s = &slot;
   completion done{true, false, s->sequence, s->first_on_connection};
@@ -385,8 +389,8 @@ client_base::completion client_base::complete(slot_table::slot& slot,
           done.answered = true;
           ++r.rcodes[summary.rcode & 0x0f];
           if (feeder_ != nullptr) ++r.tc_retry_answered;
-          r.latency.record(now - s->sent_ns);
-          owner_.row_latency.record(now - s->sent_ns);
+          r.latency.record(answered_ns - s->sent_ns);
+          owner_.row_latency.record(answered_ns - s->sent_ns);
           owner_.last_answer_ns = std::max(owner_.last_answer_ns, now);
           if (summary.keepalive) count_keepalive(summary.keepalive_timeout);
           if (summary.padded) count_padded(message.size());
@@ -456,8 +460,17 @@ void client_base::fail_in_flight(bool abandoned) noexcept {
 
 worker::worker(const run_plan& plan, std::vector<unsigned> client_indices,
                std::vector<std::uint64_t> quotas)
-    : plan_(plan), tick_timer_(io_), arrival_timer_(io_), scratch_(scratch_count * scratch_size) {
+    : plan_(plan),
+      tick_timer_(io_),
+      arrival_timer_(io_),
+      delay_timer_(io_),
+      scratch_(scratch_count * scratch_size) {
   clients_.reserve(client_indices.size());
+  if (plan.coalesce_ns > 0) {
+    // Each client waits at most once at a time: no allocation while the run goes.
+    delayed_.reserve(client_indices.size());
+    reading_.reserve(client_indices.size());
+  }
   for (std::size_t i = 0; i < client_indices.size(); ++i) {
     clients_.push_back(plan.transport->make_client(*this, client_indices[i], quotas[i]));
   }
@@ -564,6 +577,26 @@ void worker::on_arrival() {
     }
   }
   schedule_arrival();
+}
+
+void worker::delay_read(client_base& c) {
+  delayed_.push_back(&c);
+  if (delay_armed_) return;
+  delay_armed_ = true;
+  delay_timer_.expires_after(std::chrono::nanoseconds(plan_.coalesce_ns));
+  delay_timer_.async_wait([this](const boost::system::error_code& ec) {
+    delay_armed_ = false;
+    if (ec) return;
+    count_wakeup();
+    on_delay_over();
+  });
+}
+
+void worker::on_delay_over() {
+  // Clients that ask again while being served wait for the next expiry.
+  reading_.swap(delayed_);
+  for (client_base* c : reading_) c->read_delayed();
+  reading_.clear();
 }
 
 worker::row worker::cumulative() const noexcept {

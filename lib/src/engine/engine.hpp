@@ -79,6 +79,10 @@ struct run_plan {
   std::vector<std::uint32_t> replay_query;
   std::vector<std::uint64_t> replay_offset_ns;
   std::uint64_t interval_ns = 0;  // timeline row length; 0: no timeline
+  // UDP (--coalesce-us): answers take the kernel's receive time, and a client whose read
+  // found few answers while many are in flight reads again after this delay instead of
+  // waiting for readiness at once (worker::delay_read). 0: off.
+  std::uint64_t coalesce_ns = 0;
 
   // Open connections over every worker (each worker adds its own), and the most open at
   // once in the measured window. Null: not kept (the workers' own gauges still are).
@@ -155,6 +159,9 @@ class client_base {
     return slots_.empty() && !may_send(now);
   }
 
+  // The delay this client asked for with worker::delay_read is over: read what came.
+  virtual void read_delayed() {}
+
   // Open loop: the time of this client's next scheduled query (UINT64_MAX: none), and the
   // queries whose time came, taken into the waiting list or counted as not sent. Queries
   // that waited longer than the timeout are counted as not sent too.
@@ -198,8 +205,10 @@ class client_base {
     std::int32_t keepalive_timeout = -1;
   };
   // `datagram`: arrived over UDP, where an answer may not exceed what the query allowed.
+  // `received_ns`: when the kernel received it (UDP with coalescing), which the latency runs
+  // to when it lies between the query's send and `now`; 0: `now`.
   completion on_message(std::span<const std::uint8_t> message, std::uint64_t now,
-                        bool datagram = false) noexcept;
+                        bool datagram = false, std::uint64_t received_ns = 0) noexcept;
   // An answer whose query the transport already knows (an HTTP/2 stream): `id` is the
   // query's slot id; the message must carry `wire_id`, the id that was sent (DoH sends 0).
   completion on_answer(std::uint16_t id, std::span<const std::uint8_t> message, std::uint64_t now,
@@ -256,7 +265,8 @@ class client_base {
   void count_padded(std::size_t size) noexcept;
   // Classifies `message` as the answer to `s` (sent with `expected_id`) and ends the query.
   completion complete(slot_table::slot& s, std::span<const std::uint8_t> message, std::uint64_t now,
-                      std::uint16_t expected_id, bool datagram) noexcept;
+                      std::uint16_t expected_id, bool datagram,
+                      std::uint64_t received_ns = 0) noexcept;
 
  protected:
   worker& owner_;
@@ -335,6 +345,11 @@ class worker {
   // over the measured window (connection_counters::open_ns) and the run's maximum.
   void count_open_connection(int delta) noexcept;
 
+  // Coalesced receiving (plan().coalesce_ns): calls `c.read_delayed()` once the delay is
+  // over, in one wake-up with every client that asked before it ended (a client asking
+  // while the timer runs joins the batch due then, so its delay is at most the plan's).
+  void delay_read(client_base& c);
+
   // The timeline: counted events are split into rows of plan().interval_ns from the end of
   // the warm-up. Called before an event at `now` is counted; cheap when no row ends.
   void roll_timeline(std::uint64_t now) noexcept {
@@ -368,6 +383,7 @@ class worker {
   void on_tick();
   void schedule_arrival();
   void on_arrival();
+  void on_delay_over();
   void close_rows(std::uint64_t now) noexcept;
   // Adds open_connections × the time since the last change, inside the measured window, to
   // open_ns.
@@ -381,6 +397,10 @@ class worker {
   boost::asio::io_context io_{1};
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer arrival_timer_;
+  boost::asio::steady_timer delay_timer_;
+  std::vector<client_base*> delayed_;  // clients whose reads wait for delay_timer_
+  std::vector<client_base*> reading_;  // those being served now
+  bool delay_armed_ = false;
   generator_counters generator_at_window_;  // counted before the end of the warm-up
   bool window_open_ = false;
   // Open loop: (next arrival, client) per client with arrivals left, earliest on top; an

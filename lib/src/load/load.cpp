@@ -139,6 +139,10 @@ using detail::seconds_to_ns;
 constexpr double monitor_interval_min = 0.05;
 constexpr double monitor_interval_max = 1.0;
 
+// --coalesce-us: a delay past a few milliseconds would only hold slots and the next sends
+// back; 10 ms is already far past what gathers answers.
+constexpr unsigned max_coalesce_us = 10000;
+
 // Each client holds one socket; leave room for the responder and files.
 constexpr rlim_t descriptor_reserve = 64;
 
@@ -578,6 +582,15 @@ void validate(const load_spec& spec) {
     throw setup_error(
         "--tc-retry tcp applies to --transport udp only (truncation is a UDP matter)");
   }
+  if (spec.coalesce_us != 0 && spec.transport != transport_kind::udp) {
+    throw setup_error(
+        fmt::format("--coalesce-us applies to --transport udp only (not {})", traits.name));
+  }
+  if (spec.coalesce_us > max_coalesce_us) {
+    throw setup_error(
+        fmt::format("--coalesce-us must be at most {} (microseconds a read may wait; got {})",
+                    max_coalesce_us, spec.coalesce_us));
+  }
   check_cpus(spec.cpus, "--cpus");
   if (traits.has_tls) {
     detail::check_version_range(spec.tls.min_version, spec.tls.max_version);
@@ -676,6 +689,7 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
   result.outstanding = spec.outstanding;
   result.queries_per_connection = spec.queries_per_connection;
   result.idle_seconds = spec.idle_seconds;
+  result.coalesce_us = spec.coalesce_us;
   result.query_origin = queries->origin();
   result.query_count_in_set = queries->size();
   if (spec.capture) result.capture = summarize(spec);
@@ -703,6 +717,7 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
   plan.clients = spec.clients;
   plan.outstanding = spec.outstanding;
   plan.gather_writes = spec.gather_writes;
+  plan.coalesce_ns = std::uint64_t{spec.coalesce_us} * 1000;
   plan.server_address = server_address;
   plan.server_port = spec.port;
   plan.sources = sources;

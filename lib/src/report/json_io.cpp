@@ -312,6 +312,7 @@ json::object run_result_to_json(const run_result& r) {
       {"rate", stable(r.rate)},
       {"client_rate", stable(r.client_rate)},
       {"idle_seconds", stable(r.idle_seconds)},
+      {"coalesce_us", r.coalesce_us},
       {"arrivals", arrival_mode_name(r.arrivals)},
       {"open_loop", r.open_loop()},
       {"query_set", {{"origin", r.query_origin}, {"count", r.query_count_in_set}}},
@@ -660,6 +661,8 @@ run_result run_result_from_json_value(const json::value& value) {
   }
   r.client_rate = number_or_zero(o, "client_rate");
   r.idle_seconds = number_or_zero(o, "idle_seconds");
+  // Files from before coalesced receiving: off.
+  r.coalesce_us = static_cast<unsigned>(count_or_zero(o, "coalesce_us"));
   if (const auto* mode = o.if_contains("arrivals"); mode != nullptr && mode->is_string()) {
     const auto parsed = parse_arrival_mode(mode->get_string());
     if (!parsed) throw std::invalid_argument("unknown \"arrivals\"");

@@ -218,12 +218,16 @@ std::string format_table(const run_result& r) {
   if (r.responses_received > 0 && (r.generator.wakeups > 0 || r.generator.syscalls > 0)) {
     line("generator",
          fmt::format("{:.2f} wake-ups and {:.2f} system calls per answer ({:.0f} % of the "
-                     "calls returned EAGAIN)",
+                     "calls returned EAGAIN){}",
                      r.wakeups_per_answer(), r.syscalls_per_answer(),
                      r.generator.syscalls > 0
                          ? 100.0 * static_cast<double>(r.generator.syscalls_would_block) /
                                static_cast<double>(r.generator.syscalls)
-                         : 0));
+                         : 0,
+                     r.coalesce_us > 0
+                         ? fmt::format("; reads coalesced up to {} us, answers timed by the kernel",
+                                       r.coalesce_us)
+                         : ""));
   }
   if (r.max_thread_cpu_share > 0.9) {
     out +=

@@ -74,6 +74,7 @@ json::object options_to_json(const load_spec& s) {
           {"rate", stable(s.rate)},
           {"client_rate", stable(s.client_rate)},
           {"idle_seconds", stable(s.idle_seconds)},
+          {"coalesce_us", s.coalesce_us},
           {"arrivals", arrival_mode_name(s.arrivals)},
           {"interval_seconds", stable(s.interval_seconds)},
           {"threads", s.threads},
@@ -99,6 +100,7 @@ void options_from_json(const json::object& o, load_spec& s) {
   // Files from before per-client rates and idle connections had neither.
   if (o.contains("client_rate")) s.client_rate = number_at(o, "client_rate");
   if (o.contains("idle_seconds")) s.idle_seconds = number_at(o, "idle_seconds");
+  if (o.contains("coalesce_us")) s.coalesce_us = static_cast<unsigned>(count_at(o, "coalesce_us"));
   if (const auto* mode = o.if_contains("arrivals"); mode != nullptr && mode->is_string()) {
     s.arrivals = parse_arrival_mode(mode->get_string()).value_or(arrival_mode::constant);
   }

@@ -56,6 +56,7 @@ run_result run(const sweep_point& p, double qps, double cpu_share = 0.5) {
   r.client_cpu_seconds = cpu_share;
   r.max_thread_cpu_share = cpu_share;
   for (std::uint64_t i = 1; i <= 200; ++i) r.latency.record(i * 1000);
+  if (p.transport.transport == transport_kind::udp) r.coalesce_us = 100;
   if (p.transport.transport != transport_kind::udp) {
     r.connections.opened = 10;
     r.connections.closed_by_client = 6;
@@ -91,6 +92,7 @@ sweep_result synthetic_sweep() {
   r.plan.ports = {5300, 5300, 8853};
   r.plan.target_description = "test responder";
   r.plan.command_line = "dnstransport sweep --clients 1,4";
+  r.plan.base.coalesce_us = 100;
   r.query_origin = "built-in default set";
   r.query_count = 300;
   r.tool_version = "0.1.0";
@@ -233,6 +235,10 @@ TEST(sweep_test, point_spec_carries_the_point_and_the_base_options) {
   EXPECT_EQ(total_rate(point_spec(plan, {tcp, 8, 0})), 4.0);
   EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).idle_seconds, 2.0);
   EXPECT_EQ(point_spec(plan, {udp, 8, 0}).idle_seconds, 0.0);
+  // --coalesce-us only for UDP.
+  plan.base.coalesce_us = 100;
+  EXPECT_EQ(point_spec(plan, {udp, 8, 0}).coalesce_us, 100u);
+  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).coalesce_us, 0u);
 }
 
 TEST(sweep_test, presets_set_the_classic_studies) {
@@ -301,6 +307,7 @@ TEST(sweep_test, json_round_trip_renders_identical_tables) {
   EXPECT_EQ(to_csv(read), to_csv(original));
   EXPECT_EQ(read.plan.transports, original.plan.transports);
   EXPECT_EQ(read.plan.ports.tls, 8853);
+  EXPECT_EQ(read.plan.base.coalesce_us, 100u);
   EXPECT_EQ(read.points.size(), original.points.size());
   EXPECT_EQ(read.points[4].repeats.size(), 3u);
   for (std::size_t i = 0; i < read.points.size(); ++i) {
@@ -310,6 +317,7 @@ TEST(sweep_test, json_round_trip_renders_identical_tables) {
     EXPECT_EQ(a.connections.concurrent_mean, b.connections.concurrent_mean);
     EXPECT_EQ(a.connections.concurrent_max, b.connections.concurrent_max);
     EXPECT_EQ(a.idle_seconds, b.idle_seconds);
+    EXPECT_EQ(a.coalesce_us, b.coalesce_us);
   }
 }
 

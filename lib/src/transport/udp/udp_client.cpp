@@ -1,7 +1,10 @@
 // UDP client: one connected socket per client, so each has its own source port and the
 // kernel drops datagrams from anyone but the server. Sends and receives are batched with
 // sendmmsg/recvmmsg after an Asio readiness wait; a query goes out as two iovecs (the
-// patched id, then the pre-encoded rest), so nothing is copied per query.
+// patched id, then the pre-encoded rest), so nothing is copied per query. With coalescing
+// (run_plan::coalesce_ns) answers take the kernel's receive time, and a read that found few
+// answers while many are in flight is followed by a short delay instead of a readiness
+// wait, so the next read finds more.
 
 #include <sys/socket.h>
 
@@ -13,6 +16,7 @@
 #include "transport/stream/stream_transport.hpp"
 #include "transport/udp/udp_transport.hpp"
 #include "util/clock.hpp"
+#include "util/receive_time.hpp"
 #include "util/socket_util.hpp"
 
 namespace dnstransport::detail {
@@ -20,6 +24,10 @@ namespace dnstransport::detail {
 namespace {
 
 constexpr unsigned batch_size = 32;
+
+// Coalescing: a read of fewer answers than this, with at least this many in flight, waits
+// the delay before the next read. Fewer in flight could not make a fuller read.
+constexpr unsigned coalesce_batch = 8;
 
 class udp_client final : public client_base {
  public:
@@ -61,6 +69,11 @@ class udp_client final : public client_base {
     }
     enlarge_socket_buffers(socket_.native_handle());
     syscalls().count_calls(2);  // its two setsockopt
+    if (plan().coalesce_ns > 0) {
+      // A delayed read must not add the delay to the latency: it runs to the kernel's stamp.
+      stamped_ = enable_receive_stamps(socket_.native_handle());
+      syscalls().count_calls(1);
+    }
     fill(monotonic_ns());
     wait_readable();
   }
@@ -102,17 +115,42 @@ class udp_client final : public client_base {
                        });
   }
 
+  void read_delayed() override {
+    if (socket_.is_open()) on_readable();
+  }
+
   void on_readable() {
+    const unsigned read = read_answers();
+    if (!waiting_write_) fill(monotonic_ns());
+    if (plan().coalesce_ns > 0 && read > 0 && read < coalesce_batch &&
+        slots_.in_flight() >= coalesce_batch) {
+      owner_.delay_read(*this);
+      return;
+    }
+    wait_readable();
+  }
+
+  // Reads until the socket is drained; returns how many datagrams came.
+  unsigned read_answers() {
     const int fd = socket_.native_handle();
     std::array<mmsghdr, batch_size> msgs{};
     std::array<iovec, batch_size> iov{};
+    std::array<receive_stamp_space, batch_size> stamps;
     for (unsigned i = 0; i < batch_size; ++i) {
       const auto buffer = owner_.scratch(i);
       iov[i] = {buffer.data(), buffer.size()};
       msgs[i].msg_hdr.msg_iov = &iov[i];
       msgs[i].msg_hdr.msg_iovlen = 1;
     }
+    unsigned read = 0;
     for (;;) {
+      if (stamped_) {
+        // recvmmsg leaves each length at what it wrote.
+        for (unsigned i = 0; i < batch_size; ++i) {
+          msgs[i].msg_hdr.msg_control = stamps[i].data;
+          msgs[i].msg_hdr.msg_controllen = sizeof stamps[i].data;
+        }
+      }
       const int n = recvmmsg(fd, msgs.data(), batch_size, MSG_DONTWAIT, nullptr);
       syscalls().count(n);
       if (n < 0) {
@@ -124,15 +162,24 @@ class udp_client final : public client_base {
         if (error == ECONNREFUSED) continue;
         break;
       }
-      const std::uint64_t now = monotonic_ns();
-      for (int i = 0; i < n; ++i) {
-        const auto* data = static_cast<const std::uint8_t*>(iov[i].iov_base);
-        on_message({data, msgs[i].msg_len}, now, true);
+      read += static_cast<unsigned>(n);
+      if (stamped_) {
+        const receive_clock clock = receive_clock::read();
+        for (int i = 0; i < n; ++i) {
+          const auto* data = static_cast<const std::uint8_t*>(iov[i].iov_base);
+          on_message({data, msgs[i].msg_len}, clock.monotonic_now, true,
+                     clock.received(msgs[i].msg_hdr));
+        }
+      } else {
+        const std::uint64_t now = monotonic_ns();
+        for (int i = 0; i < n; ++i) {
+          const auto* data = static_cast<const std::uint8_t*>(iov[i].iov_base);
+          on_message({data, msgs[i].msg_len}, now, true);
+        }
       }
       if (n < static_cast<int>(batch_size)) break;
     }
-    if (!waiting_write_) fill(monotonic_ns());
-    wait_readable();
+    return read;
   }
 
   // Sends as many queries as the budget allows, in batches.
@@ -191,6 +238,7 @@ class udp_client final : public client_base {
   std::array<std::array<std::uint8_t, 2>, batch_size> id_bytes_{};
   bool waiting_write_ = false;
   bool failed_ = false;
+  bool stamped_ = false;  // the kernel stamps the datagrams this socket receives
 };
 
 }  // namespace
