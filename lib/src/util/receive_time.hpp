@@ -2,9 +2,9 @@
 // Internal: when a datagram arrived, from the kernel's stamp (SO_TIMESTAMPNS) rather than
 // from when the generator read it. The kernel stamps each datagram with CLOCK_REALTIME as it
 // is received; the engine's clock is CLOCK_MONOTONIC (util/clock.hpp). Both clocks are read
-// once per batch of datagrams, and each stamp is taken as an age before that reading: the
-// two clocks differ by an offset that only a clock step or NTP slewing changes, which over
-// the microseconds between a datagram's arrival and its read is nothing.
+// once per batch of datagrams, and each stamp is moved onto the monotonic clock by their
+// difference then: it changes only with a clock step or NTP slewing, which over the
+// microseconds between a datagram's arrival and its read is nothing.
 
 #include <sys/socket.h>
 
@@ -29,20 +29,30 @@ inline bool enable_receive_stamps(int fd) noexcept {
 // The two clocks read together after a batch of datagrams was read.
 struct receive_clock {
   std::uint64_t monotonic_now = 0;
-  std::uint64_t realtime_now = 0;
+  std::uint64_t realtime_ahead = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC
 
+  // The realtime reading between two monotonic ones: an interrupt or a preemption between
+  // the readings (tens of microseconds now and then on a VM) would otherwise be taken for
+  // an offset between the clocks and move every stamp of the batch by as much.
   static receive_clock read() noexcept {
+    std::uint64_t before = 0;
+    std::uint64_t real = 0;
+    std::uint64_t after = 0;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      before = clock_ns(CLOCK_MONOTONIC);
+      real = clock_ns(CLOCK_REALTIME);
+      after = clock_ns(CLOCK_MONOTONIC);
+      if (after - before <= max_reading_gap_ns) break;
+    }
     receive_clock c;
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    c.monotonic_now = to_ns(ts);
-    clock_gettime(CLOCK_REALTIME, &ts);
-    c.realtime_now = to_ns(ts);
+    c.monotonic_now = after;
+    c.realtime_ahead = real - before / 2 - after / 2;
     return c;
   }
 
   // When the datagram of `message` (its control data as recvmsg left it) arrived, on the
-  // monotonic clock; monotonic_now when it carries no stamp or one from the future.
+  // monotonic clock; monotonic_now when it carries no stamp, or one that would put it in
+  // the future.
   std::uint64_t received(const msghdr& message) const noexcept {
     for (const cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr;
          c = CMSG_NXTHDR(const_cast<msghdr*>(&message), const_cast<cmsghdr*>(c))) {
@@ -50,13 +60,20 @@ struct receive_clock {
       timespec stamp;
       std::memcpy(&stamp, CMSG_DATA(c), sizeof stamp);
       const std::uint64_t at = to_ns(stamp);
-      const std::uint64_t age = realtime_now > at ? realtime_now - at : 0;
-      return age < monotonic_now ? monotonic_now - age : monotonic_now;
+      if (at < realtime_ahead || at - realtime_ahead > monotonic_now) return monotonic_now;
+      return at - realtime_ahead;
     }
     return monotonic_now;
   }
 
  private:
+  static constexpr std::uint64_t max_reading_gap_ns = 1000;
+
+  static std::uint64_t clock_ns(clockid_t clock) noexcept {
+    timespec ts;
+    clock_gettime(clock, &ts);
+    return to_ns(ts);
+  }
   static std::uint64_t to_ns(const timespec& ts) noexcept {
     return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
            static_cast<std::uint64_t>(ts.tv_nsec);
