@@ -250,12 +250,15 @@ TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
   }
   EXPECT_EQ(off.coalesce_us, 0u);
   EXPECT_EQ(on.coalesce_us, 1000u);
-  EXPECT_LT(on.wakeups_per_answer(), off.wakeups_per_answer())
+  // A slow client (a sanitizer build, a busy machine) finds its reads full without waiting,
+  // so coalescing cannot do better there than off; it never does worse.
+  EXPECT_LE(on.wakeups_per_answer(), off.wakeups_per_answer())
       << "off " << off.generator.wakeups << ", on " << on.generator.wakeups;
   // A delayed read comes at most once a millisecond per worker, and a readiness wait
   // follows only a read of 8 answers or more (or fewer than 8 in flight, at the end): with
-  // 200 in flight, well under one wake-up per 8 answers.
-  EXPECT_LT(on.wakeups_per_answer(), 1.0 / 8);
+  // 200 in flight, well under one wake-up per 8 answers, however fast the client.
+  EXPECT_LT(on.wakeups_per_answer(), 1.0 / 8)
+      << "off " << off.generator.wakeups << ", on " << on.generator.wakeups;
 
   const boost::json::object json = boost::json::parse(to_json(on)).as_object();
   EXPECT_EQ(json.at("coalesce_us").to_number<unsigned>(), 1000u);
