@@ -250,13 +250,11 @@ TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
   }
   EXPECT_EQ(off.coalesce_us, 0u);
   EXPECT_EQ(on.coalesce_us, 1000u);
-  // A slow client (a sanitizer build, a busy machine) finds its reads full without waiting,
-  // so coalescing cannot do better there than off; it never does worse.
-  EXPECT_LE(on.wakeups_per_answer(), off.wakeups_per_answer())
-      << "off " << off.generator.wakeups << ", on " << on.generator.wakeups;
   // A delayed read comes at most once a millisecond per worker, and a readiness wait
   // follows only a read of 8 answers or more (or fewer than 8 in flight, at the end): with
-  // 200 in flight, well under one wake-up per 8 answers, however fast the client.
+  // 200 in flight, well under one wake-up per 8 answers, however fast the client. Off, a
+  // fast client wakes for most answers (Release: about one per 2-4 answers); a slow one (a
+  // sanitizer build) finds its reads full anyway, so off is not compared here.
   EXPECT_LT(on.wakeups_per_answer(), 1.0 / 8)
       << "off " << off.generator.wakeups << ", on " << on.generator.wakeups;
 
