@@ -252,11 +252,16 @@ TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
   EXPECT_EQ(on.coalesce_us, 1000u);
   // A delayed read comes at most once a millisecond per worker, and a readiness wait
   // follows only a read of 8 answers or more (or fewer than 8 in flight, at the end): with
-  // 200 in flight, well under one wake-up per 8 answers, however fast the client. Off, a
-  // fast client wakes for most answers (Release: about one per 2-4 answers); a slow one (a
-  // sanitizer build) finds its reads full anyway, so off is not compared here.
+  // 200 in flight, well under one wake-up per 8 answers, however fast the client.
   EXPECT_LT(on.wakeups_per_answer(), 1.0 / 8)
       << "off " << off.generator.wakeups << ", on " << on.generator.wakeups;
+  // Off, a fast client wakes for every few answers (Release: about 0.09 wake-ups per answer)
+  // and coalescing cuts that at least in half; a slow client (a sanitizer build: 0.014) finds
+  // its reads full already, and there the two are alike.
+  if (off.wakeups_per_answer() > 1.0 / 16) {
+    EXPECT_LT(on.wakeups_per_answer(), off.wakeups_per_answer() / 2)
+        << "off " << off.generator.wakeups << ", on " << on.generator.wakeups;
+  }
 
   const boost::json::object json = boost::json::parse(to_json(on)).as_object();
   EXPECT_EQ(json.at("coalesce_us").to_number<unsigned>(), 1000u);
