@@ -162,11 +162,13 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "resolver would; the retry's outcome is the query's)")
       ->capture_default_str();
   app.add_option("--coalesce-us", o.coalesce_us,
-                 "udp: coalesced receiving. Answers are timed by the kernel's receive stamp, "
-                 "and a client whose read found fewer than 8 answers while 8 or more are in "
-                 "flight reads again after this many microseconds instead of waiting for its "
-                 "socket: fewer wake-ups and system calls per answer, the same latency. 0: off "
-                 "(answers timed when read)")
+                 "udp, tcp, tls: coalesced receiving. A client whose read found fewer than 8 "
+                 "answers while 8 or more are in flight reads again after this many "
+                 "microseconds instead of waiting for its socket: fewer wake-ups and system "
+                 "calls per answer, the same latency. udp: answers are timed by the kernel's "
+                 "receive stamp. tcp, tls: answers are timed when read, and a read is delayed "
+                 "only while the answers' latency is at least 20 times the delay (so "
+                 "percentiles move by at most 5 %). 0: off")
       ->capture_default_str();
   app.add_flag("--edns", o.edns, "Add an EDNS0 OPT record to queries from text files");
   app.add_flag("--dnssec-ok", o.dnssec_ok, "Set the DO bit (implies --edns)");

@@ -166,12 +166,15 @@ struct load_spec {
   /// a stub resolver would (`--tc-retry tcp`); the retry's outcome is the query's outcome.
   /// false: a truncated answer is counted in `truncated` and is not an answer.
   bool tc_retry_tcp = false;
-  /// UDP: coalesced receiving (`--coalesce-us`). Each answer's latency runs to the time the
-  /// kernel received it (SO_TIMESTAMPNS) instead of the time the generator read it, and a
-  /// client whose read found fewer than 8 answers while at least 8 are in flight reads again
-  /// after this many microseconds (one timer per worker thread) instead of waiting for its
-  /// socket at once: fewer wake-ups and system calls per answer under load, the latency
-  /// unchanged. 0: off (answers are timed when read, every read waits for readiness).
+  /// UDP, TCP, DoT: coalesced receiving (`--coalesce-us`). A client whose read found fewer
+  /// than 8 answers while at least 8 are in flight reads again after this many microseconds
+  /// (one timer per worker thread) instead of waiting for its socket at once: fewer wake-ups
+  /// and system calls per answer under load, the latency unchanged. UDP: each answer's
+  /// latency runs to the time the kernel received it (SO_TIMESTAMPNS) instead of the time the
+  /// generator read it. TCP and DoT: answers keep the time they were read (a TCP read's
+  /// kernel stamp is its last segment's, not each message's), and a read is delayed only
+  /// while the client's recent latency is at least 20 times the delay, so that a delay moves
+  /// latencies by at most 5 %. 0: off (every read waits for readiness).
   unsigned coalesce_us = 0;
   /// Send edns-tcp-keepalive (RFC 7828) in every query (`--edns-keepalive`): tcp, tls and
   /// doh only (RFC 7828 forbids it over UDP, RFC 9250 §5.5.2 over DoQ). The timeouts the

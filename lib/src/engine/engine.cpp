@@ -368,6 +368,7 @@ client_base::completion client_base::complete(slot_table::slot& slot,
   query_counters& r = counts();
   slot_table::slot* s = &slot;
   completion done{true, false, s->sequence, s->first_on_connection};
+  done.latency_ns = answered_ns - s->sent_ns;
   if (datagram && message.size() > plan().udp_answer_limits[s->query_index]) {
     // A protocol violation, whatever the message holds: no stub would take it.
     if (s->counted) ++r.oversized;

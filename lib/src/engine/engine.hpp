@@ -203,6 +203,8 @@ class client_base {
     bool first_on_connection = false;
     // The edns-tcp-keepalive TIMEOUT the answer advertised (units of 100 ms); -1: none.
     std::int32_t keepalive_timeout = -1;
+    // From the query's send to the message (matched messages, counted or not).
+    std::uint64_t latency_ns = 0;
   };
   // `datagram`: arrived over UDP, where an answer may not exceed what the query allowed.
   // `received_ns`: when the kernel received it (UDP with coalescing), which the latency runs

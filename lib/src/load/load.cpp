@@ -582,9 +582,10 @@ void validate(const load_spec& spec) {
     throw setup_error(
         "--tc-retry tcp applies to --transport udp only (truncation is a UDP matter)");
   }
-  if (spec.coalesce_us != 0 && spec.transport != transport_kind::udp) {
-    throw setup_error(
-        fmt::format("--coalesce-us applies to --transport udp only (not {})", traits.name));
+  if (spec.coalesce_us != 0 && spec.transport != transport_kind::udp &&
+      spec.transport != transport_kind::tcp && spec.transport != transport_kind::tls) {
+    throw setup_error(fmt::format(
+        "--coalesce-us applies to --transport udp, tcp and tls only (not {})", traits.name));
   }
   if (spec.coalesce_us > max_coalesce_us) {
     throw setup_error(

@@ -224,10 +224,12 @@ std::string format_table(const run_result& r) {
                          ? 100.0 * static_cast<double>(r.generator.syscalls_would_block) /
                                static_cast<double>(r.generator.syscalls)
                          : 0,
-                     r.coalesce_us > 0
+                     r.coalesce_us == 0 ? ""
+                     : r.transport == transport_kind::udp
                          ? fmt::format("; reads coalesced up to {} us, answers timed by the kernel",
                                        r.coalesce_us)
-                         : ""));
+                         : fmt::format("; reads coalesced up to {} us while latency exceeds {} us",
+                                       r.coalesce_us, 20 * r.coalesce_us)));
   }
   if (r.max_thread_cpu_share > 0.9) {
     out +=

@@ -329,8 +329,10 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
   spec.queries_per_connection = point.queries_per_connection;
   // --idle concerns the transports with connections; UDP points of the same sweep run without.
   if (!traits_of(spec.transport).has_connections) spec.idle_seconds = 0;
-  // --coalesce-us concerns UDP; the points with connections run without.
-  if (spec.transport != transport_kind::udp) spec.coalesce_us = 0;
+  // --coalesce-us concerns UDP, TCP and DoT; DoH and DoQ points run without.
+  if (spec.transport == transport_kind::doh || spec.transport == transport_kind::doq) {
+    spec.coalesce_us = 0;
+  }
   spec.duration_seconds = plan.duration_seconds;
   spec.on_progress = nullptr;
   return spec;

@@ -52,6 +52,10 @@ class byte_stream {
   /// return more without the socket becoming readable.
   virtual bool has_buffered_input() const = 0;
 
+  /// Whether a read returns at most one unit of the protocol (a TLS record), so that a read
+  /// shorter than the buffer does not mean the socket has nothing more.
+  virtual bool reads_by_record() const noexcept { return false; }
+
   /// Writes the pieces in order, as much as the stream takes now. On done, `transferred`
   /// bytes were taken (maybe fewer than all). After want_read / want_write nothing was
   /// taken: call again with the same bytes (they may be at another address).

@@ -38,9 +38,15 @@ class message_channel {
 
   /// Reads until nothing more is available now. After each read that brought bytes,
   /// `on_read()` takes the complete messages with next() and returns false to stop.
+  /// A read shorter than the buffer ends it (the socket is most likely drained, and if not,
+  /// the next readiness wait ends at once), unless `drain` is set and the stream reads a
+  /// record at a time (TLS): then it reads on until the stream would block, at most
+  /// `max_drain_reads` times (then drained: other work gets its turn between wake-ups).
+  static constexpr unsigned max_drain_reads = 64;
   template <class OnRead>
-  read_end read(OnRead&& on_read) {
-    for (;;) {
+  read_end read(OnRead&& on_read, bool drain = false) {
+    const bool by_record = drain && stream_->reads_by_record();
+    for (unsigned reads = 1;; ++reads) {
       const auto space = reader_.prepare();
       std::size_t n = 0;
       switch (stream_->read(space, n)) {
@@ -57,7 +63,10 @@ class message_channel {
       }
       reader_.commit(n);
       if (!on_read()) return read_end::stopped;
-      if (n < space.size() && !stream_->has_buffered_input()) return read_end::drained;
+      if (n < space.size() && !stream_->has_buffered_input() &&
+          (!by_record || reads >= max_drain_reads)) {
+        return read_end::drained;
+      }
     }
   }
 

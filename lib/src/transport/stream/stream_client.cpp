@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <utility>
 
 #include <boost/asio/socket_base.hpp>
 
@@ -15,6 +16,22 @@
 #include "util/clock.hpp"
 
 namespace dnstransport::detail {
+
+namespace {
+
+// Coalescing: wake-ups that took fewer messages than this, with at least this many in
+// flight, are followed by a delay before the next read (fewer in flight could not make a
+// fuller read).
+constexpr unsigned coalesce_batch = 8;
+
+// ... and only while the answers' latency is at least this many times the delay: a message
+// that arrives during the delay is read at most the delay late, which keeps the latency
+// percentiles within 1/20 = 5 % of what reading each answer as it comes would measure.
+// (A TCP socket's kernel receive stamp is that of the last segment a read takes, not one
+// per message, so stream answers keep the time they were read and the delay is bounded.)
+constexpr std::uint64_t coalesce_latency_factor = 20;
+
+}  // namespace
 
 void stream_client::wait(boost::asio::socket_base::wait_type type) {
   const bool reading = type == boost::asio::socket_base::wait_read;
@@ -30,6 +47,25 @@ void stream_client::wait_ended(bool reading, std::uint64_t generation, bool ok) 
   if (!ok) return;
   count_wakeup();
   on_ready();
+}
+
+void stream_client::read_delayed() {
+  delay_pending_ = false;
+  if (state_ != conn_state::established) return;  // the connection it was for has ended
+  on_ready();
+}
+
+void stream_client::wait_for_answers() {
+  const std::uint64_t delay = plan().coalesce_ns;
+  const unsigned taken = std::exchange(taken_since_wakeup_, 0);
+  if (delay > 0 && !waiting_read_ && !waiting_write_ && (taken > 0 || delay_pending_) &&
+      taken < coalesce_batch && slots_.in_flight() >= coalesce_batch &&
+      latency_low_ns_ >= coalesce_latency_factor * delay) {
+    if (!delay_pending_) owner_.delay_read(*this);
+    delay_pending_ = true;
+    return;
+  }
+  arm_read();
 }
 
 void stream_client::on_ready() {
@@ -66,15 +102,18 @@ void stream_client::on_ready() {
     return;
   }
   fill(monotonic_ns());
-  if (state_ == conn_state::established) arm_read();
+  if (state_ == conn_state::established) wait_for_answers();
 }
 
 bool stream_client::read_available() {
   bool gone = false;
-  switch (channel_.read([&] {
-    gone = !take_messages(monotonic_ns());
-    return !gone;
-  })) {
+  // Coalescing reads every TLS record that came during the delay in one wake-up.
+  switch (channel_.read(
+      [&] {
+        gone = !take_messages(monotonic_ns());
+        return !gone;
+      },
+      plan().coalesce_ns > 0)) {
     case message_channel::read_end::drained:
       return true;
     case message_channel::read_end::want_write:
@@ -102,6 +141,7 @@ bool stream_client::take_messages(std::uint64_t now) {
       server_closed(true);
       return false;
     }
+    ++taken_since_wakeup_;
     count_on_connection(on_message(message, now), now);
   }
 }
@@ -109,6 +149,9 @@ bool stream_client::take_messages(std::uint64_t now) {
 void stream_client::count_on_connection(const completion& c, std::uint64_t now) {
   if (!c.matched) return;
   last_activity_ns_ = now;
+  latency_low_ns_ = c.latency_ns <= latency_low_ns_ || latency_low_ns_ == 0
+                        ? c.latency_ns
+                        : latency_low_ns_ + (c.latency_ns - latency_low_ns_) / 16;
   if (c.keepalive_timeout >= 0) keepalive_timeout_ = c.keepalive_timeout;
   if (any_answered_ && c.sequence < highest_sequence_answered_) {
     if (counted_) ++counts().out_of_order;

@@ -44,6 +44,7 @@ class stream_client : public client_base {
   void start() override;
   void tick(std::uint64_t now) override;
   void abandon() override;
+  void read_delayed() override;
 
  protected:
   static constexpr unsigned max_gather = 256;  // queries per write (2 pieces each, IOV_MAX is 1024)
@@ -114,6 +115,10 @@ class stream_client : public client_base {
   void wait(boost::asio::socket_base::wait_type type);
   void wait_ended(bool reading, std::uint64_t generation, bool ok);
   void arm_read() { wait(boost::asio::socket_base::wait_read); }
+  // After the established connection's reads: waits for readability, or with coalescing
+  // (run_plan::coalesce_ns) reads again after the worker's delay when the reads brought few
+  // answers while many are in flight and the delay is small beside the answers' latency.
+  void wait_for_answers();
   void on_ready();
   bool take_messages(std::uint64_t now);
   // Counts an answer on the connection (answers per connection, first query + set-up).
@@ -142,7 +147,12 @@ class stream_client : public client_base {
   std::uint64_t connections_made_ = 0;
   std::uint64_t highest_sequence_answered_ = 0;
   std::int32_t keepalive_timeout_ = -1;  // the server's last TIMEOUT (100 ms units); -1: none
+  // Coalescing: messages taken since the last wake-up, and a low estimate of the answers'
+  // latency (follows a lower latency at once, a higher one slowly).
+  unsigned taken_since_wakeup_ = 0;
+  std::uint64_t latency_low_ns_ = 0;
   bool any_answered_ = false;
+  bool delay_pending_ = false;  // the worker will call read_delayed()
   bool waiting_read_ = false;
   bool waiting_write_ = false;
   bool in_setup_ = false;       // counted in the worker's set-ups in flight
