@@ -127,7 +127,7 @@ const usage_case usage_cases[] = {
     {"honour_keepalive_without_keepalive",
      {"run", "--transport", "tcp", "--honour-keepalive"},
      "--honour-keepalive"},
-    {"coalesce_us_with_tcp", {"run", "--transport", "tcp", "--coalesce-us", "50"}, "--coalesce-us"},
+    {"coalesce_us_with_doh", {"run", "--transport", "doh", "--coalesce-us", "50"}, "--coalesce-us"},
     {"coalesce_us_too_long", {"run", "--coalesce-us", "20000"}, "--coalesce-us"},
     {"coalesce_us_negative", {"run", "--coalesce-us", "-1"}, "--coalesce-us"},
     {"tls_versions_backwards",

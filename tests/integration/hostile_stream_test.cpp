@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "hostile_checks.hpp"
@@ -222,6 +223,51 @@ TEST_P(hostile_stream_test, flood_of_unsolicited_messages_does_not_stall_the_run
   const run_result r = run_against(flood(1000), counted(50)).result;
   EXPECT_EQ(r.queries_sent, 50u);
   EXPECT_GT(r.unexpected + r.malformed + r.mismatched, 0u);
+}
+
+// Coalesced receiving (--coalesce-us) floods the same way: a wake-up reads a bounded number
+// of TLS records before it lets the worker's timers run.
+TEST_P(hostile_stream_test, flood_with_coalescing_does_not_stall_the_run) {
+  load_spec spec = counted(50);
+  spec.coalesce_us = 100;
+  const run_result r = run_against(flood(1000), spec).result;
+  EXPECT_EQ(r.queries_sent, 50u);
+  EXPECT_EQ(accounted(r), r.queries_sent) << summary(r);
+  EXPECT_GT(r.unexpected + r.malformed + r.mismatched, 0u);
+}
+
+// A server that answers each query 5 ms after it came, one answer per segment: the case
+// coalescing is for. With --coalesce-us 200 (the answers' latency is over 20 x 200 us), every
+// query is still answered, a wake-up takes several answers, and the median latency moves by
+// no more than the delay allows (5 %).
+TEST_P(hostile_stream_test, coalesced_reads_take_late_answers_in_fewer_wakeups) {
+  const connection_script late = [](stream_peer& peer) {
+    serve_messages(peer, answer_all(std::chrono::milliseconds(5)));
+  };
+  load_spec spec = counted(4000);
+  spec.outstanding = 100;
+  spec.timeout_seconds = generous_timeout_seconds;
+  const run_result off = run_against(late, spec).result;
+  spec.coalesce_us = 200;
+  const run_result on = run_against(late, spec).result;
+  for (const run_result* r : {&off, &on}) {
+    ASSERT_EQ(r->responses_received, 4000u) << summary(*r);
+    EXPECT_EQ(accounted(*r), r->queries_sent);
+    EXPECT_EQ(r->latency.count(), r->responses_received);
+  }
+  EXPECT_EQ(on.coalesce_us, 200u);
+  // Off, the client wakes for nearly every answer (answers are 50 us apart per connection);
+  // on, each delayed read finds several.
+  EXPECT_LT(on.wakeups_per_answer(), 0.5)
+      << "off " << off.wakeups_per_answer() << ", on " << on.wakeups_per_answer();
+  if (off.wakeups_per_answer() > 0.5) {
+    EXPECT_LT(on.wakeups_per_answer(), off.wakeups_per_answer() / 2)
+        << "off " << off.wakeups_per_answer() << ", on " << on.wakeups_per_answer();
+  }
+  const auto p50_off = static_cast<double>(off.latency.percentile(50));
+  const auto p50_on = static_cast<double>(on.latency.percentile(50));
+  EXPECT_GE(p50_off, 5e6);
+  EXPECT_LE(p50_on, p50_off * 1.05) << "p50 off " << p50_off << " ns, on " << p50_on << " ns";
 }
 
 TEST_P(hostile_stream_test, queries_per_connection_survive_a_closing_server) {

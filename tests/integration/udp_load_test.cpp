@@ -269,7 +269,8 @@ TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
   EXPECT_EQ(run_result_from_json(to_json(off), "test").coalesce_us, 0u);
 }
 
-// Coalescing is a UDP matter, and a delay of more than 10 ms would only hold the load back.
+// Coalescing is for UDP, TCP and DoT, and a delay of more than 10 ms would only hold the load
+// back.
 TEST(udp_load_test, coalescing_is_refused_beyond_udp_and_10_ms) {
   load_spec spec;
   spec.coalesce_us = 10001;
@@ -280,7 +281,7 @@ TEST(udp_load_test, coalescing_is_refused_beyond_udp_and_10_ms) {
     EXPECT_NE(std::string(e.what()).find("--coalesce-us"), std::string::npos) << e.what();
   }
   spec.coalesce_us = 50;
-  spec.transport = transport_kind::tcp;
+  spec.transport = transport_kind::doh;
   try {
     run_load(spec);
     ADD_FAILURE() << "no error";

@@ -235,10 +235,15 @@ TEST(sweep_test, point_spec_carries_the_point_and_the_base_options) {
   EXPECT_EQ(total_rate(point_spec(plan, {tcp, 8, 0})), 4.0);
   EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).idle_seconds, 2.0);
   EXPECT_EQ(point_spec(plan, {udp, 8, 0}).idle_seconds, 0.0);
-  // --coalesce-us only for UDP.
+  // --coalesce-us for UDP, TCP and DoT, not DoH or DoQ.
   plan.base.coalesce_us = 100;
   EXPECT_EQ(point_spec(plan, {udp, 8, 0}).coalesce_us, 100u);
-  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).coalesce_us, 0u);
+  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).coalesce_us, 100u);
+  EXPECT_EQ(point_spec(plan, {tls_gnutls, 8, 0}).coalesce_us, 100u);
+  EXPECT_EQ(point_spec(plan, {doh_gnutls, 8, 0}).coalesce_us, 0u);
+  EXPECT_EQ(point_spec(plan, {sweep_transport{transport_kind::doq, tls_backend::gnutls}, 8, 0})
+                .coalesce_us,
+            0u);
 }
 
 TEST(sweep_test, presets_set_the_classic_studies) {
