@@ -167,8 +167,8 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "microseconds instead of waiting for its socket: fewer wake-ups and system "
                  "calls per answer, the same latency. udp: answers are timed by the kernel's "
                  "receive stamp. tcp, tls: answers are timed when read, and a read is delayed "
-                 "only while the answers' latency is at least 20 times the delay (so "
-                 "percentiles move by at most 5 %). 0: off")
+                 "by at most 1/20 of the client's recent latency (so percentiles move by at "
+                 "most 5 %; no delay under 10 us). 0: off")
       ->capture_default_str();
   app.add_flag("--edns", o.edns, "Add an EDNS0 OPT record to queries from text files");
   app.add_flag("--dnssec-ok", o.dnssec_ok, "Set the DO bit (implies --edns)");

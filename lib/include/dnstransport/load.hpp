@@ -172,8 +172,8 @@ struct load_spec {
   /// and system calls per answer under load, the latency unchanged. UDP: each answer's
   /// latency runs to the time the kernel received it (SO_TIMESTAMPNS) instead of the time the
   /// generator read it. TCP and DoT: answers keep the time they were read (a TCP read's
-  /// kernel stamp is its last segment's, not each message's), and a read is delayed only
-  /// while the client's recent latency is at least 20 times the delay, so that a delay moves
+  /// kernel stamp is its last segment's, not each message's), and a read is delayed by at
+  /// most 1/20 of the client's recent latency (none below 10 us), so that a delay moves
   /// latencies by at most 5 %. 0: off (every read waits for readiness).
   unsigned coalesce_us = 0;
   /// Send edns-tcp-keepalive (RFC 7828) in every query (`--edns-keepalive`): tcp, tls and

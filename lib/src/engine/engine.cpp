@@ -580,14 +580,17 @@ void worker::on_arrival() {
   schedule_arrival();
 }
 
-void worker::delay_read(client_base& c) {
+void worker::delay_read(client_base& c, std::uint64_t delay_ns) {
   delayed_.push_back(&c);
-  if (delay_armed_) return;
+  const auto due = std::chrono::steady_clock::now() + std::chrono::nanoseconds(delay_ns);
+  if (delay_armed_ && delay_due_ <= due) return;
   delay_armed_ = true;
-  delay_timer_.expires_after(std::chrono::nanoseconds(plan_.coalesce_ns));
+  delay_due_ = due;
+  // Moving an armed timer forward cancels its wait: that handler sees operation_aborted.
+  delay_timer_.expires_at(due);
   delay_timer_.async_wait([this](const boost::system::error_code& ec) {
-    delay_armed_ = false;
     if (ec) return;
+    delay_armed_ = false;
     count_wakeup();
     on_delay_over();
   });

@@ -6,6 +6,7 @@
 // (load/) turns the spec into a run_plan and the workers' counters into the result.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -347,10 +348,11 @@ class worker {
   // over the measured window (connection_counters::open_ns) and the run's maximum.
   void count_open_connection(int delta) noexcept;
 
-  // Coalesced receiving (plan().coalesce_ns): calls `c.read_delayed()` once the delay is
+  // Coalesced receiving (plan().coalesce_ns): calls `c.read_delayed()` once `delay_ns` is
   // over, in one wake-up with every client that asked before it ended (a client asking
-  // while the timer runs joins the batch due then, so its delay is at most the plan's).
-  void delay_read(client_base& c);
+  // while the timer runs joins the batch due then, or brings it forward to its own time, so
+  // no client waits longer than it asked).
+  void delay_read(client_base& c, std::uint64_t delay_ns);
 
   // The timeline: counted events are split into rows of plan().interval_ns from the end of
   // the warm-up. Called before an event at `now` is counted; cheap when no row ends.
@@ -400,8 +402,9 @@ class worker {
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer arrival_timer_;
   boost::asio::steady_timer delay_timer_;
-  std::vector<client_base*> delayed_;  // clients whose reads wait for delay_timer_
-  std::vector<client_base*> reading_;  // those being served now
+  std::vector<client_base*> delayed_;                  // clients whose reads wait for delay_timer_
+  std::vector<client_base*> reading_;                  // those being served now
+  std::chrono::steady_clock::time_point delay_due_{};  // when delay_timer_ expires
   bool delay_armed_ = false;
   generator_counters generator_at_window_;  // counted before the end of the warm-up
   bool window_open_ = false;

@@ -24,12 +24,14 @@ namespace {
 // fuller read).
 constexpr unsigned coalesce_batch = 8;
 
-// ... and only while the answers' latency is at least this many times the delay: a message
-// that arrives during the delay is read at most the delay late, which keeps the latency
-// percentiles within 1/20 = 5 % of what reading each answer as it comes would measure.
-// (A TCP socket's kernel receive stamp is that of the last segment a read takes, not one
-// per message, so stream answers keep the time they were read and the delay is bounded.)
+// The delay is at most 1/20 of the answers' recent latency: a message that arrives during it
+// is read at most the delay late, which keeps the latency percentiles within 5 % of what
+// reading each answer as it comes would measure. (A TCP socket's kernel receive stamp is
+// that of the last segment a read takes, not one per message, so stream answers keep the
+// time they were read and the delay is bounded instead.)
 constexpr std::uint64_t coalesce_latency_factor = 20;
+// Shorter delays are not worth a timer: reads wait for readiness.
+constexpr std::uint64_t min_coalesce_ns = 10'000;
 
 }  // namespace
 
@@ -52,16 +54,20 @@ void stream_client::wait_ended(bool reading, std::uint64_t generation, bool ok) 
 void stream_client::read_delayed() {
   delay_pending_ = false;
   if (state_ != conn_state::established) return;  // the connection it was for has ended
+  // What came during the delay is read in this one wake-up, every TLS record of it.
+  draining_ = true;
   on_ready();
+  draining_ = false;
 }
 
 void stream_client::wait_for_answers() {
-  const std::uint64_t delay = plan().coalesce_ns;
+  const std::uint64_t delay =
+      std::min(plan().coalesce_ns, latency_low_ns_ / coalesce_latency_factor);
   const unsigned taken = std::exchange(taken_since_wakeup_, 0);
-  if (delay > 0 && !waiting_read_ && !waiting_write_ && (taken > 0 || delay_pending_) &&
-      taken < coalesce_batch && slots_.in_flight() >= coalesce_batch &&
-      latency_low_ns_ >= coalesce_latency_factor * delay) {
-    if (!delay_pending_) owner_.delay_read(*this);
+  if (delay_pending_) return;  // the delayed read is due soon
+  if (delay >= min_coalesce_ns && !waiting_read_ && !waiting_write_ && taken > 0 &&
+      taken < coalesce_batch && slots_.in_flight() >= coalesce_batch) {
+    owner_.delay_read(*this, delay);
     delay_pending_ = true;
     return;
   }
@@ -107,13 +113,12 @@ void stream_client::on_ready() {
 
 bool stream_client::read_available() {
   bool gone = false;
-  // Coalescing reads every TLS record that came during the delay in one wake-up.
   switch (channel_.read(
       [&] {
         gone = !take_messages(monotonic_ns());
         return !gone;
       },
-      plan().coalesce_ns > 0)) {
+      draining_)) {
     case message_channel::read_end::drained:
       return true;
     case message_channel::read_end::want_write:

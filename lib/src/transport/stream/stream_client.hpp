@@ -116,8 +116,9 @@ class stream_client : public client_base {
   void wait_ended(bool reading, std::uint64_t generation, bool ok);
   void arm_read() { wait(boost::asio::socket_base::wait_read); }
   // After the established connection's reads: waits for readability, or with coalescing
-  // (run_plan::coalesce_ns) reads again after the worker's delay when the reads brought few
-  // answers while many are in flight and the delay is small beside the answers' latency.
+  // (run_plan::coalesce_ns) reads again after a delay (at most the plan's, and at most 1/20
+  // of the answers' recent latency) when the reads brought few answers while many are in
+  // flight.
   void wait_for_answers();
   void on_ready();
   bool take_messages(std::uint64_t now);
@@ -153,6 +154,7 @@ class stream_client : public client_base {
   std::uint64_t latency_low_ns_ = 0;
   bool any_answered_ = false;
   bool delay_pending_ = false;  // the worker will call read_delayed()
+  bool draining_ = false;       // in read_delayed(): read every record that came
   bool waiting_read_ = false;
   bool waiting_write_ = false;
   bool in_setup_ = false;       // counted in the worker's set-ups in flight

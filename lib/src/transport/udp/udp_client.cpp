@@ -124,7 +124,7 @@ class udp_client final : public client_base {
     if (!waiting_write_) fill(monotonic_ns());
     if (plan().coalesce_ns > 0 && read > 0 && read < coalesce_batch &&
         slots_.in_flight() >= coalesce_batch) {
-      owner_.delay_read(*this);
+      owner_.delay_read(*this, plan().coalesce_ns);
       return;
     }
     wait_readable();
