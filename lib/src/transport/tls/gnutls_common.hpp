@@ -180,6 +180,9 @@ class gnutls_connection final : public tls_connection {
   // then may go when the ticket allows it).
   void set_resuming() noexcept { resuming_ = true; }
   void enable_early_data() noexcept { early_enabled_ = true; }
+  // Client, --verify: checks the server's chain against the credentials' trust anchors and
+  // `name` (null: no name check), unless `chains` holds the same chain verified before.
+  void verify_once(verified_chains& chains, const char* name);
   std::unique_ptr<tls_ticket> ticket() override;
   std::string version() const override;
   std::string alpn() const override;
@@ -211,6 +214,8 @@ class gnutls_connection final : public tls_connection {
   static ssize_t vec_push(gnutls_transport_ptr_t transport, const giovec_t* pieces, int count);
   static int pull_timeout(gnutls_transport_ptr_t transport, unsigned int ms);
 
+  // gnutls_session_set_verify_function's callback for verify_once.
+  static int verify_peer(gnutls_session_t session);
   std::string verification_message(int result) const;
   tls_io fail(tls_failure kind, std::string message);
   // GnuTLS sessions are unusable after a fatal error; answer the same from then on.
@@ -229,6 +234,9 @@ class gnutls_connection final : public tls_connection {
   bool client_hello_seen_ = false;
   unsigned offered_versions_ = 0;
   std::optional<tls_io> final_;
+  verified_chains* chains_ = nullptr;  // verify_once
+  const char* verify_name_ = nullptr;
+  unsigned verify_status_ = 0;  // why verify_peer refused the chain (gnutls_certificate_status_t)
   tls_failure failure_ = tls_failure::none;
   std::string error_message_;
 };

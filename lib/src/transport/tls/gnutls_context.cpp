@@ -146,7 +146,7 @@ class gnutls_client_context final : public tls_client_context {
         gnutls_alpn_set_protocols(s, alpn_.data(), static_cast<unsigned>(alpn_.size()), 0) < 0) {
       throw std::bad_alloc();
     }
-    if (verify_) gnutls_session_set_verify_cert(s, setup_->verify_name(), 0);
+    if (verify_) session->verify_once(chains_, setup_->verify_name());
     if (resume_) {
       if (const auto* ticket = dynamic_cast<const gnutls_ticket*>(resume_from)) {
         // Data GnuTLS cannot use only means a full handshake.
@@ -158,8 +158,11 @@ class gnutls_client_context final : public tls_client_context {
     return session;
   }
 
+  verified_chains::counts certificate_checks() const override { return chains_.totals(); }
+
  private:
   std::shared_ptr<const shared_setup> setup_;
+  verified_chains chains_;
   std::vector<std::string> alpn_names_;
   std::vector<gnutls_datum_t> alpn_;
   std::string sni_;

@@ -14,6 +14,8 @@
 
 #include <dnstransport/tls.hpp>
 
+#include "transport/tls/verified_chains.hpp"
+
 namespace dnstransport::detail {
 
 struct syscall_counter;
@@ -149,6 +151,9 @@ class tls_client_context {
   virtual ~tls_client_context() = default;
   /// New session on `fd`; resumes from `resume_from` when given and resumption is on.
   virtual std::unique_ptr<tls_connection> connect(int fd, const tls_ticket* resume_from) = 0;
+  /// With verification on: certificate chains verified in full, and handshakes that took the
+  /// verdict of a chain verified before (verified_chains.hpp); zeros without.
+  virtual verified_chains::counts certificate_checks() const { return {}; }
 };
 
 /// Server configuration compiled once; shared read-only by the responder's threads.
