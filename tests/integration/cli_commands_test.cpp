@@ -34,6 +34,7 @@
 #include "hostile_server.hpp"
 #include "misbehaviour.hpp"
 #include "scratch_dir.hpp"
+#include "served.hpp"
 
 #ifdef DNSTRANSPORT_CLI_PATH
 
@@ -238,40 +239,11 @@ TEST(cli_queries_test, bad_input_names_the_file_and_line) {
 
 // ---- serve --------------------------------------------------------------------------------
 
-// `dnstransport serve` on ephemeral loopback ports, until stopped.
-class served {
- public:
-  explicit served(const scratch& files)
-      : child_(cli, {"serve", "--listen", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--tls",
-                     "127.0.0.1:0", "--cert-dir", files.path("cert")}) {
-    ready_ = child_.wait_for_stdout("stop with Ctrl-C", 20s);
-    const std::string out = child_.stdout_so_far();
-    for (const char* kind : {"udp", "tcp", "tls"}) {
-      std::smatch m;
-      if (std::regex_search(out, m, std::regex(std::string(kind) + R"(  127\.0\.0\.1:(\d+))"))) {
-        ports_.push_back(static_cast<std::uint16_t>(std::stoi(m[1])));
-      }
-    }
-  }
-  bool ready() const { return ready_ && ports_.size() == 3; }
-  std::uint16_t port(transport_kind t) const { return ports_.at(static_cast<std::size_t>(t)); }
-  std::string out() const { return child_.stdout_so_far(); }
-  process_result stop(int signal_number) {
-    child_.send_signal(signal_number);
-    return child_.wait(20s);
-  }
-
- private:
-  child_process child_;
-  bool ready_ = false;
-  std::vector<std::uint16_t> ports_;
-};
-
 class cli_serve_test : public ::testing::TestWithParam<int> {};
 
 TEST_P(cli_serve_test, answers_every_transport_and_stops_cleanly_on_a_signal) {
   const scratch files("cli-serve");
-  served server(files);
+  served server(cli, files.path("cert"));
   ASSERT_TRUE(server.ready()) << server.out();
   for (const transport_kind t : {transport_kind::udp, transport_kind::tcp, transport_kind::tls}) {
     SCOPED_TRACE(std::string(transport_name(t)));

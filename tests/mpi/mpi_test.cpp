@@ -10,7 +10,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,8 +17,11 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include <dnstransport/transport.hpp>
+
 #include "child_process.hpp"
 #include "scratch_dir.hpp"
+#include "served.hpp"
 
 namespace dnstransport {
 namespace {
@@ -29,6 +31,7 @@ using hostile::child_process;
 using hostile::contents;
 using hostile::process_result;
 using hostile::scratch;
+using hostile::served;
 
 const std::string cli = DNSTRANSPORT_CLI_PATH;
 const std::string mpirun = DNSTRANSPORT_MPIEXEC_PATH;
@@ -40,32 +43,6 @@ std::vector<std::string> under_mpirun(unsigned ranks, const std::vector<std::str
   out.insert(out.end(), args.begin(), args.end());
   return out;
 }
-
-// `dnstransport serve` on ephemeral loopback ports (UDP, TCP, TLS), until the test ends.
-class served {
- public:
-  explicit served(const scratch& files)
-      : child_(cli, {"serve", "--listen", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--tls",
-                     "127.0.0.1:0", "--cert-dir", files.path("cert")}) {
-    ready_ = child_.wait_for_stdout("stop with Ctrl-C", 20s);
-    const std::string out = child_.stdout_so_far();
-    for (const char* kind : {"udp", "tcp", "tls"}) {
-      std::smatch m;
-      if (std::regex_search(out, m, std::regex(std::string(kind) + R"(  127\.0\.0\.1:(\d+))"))) {
-        ports_.push_back(m[1]);
-      }
-    }
-  }
-  bool ready() const { return ready_ && ports_.size() == 3; }
-  std::string address(std::size_t kind) const { return "127.0.0.1:" + ports_.at(kind); }
-  std::string port(std::size_t kind) const { return ports_.at(kind); }
-  std::string out() const { return child_.stdout_so_far(); }
-
- private:
-  child_process child_;
-  bool ready_ = false;
-  std::vector<std::string> ports_;
-};
 
 boost::json::object read_json(const std::string& path) {
   return boost::json::parse(contents(path)).as_object();
@@ -109,11 +86,9 @@ class mpi_run_test : public ::testing::TestWithParam<std::tuple<unsigned, const 
 TEST_P(mpi_run_test, the_merged_counts_are_the_sums_of_the_ranks) {
   const auto [ranks, transport] = GetParam();
   const scratch files("mpi-run");
-  served server(files);
+  served server(cli, files.path("cert"));
   ASSERT_TRUE(server.ready()) << server.out();
-  const std::size_t kind = std::string(transport) == "udp"   ? 0
-                           : std::string(transport) == "tcp" ? 1
-                                                             : 2;
+  const transport_kind kind = *parse_transport(transport);
   const std::string json = files.path("run.json");
   // 6 clients over the ranks, 3,000 queries: exact shares whatever the speed.
   const process_result r = hostile::run_process(
@@ -157,7 +132,7 @@ TEST_P(mpi_run_test, the_merged_counts_are_the_sums_of_the_ranks) {
   EXPECT_NEAR(cpu, o.at("client_cpu_seconds").to_number<double>(), 1e-6);
   // The latency histogram holds every rank's answers.
   EXPECT_EQ(count(o.at("latency_ns").as_object(), "count"), 3000u);
-  if (kind != 0) {
+  if (kind != transport_kind::udp) {
     EXPECT_EQ(count(o.at("connections").as_object(), "opened"), 6u);
   }
 }
@@ -174,31 +149,32 @@ INSTANTIATE_TEST_SUITE_P(ranks, mpi_run_test,
 
 TEST(mpi_sweep_test, every_rank_steps_through_the_same_points) {
   const scratch files("mpi-sweep");
-  served server(files);
+  served server(cli, files.path("cert"));
   ASSERT_TRUE(server.ready()) << server.out();
   const std::string json = files.path("sweep.json");
-  const process_result r = hostile::run_process(mpirun,
-                                                under_mpirun(2, {"sweep",
-                                                                 "--server",
-                                                                 server.address(0),
-                                                                 "--tls-port",
-                                                                 server.port(2),
-                                                                 "--transports",
-                                                                 "udp,tls",
-                                                                 "--clients",
-                                                                 "2,4",
-                                                                 "--queries-per-connection",
-                                                                 "unlimited",
-                                                                 "--repeats",
-                                                                 "1",
-                                                                 "--duration",
-                                                                 "0.3",
-                                                                 "--pause",
-                                                                 "0",
-                                                                 "--json",
-                                                                 json,
-                                                                 "--quiet"}),
-                                                90s);
+  const process_result r =
+      hostile::run_process(mpirun,
+                           under_mpirun(2, {"sweep",
+                                            "--server",
+                                            server.address(transport_kind::udp),
+                                            "--tls-port",
+                                            std::to_string(server.port(transport_kind::tls)),
+                                            "--transports",
+                                            "udp,tls",
+                                            "--clients",
+                                            "2,4",
+                                            "--queries-per-connection",
+                                            "unlimited",
+                                            "--repeats",
+                                            "1",
+                                            "--duration",
+                                            "0.3",
+                                            "--pause",
+                                            "0",
+                                            "--json",
+                                            json,
+                                            "--quiet"}),
+                           90s);
   ASSERT_FALSE(r.timed_out) << r.out << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto o = read_json(json);
@@ -220,18 +196,18 @@ TEST(mpi_sweep_test, every_rank_steps_through_the_same_points) {
 
 TEST(mpi_search_test, every_rank_takes_the_same_steps) {
   const scratch files("mpi-search");
-  served server(files);
+  served server(cli, files.path("cert"));
   ASSERT_TRUE(server.ready()) << server.out();
   const std::string json = files.path("search.json");
-  const process_result r =
-      hostile::run_process(mpirun, under_mpirun(2, {"search",      "--server",   server.address(0),
-                                                    "--clients",   "4",          "--start-rate",
-                                                    "2000",        "--max-rate", "8000",
-                                                    "--duration",  "0.3",        "--settle",
-                                                    "0",           "--repeats",  "1",
-                                                    "--precision", "0.5",        "--max-time",
-                                                    "30",          "--json",     json}),
-                           90s);
+  const process_result r = hostile::run_process(
+      mpirun, under_mpirun(2, {"search",      "--server",   server.address(transport_kind::udp),
+                               "--clients",   "4",          "--start-rate",
+                               "2000",        "--max-rate", "8000",
+                               "--duration",  "0.3",        "--settle",
+                               "0",           "--repeats",  "1",
+                               "--precision", "0.5",        "--max-time",
+                               "30",          "--json",     json}),
+      90s);
   ASSERT_FALSE(r.timed_out) << r.out << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto o = read_json(json);
@@ -256,13 +232,13 @@ TEST(mpi_search_test, every_rank_takes_the_same_steps) {
 
 TEST(mpi_failure_test, a_rank_that_cannot_run_ends_every_rank_with_its_reason) {
   const scratch files("mpi-setup");
-  served server(files);
+  served server(cli, files.path("cert"));
   ASSERT_TRUE(server.ready()) << server.out();
   // Two source addresses over two ranks: rank 1 gets the one that is no address.
   const process_result r = hostile::run_process(
       mpirun,
-      under_mpirun(2, {"run", "--server", server.address(0), "--clients", "2", "--duration", "1",
-                       "--source", "127.0.0.1,not-an-address"}),
+      under_mpirun(2, {"run", "--server", server.address(transport_kind::udp), "--clients", "2",
+                       "--duration", "1", "--source", "127.0.0.1,not-an-address"}),
       60s);
   ASSERT_FALSE(r.timed_out) << r.out << r.err;
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
@@ -274,14 +250,14 @@ TEST(mpi_failure_test, a_rank_that_cannot_run_ends_every_rank_with_its_reason) {
 
 TEST(mpi_failure_test, a_rank_without_answers_fails_the_run) {
   const scratch files("mpi-noanswer");
-  served server(files);
+  served server(cli, files.path("cert"));
   ASSERT_TRUE(server.ready()) << server.out();
   // Rank 1's source, 192.0.2.1, is not on this machine: its clients cannot send.
   const std::string json = files.path("run.json");
   const process_result r = hostile::run_process(
       mpirun,
-      under_mpirun(2, {"run", "--server", server.address(0), "--clients", "2", "--duration", "0.5",
-                       "--source", "127.0.0.1,192.0.2.1", "--json", json}),
+      under_mpirun(2, {"run", "--server", server.address(transport_kind::udp), "--clients", "2",
+                       "--duration", "0.5", "--source", "127.0.0.1,192.0.2.1", "--json", json}),
       60s);
   ASSERT_FALSE(r.timed_out) << r.out << r.err;
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
@@ -296,12 +272,12 @@ TEST(mpi_failure_test, a_rank_without_answers_fails_the_run) {
 
 TEST(mpi_failure_test, a_killed_rank_ends_the_run_with_the_others_results) {
   const scratch files("mpi-kill");
-  served server(files);
+  served server(cli, files.path("cert"));
   ASSERT_TRUE(server.ready()) << server.out();
   const std::string json = files.path("run.json");
-  child_process run(mpirun, under_mpirun(3, {"run", "--server", server.address(1), "--transport",
-                                             "tcp", "--clients", "3", "--duration", "30", "--json",
-                                             json, "--progress"}));
+  child_process run(mpirun, under_mpirun(3, {"run", "--server", server.address(transport_kind::tcp),
+                                             "--transport", "tcp", "--clients", "3", "--duration",
+                                             "30", "--json", json, "--progress"}));
   // Every rank is sending once rank 0 prints progress.
   ASSERT_TRUE(run.wait_for_stderr("answered ", 30s));
   pid_t victim = 0;
@@ -332,12 +308,12 @@ TEST(mpi_failure_test, a_killed_rank_ends_the_run_with_the_others_results) {
 
 TEST(mpi_failure_test, a_hung_rank_ends_the_run_within_its_timeout) {
   const scratch files("mpi-hang");
-  served server(files);
+  served server(cli, files.path("cert"));
   ASSERT_TRUE(server.ready()) << server.out();
   const std::string json = files.path("run.json");
-  child_process run(
-      mpirun, under_mpirun(2, {"run", "--server", server.address(0), "--clients", "2", "--duration",
-                               "2", "--timeout", "1", "--json", json, "--progress"}));
+  child_process run(mpirun, under_mpirun(2, {"run", "--server", server.address(transport_kind::udp),
+                                             "--clients", "2", "--duration", "2", "--timeout", "1",
+                                             "--json", json, "--progress"}));
   ASSERT_TRUE(run.wait_for_stderr("answered ", 30s));
   pid_t victim = 0;
   for (int i = 0; i < 100 && victim == 0; ++i) {

@@ -261,6 +261,12 @@ struct connection_stats {
   /// ("tls_certificate") for handshakes.
   std::map<std::string, std::uint64_t> failures;
   std::string first_failure;  ///< the first failure's full message, for the user
+
+  /// Adds the connections of other clients measured over the same window (another member of
+  /// a load run by several processes): every count and the failures by cause summed, and so
+  /// are concurrent_mean and concurrent_max (the mean of all together, and the most they can
+  /// have held at once); first_failure stays this one's unless it has none.
+  connection_stats& operator+=(const connection_stats& other);
 };
 
 /// What the answers' OPT records said, when the queries asked (load_spec::edns_keepalive,
@@ -279,6 +285,12 @@ struct edns_stats {
 
   /// Whether the run asked for any of this.
   bool requested() const noexcept { return keepalive_sent || padding_block != 0; }
+
+  /// Adds the answers of other clients of the same load (another member of a load run by
+  /// several processes): the counts and padded sizes summed, the lowest and highest
+  /// keepalive of both; what the queries carried (keepalive_sent, padding_block) stays this
+  /// one's.
+  edns_stats& operator+=(const edns_stats& other);
 };
 
 /// TLS 1.3 early data (0-RTT) of resumed connections (DoT, DoH, DoQ with --early-data), for
@@ -290,6 +302,10 @@ struct early_data_stats {
   std::uint64_t queries_in_early_data = 0;
   /// Queries of refused 0-RTT sent again once the handshake was done (each counted once).
   std::uint64_t queries_resent = 0;
+
+  /// Adds the connections of other clients (another member of a load run by several
+  /// processes): every count summed.
+  early_data_stats& operator+=(const early_data_stats& other);
 };
 
 /// QUIC connection figures (DoQ), for connections whose set-up began after the warm-up.
@@ -318,6 +334,11 @@ struct quic_stats {
   double smoothed_rtt_ms = 0;
   double min_rtt_ms = 0;
   double mean_cwnd_bytes = 0;
+
+  /// Adds the connections of other clients (another member of a load run by several
+  /// processes): the counts and closes by kind summed; the means weighted by each side's
+  /// rtt_samples, min_rtt_ms the lower of the sides that have samples.
+  quic_stats& operator+=(const quic_stats& other);
 };
 
 /// What the generator itself spent on I/O, from its own counters: where one client machine's
@@ -338,6 +359,10 @@ struct generator_stats {
   std::uint64_t syscalls = 0;
   /// Of syscalls: those that failed with EAGAIN (nothing left to read, no room to write).
   std::uint64_t syscalls_would_block = 0;
+
+  /// Adds what other workers spent (another member of a load run by several processes):
+  /// every count summed.
+  generator_stats& operator+=(const generator_stats& other);
 };
 
 /// One interval of a run's timeline, counted from the end of the warm-up. Queries are counted

@@ -1,5 +1,5 @@
 // A load shared by several processes: each member's share of the spec, and the members'
-// results merged into one.
+// results merged into one, with the public stats structs' operator+= (load.hpp).
 
 #include <dnstransport/group.hpp>
 
@@ -22,66 +22,6 @@ std::uint64_t part_of(std::uint64_t total, unsigned rank, unsigned size) {
 template <typename Map>
 void add_map(Map& into, const Map& from) {
   for (const auto& [key, n] : from) into[key] += n;
-}
-
-void add_connections(connection_stats& into, const connection_stats& from) {
-  into.opened += from.opened;
-  into.answered += from.answered;
-  into.closed_by_client += from.closed_by_client;
-  into.closed_idle_keepalive += from.closed_idle_keepalive;
-  into.closed_idle += from.closed_idle;
-  into.closed_by_server += from.closed_by_server;
-  into.reset_by_server += from.reset_by_server;
-  into.failed += from.failed;
-  into.fastopen_data_in_syn += from.fastopen_data_in_syn;
-  into.goaway += from.goaway;
-  // Each member's mean and maximum were over the same window: the sums are the group's
-  // mean, and the most the group can have held at once.
-  into.concurrent_mean += from.concurrent_mean;
-  into.concurrent_max += from.concurrent_max;
-  add_map(into.failures, from.failures);
-  if (into.first_failure.empty()) into.first_failure = from.first_failure;
-}
-
-void add_edns(edns_stats& into, const edns_stats& from) {
-  if (from.keepalive_answers > 0) {
-    into.keepalive_min_seconds = into.keepalive_answers == 0 ? from.keepalive_min_seconds
-                                                             : std::min(into.keepalive_min_seconds,
-                                                                        from.keepalive_min_seconds);
-    into.keepalive_max_seconds = std::max(into.keepalive_max_seconds, from.keepalive_max_seconds);
-  }
-  into.keepalive_answers += from.keepalive_answers;
-  into.padded_answers += from.padded_answers;
-  add_map(into.padded_sizes, from.padded_sizes);
-}
-
-void add_quic(quic_stats& into, const quic_stats& from) {
-  into.retries += from.retries;
-  into.version_negotiation += from.version_negotiation;
-  into.stateless_resets += from.stateless_resets;
-  into.streams_exhausted += from.streams_exhausted;
-  into.stray_packets += from.stray_packets;
-  add_map(into.closes, from.closes);
-  into.packets_sent += from.packets_sent;
-  into.packets_received += from.packets_received;
-  into.stream_packets_lost += from.stream_packets_lost;
-  into.probe_timeouts += from.probe_timeouts;
-  // Means over connections: weighted by each member's connections with an RTT sample.
-  const auto samples = into.rtt_samples + from.rtt_samples;
-  if (samples > 0) {
-    const auto weigh = [&](double a, double b) {
-      return (a * static_cast<double>(into.rtt_samples) +
-              b * static_cast<double>(from.rtt_samples)) /
-             static_cast<double>(samples);
-    };
-    into.smoothed_rtt_ms = weigh(into.smoothed_rtt_ms, from.smoothed_rtt_ms);
-    into.mean_cwnd_bytes = weigh(into.mean_cwnd_bytes, from.mean_cwnd_bytes);
-  }
-  if (from.rtt_samples > 0) {
-    into.min_rtt_ms =
-        into.rtt_samples == 0 ? from.min_rtt_ms : std::min(into.min_rtt_ms, from.min_rtt_ms);
-  }
-  into.rtt_samples = samples;
 }
 
 void add_timeline(std::vector<timeline_row>& into, const std::vector<timeline_row>& from) {
@@ -128,6 +68,83 @@ rank_result own_figures(const run_result& r, unsigned rank, const std::string& h
 }
 
 }  // namespace
+
+connection_stats& connection_stats::operator+=(const connection_stats& other) {
+  opened += other.opened;
+  answered += other.answered;
+  closed_by_client += other.closed_by_client;
+  closed_idle_keepalive += other.closed_idle_keepalive;
+  closed_idle += other.closed_idle;
+  closed_by_server += other.closed_by_server;
+  reset_by_server += other.reset_by_server;
+  failed += other.failed;
+  fastopen_data_in_syn += other.fastopen_data_in_syn;
+  goaway += other.goaway;
+  // Both sides' mean and maximum were over the same window: the sums are the mean of all
+  // together, and the most they can have held at once.
+  concurrent_mean += other.concurrent_mean;
+  concurrent_max += other.concurrent_max;
+  add_map(failures, other.failures);
+  if (first_failure.empty()) first_failure = other.first_failure;
+  return *this;
+}
+
+edns_stats& edns_stats::operator+=(const edns_stats& other) {
+  if (other.keepalive_answers > 0) {
+    keepalive_min_seconds = keepalive_answers == 0
+                                ? other.keepalive_min_seconds
+                                : std::min(keepalive_min_seconds, other.keepalive_min_seconds);
+    keepalive_max_seconds = std::max(keepalive_max_seconds, other.keepalive_max_seconds);
+  }
+  keepalive_answers += other.keepalive_answers;
+  padded_answers += other.padded_answers;
+  add_map(padded_sizes, other.padded_sizes);
+  return *this;
+}
+
+early_data_stats& early_data_stats::operator+=(const early_data_stats& other) {
+  offered += other.offered;
+  accepted += other.accepted;
+  rejected += other.rejected;
+  queries_in_early_data += other.queries_in_early_data;
+  queries_resent += other.queries_resent;
+  return *this;
+}
+
+quic_stats& quic_stats::operator+=(const quic_stats& other) {
+  retries += other.retries;
+  version_negotiation += other.version_negotiation;
+  stateless_resets += other.stateless_resets;
+  streams_exhausted += other.streams_exhausted;
+  stray_packets += other.stray_packets;
+  add_map(closes, other.closes);
+  packets_sent += other.packets_sent;
+  packets_received += other.packets_received;
+  stream_packets_lost += other.stream_packets_lost;
+  probe_timeouts += other.probe_timeouts;
+  // Means over connections: weighted by each side's connections with an RTT sample.
+  const auto samples = rtt_samples + other.rtt_samples;
+  if (samples > 0) {
+    const auto weigh = [&](double a, double b) {
+      return (a * static_cast<double>(rtt_samples) + b * static_cast<double>(other.rtt_samples)) /
+             static_cast<double>(samples);
+    };
+    smoothed_rtt_ms = weigh(smoothed_rtt_ms, other.smoothed_rtt_ms);
+    mean_cwnd_bytes = weigh(mean_cwnd_bytes, other.mean_cwnd_bytes);
+  }
+  if (other.rtt_samples > 0) {
+    min_rtt_ms = rtt_samples == 0 ? other.min_rtt_ms : std::min(min_rtt_ms, other.min_rtt_ms);
+  }
+  rtt_samples = samples;
+  return *this;
+}
+
+generator_stats& generator_stats::operator+=(const generator_stats& other) {
+  wakeups += other.wakeups;
+  syscalls += other.syscalls;
+  syscalls_would_block += other.syscalls_would_block;
+  return *this;
+}
 
 std::size_t run_result::ranks_missing() const noexcept {
   return static_cast<std::size_t>(
@@ -223,23 +240,17 @@ run_result merge_results(const std::vector<std::optional<run_result>>& members,
     out.elapsed_seconds = std::max(out.elapsed_seconds, r.elapsed_seconds);
     out.client_cpu_seconds += r.client_cpu_seconds;
     out.client_rss_bytes += r.client_rss_bytes;
-    out.generator.wakeups += r.generator.wakeups;
-    out.generator.syscalls += r.generator.syscalls;
-    out.generator.syscalls_would_block += r.generator.syscalls_would_block;
+    out.generator += r.generator;
     out.max_thread_cpu_share = std::max(out.max_thread_cpu_share, r.max_thread_cpu_share);
     out.interrupted = out.interrupted || r.interrupted;
     out.latency.merge(r.latency);
     out.first_query_latency.merge(r.first_query_latency);
     out.connect_latency.merge(r.connect_latency);
     out.handshake_latency.merge(r.handshake_latency);
-    add_connections(out.connections, r.connections);
-    out.early_data.offered += r.early_data.offered;
-    out.early_data.accepted += r.early_data.accepted;
-    out.early_data.rejected += r.early_data.rejected;
-    out.early_data.queries_in_early_data += r.early_data.queries_in_early_data;
-    out.early_data.queries_resent += r.early_data.queries_resent;
-    add_edns(out.edns, r.edns);
-    add_quic(out.quic, r.quic);
+    out.connections += r.connections;
+    out.early_data += r.early_data;
+    out.edns += r.edns;
+    out.quic += r.quic;
     out.handshakes_full += r.handshakes_full;
     out.handshakes_resumed += r.handshakes_resumed;
     add_timeline(out.timeline, r.timeline);

@@ -61,4 +61,26 @@ void enlarge_socket_buffers(int fd) noexcept {
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
 }
 
+boost::system::error_code open_connected_udp(boost::asio::ip::udp::socket& socket,
+                                             const boost::asio::ip::udp::endpoint& server,
+                                             const std::optional<boost::asio::ip::address>& source,
+                                             syscall_counter& syscalls) {
+  boost::system::error_code ec;
+  socket.open(server.protocol(), ec);
+  syscalls.count_calls(1);
+  if (!ec && source) {
+    socket.bind({*source, 0}, ec);
+    syscalls.count_calls(1);
+  }
+  if (!ec) {
+    socket.connect(server, ec);
+    syscalls.count_calls(1);
+  }
+  if (!ec) {
+    socket.non_blocking(true, ec);
+    syscalls.count_calls(1);
+  }
+  return ec;
+}
+
 }  // namespace dnstransport::detail

@@ -1,7 +1,13 @@
 #pragma once
 // Internal: socket helpers shared by clients and the responder.
 
+#include <optional>
 #include <string>
+
+#include <boost/asio/ip/udp.hpp>
+#include <boost/system/error_code.hpp>
+
+#include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
 
@@ -11,5 +17,15 @@ std::string errno_name(int error);
 // Asks for large socket buffers so bursts of answers are not dropped by the kernel (capped
 // by net.core.rmem_max / wmem_max; a refusal is harmless).
 void enlarge_socket_buffers(int fd) noexcept;
+
+// Opens `socket` as a client's connected, non-blocking UDP socket towards `server`: socket,
+// bind (only with a `source` address, on an ephemeral port), connect and ioctl(FIONBIO),
+// each counted in `syscalls` as it is made, stopping at the first that fails. Returns that
+// failure, the socket left as it stands (open when bind, connect or the ioctl failed): the
+// caller decides whether to close it.
+boost::system::error_code open_connected_udp(boost::asio::ip::udp::socket& socket,
+                                             const boost::asio::ip::udp::endpoint& server,
+                                             const std::optional<boost::asio::ip::address>& source,
+                                             syscall_counter& syscalls);
 
 }  // namespace dnstransport::detail

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -118,23 +119,10 @@ int doq_client::open_socket() {
   if (socket_.is_open()) return 0;
   const run_plan& p = plan();
   const boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
-  boost::system::error_code ec;
-  // socket, bind, connect and ioctl(FIONBIO), each counted as it is made.
-  socket_.open(server.protocol(), ec);
-  syscalls().count_calls(1);
-  if (!ec && !p.sources.empty()) {
-    socket_.bind({p.sources[index_ % p.sources.size()], 0}, ec);
-    syscalls().count_calls(1);
-  }
-  if (!ec) {
-    socket_.connect(server, ec);
-    syscalls().count_calls(1);
-  }
-  if (!ec) {
-    socket_.non_blocking(true, ec);
-    syscalls().count_calls(1);
-  }
-  if (ec) {
+  std::optional<boost::asio::ip::address> source;
+  if (!p.sources.empty()) source = p.sources[index_ % p.sources.size()];
+  if (const boost::system::error_code ec =
+          open_connected_udp(socket_, server, source, syscalls())) {
     boost::system::error_code ignored;
     socket_.close(ignored);
     syscalls().count_calls(1);

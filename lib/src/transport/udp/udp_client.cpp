@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cerrno>
+#include <optional>
 
 #include <boost/asio/ip/udp.hpp>
 
@@ -42,24 +43,11 @@ class udp_client final : public client_base {
 
   void start() override {
     const run_plan& p = plan();
-    boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
-    boost::system::error_code ec;
-    // socket, bind, connect and ioctl(FIONBIO), each counted as it is made.
-    socket_.open(server.protocol(), ec);
-    syscalls().count_calls(1);
-    if (!ec && !p.sources.empty()) {
-      socket_.bind({p.sources[index_ % p.sources.size()], 0}, ec);
-      syscalls().count_calls(1);
-    }
-    if (!ec) {
-      socket_.connect(server, ec);
-      syscalls().count_calls(1);
-    }
-    if (!ec) {
-      socket_.non_blocking(true, ec);
-      syscalls().count_calls(1);
-    }
-    if (ec) {
+    const boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
+    std::optional<boost::asio::ip::address> source;
+    if (!p.sources.empty()) source = p.sources[index_ % p.sources.size()];
+    if (const boost::system::error_code ec =
+            open_connected_udp(socket_, server, source, syscalls())) {
       connections().record_socket_error("udp socket", ec.value());
       failed_ = true;
       // Nothing can ever be sent: the client is done (a count would otherwise never be
