@@ -279,8 +279,14 @@ TEST_P(tls_verify_test, right_ca_passes_wrong_ca_fails_every_handshake) {
   spec.tls.server_name = "localhost";
   spec.tls.ca_file = responder.certificate().certificate_file;
   spec.count = 20;
+  spec.queries_per_connection = 1;
   const run_result good = run_load(spec);
   EXPECT_EQ(good.responses_received, 20u) << good.connections.first_failure;
+  // The chain is the same on every connection: verified in full once (or once per client
+  // whose first handshake ran before another's verdict was in), then taken as verified.
+  EXPECT_GE(good.connections.certificates_verified, 1u);
+  EXPECT_LE(good.connections.certificates_verified, spec.clients);
+  EXPECT_EQ(good.connections.certificates_verified + good.connections.certificates_reused, 20u);
 
   // Each client gives up after three handshakes in a row failed (count mode).
   spec.tls.ca_file = wrong.certificate_file;
@@ -289,6 +295,9 @@ TEST_P(tls_verify_test, right_ca_passes_wrong_ca_fails_every_handshake) {
   EXPECT_EQ(bad.connections.failed, 3u * spec.clients);
   EXPECT_EQ(bad.connections.failures.at("tls_certificate"), 3u * spec.clients);
   EXPECT_FALSE(bad.connections.first_failure.empty());
+  // A chain that failed is never taken as verified: each handshake checked it again.
+  EXPECT_EQ(bad.connections.certificates_verified, 3u * spec.clients);
+  EXPECT_EQ(bad.connections.certificates_reused, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(stream_load_test, tls_verify_test,

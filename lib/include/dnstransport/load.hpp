@@ -250,6 +250,11 @@ struct connection_stats {
   std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
   std::uint64_t fastopen_data_in_syn = 0;  ///< connections whose first query rode in the SYN
   std::uint64_t goaway = 0;                ///< DoH: connections the server ended with HTTP/2 GOAWAY
+  /// --verify (DoT, DoH): server certificate chains verified in full, and handshakes that
+  /// received a chain verified before and took its verdict instead (the same chain, octet
+  /// for octet, verified less than a minute before); over the whole run, warm-up included.
+  std::uint64_t certificates_verified = 0;
+  std::uint64_t certificates_reused = 0;
   ///< (DoQ: `opened` counts completed QUIC handshakes; how the server ended them is in
   ///< run_result::quic.closes)
   /// Connections open at once (TCP connected, or QUIC connection started, until closed),

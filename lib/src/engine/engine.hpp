@@ -13,6 +13,7 @@
 #include <random>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -40,6 +41,9 @@ class client_transport {
   virtual ~client_transport() = default;
   virtual std::unique_ptr<client_base> make_client(worker& owner, unsigned index,
                                                    std::uint64_t quota) const = 0;
+  // --verify: certificate chains verified in full and handshakes that reused a verdict, over
+  // the whole run (tls_client_context::certificate_checks); zeros without TLS.
+  virtual std::pair<std::uint64_t, std::uint64_t> certificate_checks() const { return {}; }
 };
 
 // Everything the workers share, read-only once the run starts.

@@ -80,6 +80,8 @@ connection_stats& connection_stats::operator+=(const connection_stats& other) {
   failed += other.failed;
   fastopen_data_in_syn += other.fastopen_data_in_syn;
   goaway += other.goaway;
+  certificates_verified += other.certificates_verified;
+  certificates_reused += other.certificates_reused;
   // Both sides' mean and maximum were over the same window: the sums are the mean of all
   // together, and the most they can have held at once.
   concurrent_mean += other.concurrent_mean;

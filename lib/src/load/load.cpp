@@ -879,6 +879,8 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
     }
   }
   fill_result(result, total);
+  std::tie(result.connections.certificates_verified, result.connections.certificates_reused) =
+      transport->certificate_checks();
   result.interrupted = stop_ns != 0;
   if (rusage usage{}; getrusage(RUSAGE_SELF, &usage) == 0) {
     result.client_rss_bytes = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;

@@ -92,6 +92,8 @@ json::object connection_stats_to_json(const connection_stats& c) {
           {"failed", c.failed},
           {"fastopen_data_in_syn", c.fastopen_data_in_syn},
           {"goaway", c.goaway},
+          {"certificates_verified", c.certificates_verified},
+          {"certificates_reused", c.certificates_reused},
           {"concurrent_mean", stable(c.concurrent_mean)},
           {"concurrent_max", c.concurrent_max},
           {"failures", std::move(failures)},
@@ -110,6 +112,8 @@ connection_stats connection_stats_from_json(const json::object& o) {
   c.failed = count_at(o, "failed");
   c.fastopen_data_in_syn = count_at(o, "fastopen_data_in_syn");
   c.goaway = count_or_zero(o, "goaway");
+  c.certificates_verified = count_or_zero(o, "certificates_verified");
+  c.certificates_reused = count_or_zero(o, "certificates_reused");
   c.concurrent_mean = number_or_zero(o, "concurrent_mean");
   c.concurrent_max = count_or_zero(o, "concurrent_max");
   for (const auto& [cause, n] : object_at(o, "failures")) {

@@ -288,6 +288,12 @@ std::string format_table(const run_result& r) {
            fmt::format("{} full, {} resumed; {:.3f} per query", with_commas(r.handshakes_full),
                        with_commas(r.handshakes_resumed), r.handshakes_per_query()));
       line("handshake latency", percentiles(r.handshake_latency));
+      if (c.certificates_verified + c.certificates_reused > 0) {
+        line("certificates",
+             fmt::format("{} chains verified in full, {} handshakes took the "
+                         "verdict of the same chain verified before",
+                         with_commas(c.certificates_verified), with_commas(c.certificates_reused)));
+      }
     }
     line("first query + set-up", percentiles(r.first_query_latency));
     if (c.fastopen_data_in_syn) line("fast open", with_commas(c.fastopen_data_in_syn));

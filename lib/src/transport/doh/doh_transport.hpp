@@ -35,6 +35,9 @@ class doh_transport final : public client_transport {
                                            std::uint64_t quota) const override;
 
   const stream_transport& stream() const noexcept { return stream_; }
+  std::pair<std::uint64_t, std::uint64_t> certificate_checks() const override {
+    return stream_.certificate_checks();
+  }
   const doh_settings& settings() const noexcept { return doh_; }
   // nghttp2's callbacks, set once for every session of the run.
   const nghttp2_session_callbacks* callbacks() const noexcept { return callbacks_; }

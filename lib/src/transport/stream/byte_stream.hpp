@@ -98,6 +98,8 @@ class stream_connector {
   virtual std::unique_ptr<byte_stream> open(int fd, const tls_ticket* resume_from,
                                             std::unique_ptr<byte_stream> spare,
                                             syscall_counter* syscalls) = 0;
+  /// TLS with --verify: what its context's certificate checks did (verified_chains.hpp).
+  virtual verified_chains::counts certificate_checks() const { return {}; }
 };
 
 /// Opens the server side of a stream on an accepted, non-blocking socket it does not own.

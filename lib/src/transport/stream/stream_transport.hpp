@@ -44,6 +44,10 @@ class stream_transport final : public client_transport {
 
   const stream_settings& settings() const noexcept { return settings_; }
   stream_connector& connector() const noexcept { return *connector_; }
+  std::pair<std::uint64_t, std::uint64_t> certificate_checks() const override {
+    const verified_chains::counts c = connector_->certificate_checks();
+    return {c.verified, c.reused};
+  }
   std::unique_ptr<stream_socket> make_socket(boost::asio::io_context& io,
                                              stream_socket::ready_callback on_ready,
                                              syscall_counter& syscalls) const {

@@ -127,6 +127,9 @@ class tls_connector final : public stream_connector {
     if (syscalls != nullptr) session->count_syscalls(*syscalls);
     return std::make_unique<tls_stream>(std::move(session));
   }
+  verified_chains::counts certificate_checks() const override {
+    return context_.certificate_checks();
+  }
 
  private:
   std::unique_ptr<tls_client_context> owned_;
