@@ -289,9 +289,9 @@ std::string format_table(const run_result& r) {
                        with_commas(r.handshakes_resumed), r.handshakes_per_query()));
       line("handshake latency", percentiles(r.handshake_latency));
       if (c.certificates_verified + c.certificates_reused > 0) {
-        line("certificates",
-             fmt::format("{} chains verified in full, {} handshakes took the "
-                         "verdict of the same chain verified before",
+        line("certificate chains",
+             fmt::format("{} verified in full, {} handshakes reused a verdict (the same "
+                         "chain, verified before)",
                          with_commas(c.certificates_verified), with_commas(c.certificates_reused)));
       }
     }
