@@ -202,6 +202,23 @@ TEST_P(tls_generator_test, library_reads_and_writes_are_counted) {
   EXPECT_GE(r.generator.wakeups, 300u);
 }
 
+// The clients read ahead (OpenSSL's read-ahead, a read buffer under GnuTLS): a record's
+// header and body come in one read, so one query in flight costs a write and a read per
+// answer, as over plain TCP, not a write and two reads.
+TEST_P(tls_generator_test, one_read_per_answer) {
+  server_options o = stream_server(transport_kind::tls);
+  o.certificate_directory = scratch_directory("tls-read-ahead");
+  server responder(o);
+  load_spec spec = spec_for(responder, transport_kind::tls);
+  spec.tls.backend = GetParam();
+  spec.outstanding = 1;
+  spec.count = 1000;
+  const run_result r = run_load(spec);
+  ASSERT_EQ(r.responses_received, 1000u) << r.connections.first_failure;
+  EXPECT_GE(r.syscalls_per_answer(), 2);
+  EXPECT_LT(r.syscalls_per_answer(), 2.5);
+}
+
 INSTANTIATE_TEST_SUITE_P(stream_load_test, tls_generator_test,
                          ::testing::Values(tls_backend::openssl, tls_backend::gnutls),
                          backend_name);

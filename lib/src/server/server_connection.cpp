@@ -94,6 +94,7 @@ bool server_connection::read_queries() {
   })) {
     case message_channel::read_end::drained:
     case message_channel::read_end::stopped:
+    case message_channel::read_end::more:  // no read limit here: not returned
       return true;
     case message_channel::read_end::want_write:
       wait(boost::asio::socket_base::wait_write);

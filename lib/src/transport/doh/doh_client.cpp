@@ -276,7 +276,7 @@ bool doh_client::read_available() {
   if (session_ == nullptr) return true;
   const auto buffer = owner_.scratch(0);
   byte_stream& stream = channel_.stream();
-  for (;;) {
+  for (unsigned reads = 1;; ++reads) {
     std::size_t n = 0;
     switch (stream.read(buffer, n)) {
       case stream_io::done:
@@ -309,6 +309,12 @@ bool doh_client::read_available() {
       }
     }
     if (n < buffer.size() && !stream.has_buffered_input()) return send_output();
+    if (reads >= max_reads_per_wakeup) {
+      // A server that keeps sending: the rest after what is due (read ahead, it may be off
+      // the socket already, where no readiness wait would see it).
+      if (stream.has_buffered_input()) read_soon();
+      return send_output();
+    }
   }
 }
 

@@ -34,6 +34,8 @@ class message_channel {
     closed,      // the peer ended the stream
     failed,      // reset or fatal error (stream().failure_cause())
     stopped,     // on_read returned false
+    more,        // max_reads reached with input read ahead in the stream: call again soon,
+                 // without waiting for readiness (the socket may have nothing new)
   };
 
   /// Reads until nothing more is available now. After each read that brought bytes,
@@ -42,9 +44,12 @@ class message_channel {
   /// the next readiness wait ends at once), unless `drain` is set and the stream reads a
   /// record at a time (TLS): then it reads on until the stream would block, at most
   /// `max_drain_reads` times (then drained: other work gets its turn between wake-ups).
+  /// `max_reads` (0: no limit) bounds the reads of one call, so that a peer that keeps
+  /// sending cannot hold the caller's thread: past it the call ends, `more` when the stream
+  /// holds input read ahead, `drained` otherwise (the next readiness wait ends at once).
   static constexpr unsigned max_drain_reads = 64;
   template <class OnRead>
-  read_end read(OnRead&& on_read, bool drain = false) {
+  read_end read(OnRead&& on_read, bool drain = false, unsigned max_reads = 0) {
     const bool by_record = drain && stream_->reads_by_record();
     for (unsigned reads = 1;; ++reads) {
       const auto space = reader_.prepare();
@@ -63,9 +68,12 @@ class message_channel {
       }
       reader_.commit(n);
       if (!on_read()) return read_end::stopped;
-      if (n < space.size() && !stream_->has_buffered_input() &&
-          (!by_record || reads >= max_drain_reads)) {
+      const bool buffered = stream_->has_buffered_input();
+      if (n < space.size() && !buffered && (!by_record || reads >= max_drain_reads)) {
         return read_end::drained;
+      }
+      if (max_reads != 0 && reads >= max_reads) {
+        return buffered ? read_end::more : read_end::drained;
       }
     }
   }

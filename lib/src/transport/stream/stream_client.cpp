@@ -10,6 +10,7 @@
 #include <memory>
 #include <utility>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/socket_base.hpp>
 
 #include "transport/stream/stream_client.hpp"
@@ -49,6 +50,19 @@ void stream_client::wait_ended(bool reading, std::uint64_t generation, bool ok) 
   if (!ok) return;
   count_wakeup();
   on_ready();
+}
+
+void stream_client::read_soon() {
+  if (read_posted_) return;
+  read_posted_ = true;
+  // After the handlers (and timers) already due: a peer that keeps sending gets one
+  // wake-up's worth of reads at a time, as a readiness wait would give it.
+  boost::asio::post(owner_.io(), [this, generation = generation_] {
+    read_posted_ = false;
+    if (generation != generation_ || state_ != conn_state::established) return;
+    count_wakeup();
+    on_ready();
+  });
 }
 
 void stream_client::read_delayed() {
@@ -118,8 +132,11 @@ bool stream_client::read_available() {
         gone = !take_messages(monotonic_ns());
         return !gone;
       },
-      draining_)) {
+      draining_, max_reads_per_wakeup)) {
     case message_channel::read_end::drained:
+      return true;
+    case message_channel::read_end::more:
+      read_soon();
       return true;
     case message_channel::read_end::want_write:
       wait(boost::asio::socket_base::wait_write);

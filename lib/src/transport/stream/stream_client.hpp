@@ -49,6 +49,10 @@ class stream_client : public client_base {
  protected:
   static constexpr unsigned max_gather = 256;  // queries per write (2 pieces each, IOV_MAX is 1024)
 
+  // Reads one wake-up makes at most: TLS clients read ahead, so the records of a peer that
+  // keeps sending could otherwise be read on without the worker's timers ever running.
+  static constexpr unsigned max_reads_per_wakeup = 64;
+
   // Running to a query count, connects/handshakes failed in a row before a client gives up.
   static constexpr unsigned max_failed_in_a_row = 3;
 
@@ -120,6 +124,9 @@ class stream_client : public client_base {
   // of the answers' recent latency) when the reads brought few answers while many are in
   // flight.
   void wait_for_answers();
+  // The stream holds input read ahead of the socket: read again once the worker has run
+  // what is due (posted; no readiness wait would end for it).
+  void read_soon();
   void on_ready();
   bool take_messages(std::uint64_t now);
   // Counts an answer on the connection (answers per connection, first query + set-up).
@@ -155,6 +162,7 @@ class stream_client : public client_base {
   bool any_answered_ = false;
   bool delay_pending_ = false;  // the worker will call read_delayed()
   bool draining_ = false;       // in read_delayed(): read every record that came
+  bool read_posted_ = false;    // read_soon() is pending
   bool waiting_read_ = false;
   bool waiting_write_ = false;
   bool in_setup_ = false;       // counted in the worker's set-ups in flight

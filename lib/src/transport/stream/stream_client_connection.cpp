@@ -237,6 +237,12 @@ void stream_client::handshake(std::uint64_t now) {
       last_activity_ns_ = now;
       if (!early_data_judged(now)) return;
       established(now);
+      // What came right after the handshake's last record may be off the socket already
+      // (TLS clients read ahead): the readiness wait just armed would not see it.
+      if (state_ == conn_state::established && channel_.is_open() &&
+          channel_.stream().has_buffered_input()) {
+        on_ready();
+      }
       return;
     case stream_io::want_read:
       wait(boost::asio::socket_base::wait_read);

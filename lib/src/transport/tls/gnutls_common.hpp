@@ -193,7 +193,10 @@ class gnutls_connection final : public tls_connection {
   tls_io finish(int result);
   // Server, when the handshake ends: the early data GnuTLS accepted, for read() to hand out.
   void take_early_input();
-  // What the socket holds for us (MSG_PEEK): nothing yet, octets, or the peer's EOF.
+  // What pull read from the socket and GnuTLS did not take yet.
+  std::size_t read_ahead() const noexcept { return input_end_ - input_begin_; }
+  // What the socket (or input_) holds for us (MSG_PEEK): nothing yet, octets, or the
+  // peer's EOF.
   enum class input_state { none, waiting, ended };
   input_state peer_input() const noexcept;
 
@@ -209,7 +212,9 @@ class gnutls_connection final : public tls_connection {
   bool peer_closed() const;
 
   // GnuTLS's transport on the socket (recv; sendmsg with MSG_NOSIGNAL, as GNUTLS_NO_SIGNAL
-  // makes GnuTLS's own), each call counted; `transport` is the connection.
+  // makes GnuTLS's own), each call counted; `transport` is the connection. GnuTLS pulls a
+  // record's header and then its body: pull reads as much as the socket holds into input_
+  // and hands it out from there, one recv per answer instead of two.
   static ssize_t pull(gnutls_transport_ptr_t transport, void* data, std::size_t size);
   static ssize_t vec_push(gnutls_transport_ptr_t transport, const giovec_t* pieces, int count);
   static int pull_timeout(gnutls_transport_ptr_t transport, unsigned int ms);
@@ -224,6 +229,14 @@ class gnutls_connection final : public tls_connection {
   std::shared_ptr<const shared_setup> setup_;
   int fd_;
   syscall_counter* syscalls_ = nullptr;  // null: GnuTLS's own transport, uncounted
+  // With our transport (count_syscalls): octets read off the socket ahead of GnuTLS's
+  // pulls, [input_begin_, input_end_) not taken yet. As large as the stream client's frame
+  // buffer (frame_reader::default_capacity): tens of answers per read, and little memory
+  // with tens of thousands of connections open.
+  static constexpr std::size_t input_capacity = 4096;
+  std::unique_ptr<std::uint8_t[]> input_;
+  std::size_t input_begin_ = 0;
+  std::size_t input_end_ = 0;
   gnutls_session_t session_ = nullptr;
   bool resume_;
   bool handshake_done_ = false;

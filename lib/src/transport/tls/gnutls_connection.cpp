@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -107,6 +108,8 @@ tls_io gnutls_connection::read(std::uint8_t* data, std::size_t size, std::size_t
   if (final_) return *final_;
   // Early data came before anything else the client sent.
   if (early_input_.take(data, size, transferred)) return tls_io::done;
+  constexpr int max_records_in_a_row = 64;
+  int records_in_a_row = 0;
   for (;;) {
     const ssize_t result = gnutls_record_recv(session_, data, size);
     if (result > 0) {
@@ -115,6 +118,13 @@ tls_io gnutls_connection::read(std::uint8_t* data, std::size_t size, std::size_t
     }
     // close_notify; the session can still send ours.
     if (result == 0) return tls_io::closed;
+    // GnuTLS answers "again" after a post-handshake message (a TLS 1.3 ticket) without
+    // looking further: records read ahead behind it would wait for a readiness that never
+    // comes.
+    if ((result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED) && read_ahead() > 0 &&
+        gnutls_record_get_direction(session_) == 0 && ++records_in_a_row < max_records_in_a_row) {
+      continue;
+    }
     // A TLS 1.2 renegotiation request or a warning alert: a DNS client ignores both.
     if (result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED ||
         gnutls_error_is_fatal(static_cast<int>(result)) != 0) {
@@ -138,6 +148,7 @@ tls_io gnutls_connection::write(const std::uint8_t* data, std::size_t size,
 
 void gnutls_connection::count_syscalls(syscall_counter& syscalls) {
   syscalls_ = &syscalls;
+  input_ = std::make_unique_for_overwrite<std::uint8_t[]>(input_capacity);
   gnutls_transport_set_ptr(session_, this);
   gnutls_transport_set_pull_function(session_, &pull);
   gnutls_transport_set_pull_timeout_function(session_, &pull_timeout);
@@ -145,10 +156,19 @@ void gnutls_connection::count_syscalls(syscall_counter& syscalls) {
 }
 
 ssize_t gnutls_connection::pull(gnutls_transport_ptr_t transport, void* data, std::size_t size) {
-  const auto* self = static_cast<const gnutls_connection*>(transport);
-  const ssize_t n = ::recv(self->fd_, data, size, 0);
-  self->syscalls_->count(n);
-  return n;  // GnuTLS reads errno, which counting leaves alone
+  auto* self = static_cast<gnutls_connection*>(transport);
+  if (self->read_ahead() == 0) {
+    const ssize_t n = ::recv(self->fd_, self->input_.get(), input_capacity, 0);
+    self->syscalls_->count(n);
+    if (n <= 0) return n;  // GnuTLS reads errno, which counting leaves alone
+    self->input_begin_ = 0;
+    self->input_end_ = static_cast<std::size_t>(n);
+  }
+  // Fewer octets than asked for are fine: GnuTLS pulls again for the rest.
+  const std::size_t taken = std::min(size, self->read_ahead());
+  std::memcpy(data, self->input_.get() + self->input_begin_, taken);
+  self->input_begin_ += taken;
+  return static_cast<ssize_t>(taken);
 }
 
 ssize_t gnutls_connection::vec_push(gnutls_transport_ptr_t transport, const giovec_t* pieces,
@@ -166,6 +186,7 @@ int gnutls_connection::pull_timeout(gnutls_transport_ptr_t transport, unsigned i
   // Not called on a session without timeouts (GNUTLS_NONBLOCK, no handshake timeout), but
   // GnuTLS's own would take the transport pointer for a descriptor.
   const auto* self = static_cast<const gnutls_connection*>(transport);
+  if (self->read_ahead() > 0) return 1;
   pollfd ready{self->fd_, POLLIN, 0};
   const int n = ::poll(&ready, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : static_cast<int>(ms));
   self->syscalls_->count(n);
@@ -179,7 +200,7 @@ tls_io gnutls_connection::shutdown() {
 }
 
 std::size_t gnutls_connection::pending() const {
-  return gnutls_record_check_pending(session_) + early_input_.pending();
+  return gnutls_record_check_pending(session_) + read_ahead() + early_input_.pending();
 }
 
 std::size_t gnutls_connection::early_data_room() const {
@@ -250,6 +271,7 @@ std::string gnutls_connection::version() const {
 }
 
 gnutls_connection::input_state gnutls_connection::peer_input() const noexcept {
+  if (read_ahead() > 0) return input_state::waiting;
   std::uint8_t byte = 0;
   const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   count_syscall(syscalls_, n);
@@ -350,6 +372,7 @@ int gnutls_connection::on_client_hello(gnutls_session_t session, unsigned int, u
 }
 
 bool gnutls_connection::peer_closed() const {
+  if (read_ahead() > 0) return false;
   char byte;
   const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   count_syscall(syscalls_, n);

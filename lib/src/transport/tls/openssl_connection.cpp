@@ -119,7 +119,11 @@ void openssl_connection::count_syscalls(syscall_counter& syscalls) {
 }
 
 std::size_t openssl_connection::pending() const {
-  return static_cast<std::size_t>(SSL_pending(ssl_.get())) + early_input_.pending();
+  const auto decrypted = static_cast<std::size_t>(SSL_pending(ssl_.get()));
+  // Read ahead (the client), the next records may sit in the session's buffer, off the
+  // socket: SSL_pending counts only the current record's data, SSL_has_pending those too.
+  const std::size_t read_ahead = decrypted == 0 && SSL_has_pending(ssl_.get()) == 1 ? 1 : 0;
+  return decrypted + read_ahead + early_input_.pending();
 }
 
 std::size_t openssl_connection::early_data_room() const {

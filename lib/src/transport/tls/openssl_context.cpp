@@ -126,6 +126,10 @@ class openssl_client_context final : public tls_client_context {
         early_data_(options.resume && options.early_data) {
     SSL_CTX* ctx = ctx_.get();
     configure_protocol(ctx, options.min_version, options.max_version, options.priority);
+    // One read(2) takes whatever the socket holds, up to the session's read buffer, instead
+    // of a record's header and then its body: one call per answer rather than two.
+    // pending() then also counts records read ahead and not decrypted yet.
+    SSL_CTX_set_read_ahead(ctx, 1);
 
     if (!options.alpn.empty()) {
       std::string wire;

@@ -122,8 +122,10 @@ class tls_connection {
   /// A server that accepted early data returns it from read() before anything else.
   virtual early_data_status early_data() const { return early_data_status::not_sent; }
 
-  /// Decrypted bytes buffered inside the library: a read can succeed without the socket
-  /// becoming readable.
+  /// Input buffered inside the session, off the socket: a read can succeed (or must be
+  /// tried) without the socket becoming readable. The decrypted octets a read would return,
+  /// or at least 1 while records read ahead of need wait undecrypted (the clients read as
+  /// much as the socket holds in one call). 0: wait for readability.
   virtual std::size_t pending() const = 0;
 
   /// True when the finished handshake resumed an earlier session.

@@ -23,6 +23,8 @@
 #include <dnstransport/error.hpp>
 #include <dnstransport/tls.hpp>
 
+#include "util/syscall_counter.hpp"
+
 namespace dnstransport::detail {
 
 void PrintTo(tls_io io, std::ostream* out) {
@@ -431,6 +433,57 @@ TEST(tls_backend_test, pending_bytes_are_readable_without_socket_readiness) {
     ASSERT_EQ(link.server->read(rest.data(), rest.size(), transferred), tls_io::done);
     EXPECT_EQ(transferred, rest.size());
     EXPECT_EQ(link.server->pending(), 0u);
+  }
+}
+
+// A client whose calls are counted (as the engine's are) takes what the socket holds in
+// one read: the records after the first wait in the session, reported as pending, and are
+// read without the socket becoming readable again.
+TEST(tls_backend_test, client_reads_records_ahead_and_reports_them_pending) {
+  for (const combination& c : combinations()) {
+    SCOPED_TRACE(describe(c));
+    const auto client_context = make_tls_client_context(client_options(c.client));
+    const auto server_context = make_tls_server_context(server_options(c.server));
+    connection link(*client_context, *server_context);
+    syscall_counter calls;
+    link.client->count_syscalls(calls);
+    ASSERT_EQ(link.handshake().client, tls_io::done);
+    const std::vector<std::uint8_t> answer = answer_to(framed_query());
+    constexpr int records = 3;
+    for (int i = 0; i < records; ++i) write_all(*link.server, link.sockets.server(), answer);
+
+    const std::uint64_t before = calls.calls;
+    std::vector<std::uint8_t> received;
+    std::vector<std::uint8_t> buffer(4096);
+    const auto deadline = std::chrono::steady_clock::now() + time_limit;
+    while (received.size() < records * answer.size() &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::size_t transferred = 0;
+      const tls_io r = link.client->read(buffer.data(), buffer.size(), transferred);
+      ASSERT_TRUE(r == tls_io::done || r == tls_io::want_read) << link.client->error_message();
+      // Waiting for readiness with input held inside the session would wait forever.
+      if (r == tls_io::want_read) {
+        ASSERT_EQ(link.client->pending(), 0u);
+      }
+      if (r == tls_io::done)
+        received.insert(received.end(), buffer.begin(), buffer.begin() + transferred);
+      if (received.size() == records * answer.size()) break;
+      // A record taken off the socket must be reported, or the caller would wait forever.
+      if (received.size() > 0) {
+        ASSERT_GT(link.client->pending(), 0u) << received.size() << " octets read";
+        continue;
+      }
+      pollfd wait{link.sockets.client(), POLLIN, 0};
+      ::poll(&wait, 1, 100);
+    }
+    ASSERT_EQ(received.size(), records * answer.size());
+    EXPECT_EQ(std::vector<std::uint8_t>(received.begin(), received.begin() + answer.size()),
+              answer);
+    EXPECT_EQ(link.client->pending(), 0u);
+    // The three records (and a TLS 1.3 ticket before them) came in one read(2).
+    EXPECT_EQ(calls.calls - before, 1u);
+    std::size_t transferred = 0;
+    EXPECT_EQ(link.client->read(buffer.data(), buffer.size(), transferred), tls_io::want_read);
   }
 }
 
