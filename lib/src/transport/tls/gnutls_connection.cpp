@@ -108,8 +108,11 @@ tls_io gnutls_connection::read(std::uint8_t* data, std::size_t size, std::size_t
   if (final_) return *final_;
   // Early data came before anything else the client sent.
   if (early_input_.take(data, size, transferred)) return tls_io::done;
-  constexpr int max_records_in_a_row = 64;
-  int records_in_a_row = 0;
+  // Each pass below takes a record (a 5-octet header at least) out of the read-ahead buffer,
+  // so the buffer runs dry long before this; a bound all the same. (A smaller one could
+  // stop with records still read ahead and return want_read: a readiness wait would never
+  // end for them.)
+  std::size_t records_in_a_row = 0;
   for (;;) {
     const ssize_t result = gnutls_record_recv(session_, data, size);
     if (result > 0) {
@@ -122,7 +125,7 @@ tls_io gnutls_connection::read(std::uint8_t* data, std::size_t size, std::size_t
     // looking further: records read ahead behind it would wait for a readiness that never
     // comes.
     if ((result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED) && read_ahead() > 0 &&
-        gnutls_record_get_direction(session_) == 0 && ++records_in_a_row < max_records_in_a_row) {
+        gnutls_record_get_direction(session_) == 0 && ++records_in_a_row < input_capacity) {
       continue;
     }
     // A TLS 1.2 renegotiation request or a warning alert: a DNS client ignores both.
@@ -399,6 +402,16 @@ int gnutls_connection::verify_peer(gnutls_session_t session) {
     hashed = true;
     for (unsigned int i = 0; hashed && i < count; ++i) {
       hashed = gnutls_hash(hash, sent[i].data, sent[i].size) == 0;
+    }
+    // The OCSP responses stapled to them take part in the verdict (a revoked one, or none
+    // for a must-staple certificate, fails it): the same chain with other staples is
+    // another chain here.
+    for (unsigned int i = 0; hashed && i < count; ++i) {
+      gnutls_datum_t response{};
+      const bool stapled = gnutls_ocsp_status_request_get2(session, i, &response) == 0;
+      const std::uint8_t marker = stapled ? 1 : 0;
+      hashed = gnutls_hash(hash, &marker, 1) == 0 &&
+               (!stapled || gnutls_hash(hash, response.data, response.size) == 0);
     }
     gnutls_hash_deinit(hash, chain.data());
   }
