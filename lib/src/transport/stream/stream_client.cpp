@@ -20,11 +20,6 @@ namespace dnstransport::detail {
 
 namespace {
 
-// Coalescing: wake-ups that took fewer messages than this, with at least this many in
-// flight, are followed by a delay before the next read (fewer in flight could not make a
-// fuller read).
-constexpr unsigned coalesce_batch = 8;
-
 // The delay is at most 1/20 of the answers' recent latency: a message that arrives during it
 // is read at most the delay late, which keeps the latency percentiles within 5 % of what
 // reading each answer as it comes would measure. (A TCP socket's kernel receive stamp is
@@ -80,7 +75,7 @@ void stream_client::wait_for_answers() {
   const unsigned taken = std::exchange(taken_since_wakeup_, 0);
   if (delay_pending_) return;  // the delayed read is due soon
   if (delay >= min_coalesce_ns && !waiting_read_ && !waiting_write_ && taken > 0 &&
-      taken < coalesce_batch && slots_.in_flight() >= coalesce_batch) {
+      taken < run_plan::coalesce_batch && slots_.in_flight() >= run_plan::coalesce_batch) {
     owner_.delay_read(*this, delay);
     delay_pending_ = true;
     return;

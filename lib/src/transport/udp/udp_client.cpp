@@ -26,10 +26,6 @@ namespace {
 
 constexpr unsigned batch_size = 32;
 
-// Coalescing: a read of fewer answers than this, with at least this many in flight, waits
-// the delay before the next read. Fewer in flight could not make a fuller read.
-constexpr unsigned coalesce_batch = 8;
-
 class udp_client final : public client_base {
  public:
   udp_client(worker& owner, unsigned index, std::uint64_t quota, const stream_transport* tc_retry)
@@ -110,8 +106,8 @@ class udp_client final : public client_base {
   void on_readable() {
     const unsigned read = read_answers();
     if (!waiting_write_) fill(monotonic_ns());
-    if (plan().coalesce_ns > 0 && read > 0 && read < coalesce_batch &&
-        slots_.in_flight() >= coalesce_batch) {
+    if (plan().coalesce_ns > 0 && read > 0 && read < run_plan::coalesce_batch &&
+        slots_.in_flight() >= run_plan::coalesce_batch) {
       owner_.delay_read(*this, plan().coalesce_ns);
       return;
     }
