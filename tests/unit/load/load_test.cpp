@@ -14,6 +14,8 @@ TEST(stats_sum_test, connections_sum_counts_causes_and_concurrency_and_keep_the_
   a.goaway = 2;
   a.concurrent_mean = 2.5;
   a.concurrent_max = 3;
+  a.certificates_verified = 1;
+  a.certificates_reused = 9;
   a.failures["ECONNRESET"] = 1;
   connection_stats b = a;
   b.failures["tls_certificate"] = 4;
@@ -24,6 +26,8 @@ TEST(stats_sum_test, connections_sum_counts_causes_and_concurrency_and_keep_the_
   EXPECT_EQ(a.goaway, 4u);
   EXPECT_DOUBLE_EQ(a.concurrent_mean, 5);
   EXPECT_EQ(a.concurrent_max, 6u);
+  EXPECT_EQ(a.certificates_verified, 2u);
+  EXPECT_EQ(a.certificates_reused, 18u);
   EXPECT_EQ(a.failures.at("ECONNRESET"), 2u);
   EXPECT_EQ(a.failures.at("tls_certificate"), 4u);
   EXPECT_EQ(a.first_failure, "b's failure");  // a had none

@@ -107,5 +107,34 @@ TEST(run_json_test, results_from_before_the_generator_counts_read_as_zero) {
   EXPECT_EQ(format_table(back).find("wake-ups"), std::string::npos);
 }
 
+// --verify's certificate counts: kept in the JSON and shown in the table; results written
+// before they were counted read as zero and show no line.
+TEST(run_json_test, certificate_chain_counts_survive_json_and_old_results_read_as_zero) {
+  run_result r = tls_run(transport_kind::tls);
+  r.connections.certificates_verified = 2;
+  r.connections.certificates_reused = 58;
+  const std::string json = to_json(r);
+  const boost::json::value parsed = boost::json::parse(json);
+  const boost::json::object& c = parsed.as_object().at("connections").as_object();
+  EXPECT_EQ(c.at("certificates_verified").as_int64(), 2);
+  EXPECT_EQ(c.at("certificates_reused").as_int64(), 58);
+  const run_result back = run_result_from_json(json, "run.json");
+  EXPECT_EQ(back.connections.certificates_verified, 2u);
+  EXPECT_EQ(back.connections.certificates_reused, 58u);
+  EXPECT_NE(format_table(back).find("certificate chains      2 verified in full, 58 handshakes "
+                                    "reused a verdict"),
+            std::string::npos)
+      << format_table(back);
+
+  boost::json::object o = boost::json::parse(json).as_object();
+  boost::json::object& old_connections = o.at("connections").as_object();
+  old_connections.erase("certificates_verified");
+  old_connections.erase("certificates_reused");
+  const run_result old = run_result_from_json(boost::json::serialize(o), "old.json");
+  EXPECT_EQ(old.connections.certificates_verified, 0u);
+  EXPECT_EQ(old.connections.certificates_reused, 0u);
+  EXPECT_EQ(format_table(old).find("certificate chains"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dnstransport
