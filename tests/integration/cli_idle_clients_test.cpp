@@ -30,11 +30,13 @@ TEST(cli_idle_clients_test, client_rate_and_idle_give_a_connection_per_query) {
   ASSERT_FALSE(p.timed_out);
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_NE(p.out.find("20 queries/s (5 per client)"), std::string::npos) << p.out;
-  EXPECT_NE(p.out.find("16 closed idle (--idle 0.1 s)"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("closed idle (--idle 0.1 s)"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("connection rate"), std::string::npos) << p.out;
 
-  // 4 clients × 5 queries in the second, each on a connection of its own: the three gaps of
-  // 200 ms per client outlast the 100 ms idle timeout, the last connection ends with the run.
+  // 4 clients × 5 queries in the second, each on a connection of its own: the four gaps of
+  // 200 ms per client outlast the 100 ms idle timeout. Client i's last query leaves at
+  // 800 + 50 i ms: clients 0 and 1 close that connection idle before the end, clients 2 and 3
+  // (idle from 1,000 ms on) keep it until the run ends.
   const run_result r = run_result_from_json(contents(json), json);
   EXPECT_EQ(r.client_rate, 5.0);
   EXPECT_EQ(r.rate, 20.0);
@@ -42,8 +44,13 @@ TEST(cli_idle_clients_test, client_rate_and_idle_give_a_connection_per_query) {
   EXPECT_EQ(r.queries_sent, 20u);
   EXPECT_EQ(r.responses_received, 20u);
   EXPECT_EQ(r.connections.opened, 20u);
-  EXPECT_EQ(r.connections.closed_idle, 16u);
-  EXPECT_EQ(r.connections.closed_by_client, 4u);
+  // 18 and 2 unless a stalled worker came to client 0 or 1 after the end (50 ms late or more).
+  EXPECT_EQ(r.connections.closed_idle + r.connections.closed_by_client, 20u);
+  EXPECT_GE(r.connections.closed_idle, 16u);
+  EXPECT_LE(r.connections.closed_idle, 18u);
+  EXPECT_NE(p.out.find(std::to_string(r.connections.closed_idle) + " closed idle (--idle 0.1 s)"),
+            std::string::npos)
+      << p.out;
   EXPECT_GE(r.connections.concurrent_max, 1u);
   EXPECT_LE(r.connections.concurrent_max, 4u);
   EXPECT_GT(r.connections.concurrent_mean, 0.0);

@@ -63,8 +63,10 @@ load_spec idle_spec(const server& s, transport_kind t, double idle_seconds) {
 }
 
 // Each query finds its client's connection closed for idleness (100 ms after the previous
-// answer, 100 ms before the next query): a connection per query. The last connection of
-// each client is closed at the end of the run instead.
+// answer, 100 ms before the next query): a connection per query. A client keeps its last
+// connection until it idles out or the run ends: client i's last query leaves at
+// 800 + 10 i ms, so clients 10-19 (idle from 1,000 ms on) end theirs with the run, clients
+// 0-8 (idle by 990 ms) close it idle, client 9 (idle at 990 ms) either way with the tick.
 void expect_a_connection_per_query(const run_result& r) {
   EXPECT_EQ(r.rate, 100.0);
   EXPECT_EQ(r.client_rate, 5.0);
@@ -72,8 +74,9 @@ void expect_a_connection_per_query(const run_result& r) {
   expect_all_in(r.responses_received, r);
   EXPECT_EQ(r.queries_sent, queries) << summary(r);
   EXPECT_EQ(r.connections.opened, queries) << summary(r);
-  EXPECT_EQ(r.connections.closed_idle, queries - clients) << summary(r);
-  EXPECT_EQ(r.connections.closed_by_client, clients) << summary(r);
+  EXPECT_EQ(r.connections.closed_idle + r.connections.closed_by_client, queries) << summary(r);
+  EXPECT_GE(r.connections.closed_idle, queries - clients) << summary(r);
+  EXPECT_LE(r.connections.closed_idle, queries - clients / 2) << summary(r);
   EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
   EXPECT_DOUBLE_EQ(r.queries_per_connection_achieved(), 1.0);
   EXPECT_NEAR(r.connections_per_second(), 100.0 / r.elapsed_seconds, 1e-9);
@@ -127,7 +130,8 @@ TEST(idle_clients_test, tls_connections_reopened_after_idling_resume_their_sessi
   const run_result back = run_result_from_json(text, "idle.json");
   EXPECT_EQ(back.client_rate, 5.0);
   EXPECT_EQ(back.idle_seconds, 0.1);
-  EXPECT_EQ(back.connections.closed_idle, queries - clients);
+  EXPECT_EQ(back.connections.closed_idle, r.connections.closed_idle);
+  EXPECT_EQ(back.connections.closed_by_client, r.connections.closed_by_client);
   EXPECT_EQ(back.connections.concurrent_max, r.connections.concurrent_max);
   EXPECT_NEAR(back.connections.concurrent_mean, r.connections.concurrent_mean, 1e-9);
   EXPECT_DOUBLE_EQ(back.handshakes_per_query(), 1.0);

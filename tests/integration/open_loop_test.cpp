@@ -216,6 +216,30 @@ TEST(open_loop_test, timeline_rows_add_up_to_the_run) {
   EXPECT_EQ(back.queries_scheduled(), r.queries_scheduled());
 }
 
+// A client whose last query of the window leaves well before the end keeps its connection
+// to the end: the last row counts it open (before, it closed once its last answer came).
+TEST(open_loop_test, a_client_with_no_query_left_keeps_its_connection_to_the_end) {
+  server_options options;
+  options.tcp = endpoint{"127.0.0.1", 0};
+  server responder(options);
+  load_spec spec;
+  spec.transport = transport_kind::tcp;
+  spec.port = responder.tcp_port();
+  spec.clients = 1;
+  spec.rate = 4;  // at 0, 0.25, 0.5 and 0.75 s: the last answer comes ~0.25 s before the end
+  spec.duration_seconds = 1;
+  spec.interval_seconds = 0.25;
+  spec.timeout_seconds = 5;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.queries_sent, 4u);
+  EXPECT_EQ(r.responses_received, 4u);
+  EXPECT_EQ(r.connections.opened, 1u);
+  ASSERT_GE(r.timeline.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r.timeline[i].connections_open, 1u) << "row " << i;
+  }
+}
+
 TEST(open_loop_test, no_timeline_with_interval_zero_and_bad_intervals_refused) {
   server_options options;
   options.udp = endpoint{"127.0.0.1", 0};

@@ -152,8 +152,12 @@ bool client_base::may_send(std::uint64_t now) const noexcept {
     return !retries_.empty() || feeder_->may_send(now) || !feeder_->slots_.empty();
   }
   if (schedule_) {
-    return !schedule_->waiting_empty() ||
-           (arrivals_open_ && quota_ > 0 && schedule_->next() < plan().send_end_ns);
+    // A client whose next scheduled query falls after the end still may send (and keeps its
+    // connection) until the end: it does not leave early, emptying the last row's connections.
+    // A replay whose client has no query left (next is UINT64_MAX) is done.
+    const std::uint64_t next = schedule_->next();
+    return !schedule_->waiting_empty() || (arrivals_open_ && quota_ > 0 && next != UINT64_MAX &&
+                                           (next < plan().send_end_ns || now < plan().send_end_ns));
   }
   return quota_ > 0 && now < plan().send_end_ns;
 }
@@ -527,6 +531,10 @@ void worker::open_window_if_due() noexcept {
 
 void worker::count_open_connection(int delta) noexcept {
   const std::uint64_t now = monotonic_ns();
+  // Rows that ended before this change show the connections open at their end, even when the
+  // worker comes to them late (a busy CPU): a connection the run's end closes is not taken
+  // from its last full row.
+  roll_timeline(now);
   integrate_connections(now);
   open_connections += static_cast<std::uint64_t>(static_cast<std::int64_t>(delta));
   if (plan_.connections_gauge == nullptr) return;
