@@ -82,11 +82,15 @@ TEST(calibrate_test, every_case_measures_a_ceiling) {
   EXPECT_EQ(results[2].run.connections.opened, options.clients);
   EXPECT_EQ(results[2].run.handshakes_full, options.clients);
 
-  // One query per connection resumed: every connection after a client's first resumes.
+  // One query per connection resumed: every connection after a client's first resumes. A
+  // connection counts as opened when TCP connects; at most one per client was still in its
+  // handshake when the run ended (its query not yet sent) and closed without one.
   const auto& resumed = results[3].run;
   EXPECT_EQ(resumed.handshakes_full, options.clients);
-  EXPECT_EQ(resumed.handshakes_resumed + options.clients, resumed.connections.opened);
   EXPECT_GT(resumed.handshakes_resumed, 0u);
+  EXPECT_GE(resumed.connections.opened, resumed.handshakes_resumed + options.clients);
+  EXPECT_LE(resumed.connections.opened, resumed.handshakes_resumed + 2 * options.clients);
+  EXPECT_EQ(resumed.connections.answered, resumed.responses_received);
 
   const std::string table = format_calibration(results);
   EXPECT_NE(table.find("tls (gnutls)"), std::string::npos) << table;
