@@ -12,11 +12,14 @@
 #include <optional>
 #include <string>
 
+#include <dnstransport/error.hpp>
+
 #include "hostile_checks.hpp"
 #include "hostile_server.hpp"
 #include "misbehaviour.hpp"
 #include "stream_scripts.hpp"
 #include "test_certificates.hpp"
+#include "transport/tls/tls_backend.hpp"
 
 namespace dnstransport::hostile {
 namespace {
@@ -215,6 +218,41 @@ TEST_P(hostile_tls_test, expired_certificate) {
       served_unverified_refused_verified(server, "localhost", expired.certificate_file);
   EXPECT_NE(verified.connections.first_failure.find("expired"), std::string::npos)
       << verified.connections.first_failure;
+}
+
+// Hundreds of TLS 1.3 tickets in a row before the first answer (an OpenSSL server told to
+// send 300 per handshake): GnuTLS returns "again" after each post-handshake message, and the
+// client reads on while records wait in its read-ahead buffer. Stopping after a fixed number
+// of them with records still read ahead would leave those records, the answer among them,
+// to a readiness wait that never ends: every answer would be lost at the timeout.
+TEST(hostile_tls_tickets_test, a_gnutls_client_reads_past_hundreds_of_tickets_in_a_row) {
+  hostile_options options;
+  options.transport = transport_kind::tls;
+  options.tls.backend = tls_backend::openssl;
+  options.tls.tickets_per_handshake = 300;
+  hostile_server server(options, one_at_a_time(microseconds{0}));
+  load_spec spec;
+  spec.transport = transport_kind::tls;
+  spec.port = server.port();
+  spec.tls.backend = tls_backend::gnutls;
+  spec.clients = 2;
+  spec.outstanding = 1;
+  spec.count = 60;
+  spec.queries_per_connection = 3;  // twenty connections, each flooded with tickets first
+  spec.timeout_seconds = generous_timeout_seconds;
+  const run_result r = run_checked(spec).result;
+  EXPECT_EQ(r.queries_sent, 60u) << summary(r);
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.connections.opened, 20u) << summary(r);
+  EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
+}
+
+// The GnuTLS listener sends one ticket per handshake: asking it for more is refused.
+TEST(hostile_tls_tickets_test, a_number_of_tickets_needs_the_openssl_listener) {
+  tls_server_options options;
+  options.backend = tls_backend::gnutls;
+  options.tickets_per_handshake = 3;
+  EXPECT_THROW(detail::make_tls_server_context(options), setup_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(hostile, hostile_tls_test,

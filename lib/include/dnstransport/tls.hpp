@@ -67,6 +67,10 @@ struct tls_server_options {
   /// Send a new ticket after a resumed handshake too. false: the client keeps resuming from
   /// the ticket it has, as with dnsdist or unbound's tls-session-ticket-keys (OpenSSL only).
   bool renew_tickets = true;
+  /// For testing clients: TLS 1.3 tickets sent after each full handshake, 0 for the library's
+  /// default (OpenSSL's 2). Many in a row are post-handshake messages a client must read
+  /// past to reach its answers. OpenSSL only.
+  unsigned tickets_per_handshake = 0;
   /// Accept TLS 1.3 early data (0-RTT) from clients that resume a session: tickets announce
   /// it, and queries that came early are answered like the rest. With GnuTLS a replayed
   /// ClientHello's early data is refused (ClientHello recording); the OpenSSL listener does

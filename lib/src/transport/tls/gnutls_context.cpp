@@ -209,6 +209,11 @@ std::shared_ptr<const shared_setup> load_server_setup(const tls_server_options& 
         "the gnutls server backend always renews session tickets; keeping them (no ticket "
         "renewal) needs the openssl backend");
   }
+  if (options.tickets_per_handshake != 0) {
+    throw setup_error(
+        "the gnutls server backend sends one session ticket per handshake; a number of them "
+        "needs the openssl backend");
+  }
   return load_gnutls_server_setup(options);
 }
 

@@ -276,6 +276,9 @@ class openssl_server_context final : public tls_server_context {
     } else if (!options.renew_tickets) {
       SSL_CTX_set_session_ticket_cb(ctx, nullptr, &keep_ticket, nullptr);
     }
+    if (options.session_tickets && options.tickets_per_handshake != 0) {
+      SSL_CTX_set_num_tickets(ctx, options.tickets_per_handshake);
+    }
     if (options.session_tickets && options.early_data) {
       // OpenSSL's guard against replayed early data keeps used tickets in the session cache,
       // which is off here: the guard is off too (tls_server_options::early_data).
