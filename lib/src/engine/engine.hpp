@@ -84,10 +84,11 @@ struct run_plan {
   std::vector<std::uint32_t> replay_query;
   std::vector<std::uint64_t> replay_offset_ns;
   std::uint64_t interval_ns = 0;  // timeline row length; 0: no timeline
-  // --coalesce-us (UDP, TCP, DoT): a client whose read found fewer than coalesce_batch
-  // answers while at least that many are in flight reads again after a delay of at most
-  // this instead of waiting for readiness at once (worker::delay_read). UDP answers take
-  // the kernel's receive time; stream clients bound the delay by their latency. 0: off.
+  // --coalesce-us (UDP, TCP, DoT): a client with at least coalesce_batch queries in flight
+  // whose wake-up brought answers (UDP: fewer than coalesce_batch of them) reads again after
+  // a delay of at most this instead of waiting for readiness at once (worker::delay_read).
+  // UDP answers take the kernel's receive time; stream clients bound the delay by their
+  // latency. 0: off.
   std::uint64_t coalesce_ns = 0;
   // Fewer in flight could not make a fuller read.
   static constexpr unsigned coalesce_batch = 8;

@@ -69,13 +69,17 @@ void stream_client::read_delayed() {
   draining_ = false;
 }
 
+// While at least coalesce_batch queries are in flight and the last wake-up brought
+// answers, the next read comes after the delay rather than at the first byte: answers flow
+// in, and a readiness wait would end for the next one alone. (Unlike UDP, a full read does
+// not end the delays: the delay is what bounds how late an answer is read, not the count.)
 void stream_client::wait_for_answers() {
   const std::uint64_t delay =
       std::min(plan().coalesce_ns, latency_low_ns_ / coalesce_latency_factor);
   const unsigned taken = std::exchange(taken_since_wakeup_, 0);
   if (delay_pending_) return;  // the delayed read is due soon
   if (delay >= min_coalesce_ns && !waiting_read_ && !waiting_write_ && taken > 0 &&
-      taken < run_plan::coalesce_batch && slots_.in_flight() >= run_plan::coalesce_batch) {
+      slots_.in_flight() >= run_plan::coalesce_batch) {
     owner_.delay_read(*this, delay);
     delay_pending_ = true;
     return;
