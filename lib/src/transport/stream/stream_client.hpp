@@ -121,7 +121,7 @@ class stream_client : public client_base {
   void arm_read() { wait(boost::asio::socket_base::wait_read); }
   // After the established connection's reads: waits for readability, or with coalescing
   // (run_plan::coalesce_ns) reads again after a delay (at most the plan's, and at most 1/20
-  // of the answers' recent latency) when the reads brought few answers while many are in
+  // of the answers' recent latency) when the reads brought answers while many are in
   // flight.
   void wait_for_answers();
   // The stream holds input read ahead of the socket: read again once the worker has run
