@@ -134,13 +134,13 @@ h2_session::~h2_session() {
   delete impl_;
 }
 
-std::optional<h2_request> h2_session::next_request(milliseconds wait) {
+std::optional<h2_request> h2_session::next_request(microseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (impl_->complete.empty()) {
     if (impl_->broken || !flush()) return std::nullopt;
-    milliseconds left = forever;
+    microseconds left = forever;
     if (wait != forever) {
-      left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+      left = std::chrono::duration_cast<microseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return std::nullopt;
     }
     const bytes data = peer_.read_some(65536, left);

@@ -42,7 +42,7 @@ class h2_session {
 
   /// The next complete request, waiting at most `wait`; nothing when the client went away
   /// or broke HTTP/2, or the wait ran out.
-  std::optional<h2_request> next_request(milliseconds wait = forever);
+  std::optional<h2_request> next_request(microseconds wait = forever);
 
   /// A response: `status`, a content-type unless empty, `body`; content-length is the
   /// body's size unless `content_length` says otherwise (to lie about it).

@@ -33,11 +33,13 @@ class reply_schedule {
                      std::make_pair(std::move(target), std::move(r)));
   }
   bool empty() const noexcept { return pending_.empty(); }
-  // How long until the first reply is due; `idle` when none is waiting.
-  milliseconds wait(milliseconds idle) const {
+  // How long until the first reply is due; `idle` when none is waiting. In microseconds: a
+  // wait rounded up to a millisecond would send a reply up to a millisecond late whenever no
+  // query comes in meanwhile.
+  microseconds wait(microseconds idle) const {
     if (pending_.empty()) return idle;
     const auto left = pending_.begin()->first.first - clock::now();
-    return std::max(milliseconds::zero(), std::chrono::ceil<milliseconds>(left));
+    return std::max(microseconds::zero(), std::chrono::ceil<microseconds>(left));
   }
   // Calls `send(target, reply)` for every reply due by now; stops when it returns false.
   template <typename Send>
@@ -95,9 +97,10 @@ std::string ipv4_of(const sockaddr_storage& address) {
   return text;
 }
 
-bool wait_readable(int fd, milliseconds wait) {
+bool wait_readable(int fd, microseconds wait) {
   pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, static_cast<int>(std::min(wait, milliseconds(10)).count())) > 0;
+  const timespec limit = to_timespec(std::min<microseconds>(wait, milliseconds(10)));
+  return ::ppoll(&p, 1, &limit, nullptr) > 0;
 }
 
 }  // namespace

@@ -76,6 +76,17 @@ message_script answer_all(microseconds delay) {
   };
 }
 
+message_script answer_all_spread(microseconds delay, microseconds spread) {
+  return [delay, spread](std::span<const std::uint8_t> query, std::uint64_t number) {
+    // Knuth's multiplicative hash: consecutive numbers land far apart in [0, 1).
+    const double part = static_cast<double>((number * 2654435761u) % 4294967296u) / 4294967296.0;
+    std::vector<reply> replies;
+    replies.push_back({answer_to(query), delay + microseconds(static_cast<std::int64_t>(
+                                                     part * static_cast<double>(spread.count())))});
+    return replies;
+  };
+}
+
 message_script answer_every_other() {
   return [](std::span<const std::uint8_t> query, std::uint64_t number) {
     return number % 2 == 0 ? one(answer_to(query)) : std::vector<reply>{};

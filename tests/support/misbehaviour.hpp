@@ -16,6 +16,10 @@ bytes answer_to(std::span<const std::uint8_t> query);
 
 /// Answers every query correctly, after `delay`.
 message_script answer_all(microseconds delay = microseconds::zero());
+/// Answers every query correctly, after `delay` plus a part of `spread` that varies from
+/// query to query (evenly over [0, spread), by the query's number), so that answers to a
+/// burst of queries come spread out, as from a server with many queries in its queues.
+message_script answer_all_spread(microseconds delay, microseconds spread);
 /// Answers the even-numbered queries and drops the others.
 message_script answer_every_other();
 /// Answers with an id no query in flight has.

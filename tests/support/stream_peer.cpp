@@ -18,8 +18,8 @@ namespace {
 // Long enough not to spin, short enough that a stopping responder is noticed at once.
 constexpr milliseconds poll_slice{10};
 
-std::optional<std::chrono::steady_clock::time_point> deadline_after(milliseconds wait) {
-  if (wait < milliseconds::zero()) return std::nullopt;
+std::optional<std::chrono::steady_clock::time_point> deadline_after(microseconds wait) {
+  if (wait < microseconds::zero()) return std::nullopt;
   return std::chrono::steady_clock::now() + wait;
 }
 
@@ -42,15 +42,15 @@ stream_peer::~stream_peer() {
 bool stream_peer::wait_for(short events, std::optional<time_point> deadline) {
   for (;;) {
     if (gone()) return false;
-    auto slice = poll_slice;
+    std::chrono::nanoseconds slice = poll_slice;
     if (deadline) {
-      const auto left = std::chrono::duration_cast<milliseconds>(
-          *deadline - std::chrono::steady_clock::now() + milliseconds(1));
-      if (left <= milliseconds::zero()) return false;
+      const auto left = *deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::nanoseconds::zero()) return false;
       slice = std::min(slice, left);
     }
     pollfd p{fd_, events, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(slice.count()));
+    const timespec limit = to_timespec(slice);
+    const int n = ::ppoll(&p, 1, &limit, nullptr);
     if (n > 0) {
       // An error or hang-up is reported as ready: the next call says what happened.
       return true;
@@ -117,7 +117,7 @@ bool stream_peer::fill(std::optional<time_point> deadline) {
   return n > 0;
 }
 
-std::optional<bytes> stream_peer::read_message(milliseconds wait) {
+std::optional<bytes> stream_peer::read_message(microseconds wait) {
   const auto deadline = deadline_after(wait);
   for (;;) {
     std::span<const std::uint8_t> message;
@@ -135,7 +135,7 @@ std::optional<bytes> stream_peer::read_message(milliseconds wait) {
   }
 }
 
-bytes stream_peer::read_some(std::size_t max, milliseconds wait) {
+bytes stream_peer::read_some(std::size_t max, microseconds wait) {
   bytes data(max);
   data.resize(read_into(data, deadline_after(wait)));
   return data;
@@ -211,7 +211,7 @@ void stream_peer::shutdown_write() {
   if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
 }
 
-void stream_peer::hold(milliseconds wait) {
+void stream_peer::hold(microseconds wait) {
   const auto deadline = deadline_after(wait);
   while (!gone()) {
     if (!wait_for(POLLRDHUP, deadline)) return;

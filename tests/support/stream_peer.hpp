@@ -4,6 +4,8 @@
 /// sees it. Every call blocks at most until its deadline or until the responder stops, so a
 /// script can be written as straight-line code and still never hangs a test.
 
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -22,7 +24,13 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
 /// A wait that only the responder's stop (or the connection's end) cuts short.
-inline constexpr milliseconds forever{-1};
+inline constexpr microseconds forever{-1};
+
+/// `wait` (not negative) as ppoll's time limit.
+inline timespec to_timespec(std::chrono::nanoseconds wait) {
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(wait);
+  return {static_cast<time_t>(seconds.count()), static_cast<long>((wait - seconds).count())};
+}
 
 /// The server side of one connection. Owns the socket.
 class stream_peer {
@@ -41,13 +49,13 @@ class stream_peer {
   /// The next length-prefixed message the client sent, waiting at most `wait`. Nothing
   /// when the wait ran out, the client closed, the connection broke or the responder stops
   /// (tell them apart with gone()).
-  std::optional<bytes> read_message(milliseconds wait = forever);
+  std::optional<bytes> read_message(microseconds wait = forever);
   /// The responder-wide number (0-based) of the message read_message last returned.
   std::uint64_t query_number() const noexcept { return query_number_; }
 
   /// Raw bytes as they arrive (for TLS: decrypted), at most `max`, waiting at most `wait`.
   /// Empty when nothing came.
-  bytes read_some(std::size_t max, milliseconds wait = forever);
+  bytes read_some(std::size_t max, microseconds wait = forever);
 
   /// Sends `data` as it is (TLS: encrypted). False when the connection is gone.
   bool write(std::span<const std::uint8_t> data);
@@ -66,7 +74,7 @@ class stream_peer {
   void shutdown_write();
 
   /// Waits, without reading, until the client closes, the responder stops or `wait` ends.
-  void hold(milliseconds wait = forever);
+  void hold(microseconds wait = forever);
   /// Reads and drops everything until the client closes or the responder stops.
   void discard_until_gone();
   /// Sleeps; cut short when the responder stops.
