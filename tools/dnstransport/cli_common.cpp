@@ -165,10 +165,11 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "udp, tcp, tls: coalesced receiving. A client whose read found fewer than 8 "
                  "answers while 8 or more are in flight reads again after this many "
                  "microseconds instead of waiting for its socket: fewer wake-ups and system "
-                 "calls per answer, the same latency. udp: answers are timed by the kernel's "
-                 "receive stamp. tcp, tls: answers are timed when read, and a read is delayed "
-                 "by at most 1/20 of the client's recent latency (so percentiles move by at "
-                 "most 5 %; no delay under 10 us). 0: off")
+                 "calls per answer. Answers are timed by the kernel's receive stamp either "
+                 "way (udp: each datagram's, so the latency is unchanged; tcp, tls: the newest "
+                 "segment's of a read, so a read is delayed by at most 1/20 of the client's "
+                 "recent latency: percentiles move by at most 5 %; no delay under 10 us). "
+                 "0: off")
       ->capture_default_str();
   app.add_flag("--edns", o.edns, "Add an EDNS0 OPT record to queries from text files");
   app.add_flag("--dnssec-ok", o.dnssec_ok, "Set the DO bit (implies --edns)");

@@ -169,11 +169,10 @@ struct load_spec {
   /// UDP, TCP, DoT: coalesced receiving (`--coalesce-us`). A client whose read found fewer
   /// than 8 answers while at least 8 are in flight reads again after this many microseconds
   /// (one timer per worker thread) instead of waiting for its socket at once: fewer wake-ups
-  /// and system calls per answer under load, the latency unchanged. UDP: each answer's
-  /// latency runs to the time the kernel received it (SO_TIMESTAMPNS) instead of the time the
-  /// generator read it. TCP and DoT: answers keep the time they were read (a TCP read's
-  /// kernel stamp is its last segment's, not each message's), and a read is delayed by at
-  /// most 1/20 of the client's recent latency (none below 10 us), so that a delay moves
+  /// and system calls per answer under load. Latencies run to the kernel's receive stamp
+  /// (SO_TIMESTAMPNS) either way: UDP each datagram's, so a delay does not change them; TCP
+  /// and DoT the newest segment's of the read (one stamp per read), so a stream read is
+  /// delayed by at most 1/20 of the client's recent latency (none below 10 us), which moves
   /// latencies by at most 5 %. 0: off (every read waits for readiness).
   unsigned coalesce_us = 0;
   /// Send edns-tcp-keepalive (RFC 7828) in every query (`--edns-keepalive`): tcp, tls and

@@ -334,9 +334,10 @@ client_base::completion client_base::on_message(std::span<const std::uint8_t> me
 
 client_base::completion client_base::on_answer(std::uint16_t id,
                                                std::span<const std::uint8_t> message,
-                                               std::uint64_t now, std::uint16_t wire_id) noexcept {
+                                               std::uint64_t now, std::uint16_t wire_id,
+                                               std::uint64_t received_ns) noexcept {
   slot_table::slot* s = in_flight(id, now);
-  return s == nullptr ? completion{} : complete(*s, message, now, wire_id, false);
+  return s == nullptr ? completion{} : complete(*s, message, now, wire_id, false, received_ns);
 }
 
 void client_base::fail_exchange(std::uint16_t id, std::uint64_t now, std::string_view cause,

@@ -216,14 +216,16 @@ class client_base {
     std::uint64_t latency_ns = 0;
   };
   // `datagram`: arrived over UDP, where an answer may not exceed what the query allowed.
-  // `received_ns`: when the kernel received it (UDP with coalescing), which the latency runs
-  // to when it lies between the query's send and `now`; 0: `now`.
+  // `received_ns`: when the kernel received it (util/receive_time.hpp; for a stream, the
+  // newest segment read so far), which the latency runs to when it lies between the query's
+  // send and `now`; 0: `now`.
   completion on_message(std::span<const std::uint8_t> message, std::uint64_t now,
                         bool datagram = false, std::uint64_t received_ns = 0) noexcept;
   // An answer whose query the transport already knows (an HTTP/2 stream): `id` is the
   // query's slot id; the message must carry `wire_id`, the id that was sent (DoH sends 0).
+  // `received_ns` as for on_message.
   completion on_answer(std::uint16_t id, std::span<const std::uint8_t> message, std::uint64_t now,
-                       std::uint16_t wire_id) noexcept;
+                       std::uint16_t wire_id, std::uint64_t received_ns = 0) noexcept;
   // The exchange of the query with `id` failed above DNS (an HTTP status other than 200, a
   // reset stream): counted in http_failed (or, for `quic`, quic_failed) under `cause`
   // ("status_404", "stream_reset").

@@ -1,10 +1,12 @@
 #pragma once
-// Internal: when a datagram arrived, from the kernel's stamp (SO_TIMESTAMPNS) rather than
-// from when the generator read it. The kernel stamps each datagram with CLOCK_REALTIME as it
-// is received; the engine's clock is CLOCK_MONOTONIC (util/clock.hpp). Both clocks are read
-// once per batch of datagrams, and each stamp is moved onto the monotonic clock by their
-// difference then: it changes only with a clock step or NTP slewing, which over the
-// microseconds between a datagram's arrival and its read is nothing.
+// Internal: when an answer arrived, from the kernel's stamp (SO_TIMESTAMPNS) rather than
+// from when the generator read it. The kernel stamps each packet with CLOCK_REALTIME as it
+// is received; a datagram's recvmsg returns its own stamp, a TCP recvmsg the stamp of the
+// newest segment it took data from (so every byte it returned arrived at or before it). The
+// engine's clock is CLOCK_MONOTONIC (util/clock.hpp). Both clocks are read once per batch of
+// reads, and each stamp is moved onto the monotonic clock by their difference then: it
+// changes only with a clock step or NTP slewing, which over the microseconds between a
+// packet's arrival and its read is nothing.
 
 #include <sys/socket.h>
 
@@ -19,7 +21,7 @@ struct receive_stamp_space {
   alignas(cmsghdr) unsigned char data[CMSG_SPACE(sizeof(timespec))];
 };
 
-// Asks the kernel to stamp every datagram `fd` receives; false when it refuses (answers then
+// Asks the kernel to stamp every packet `fd` receives; false when it refuses (answers then
 // take the time they were read).
 inline bool enable_receive_stamps(int fd) noexcept {
   const int on = 1;
@@ -54,16 +56,27 @@ struct receive_clock {
   // monotonic clock; monotonic_now when it carries no stamp, or one that would put it in
   // the future.
   std::uint64_t received(const msghdr& message) const noexcept {
+    return received(receive_stamp(message));
+  }
+
+  // A stamp (receive_stamp) on the monotonic clock; monotonic_now for 0 (none) or a stamp
+  // that would put the arrival in the future.
+  std::uint64_t received(std::uint64_t stamp) const noexcept {
+    if (stamp < realtime_ahead || stamp - realtime_ahead > monotonic_now) return monotonic_now;
+    return stamp - realtime_ahead;
+  }
+
+  // The stamp in `message`'s control data as recvmsg left it (CLOCK_REALTIME, ns); 0 when
+  // it carries none.
+  static std::uint64_t receive_stamp(const msghdr& message) noexcept {
     for (const cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr;
          c = CMSG_NXTHDR(const_cast<msghdr*>(&message), const_cast<cmsghdr*>(c))) {
       if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
       timespec stamp;
       std::memcpy(&stamp, CMSG_DATA(c), sizeof stamp);
-      const std::uint64_t at = to_ns(stamp);
-      if (at < realtime_ahead || at - realtime_ahead > monotonic_now) return monotonic_now;
-      return at - realtime_ahead;
+      return to_ns(stamp);
     }
-    return monotonic_now;
+    return 0;
   }
 
  private:

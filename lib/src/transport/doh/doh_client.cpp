@@ -15,6 +15,7 @@
 
 #include "transport/doh/doh_message.hpp"
 #include "util/clock.hpp"
+#include "util/receive_time.hpp"
 
 namespace dnstransport::detail {
 
@@ -293,8 +294,16 @@ bool doh_client::read_available() {
         server_closed(true);
         return false;
     }
-    now_ = monotonic_ns();
+    if (const std::uint64_t stamp = stream.newest_arrival(); stamp != 0) {
+      const receive_clock clock = receive_clock::read();
+      now_ = clock.monotonic_now;
+      arrived_ = clock.received(stamp);
+    } else {
+      now_ = monotonic_ns();
+      arrived_ = 0;
+    }
     const ssize_t used = nghttp2_session_mem_recv(session_, buffer.data(), n);
+    arrived_ = 0;  // finish() outside a read has no stamp
     if (used < 0) {
       session_failed("http2", static_cast<int>(used));
       return false;
@@ -386,7 +395,8 @@ void doh_client::finish(request& r, std::uint64_t now) {
   } else if (r.answer.empty()) {
     fail_exchange(r.id, now, "empty_body");
   } else {
-    count_on_connection(on_answer(r.id, r.answer, now, 0), now);
+    count_on_connection(on_answer(r.id, r.answer, now, 0, arrived_), now,
+                        arrived_ != 0 ? arrived_ : now);
   }
 }
 

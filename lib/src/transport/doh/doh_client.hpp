@@ -108,6 +108,7 @@ class doh_client final : public stream_client {
   std::string last_error_;  // nghttp2's words for it
   std::int32_t goaway_last_stream_ = 0;
   std::uint64_t now_ = 0;          // the time of the read being processed, for the callbacks
+  std::uint64_t arrived_ = 0;      // its kernel receive stamp (monotonic; 0: none)
   std::vector<std::uint8_t> out_;  // nghttp2's output, gathered into one write
 };
 

@@ -14,6 +14,7 @@
 #include "transport/doq/doq_client.hpp"
 #include "transport/doq/doq_codes.hpp"
 #include "util/clock.hpp"
+#include "util/receive_time.hpp"
 #include "util/udp_gso.hpp"
 
 namespace dnstransport::detail {
@@ -44,6 +45,7 @@ void doq_client::on_readable() {
   const int fd = socket_.native_handle();
   std::array<mmsghdr, receive_batch> msgs{};
   std::array<iovec, receive_batch> iov{};
+  std::array<receive_stamp_space, receive_batch> stamps;
   for (unsigned i = 0; i < receive_batch; ++i) {
     const auto buffer = owner_.scratch(i);
     iov[i] = {buffer.data(), buffer.size()};
@@ -52,6 +54,11 @@ void doq_client::on_readable() {
   }
   const std::uint64_t generation = generation_;
   for (;;) {
+    // recvmmsg leaves each length at what it wrote.
+    for (unsigned i = 0; i < receive_batch; ++i) {
+      msgs[i].msg_hdr.msg_control = stamps[i].data;
+      msgs[i].msg_hdr.msg_controllen = sizeof stamps[i].data;
+    }
     const int n = recvmmsg(fd, msgs.data(), receive_batch, MSG_DONTWAIT, nullptr);
     syscalls().count(n);
     if (n < 0) {
@@ -63,10 +70,14 @@ void doq_client::on_readable() {
       if (error == ECONNREFUSED) continue;
       break;
     }
-    now_ = monotonic_ns();
+    const receive_clock clock = receive_clock::read();
+    now_ = clock.monotonic_now;
     last_activity_ns_ = now_;
     for (int i = 0; i < n; ++i) {
       if (counted_) ++quic().packets_received;
+      // ngtcp2 keeps its own clock (now_, never going back); answers the packet completes
+      // are timed by its stamp.
+      arrived_ = clock.received(msgs[i].msg_hdr);
       ngtcp2_pkt_info info{};
       const int result = ngtcp2_conn_read_pkt(conn_, &path_, &info,
                                               static_cast<const std::uint8_t*>(iov[i].iov_base),
@@ -76,9 +87,11 @@ void doq_client::on_readable() {
         if (counted_) ++quic().stray_packets;
         continue;
       }
+      arrived_ = 0;
       connection_broke(result);
       return;
     }
+    arrived_ = 0;
     if (generation != generation_) return;  // a callback ended the connection
     if (n < static_cast<int>(receive_batch)) break;
   }
@@ -333,7 +346,7 @@ void doq_client::receive(request& r, bool fin, std::span<const std::uint8_t> dat
     fail_exchange(r.id, now_, doq_stream_failure_name(got), exchange_layer::quic);
     return;
   }
-  count_on_connection(on_answer(r.id, r.answer.message(), now_, 0));
+  count_on_connection(on_answer(r.id, r.answer.message(), now_, 0, arrived_));
 }
 
 void doq_client::count_on_connection(const completion& c) {

@@ -17,6 +17,7 @@
 #include "transport/doq/doq_client.hpp"
 #include "transport/doq/doq_codes.hpp"
 #include "util/clock.hpp"
+#include "util/receive_time.hpp"
 #include "util/socket_util.hpp"
 
 namespace dnstransport::detail {
@@ -129,9 +130,11 @@ int doq_client::open_socket() {
     return ec.value();
   }
   enlarge_socket_buffers(socket_.native_handle());
+  // Answers are timed by when their packet arrived, not when the client came to read it.
+  enable_receive_stamps(socket_.native_handle());
   socklen_t size = sizeof local_;
   getsockname(socket_.native_handle(), reinterpret_cast<sockaddr*>(&local_), &size);
-  syscalls().count_calls(3);  // two setsockopt, getsockname
+  syscalls().count_calls(4);  // three setsockopt, getsockname
   path_.local = {reinterpret_cast<sockaddr*>(&local_), size};
   std::memcpy(&remote_, server.data(), server.size());
   path_.remote = {reinterpret_cast<sockaddr*>(&remote_), static_cast<socklen_t>(server.size())};

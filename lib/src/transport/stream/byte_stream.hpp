@@ -52,6 +52,12 @@ class byte_stream {
   /// return more without the socket becoming readable.
   virtual bool has_buffered_input() const = 0;
 
+  /// The kernel's receive stamp (util/receive_time.hpp: CLOCK_REALTIME, ns) of the newest
+  /// segment the stream's reads took off the socket so far, where the socket has stamps on
+  /// (enable_receive_stamps); 0 when none came. Every byte a read returned arrived at or
+  /// before it, so it bounds when an answer came more tightly than the time it was read.
+  virtual std::uint64_t newest_arrival() const noexcept { return 0; }
+
   /// Whether a read returns at most one unit of the protocol (a TLS record), so that a read
   /// shorter than the buffer does not mean the socket has nothing more.
   virtual bool reads_by_record() const noexcept { return false; }

@@ -15,6 +15,7 @@
 
 #include "transport/stream/stream_client.hpp"
 #include "util/clock.hpp"
+#include "util/receive_time.hpp"
 
 namespace dnstransport::detail {
 
@@ -128,7 +129,14 @@ bool stream_client::read_available() {
   bool gone = false;
   switch (channel_.read(
       [&] {
-        gone = !take_messages(monotonic_ns());
+        const std::uint64_t stamp = channel_.stream().newest_arrival();
+        if (stamp == 0) {
+          const std::uint64_t now = monotonic_ns();
+          gone = !take_messages(now, now);
+        } else {
+          const receive_clock clock = receive_clock::read();
+          gone = !take_messages(clock.monotonic_now, clock.received(stamp));
+        }
         return !gone;
       },
       draining_, max_reads_per_wakeup)) {
@@ -152,7 +160,7 @@ bool stream_client::read_available() {
   return true;
 }
 
-bool stream_client::take_messages(std::uint64_t now) {
+bool stream_client::take_messages(std::uint64_t now, std::uint64_t arrived) {
   std::span<const std::uint8_t> message;
   for (;;) {
     const auto r = channel_.next(message);
@@ -163,11 +171,12 @@ bool stream_client::take_messages(std::uint64_t now) {
       return false;
     }
     ++taken_since_wakeup_;
-    count_on_connection(on_message(message, now), now);
+    count_on_connection(on_message(message, now, false, arrived), now, arrived);
   }
 }
 
-void stream_client::count_on_connection(const completion& c, std::uint64_t now) {
+void stream_client::count_on_connection(const completion& c, std::uint64_t now,
+                                        std::uint64_t arrived) {
   if (!c.matched) return;
   last_activity_ns_ = now;
   latency_low_ns_ = c.latency_ns <= latency_low_ns_ || latency_low_ns_ == 0
@@ -183,7 +192,8 @@ void stream_client::count_on_connection(const completion& c, std::uint64_t now) 
   if (!counted_) return;
   if (c.answered) ++connections().answered;
   if (c.first_on_connection && c.answered) {
-    connections().first_query_latency.record(now - connection_started_ns_);
+    const std::uint64_t end = arrived > connection_started_ns_ ? arrived : now;
+    connections().first_query_latency.record(end - connection_started_ns_);
   }
 }
 

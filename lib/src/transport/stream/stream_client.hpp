@@ -128,9 +128,11 @@ class stream_client : public client_base {
   // what is due (posted; no readiness wait would end for it).
   void read_soon();
   void on_ready();
-  bool take_messages(std::uint64_t now);
+  // The messages read so far; `arrived`: when the newest of them came, by the kernel's
+  // stamp (`now` where the stream has none).
+  bool take_messages(std::uint64_t now, std::uint64_t arrived);
   // Counts an answer on the connection (answers per connection, first query + set-up).
-  void count_on_connection(const completion& c, std::uint64_t now);
+  void count_on_connection(const completion& c, std::uint64_t now, std::uint64_t arrived);
   slot_table::slot& next_query(std::uint64_t now);
   // Writes `batch` queries in one gathered write; the channel keeps what the stream did not
   // take. False if the connection died.

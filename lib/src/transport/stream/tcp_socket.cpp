@@ -11,6 +11,7 @@
 
 #include "transport/stream/byte_stream.hpp"
 #include "transport/stream/stream_socket.hpp"
+#include "util/receive_time.hpp"
 #include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
@@ -36,6 +37,9 @@ class tcp_socket final : public stream_socket {
     }
     const int fd = socket_.native_handle();
     socket_.non_blocking(true, ec);
+    syscalls_.count_calls(1);
+    // Answers are timed by when they arrived, not when the client came to read them.
+    enable_receive_stamps(fd);
     syscalls_.count_calls(1);
     const int one = 1;
     if (options.nodelay) {

@@ -1,8 +1,10 @@
-// Plain TCP behind the byte_stream contract: recv and one gathering sendmsg, with EINTR
-// retried and EAGAIN turned into a wait; each call counted where the client gave a counter.
+// Plain TCP behind the byte_stream contract: recvmsg (with the receive stamp, where the
+// socket gives one) and one gathering sendmsg, with EINTR retried and EAGAIN turned into a
+// wait; each call counted where the client gave a counter.
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -10,6 +12,7 @@
 
 #include "transport/stream/byte_stream.hpp"
 #include "transport/tls/tls_backend.hpp"
+#include "util/receive_time.hpp"
 #include "util/socket_util.hpp"
 #include "util/syscall_counter.hpp"
 
@@ -26,6 +29,7 @@ class tcp_stream final : public byte_stream {
     fd_ = fd;
     syscalls_ = syscalls;
     error_ = 0;
+    newest_arrival_ = 0;
   }
 
   const char* name() const noexcept override { return "tcp"; }
@@ -33,11 +37,19 @@ class tcp_stream final : public byte_stream {
   stream_io handshake() override { return stream_io::done; }
 
   stream_io read(std::span<std::uint8_t> buffer, std::size_t& transferred) override {
+    iovec space{buffer.data(), buffer.size()};
+    receive_stamp_space control;
+    msghdr message{};
+    message.msg_iov = &space;
+    message.msg_iovlen = 1;
     for (;;) {
-      const ssize_t r = ::recv(fd_, buffer.data(), buffer.size(), 0);
+      message.msg_control = control.data;
+      message.msg_controllen = sizeof control.data;
+      const ssize_t r = ::recvmsg(fd_, &message, 0);
       count_syscall(syscalls_, r);
       if (r > 0) {
         transferred = static_cast<std::size_t>(r);
+        newest_arrival_ = std::max(newest_arrival_, receive_clock::receive_stamp(message));
         return stream_io::done;
       }
       if (r == 0) return stream_io::closed;
@@ -49,6 +61,7 @@ class tcp_stream final : public byte_stream {
   }
 
   bool has_buffered_input() const override { return false; }
+  std::uint64_t newest_arrival() const noexcept override { return newest_arrival_; }
 
   stream_io write(std::span<const iovec> pieces, std::size_t& transferred) override {
     // sendmsg rather than writev: only it takes MSG_NOSIGNAL, and a peer that closed the
@@ -88,6 +101,7 @@ class tcp_stream final : public byte_stream {
   int fd_;
   syscall_counter* syscalls_;
   int error_ = 0;
+  std::uint64_t newest_arrival_ = 0;
 };
 
 class tcp_connector final : public stream_connector {

@@ -188,6 +188,7 @@ class gnutls_connection final : public tls_connection {
   std::string alpn() const override;
   tls_failure failure() const override { return failure_; }
   std::string error_message() const override { return error_message_; }
+  std::uint64_t newest_arrival() const noexcept override { return newest_arrival_; }
 
  private:
   tls_io finish(int result);
@@ -211,10 +212,11 @@ class gnutls_connection final : public tls_connection {
 
   bool peer_closed() const;
 
-  // GnuTLS's transport on the socket (recv; sendmsg with MSG_NOSIGNAL, as GNUTLS_NO_SIGNAL
-  // makes GnuTLS's own), each call counted; `transport` is the connection. GnuTLS pulls a
-  // record's header and then its body: pull reads as much as the socket holds into input_
-  // and hands it out from there, one recv per answer instead of two.
+  // GnuTLS's transport on the socket (recvmsg, with the receive stamp; sendmsg with
+  // MSG_NOSIGNAL, as GNUTLS_NO_SIGNAL makes GnuTLS's own), each call counted; `transport`
+  // is the connection. GnuTLS pulls a record's header and then its body: pull reads as much
+  // as the socket holds into input_ and hands it out from there, one read per answer
+  // instead of two.
   static ssize_t pull(gnutls_transport_ptr_t transport, void* data, std::size_t size);
   static ssize_t vec_push(gnutls_transport_ptr_t transport, const giovec_t* pieces, int count);
   static int pull_timeout(gnutls_transport_ptr_t transport, unsigned int ms);
@@ -237,6 +239,7 @@ class gnutls_connection final : public tls_connection {
   std::unique_ptr<std::uint8_t[]> input_;
   std::size_t input_begin_ = 0;
   std::size_t input_end_ = 0;
+  std::uint64_t newest_arrival_ = 0;  // the newest receive stamp pull saw
   gnutls_session_t session_ = nullptr;
   bool resume_;
   bool handshake_done_ = false;

@@ -73,6 +73,15 @@ class openssl_connection final : public tls_connection {
   // during reads; keeping only the newest one is enough to reconnect.
   static int on_new_session(SSL* ssl, SSL_SESSION* session);
 
+  std::uint64_t newest_arrival() const noexcept override { return reader_.newest_arrival; }
+
+  // The state of the read BIO count_syscalls puts in (openssl_connection.cpp).
+  struct stamped_reader {
+    int fd = -1;
+    syscall_counter* syscalls = nullptr;
+    std::uint64_t newest_arrival = 0;  // the newest receive stamp a read saw
+  };
+
  private:
   // Server: reads the client's early data until OpenSSL says there is no more, before the
   // rest of the handshake. done, or what to wait for.
@@ -85,6 +94,7 @@ class openssl_connection final : public tls_connection {
   // After a fatal error OpenSSL forbids further calls, SSL_shutdown included.
   tls_io end(tls_io result);
 
+  stamped_reader reader_;  // before ssl_: its read BIO points here until SSL_free
   ssl_ptr ssl_;
   ssl_session_ptr latest_session_;
   bool early_enabled_;

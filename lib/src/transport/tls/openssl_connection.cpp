@@ -3,6 +3,8 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "transport/tls/openssl_common.hpp"
+#include "util/receive_time.hpp"
 #include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
@@ -43,6 +46,79 @@ long count_socket_call(BIO* bio, int oper, const char*, std::size_t, int, long, 
     if (ret <= 0 && BIO_should_retry(bio)) ++counter->would_block;
   }
   return ret;
+}
+
+// The client's read side (count_syscalls): recvmsg with the kernel's receive stamp, which
+// OpenSSL's socket BIO cannot return; otherwise it reads as that BIO does (sock_read): a
+// non-fatal error sets the retry flag, 0 is the peer's EOF (BIO_eof, which OpenSSL asks to
+// tell an unexpected EOF apart), errno is left for the caller to read.
+int stamped_read(BIO* bio, char* data, int size) {
+  auto& reader = *static_cast<openssl_connection::stamped_reader*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  if (data == nullptr || size <= 0) return 0;
+  iovec space{data, static_cast<std::size_t>(size)};
+  receive_stamp_space control;
+  msghdr message{};
+  message.msg_iov = &space;
+  message.msg_iovlen = 1;
+  for (;;) {
+    message.msg_control = control.data;
+    message.msg_controllen = sizeof control.data;
+    const ssize_t n = ::recvmsg(reader.fd, &message, 0);
+    reader.syscalls->count(n);
+    if (n > 0) {
+      reader.newest_arrival =
+          std::max(reader.newest_arrival, receive_clock::receive_stamp(message));
+      return static_cast<int>(n);
+    }
+    if (n == 0) {
+      BIO_set_flags(bio, BIO_FLAGS_IN_EOF);
+      return 0;
+    }
+    switch (errno) {
+      case EINTR:
+        continue;
+      case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+      case EWOULDBLOCK:
+#endif
+      case ENOTCONN:  // a Fast Open connect not made yet
+      case EINPROGRESS:
+      case EALREADY:
+      case EPROTO:
+        BIO_set_retry_read(bio);
+        break;
+      default:
+        break;
+    }
+    return -1;
+  }
+}
+
+long stamped_ctrl(BIO* bio, int command, long, void*) {
+  switch (command) {
+    case BIO_CTRL_EOF:
+      return BIO_test_flags(bio, BIO_FLAGS_IN_EOF) != 0 ? 1 : 0;
+    case BIO_CTRL_FLUSH:
+      return 1;
+    default:
+      return 0;  // no kTLS, nothing pending, no descriptor to hand out
+  }
+}
+
+// One method for every connection, made on first use and kept for the process.
+const BIO_METHOD* stamped_reader_method() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m =
+        BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "dnstransport stamped read");
+    if (m != nullptr &&
+        (BIO_meth_set_read(m, &stamped_read) != 1 || BIO_meth_set_ctrl(m, &stamped_ctrl) != 1)) {
+      BIO_meth_free(m);
+      m = nullptr;
+    }
+    return m;
+  }();
+  return method;
 }
 
 }  // namespace
@@ -110,9 +186,23 @@ tls_io openssl_connection::shutdown() {
 }
 
 void openssl_connection::count_syscalls(syscall_counter& syscalls) {
-  // SSL_set_fd gave the session one socket BIO for both directions.
+  if (reader_.syscalls != nullptr) return;
+  // SSL_set_fd gave the session one socket BIO for both directions. Reads go through a BIO
+  // of ours that keeps the receive stamps (where one can be made); writes stay on it.
+  const int fd = SSL_get_rfd(ssl_.get());
+  const BIO_METHOD* method = stamped_reader_method();
+  BIO* reader = fd >= 0 && method != nullptr ? BIO_new(method) : nullptr;
+  if (reader != nullptr) {
+    reader_.fd = fd;
+    reader_.syscalls = &syscalls;
+    BIO_set_data(reader, &reader_);
+    BIO_set_init(reader, 1);
+    SSL_set0_rbio(ssl_.get(), reader);  // drops the socket BIO's read reference
+  }
   for (BIO* bio : {SSL_get_rbio(ssl_.get()), SSL_get_wbio(ssl_.get())}) {
-    if (bio == nullptr || BIO_get_callback_ex(bio) == &count_socket_call) continue;
+    if (bio == nullptr || bio == reader || BIO_get_callback_ex(bio) == &count_socket_call) {
+      continue;
+    }
     BIO_set_callback_ex(bio, &count_socket_call);
     BIO_set_callback_arg(bio, reinterpret_cast<char*>(&syscalls));
   }

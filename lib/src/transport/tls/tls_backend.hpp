@@ -122,6 +122,10 @@ class tls_connection {
   /// A server that accepted early data returns it from read() before anything else.
   virtual early_data_status early_data() const { return early_data_status::not_sent; }
 
+  /// After count_syscalls: the kernel's receive stamp (byte_stream::newest_arrival) of the
+  /// newest segment the session's reads took off the socket; 0 when none came.
+  virtual std::uint64_t newest_arrival() const noexcept { return 0; }
+
   /// Input buffered inside the session, off the socket: a read can succeed (or must be
   /// tried) without the socket becoming readable. The decrypted octets a read would return,
   /// or at least 1 while records read ahead of need wait undecrypted (the clients read as

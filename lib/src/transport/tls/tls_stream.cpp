@@ -53,6 +53,7 @@ class tls_stream final : public byte_stream {
   }
 
   bool has_buffered_input() const override { return session_->pending() > 0; }
+  std::uint64_t newest_arrival() const noexcept override { return session_->newest_arrival(); }
   bool reads_by_record() const noexcept override { return true; }
 
   stream_io write(std::span<const iovec> pieces, std::size_t& transferred) override {

@@ -53,11 +53,10 @@ class udp_client final : public client_base {
     }
     enlarge_socket_buffers(socket_.native_handle());
     syscalls().count_calls(2);  // its two setsockopt
-    if (plan().coalesce_ns > 0) {
-      // A delayed read must not add the delay to the latency: it runs to the kernel's stamp.
-      stamped_ = enable_receive_stamps(socket_.native_handle());
-      syscalls().count_calls(1);
-    }
+    // Answers are timed by when they arrived, not when the client came to read them (a
+    // delayed read must not add the delay to the latency): by the kernel's stamp.
+    stamped_ = enable_receive_stamps(socket_.native_handle());
+    syscalls().count_calls(1);
     fill(monotonic_ns());
     wait_readable();
   }

@@ -1,5 +1,9 @@
 #include "transport/tls/tls_backend.hpp"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,6 +19,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -23,6 +28,8 @@
 #include <dnstransport/error.hpp>
 #include <dnstransport/tls.hpp>
 
+#include "transport/stream/byte_stream.hpp"
+#include "util/receive_time.hpp"
 #include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
@@ -73,8 +80,13 @@ class certificates : public ::testing::Environment {
 
 class socket_pair {
  public:
-  socket_pair() {
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds_.data()) != 0) {
+  enum class kind { unix_stream, loopback_tcp };
+
+  explicit socket_pair(kind k = kind::unix_stream) {
+    if (k == kind::loopback_tcp) {
+      connect_over_loopback();
+    } else if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds_.data()) !=
+               0) {
       ADD_FAILURE() << "socketpair failed";
       fds_ = {-1, -1};
     }
@@ -102,6 +114,33 @@ class socket_pair {
   }
 
  private:
+  // A TCP connection over 127.0.0.1, both ends non-blocking.
+  void connect_over_loopback() {
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    auto* any = reinterpret_cast<sockaddr*>(&address);
+    if (listener < 0 || ::bind(listener, any, length) != 0 || ::listen(listener, 1) != 0 ||
+        ::getsockname(listener, any, &length) != 0) {
+      ADD_FAILURE() << "no loopback listener";
+    } else {
+      fds_[0] = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fds_[0] < 0 || ::connect(fds_[0], any, length) != 0) ADD_FAILURE() << "no connect";
+      fds_[1] = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fds_[1] < 0) ADD_FAILURE() << "no accept";
+      if (fds_[0] >= 0) ::fcntl(fds_[0], F_SETFL, ::fcntl(fds_[0], F_GETFL) | O_NONBLOCK);
+      // No Nagle delay: a small record written while the peer's ACK is delayed would leave
+      // tens of milliseconds later (which the receive stamps do show).
+      const int one = 1;
+      for (const int fd : fds_) {
+        if (fd >= 0) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      }
+    }
+    if (listener >= 0) ::close(listener);
+  }
+
   std::array<int, 2> fds_{-1, -1};
 };
 
@@ -264,8 +303,10 @@ struct connection {
   std::unique_ptr<tls_connection> server;
 
   connection(tls_client_context& client_context, tls_server_context& server_context,
-             const tls_ticket* ticket = nullptr)
-      : client(client_context.connect(sockets.client(), ticket)),
+             const tls_ticket* ticket = nullptr,
+             socket_pair::kind kind = socket_pair::kind::unix_stream)
+      : sockets(kind),
+        client(client_context.connect(sockets.client(), ticket)),
         server(server_context.accept(sockets.server())) {}
 
   handshake_outcome handshake() { return detail::handshake(*client, *server, sockets); }
@@ -485,6 +526,73 @@ TEST(tls_backend_test, client_reads_records_ahead_and_reports_them_pending) {
     std::size_t transferred = 0;
     EXPECT_EQ(link.client->read(buffer.data(), buffer.size(), transferred), tls_io::want_read);
   }
+}
+
+// How long ago, by the engine's clock, the kernel stamped `stamp` (receive_time.hpp).
+std::chrono::nanoseconds age_of(std::uint64_t stamp) {
+  const receive_clock clock = receive_clock::read();
+  return std::chrono::nanoseconds(clock.monotonic_now - clock.received(stamp));
+}
+
+// Reads with the session until `size` octets came; the stamps of the reads are the client's.
+TEST(tls_backend_test, a_client_session_keeps_the_receive_stamp_of_what_it_read) {
+  for (const combination& c : combinations()) {
+    SCOPED_TRACE(describe(c));
+    const auto client_context = make_tls_client_context(client_options(c.client));
+    const auto server_context = make_tls_server_context(server_options(c.server));
+    connection link(*client_context, *server_context, nullptr, socket_pair::kind::loopback_tcp);
+    ASSERT_TRUE(enable_receive_stamps(link.sockets.client()));
+    syscall_counter calls;
+    link.client->count_syscalls(calls);
+    EXPECT_EQ(link.client->newest_arrival(), 0u);
+    ASSERT_EQ(link.handshake().client, tls_io::done);
+    exchange(*link.client, *link.server, link.sockets);
+    // An answer that waits 50 ms in the socket before the client reads it: its stamp says
+    // when it came, not when it was read.
+    const std::vector<std::uint8_t> answer = answer_to(framed_query());
+    write_all(*link.server, link.sockets.server(), answer);
+    std::this_thread::sleep_for(50ms);
+    ASSERT_EQ(read_exactly(*link.client, link.sockets.client(), answer.size()), answer);
+    const std::uint64_t stamp = link.client->newest_arrival();
+    ASSERT_NE(stamp, 0u);
+    EXPECT_GE(age_of(stamp), 45ms);
+    EXPECT_LT(age_of(stamp), time_limit);
+    // The next answer's read moves it on.
+    write_all(*link.server, link.sockets.server(), answer);
+    ASSERT_EQ(read_exactly(*link.client, link.sockets.client(), answer.size()), answer);
+    EXPECT_GT(link.client->newest_arrival(), stamp);
+    EXPECT_LT(age_of(link.client->newest_arrival()), 45ms);
+  }
+}
+
+TEST(tls_backend_test, a_plain_tcp_stream_keeps_the_receive_stamp_of_what_it_read) {
+  socket_pair sockets(socket_pair::kind::loopback_tcp);
+  ASSERT_TRUE(enable_receive_stamps(sockets.client()));
+  syscall_counter calls;
+  const auto stream = make_tcp_stream(sockets.client(), &calls);
+  EXPECT_EQ(stream->newest_arrival(), 0u);
+  const std::vector<std::uint8_t> answer = answer_to(framed_query());
+  ASSERT_EQ(::send(sockets.server(), answer.data(), answer.size(), 0),
+            static_cast<ssize_t>(answer.size()));
+  std::this_thread::sleep_for(50ms);
+  std::vector<std::uint8_t> buffer(4096);
+  std::size_t transferred = 0;
+  ASSERT_EQ(stream->read(buffer, transferred), stream_io::done);
+  EXPECT_EQ(transferred, answer.size());
+  EXPECT_EQ(calls.calls, 1u);
+  const std::uint64_t stamp = stream->newest_arrival();
+  ASSERT_NE(stamp, 0u);
+  EXPECT_GE(age_of(stamp), 45ms);
+  EXPECT_LT(age_of(stamp), time_limit);
+  // Without stamps on the socket there are none.
+  socket_pair unstamped(socket_pair::kind::loopback_tcp);
+  const auto plain = make_tcp_stream(unstamped.client());
+  ASSERT_EQ(::send(unstamped.server(), answer.data(), answer.size(), 0),
+            static_cast<ssize_t>(answer.size()));
+  pollfd wait{unstamped.client(), POLLIN, 0};
+  ASSERT_EQ(::poll(&wait, 1, 5000), 1);
+  ASSERT_EQ(plain->read(buffer, transferred), stream_io::done);
+  EXPECT_EQ(plain->newest_arrival(), 0u);
 }
 
 TEST(tls_backend_test, ticket_resumes_the_session) {
