@@ -534,6 +534,28 @@ std::chrono::nanoseconds age_of(std::uint64_t stamp) {
   return std::chrono::nanoseconds(clock.monotonic_now - clock.received(stamp));
 }
 
+// The kernel stamps packets once any socket asks, but turns that on for the whole system a
+// moment after the first one does (a deferred static key): waits, over a connection of its
+// own, until packets come stamped. Call it while a socket with stamps on is open, or the
+// kernel may turn them off again.
+bool packets_come_stamped() {
+  socket_pair probe(socket_pair::kind::loopback_tcp);
+  if (!enable_receive_stamps(probe.client())) return false;
+  const auto stream = make_tcp_stream(probe.client());
+  const auto deadline = std::chrono::steady_clock::now() + time_limit;
+  while (stream->newest_arrival() == 0 && std::chrono::steady_clock::now() < deadline) {
+    const std::uint8_t byte = 0;
+    if (::send(probe.server(), &byte, 1, 0) != 1) return false;
+    pollfd wait{probe.client(), POLLIN, 0};
+    ::poll(&wait, 1, 100);
+    std::array<std::uint8_t, 16> sink{};
+    std::size_t transferred = 0;
+    stream->read(sink, transferred);
+    std::this_thread::sleep_for(1ms);
+  }
+  return stream->newest_arrival() != 0;
+}
+
 // Reads with the session until `size` octets came; the stamps of the reads are the client's.
 TEST(tls_backend_test, a_client_session_keeps_the_receive_stamp_of_what_it_read) {
   for (const combination& c : combinations()) {
@@ -542,6 +564,7 @@ TEST(tls_backend_test, a_client_session_keeps_the_receive_stamp_of_what_it_read)
     const auto server_context = make_tls_server_context(server_options(c.server));
     connection link(*client_context, *server_context, nullptr, socket_pair::kind::loopback_tcp);
     ASSERT_TRUE(enable_receive_stamps(link.sockets.client()));
+    ASSERT_TRUE(packets_come_stamped());
     syscall_counter calls;
     link.client->count_syscalls(calls);
     EXPECT_EQ(link.client->newest_arrival(), 0u);
@@ -568,6 +591,7 @@ TEST(tls_backend_test, a_client_session_keeps_the_receive_stamp_of_what_it_read)
 TEST(tls_backend_test, a_plain_tcp_stream_keeps_the_receive_stamp_of_what_it_read) {
   socket_pair sockets(socket_pair::kind::loopback_tcp);
   ASSERT_TRUE(enable_receive_stamps(sockets.client()));
+  ASSERT_TRUE(packets_come_stamped());
   syscall_counter calls;
   const auto stream = make_tcp_stream(sockets.client(), &calls);
   EXPECT_EQ(stream->newest_arrival(), 0u);
