@@ -504,7 +504,10 @@ struct run_result {
   /// whole process, so an in-process responder counts too); under mpirun, the ranks' sum.
   std::uint64_t client_rss_bytes = 0;
 
-  latency_histogram latency;  ///< send to answer, connection set-up excluded
+  /// Send to answer, connection set-up excluded. The answer's time is the kernel's receive
+  /// stamp (SO_TIMESTAMPNS): its datagram's (UDP, DoQ), or the newest segment's of the read
+  /// that brought it (TCP, DoT, DoH); the read time where the kernel gave none.
+  latency_histogram latency;
   /// Send to answer for the first query of each connection, set-up included (TCP/TLS).
   latency_histogram first_query_latency;
   latency_histogram connect_latency;    ///< TCP connect (SYN to established)
