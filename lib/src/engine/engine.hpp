@@ -87,8 +87,8 @@ struct run_plan {
   // --coalesce-us (UDP, TCP, DoT): a client with at least coalesce_batch queries in flight
   // whose wake-up brought answers (UDP: fewer than coalesce_batch of them) reads again after
   // a delay of at most this instead of waiting for readiness at once (worker::delay_read).
-  // UDP answers take the kernel's receive time; stream clients bound the delay by their
-  // latency. 0: off.
+  // Answers take the kernel's receive time either way; a stream read's is its newest
+  // segment's, so stream clients bound the delay by their latency. 0: off.
   std::uint64_t coalesce_ns = 0;
   // Fewer in flight could not make a fuller read.
   static constexpr unsigned coalesce_batch = 8;

@@ -9,7 +9,10 @@
 // packet's arrival and its read is nothing.
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <ctime>
@@ -92,5 +95,22 @@ struct receive_clock {
            static_cast<std::uint64_t>(ts.tv_nsec);
   }
 };
+
+// One recvmsg of at most `size` octets into `data` that also takes the read's receive stamp:
+// on success `newest` rises to it (a TCP read's is its newest segment's). Returns what
+// recvmsg returned, with errno as it left it.
+inline ssize_t receive_stamped(int fd, void* data, std::size_t size,
+                               std::uint64_t& newest) noexcept {
+  iovec space{data, size};
+  receive_stamp_space control;
+  msghdr message{};
+  message.msg_iov = &space;
+  message.msg_iovlen = 1;
+  message.msg_control = control.data;
+  message.msg_controllen = sizeof control.data;
+  const ssize_t n = ::recvmsg(fd, &message, 0);
+  if (n > 0) newest = std::max(newest, receive_clock::receive_stamp(message));
+  return n;
+}
 
 }  // namespace dnstransport::detail

@@ -4,7 +4,6 @@
 
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -37,19 +36,11 @@ class tcp_stream final : public byte_stream {
   stream_io handshake() override { return stream_io::done; }
 
   stream_io read(std::span<std::uint8_t> buffer, std::size_t& transferred) override {
-    iovec space{buffer.data(), buffer.size()};
-    receive_stamp_space control;
-    msghdr message{};
-    message.msg_iov = &space;
-    message.msg_iovlen = 1;
     for (;;) {
-      message.msg_control = control.data;
-      message.msg_controllen = sizeof control.data;
-      const ssize_t r = ::recvmsg(fd_, &message, 0);
+      const ssize_t r = receive_stamped(fd_, buffer.data(), buffer.size(), newest_arrival_);
       count_syscall(syscalls_, r);
       if (r > 0) {
         transferred = static_cast<std::size_t>(r);
-        newest_arrival_ = std::max(newest_arrival_, receive_clock::receive_stamp(message));
         return stream_io::done;
       }
       if (r == 0) return stream_io::closed;

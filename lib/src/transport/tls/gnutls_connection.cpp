@@ -163,19 +163,12 @@ void gnutls_connection::count_syscalls(syscall_counter& syscalls) {
 ssize_t gnutls_connection::pull(gnutls_transport_ptr_t transport, void* data, std::size_t size) {
   auto* self = static_cast<gnutls_connection*>(transport);
   if (self->read_ahead() == 0) {
-    iovec space{self->input_.get(), input_capacity};
-    receive_stamp_space control;
-    msghdr message{};
-    message.msg_iov = &space;
-    message.msg_iovlen = 1;
-    message.msg_control = control.data;
-    message.msg_controllen = sizeof control.data;
-    const ssize_t n = ::recvmsg(self->fd_, &message, 0);
+    const ssize_t n =
+        receive_stamped(self->fd_, self->input_.get(), input_capacity, self->newest_arrival_);
     self->syscalls_->count(n);
     if (n <= 0) return n;  // GnuTLS reads errno, which counting leaves alone
     self->input_begin_ = 0;
     self->input_end_ = static_cast<std::size_t>(n);
-    self->newest_arrival_ = std::max(self->newest_arrival_, receive_clock::receive_stamp(message));
   }
   // Fewer octets than asked for are fine: GnuTLS pulls again for the rest.
   const std::size_t taken = std::min(size, self->read_ahead());

@@ -3,8 +3,6 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -56,21 +54,11 @@ int stamped_read(BIO* bio, char* data, int size) {
   auto& reader = *static_cast<openssl_connection::stamped_reader*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
   if (data == nullptr || size <= 0) return 0;
-  iovec space{data, static_cast<std::size_t>(size)};
-  receive_stamp_space control;
-  msghdr message{};
-  message.msg_iov = &space;
-  message.msg_iovlen = 1;
   for (;;) {
-    message.msg_control = control.data;
-    message.msg_controllen = sizeof control.data;
-    const ssize_t n = ::recvmsg(reader.fd, &message, 0);
+    const ssize_t n =
+        receive_stamped(reader.fd, data, static_cast<std::size_t>(size), reader.newest_arrival);
     reader.syscalls->count(n);
-    if (n > 0) {
-      reader.newest_arrival =
-          std::max(reader.newest_arrival, receive_clock::receive_stamp(message));
-      return static_cast<int>(n);
-    }
+    if (n > 0) return static_cast<int>(n);
     if (n == 0) {
       BIO_set_flags(bio, BIO_FLAGS_IN_EOF);
       return 0;
