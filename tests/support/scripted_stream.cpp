@@ -7,6 +7,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "engine/readiness.hpp"
 #include "message/framing.hpp"
 #include "transport/stream/byte_stream.hpp"
 #include "transport/tls/tls_backend.hpp"
@@ -210,9 +211,9 @@ class scripted_socket final : public detail::stream_socket {
 }  // namespace
 
 detail::stream_socket_factory make_socket_factory(const peer_script& script, peer_log& log) {
-  return [&script, &log](boost::asio::io_context& io, detail::stream_socket::ready_callback cb,
+  return [&script, &log](detail::readiness_set& readiness, detail::stream_socket::ready_callback cb,
                          detail::syscall_counter& /*syscalls: a script makes none*/) {
-    return std::make_unique<scripted_socket>(io, std::move(cb), script, log);
+    return std::make_unique<scripted_socket>(readiness.io(), std::move(cb), script, log);
   };
 }
 

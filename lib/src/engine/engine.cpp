@@ -496,6 +496,7 @@ void worker::run() {
   if (wall_start >= plan_.measure_start_ns) open_window();
   for (auto& c : clients_) c->open_schedule();
   for (auto& c : clients_) c->start();
+  readiness_.start();
   if (plan_.open_loop()) {
     // Linux lets a timer fire up to 50 us late by default (timer slack), which would show
     // in every open-loop latency; 1 us keeps sends on their schedule.

@@ -26,6 +26,7 @@
 
 #include "engine/counters.hpp"
 #include "engine/in_flight_questions.hpp"
+#include "engine/readiness.hpp"
 #include "engine/slot_table.hpp"
 
 namespace dnstransport::detail {
@@ -336,6 +337,8 @@ class worker {
   syscall_counter& syscalls() noexcept { return shard_.generator.syscalls; }
   const run_plan& plan() const noexcept { return plan_; }
   boost::asio::io_context& io() noexcept { return io_; }
+  // Where the clients' sockets wait for readiness.
+  readiness_set& readiness() noexcept { return readiness_; }
 
   // Receive buffers shared by this worker's clients (they run one at a time on this thread).
   std::span<std::uint8_t> scratch(std::size_t i) noexcept;
@@ -412,6 +415,7 @@ class worker {
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer arrival_timer_;
   boost::asio::steady_timer delay_timer_;
+  readiness_set readiness_{io_, shard_.generator.syscalls};  // outlives the clients' sockets
   std::vector<client_base*> delayed_;                  // clients whose reads wait for delay_timer_
   std::vector<client_base*> reading_;                  // those being served now
   std::chrono::steady_clock::time_point delay_due_{};  // when delay_timer_ expires

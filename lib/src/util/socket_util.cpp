@@ -1,6 +1,7 @@
 #include "util/socket_util.hpp"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -61,26 +62,28 @@ void enlarge_socket_buffers(int fd) noexcept {
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
 }
 
-boost::system::error_code open_connected_udp(boost::asio::ip::udp::socket& socket,
-                                             const boost::asio::ip::udp::endpoint& server,
-                                             const std::optional<boost::asio::ip::address>& source,
-                                             syscall_counter& syscalls) {
-  boost::system::error_code ec;
-  socket.open(server.protocol(), ec);
+int open_connected_udp(const boost::asio::ip::udp::endpoint& server,
+                       const std::optional<boost::asio::ip::address>& source,
+                       syscall_counter& syscalls) {
+  const int fd =
+      ::socket(server.protocol().family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
   syscalls.count_calls(1);
-  if (!ec && source) {
-    socket.bind({*source, 0}, ec);
+  if (fd < 0) return -errno;
+  int result = 0;
+  if (source) {
+    const boost::asio::ip::udp::endpoint local(*source, 0);
+    result = ::bind(fd, local.data(), static_cast<socklen_t>(local.size()));
     syscalls.count_calls(1);
   }
-  if (!ec) {
-    socket.connect(server, ec);
+  if (result == 0) {
+    result = ::connect(fd, server.data(), static_cast<socklen_t>(server.size()));
     syscalls.count_calls(1);
   }
-  if (!ec) {
-    socket.non_blocking(true, ec);
-    syscalls.count_calls(1);
-  }
-  return ec;
+  if (result == 0) return fd;
+  const int error = errno;
+  ::close(fd);
+  syscalls.count_calls(1);
+  return -error;
 }
 
 }  // namespace dnstransport::detail

@@ -18,14 +18,13 @@ std::string errno_name(int error);
 // by net.core.rmem_max / wmem_max; a refusal is harmless).
 void enlarge_socket_buffers(int fd) noexcept;
 
-// Opens `socket` as a client's connected, non-blocking UDP socket towards `server`: socket,
-// bind (only with a `source` address, on an ephemeral port), connect and ioctl(FIONBIO),
-// each counted in `syscalls` as it is made, stopping at the first that fails. Returns that
-// failure, the socket left as it stands (open when bind, connect or the ioctl failed): the
-// caller decides whether to close it.
-boost::system::error_code open_connected_udp(boost::asio::ip::udp::socket& socket,
-                                             const boost::asio::ip::udp::endpoint& server,
-                                             const std::optional<boost::asio::ip::address>& source,
-                                             syscall_counter& syscalls);
+// Opens a client's connected, non-blocking UDP socket towards `server`: socket (created
+// non-blocking and close-on-exec), bind (only with a `source` address, on an ephemeral port)
+// and connect, each counted in `syscalls` as it is made, stopping at the first that fails.
+// Returns the descriptor, or minus the errno of the call that failed (the socket is then
+// closed, also counted).
+int open_connected_udp(const boost::asio::ip::udp::endpoint& server,
+                       const std::optional<boost::asio::ip::address>& source,
+                       syscall_counter& syscalls);
 
 }  // namespace dnstransport::detail

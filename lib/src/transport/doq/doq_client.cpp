@@ -31,13 +31,14 @@ static_assert(receive_batch < worker::scratch_count);
 void doq_client::wait_readable() {
   if (waiting_read_ || state_ == conn_state::idle) return;
   waiting_read_ = true;
-  socket_.async_wait(boost::asio::socket_base::wait_read,
-                     [this, generation = generation_](const boost::system::error_code& ec) {
-                       if (ec || generation != generation_) return;
-                       count_wakeup();
-                       waiting_read_ = false;
-                       on_readable();
-                     });
+  socket_.async_wait(true, generation_);
+}
+
+void doq_client::read_ready(std::uint64_t generation, bool ok) {
+  if (!ok || generation != generation_) return;
+  count_wakeup();
+  waiting_read_ = false;
+  on_readable();
 }
 
 void doq_client::on_readable() {

@@ -96,6 +96,7 @@ class doq_client final : public client_base {
 
   // Queries' I/O (doq_client.cpp).
   void wait_readable();
+  void read_ready(std::uint64_t generation, bool ok);
   void on_readable();
   // Opens streams for the queries the budget, the queries-per-connection limit and the
   // server's stream limit allow (and for the queries 0-RTT lost).
@@ -160,7 +161,7 @@ class doq_client final : public client_base {
   };
 
   const doq_transport& transport_;
-  boost::asio::ip::udp::socket socket_;
+  watched_socket socket_;
   boost::asio::steady_timer timer_;
   ngtcp2_conn* conn_ = nullptr;
   gnutls_session_t session_ = nullptr;

@@ -36,7 +36,8 @@ doq_client::doq_client(worker& owner, unsigned index, std::uint64_t quota,
                        const doq_transport& transport)
     : client_base(owner, index, quota),
       transport_(transport),
-      socket_(owner.io()),
+      socket_(owner.readiness(),
+              [this](bool, std::uint64_t generation, bool ok) { read_ready(generation, ok); }),
       timer_(owner.io()) {}
 
 doq_client::~doq_client() {
@@ -122,13 +123,9 @@ int doq_client::open_socket() {
   const boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
   std::optional<boost::asio::ip::address> source;
   if (!p.sources.empty()) source = p.sources[index_ % p.sources.size()];
-  if (const boost::system::error_code ec =
-          open_connected_udp(socket_, server, source, syscalls())) {
-    boost::system::error_code ignored;
-    socket_.close(ignored);
-    syscalls().count_calls(1);
-    return ec.value();
-  }
+  const int fd = open_connected_udp(server, source, syscalls());
+  if (fd < 0) return -fd;
+  if (const int error = socket_.assign(fd); error != 0) return error;
   enlarge_socket_buffers(socket_.native_handle());
   // Answers are timed by when their packet arrived, not when the client came to read it.
   enable_receive_stamps(socket_.native_handle());
@@ -425,10 +422,7 @@ void doq_client::end_connection() {
   blocked_.clear();
   resend_.clear();
   // The socket stays for the next connection; a wait on it belongs to this one.
-  if (waiting_read_) {
-    boost::system::error_code ignored;
-    socket_.cancel(ignored);
-  }
+  if (waiting_read_) socket_.cancel();
   if (timer_at_ != 0) timer_.cancel();
   timer_at_ = 0;
   waiting_read_ = false;

@@ -35,7 +35,7 @@ class stream_client : public client_base {
       : client_base(owner, index, quota),
         transport_(transport),
         socket_(transport.make_socket(
-            owner.io(),
+            owner.readiness(),
             [this](bool readable, std::uint64_t generation, bool ok) {
               wait_ended(readable, generation, ok);
             },

@@ -1,6 +1,7 @@
 #pragma once
 // Internal: the connection under a stream client's byte stream. In a run it is a TCP socket
-// (tcp_socket.cpp: options, source address, non-blocking connect, readiness through Asio);
+// (tcp_socket.cpp: options, source address, non-blocking connect, readiness through the
+// worker's readiness set);
 // in tests it is a scripted in-memory peer, so the client's state machine runs with no socket.
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 namespace dnstransport::detail {
 
 class byte_stream;
+class readiness_set;
 class stream_connector;
 class tls_ticket;
 struct syscall_counter;
@@ -65,12 +67,11 @@ class stream_socket {
 };
 
 using stream_socket_factory = std::function<std::unique_ptr<stream_socket>(
-    boost::asio::io_context& io, stream_socket::ready_callback on_ready,
-    syscall_counter& syscalls)>;
+    readiness_set& readiness, stream_socket::ready_callback on_ready, syscall_counter& syscalls)>;
 
 // A TCP socket; the system calls it and its byte streams make are counted in `syscalls`
 // (the client's worker's).
-std::unique_ptr<stream_socket> make_tcp_socket(boost::asio::io_context& io,
+std::unique_ptr<stream_socket> make_tcp_socket(readiness_set& readiness,
                                                stream_socket::ready_callback on_ready,
                                                syscall_counter& syscalls);
 

@@ -48,10 +48,10 @@ class stream_transport final : public client_transport {
     const verified_chains::counts c = connector_->certificate_checks();
     return {c.verified, c.reused};
   }
-  std::unique_ptr<stream_socket> make_socket(boost::asio::io_context& io,
+  std::unique_ptr<stream_socket> make_socket(readiness_set& readiness,
                                              stream_socket::ready_callback on_ready,
                                              syscall_counter& syscalls) const {
-    return make_socket_(io, std::move(on_ready), syscalls);
+    return make_socket_(readiness, std::move(on_ready), syscalls);
   }
 
  private:

@@ -1,6 +1,6 @@
 // The stream client's TCP socket: options, source address, non-blocking connect, readiness
-// waits through Asio. Every system call it makes is counted in the worker's counter, and the
-// byte streams opened on it count theirs there too.
+// waits through the worker's readiness set (engine/readiness.hpp). Every system call it makes is
+// counted in the worker's counter, and the byte streams opened on it count theirs there too.
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/readiness.hpp"
 #include "transport/stream/byte_stream.hpp"
 #include "transport/stream/stream_socket.hpp"
 #include "util/receive_time.hpp"
@@ -20,24 +21,27 @@ namespace {
 
 class tcp_socket final : public stream_socket {
  public:
-  tcp_socket(boost::asio::io_context& io, ready_callback on_ready, syscall_counter& syscalls)
-      : socket_(io), on_ready_(std::move(on_ready)), syscalls_(syscalls) {}
+  tcp_socket(readiness_set& readiness, ready_callback on_ready, syscall_counter& syscalls)
+      : socket_(readiness, std::move(on_ready)), syscalls_(syscalls) {}
 
   tcp_dial connect(const boost::asio::ip::tcp::endpoint& server,
                    const tcp_dial_options& options) override {
     tcp_dial dial;
     fastopen_ = false;
-    boost::system::error_code ec;
-    socket_.open(server.protocol(), ec);
+    socket_.close();  // of the previous connection, if still open
+    const int fd = ::socket(server.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                            IPPROTO_TCP);
     syscalls_.count_calls(1);
-    if (ec) {
+    if (fd < 0) {
       dial.what = "tcp socket";
-      dial.error = ec.value();
+      dial.error = errno;
       return dial;
     }
-    const int fd = socket_.native_handle();
-    socket_.non_blocking(true, ec);
-    syscalls_.count_calls(1);
+    if (const int error = socket_.assign(fd); error != 0) {
+      dial.what = "tcp socket";
+      dial.error = error;
+      return dial;
+    }
     // Answers are timed by when they arrived, not when the client came to read them.
     enable_receive_stamps(fd);
     syscalls_.count_calls(1);
@@ -49,11 +53,12 @@ class tcp_socket final : public stream_socket {
     if (options.source != nullptr) {
       // Let the kernel pick the port at connect time, so ports are shared per destination.
       setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-      socket_.bind({*options.source, 0}, ec);
+      const boost::asio::ip::tcp::endpoint local(*options.source, 0);
+      const int bound = ::bind(fd, local.data(), static_cast<socklen_t>(local.size()));
       syscalls_.count_calls(2);
-      if (ec) {
+      if (bound != 0) {
         dial.what = "tcp bind";
-        dial.error = ec.value();
+        dial.error = errno;
         return dial;
       }
     }
@@ -92,11 +97,7 @@ class tcp_socket final : public stream_socket {
   }
 
   void async_wait(bool readable, std::uint64_t generation) override {
-    socket_.async_wait(
-        readable ? boost::asio::socket_base::wait_read : boost::asio::socket_base::wait_write,
-        [this, readable, generation](const boost::system::error_code& ec) {
-          on_ready_(readable, generation, !ec);
-        });
+    socket_.async_wait(readable, generation);
   }
 
   bool syn_data_accepted() override {
@@ -126,24 +127,21 @@ class tcp_socket final : public stream_socket {
       setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
       syscalls_.count_calls(1);
     }
-    boost::system::error_code ec;
-    socket_.close(ec);
-    syscalls_.count_calls(1);
+    socket_.close();
   }
 
  private:
-  boost::asio::ip::tcp::socket socket_;
-  ready_callback on_ready_;
+  watched_socket socket_;
   syscall_counter& syscalls_;
   bool fastopen_ = false;  // TCP_FASTOPEN_CONNECT was accepted on this connection
 };
 
 }  // namespace
 
-std::unique_ptr<stream_socket> make_tcp_socket(boost::asio::io_context& io,
+std::unique_ptr<stream_socket> make_tcp_socket(readiness_set& readiness,
                                                stream_socket::ready_callback on_ready,
                                                syscall_counter& syscalls) {
-  return std::make_unique<tcp_socket>(io, std::move(on_ready), syscalls);
+  return std::make_unique<tcp_socket>(readiness, std::move(on_ready), syscalls);
 }
 
 }  // namespace dnstransport::detail

@@ -1,7 +1,7 @@
 // UDP client: one connected socket per client, so each has its own source port and the
 // kernel drops datagrams from anyone but the server. Sends and receives are batched with
-// sendmmsg/recvmmsg after an Asio readiness wait; a query goes out as two iovecs (the
-// patched id, then the pre-encoded rest), so nothing is copied per query. With coalescing
+// sendmmsg/recvmmsg after a readiness wait (engine/readiness.hpp); a query goes out as two iovecs
+// (the patched id, then the pre-encoded rest), so nothing is copied per query. With coalescing
 // (run_plan::coalesce_ns) answers take the kernel's receive time, and a read that found few
 // answers while many are in flight is followed by a short delay instead of a readiness
 // wait, so the next read finds more.
@@ -29,7 +29,14 @@ constexpr unsigned batch_size = 32;
 class udp_client final : public client_base {
  public:
   udp_client(worker& owner, unsigned index, std::uint64_t quota, const stream_transport* tc_retry)
-      : client_base(owner, index, quota), socket_(owner.io()) {
+      : client_base(owner, index, quota),
+        socket_(owner.readiness(), [this](bool readable, std::uint64_t, bool ok) {
+          if (readable) {
+            read_ready(ok);
+          } else {
+            write_ready(ok);
+          }
+        }) {
     if (tc_retry != nullptr) tc_retry_ = tc_retry->make_retry_client(owner, index, *this);
   }
 
@@ -42,9 +49,10 @@ class udp_client final : public client_base {
     const boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
     std::optional<boost::asio::ip::address> source;
     if (!p.sources.empty()) source = p.sources[index_ % p.sources.size()];
-    if (const boost::system::error_code ec =
-            open_connected_udp(socket_, server, source, syscalls())) {
-      connections().record_socket_error("udp socket", ec.value());
+    const int fd = open_connected_udp(server, source, syscalls());
+    const int error = fd < 0 ? -fd : socket_.assign(fd);
+    if (error != 0) {
+      connections().record_socket_error("udp socket", error);
       failed_ = true;
       // Nothing can ever be sent: the client is done (a count would otherwise never be
       // reached and the run would not end).
@@ -71,31 +79,28 @@ class udp_client final : public client_base {
   void abandon() override {
     if (tc_retry_) tc_retry_->abandon();
     fail_in_flight(true);
-    if (!socket_.is_open()) return;
-    boost::system::error_code ec;
-    socket_.close(ec);
-    syscalls().count_calls(1);
+    socket_.close();
   }
 
  private:
-  void wait_readable() {
-    socket_.async_wait(boost::asio::socket_base::wait_read,
-                       [this](const boost::system::error_code& ec) {
-                         if (ec) return;
-                         count_wakeup();
-                         on_readable();
-                       });
+  void wait_readable() { socket_.async_wait(true); }
+
+  void read_ready(bool ok) {
+    if (!ok) return;
+    count_wakeup();
+    on_readable();
   }
 
   void wait_writable() {
     waiting_write_ = true;
-    socket_.async_wait(boost::asio::socket_base::wait_write,
-                       [this](const boost::system::error_code& ec) {
-                         waiting_write_ = false;
-                         if (ec) return;
-                         count_wakeup();
-                         fill(monotonic_ns());
-                       });
+    socket_.async_wait(false);
+  }
+
+  void write_ready(bool ok) {
+    waiting_write_ = false;
+    if (!ok) return;
+    count_wakeup();
+    fill(monotonic_ns());
   }
 
   void read_delayed() override {
@@ -216,7 +221,7 @@ class udp_client final : public client_base {
     return true;
   }
 
-  boost::asio::ip::udp::socket socket_;
+  watched_socket socket_;
   std::unique_ptr<client_base> tc_retry_;  // with --tc-retry tcp
   std::array<std::array<std::uint8_t, 2>, batch_size> id_bytes_{};
   bool waiting_write_ = false;
