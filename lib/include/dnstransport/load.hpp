@@ -357,9 +357,9 @@ struct generator_stats {
   std::uint64_t wakeups = 0;
   /// System calls the generator made on its own sockets: sends and receives (sendmmsg,
   /// recvmmsg, sendmsg, recv; the TLS libraries' reads and writes), connection set-up and
-  /// close (socket, ioctl, setsockopt, getsockopt, bind, connect, close), each counted once,
-  /// the ones that failed included. Not the calls Asio makes on its own (epoll_wait,
-  /// epoll_ctl, timerfd_settime).
+  /// close (socket, setsockopt, getsockopt, bind, connect, close), each counted once, the
+  /// ones that failed included. Not the event loop's readiness calls (epoll_wait, epoll_ctl,
+  /// timerfd_settime).
   std::uint64_t syscalls = 0;
   /// Of syscalls: those that failed with EAGAIN (nothing left to read, no room to write).
   std::uint64_t syscalls_would_block = 0;

@@ -20,7 +20,7 @@ struct syscall_counter {
     ++calls;
     if (result < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) ++would_block;
   }
-  // `n` calls whose outcome does not matter here (socket set-up: socket, ioctl, setsockopt,
+  // `n` calls whose outcome does not matter here (socket set-up: socket, setsockopt,
   // bind).
   void count_calls(unsigned n) noexcept { calls += n; }
 
