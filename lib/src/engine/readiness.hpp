@@ -44,6 +44,8 @@ class readiness_set {
   syscall_counter& syscalls() noexcept { return syscalls_; }
   // Waits for the sockets' events until the io_context stops.
   void start();
+  // The epoll set (readable when a socket it reports is ready: what wakes the worker).
+  int native_handle() noexcept { return epoll_.native_handle(); }
 
  private:
   friend class watched_socket;
