@@ -173,9 +173,8 @@ void watched_socket::end_waits_later() {
 }
 
 void watched_socket::cancel() {
+  // The socket stays armed until its next event, which then finds no wait and is dropped.
   end_waits_later();
-  // Disarmed, so the socket wakes no one (a wait armed before may still report once: it
-  // finds no wait and is dropped).
 }
 
 void watched_socket::close() {
