@@ -363,6 +363,11 @@ struct generator_stats {
   std::uint64_t syscalls = 0;
   /// Of syscalls: those that failed with EAGAIN (nothing left to read, no room to write).
   std::uint64_t syscalls_would_block = 0;
+  /// Times a worker thread went to sleep (its voluntary context switches, from getrusage):
+  /// waiting for its sockets and timers when there was nothing to do. A sleep and the
+  /// wake-up after it cost microseconds of CPU (tens in some VMs); wake-ups near the sleeps
+  /// mean the worker slept between nearly every handler.
+  std::uint64_t sleeps = 0;
 
   /// Adds what other workers spent (another member of a load run by several processes):
   /// every count summed.
@@ -558,6 +563,7 @@ struct run_result {
   /// answer.
   double wakeups_per_answer() const noexcept;
   double syscalls_per_answer() const noexcept;
+  double sleeps_per_answer() const noexcept;
 };
 
 /// The open-loop rate over all clients: `rate`, or clients × client_rate; 0: no limit.

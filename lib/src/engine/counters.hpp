@@ -59,7 +59,7 @@ struct connection_counters {
   std::uint64_t answered = 0;
   std::uint64_t closed_by_client = 0;
   std::uint64_t closed_idle_keepalive = 0;  // of closed_by_client: idle past the keepalive
-  std::uint64_t closed_idle = 0;  // closed by the client after the idle timeout
+  std::uint64_t closed_idle = 0;            // closed by the client after the idle timeout
   std::uint64_t closed_by_server = 0;
   std::uint64_t reset_by_server = 0;
   std::uint64_t failed = 0;
@@ -125,14 +125,19 @@ struct generator_counters {
   // worker's tick and arrival timers, DoQ's connection timers).
   std::uint64_t wakeups = 0;
   syscall_counter syscalls;
+  // The worker thread's voluntary context switches: read from the kernel when the window
+  // opens and when the run ends, not counted as they happen.
+  std::uint64_t sleeps = 0;
 
   void merge(const generator_counters& other) noexcept {
     wakeups += other.wakeups;
     syscalls.merge(other.syscalls);
+    sleeps += other.sleeps;
   }
   // What was counted since `earlier`, a copy taken before.
   void subtract(const generator_counters& earlier) noexcept {
     wakeups -= earlier.wakeups;
+    sleeps -= earlier.sleeps;
     syscalls.calls -= earlier.syscalls.calls;
     syscalls.would_block -= earlier.syscalls.would_block;
   }

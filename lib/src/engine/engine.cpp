@@ -20,6 +20,13 @@ double thread_cpu_now() noexcept {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
+// The calling thread's voluntary context switches so far: its sleeps.
+std::uint64_t thread_sleeps_now() noexcept {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return static_cast<std::uint64_t>(usage.ru_nvcsw);
+}
+
 }  // namespace
 
 arrival_schedule::arrival_schedule(const run_plan& plan, unsigned index)
@@ -512,6 +519,7 @@ void worker::run() {
   io_.run();
   // A run that ended in its warm-up measured nothing.
   if (!window_open_) open_window();
+  shard_.generator.sleeps = thread_sleeps_now();
   shard_.generator.subtract(generator_at_window_);
   integrate_connections(monotonic_ns());
   finish_timeline();
@@ -524,6 +532,7 @@ void worker::run() {
 
 void worker::open_window() noexcept {
   generator_at_window_ = shard_.generator;
+  generator_at_window_.sleeps = thread_sleeps_now();
   window_open_ = true;
 }
 

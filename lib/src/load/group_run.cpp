@@ -145,6 +145,7 @@ generator_stats& generator_stats::operator+=(const generator_stats& other) {
   wakeups += other.wakeups;
   syscalls += other.syscalls;
   syscalls_would_block += other.syscalls_would_block;
+  sleeps += other.sleeps;
   return *this;
 }
 

@@ -117,6 +117,11 @@ double run_result::wakeups_per_answer() const noexcept {
   return static_cast<double>(generator.wakeups) / static_cast<double>(responses_received);
 }
 
+double run_result::sleeps_per_answer() const noexcept {
+  if (responses_received == 0) return 0;
+  return static_cast<double>(generator.sleeps) / static_cast<double>(responses_received);
+}
+
 double run_result::syscalls_per_answer() const noexcept {
   if (responses_received == 0) return 0;
   return static_cast<double>(generator.syscalls) / static_cast<double>(responses_received);
@@ -326,6 +331,7 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.generator.wakeups = total.generator.wakeups;
   r.generator.syscalls = total.generator.syscalls.calls;
   r.generator.syscalls_would_block = total.generator.syscalls.would_block;
+  r.generator.sleeps = total.generator.sleeps;
   const detail::early_data_counters& e = total.early_data;
   r.early_data.offered = e.offered;
   r.early_data.accepted = e.accepted;

@@ -514,6 +514,8 @@ json::object generator_stats_to_json(const run_result& r) {
   return {{"wakeups", g.wakeups},
           {"syscalls", g.syscalls},
           {"syscalls_would_block", g.syscalls_would_block},
+          {"sleeps", g.sleeps},
+          {"sleeps_per_answer", stable(r.sleeps_per_answer())},
           {"wakeups_per_answer", stable(r.wakeups_per_answer())},
           {"syscalls_per_answer", stable(r.syscalls_per_answer())}};
 }
@@ -523,6 +525,7 @@ generator_stats generator_stats_from_json(const json::object& o) {
   g.wakeups = count_at(o, "wakeups");
   g.syscalls = count_at(o, "syscalls");
   g.syscalls_would_block = count_or_zero(o, "syscalls_would_block");
+  g.sleeps = count_or_zero(o, "sleeps");
   return g;
 }
 

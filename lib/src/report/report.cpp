@@ -217,9 +217,9 @@ std::string format_table(const run_result& r) {
   }
   if (r.responses_received > 0 && (r.generator.wakeups > 0 || r.generator.syscalls > 0)) {
     line("generator",
-         fmt::format("{:.2f} wake-ups and {:.2f} system calls per answer ({:.0f} % of the "
-                     "calls returned EAGAIN){}",
-                     r.wakeups_per_answer(), r.syscalls_per_answer(),
+         fmt::format("{:.2f} wake-ups, {:.2f} sleeps and {:.2f} system calls per answer ({:.0f} "
+                     "% of the calls returned EAGAIN){}",
+                     r.wakeups_per_answer(), r.sleeps_per_answer(), r.syscalls_per_answer(),
                      r.generator.syscalls > 0
                          ? 100.0 * static_cast<double>(r.generator.syscalls_would_block) /
                                static_cast<double>(r.generator.syscalls)

@@ -67,7 +67,7 @@ run_result udp_run_with_generator_figures() {
   r.port = 53;
   r.clients = 1;
   r.queries_sent = r.responses_received = 1000;
-  r.generator = {1020, 2050, 30};
+  r.generator = {1020, 2050, 30, 980};
   return r;
 }
 
@@ -75,6 +75,7 @@ TEST(run_json_test, generator_figures_survive_json_and_show_per_answer) {
   const run_result r = udp_run_with_generator_figures();
   EXPECT_DOUBLE_EQ(r.wakeups_per_answer(), 1.02);
   EXPECT_DOUBLE_EQ(r.syscalls_per_answer(), 2.05);
+  EXPECT_DOUBLE_EQ(r.sleeps_per_answer(), 0.98);
   const std::string json = to_json(r);
   const boost::json::value parsed = boost::json::parse(json);
   const boost::json::object& g = parsed.as_object().at("generator").as_object();
@@ -83,13 +84,17 @@ TEST(run_json_test, generator_figures_survive_json_and_show_per_answer) {
   EXPECT_EQ(g.at("syscalls_would_block").as_int64(), 30);
   EXPECT_DOUBLE_EQ(g.at("wakeups_per_answer").as_double(), 1.02);
   EXPECT_DOUBLE_EQ(g.at("syscalls_per_answer").as_double(), 2.05);
+  EXPECT_EQ(g.at("sleeps").as_int64(), 980);
+  EXPECT_DOUBLE_EQ(g.at("sleeps_per_answer").as_double(), 0.98);
 
   const run_result back = run_result_from_json(json, "run.json");
   EXPECT_EQ(back.generator.wakeups, 1020u);
   EXPECT_EQ(back.generator.syscalls, 2050u);
   EXPECT_EQ(back.generator.syscalls_would_block, 30u);
-  EXPECT_NE(format_table(back).find("  generator               1.02 wake-ups and 2.05 system "
-                                    "calls per answer (1 % of the calls returned EAGAIN)\n"),
+  EXPECT_EQ(back.generator.sleeps, 980u);
+  EXPECT_NE(format_table(back).find("  generator               1.02 wake-ups, 0.98 sleeps and 2.05 "
+                                    "system calls per answer (1 % of the calls returned "
+                                    "EAGAIN)\n"),
             std::string::npos)
       << format_table(back);
 }
@@ -103,6 +108,7 @@ TEST(run_json_test, results_from_before_the_generator_counts_read_as_zero) {
   EXPECT_EQ(back.generator.syscalls_would_block, 0u);
   EXPECT_EQ(back.wakeups_per_answer(), 0);
   EXPECT_EQ(back.syscalls_per_answer(), 0);
+  EXPECT_EQ(back.generator.sleeps, 0u);
   // Nothing counted: the table says nothing rather than "0.00 per answer".
   EXPECT_EQ(format_table(back).find("wake-ups"), std::string::npos);
 }
