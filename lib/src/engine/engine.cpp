@@ -13,17 +13,20 @@ namespace dnstransport::detail {
 
 namespace {
 
-double thread_cpu_now() noexcept {
+// The calling thread's resource use so far.
+rusage thread_usage() noexcept {
   rusage usage{};
   getrusage(RUSAGE_THREAD, &usage);
+  return usage;
+}
+
+double cpu_seconds(const rusage& usage) noexcept {
   return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
-// The calling thread's voluntary context switches so far: its sleeps.
-std::uint64_t thread_sleeps_now() noexcept {
-  rusage usage{};
-  getrusage(RUSAGE_THREAD, &usage);
+// Voluntary context switches: the thread's sleeps.
+std::uint64_t sleeps(const rusage& usage) noexcept {
   return static_cast<std::uint64_t>(usage.ru_nvcsw);
 }
 
@@ -496,7 +499,7 @@ std::span<std::uint8_t> worker::scratch(std::size_t i) noexcept {
 }
 
 void worker::run() {
-  const double cpu_start = thread_cpu_now();
+  const double cpu_start = cpu_seconds(thread_usage());
   const std::uint64_t wall_start = monotonic_ns();
   if (plan_.interval_ns > 0) timeline_next_ns_ = plan_.measure_start_ns + plan_.interval_ns;
   // Without a warm-up the clients' socket set-up counts too.
@@ -519,11 +522,12 @@ void worker::run() {
   io_.run();
   // A run that ended in its warm-up measured nothing.
   if (!window_open_) open_window();
-  shard_.generator.sleeps = thread_sleeps_now();
+  const rusage at_end = thread_usage();  // one reading for the sleeps and the CPU time
+  shard_.generator.sleeps = sleeps(at_end);
   shard_.generator.subtract(generator_at_window_);
   integrate_connections(monotonic_ns());
   finish_timeline();
-  thread_cpu_seconds = thread_cpu_now() - cpu_start;
+  thread_cpu_seconds = cpu_seconds(at_end) - cpu_start;
   wall_seconds = static_cast<double>(monotonic_ns() - wall_start) / 1e9;
   pub_sent_.store(shard_.queries.queries_sent, std::memory_order_relaxed);
   pub_received_.store(shard_.queries.responses_received, std::memory_order_relaxed);
@@ -532,7 +536,7 @@ void worker::run() {
 
 void worker::open_window() noexcept {
   generator_at_window_ = shard_.generator;
-  generator_at_window_.sleeps = thread_sleeps_now();
+  generator_at_window_.sleeps = sleeps(thread_usage());
   window_open_ = true;
 }
 
