@@ -114,6 +114,8 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
   // even that is impossible and the connection is over.
   bool close(const ngtcp2_connection_close_error& error);
   void drain();
+  // Frees what the closing and draining periods do not need.
+  void release();
   void handshake_failed();
   void arm_timer();
   void on_timer();
