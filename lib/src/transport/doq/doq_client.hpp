@@ -102,8 +102,9 @@ class doq_client final : public client_base {
   // server's stream limit allow (and for the queries 0-RTT lost).
   void fill(std::uint64_t now);
   // Hands queued query data to ngtcp2 and puts the packets it makes (ACKs, retransmissions,
-  // handshake) in the outbox. False when the connection broke doing so.
-  bool write(std::uint64_t now);
+  // handshake) in the outbox, at most `datagrams` of them (0: all). False when the
+  // connection broke doing so.
+  bool write(std::uint64_t now, unsigned datagrams = 0);
   // Room in the outbox for one more packet (sending what it holds when it is full), and the
   // packet written there.
   std::span<std::uint8_t> outbox_room();
@@ -188,9 +189,9 @@ class doq_client final : public client_base {
   // The connection's last sign of use: the handshake done, a query sent, packets read.
   std::uint64_t last_activity_ns_ = 0;
   std::uint64_t highest_sequence_answered_ = 0;
-  std::uint64_t now_ = 0;      // the time of the packets being processed, for the callbacks
-  std::uint64_t arrived_ = 0;  // the packet's kernel receive stamp (monotonic; 0: none)
-  std::uint64_t timer_at_ = 0;
+  std::uint64_t now_ = 0;            // the time of the packets being processed, for the callbacks
+  std::uint64_t arrived_ = 0;        // the packet's kernel receive stamp (monotonic; 0: none)
+  std::uint64_t timer_at_ = 0;       // when timer_ fires (0: not armed); kept across connections
   std::uint64_t starved_since_ = 0;  // no stream credit, nothing in flight, since (0: not)
   std::uint64_t streams_limit_ = 0;  // the server's stream limit so far on this connection
   bool streams_raised_ = false;      // the server has raised it (MAX_STREAMS) at least once
@@ -201,6 +202,9 @@ class doq_client final : public client_base {
   bool early_keys_ = false;     // GnuTLS made 0-RTT keys: queries opened early go in 0-RTT
   bool early_counted_ = false;  // queries went in 0-RTT on a counted connection
   bool stateless_reset_ = false;
+  // The handshake completed on the packets being read and nothing was written since: our
+  // Finished waits for the next write.
+  bool finished_unsent_ = false;
   bool waiting_read_ = false;
   unsigned failed_in_a_row_ = 0;
 

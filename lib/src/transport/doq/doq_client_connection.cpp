@@ -242,6 +242,7 @@ int doq_client::handshake_completed() {
   if (in_setup_) owner_.end_connection_setup();
   in_setup_ = false;
   state_ = conn_state::established;
+  finished_unsent_ = true;
   last_activity_ns_ = now;
   connection_up();
   failed_in_a_row_ = 0;
