@@ -103,7 +103,7 @@ void doq_client::on_readable() {
     // ngtcp2 writes, with the Initial ACK; what would follow (an ACK of the answer, new
     // connection IDs) is of no use to a connection that closes at once, and left unsent
     // it saves a datagram per 0-RTT connection.
-    if (finished_unsent_ && !write(now, 1)) return;
+    if (finished_unsent_ && !write(now, true)) return;
     close(true);
     if (send_allowance(now) > 0) connect(monotonic_ns());
     return;
@@ -219,7 +219,7 @@ void doq_client::flush() {
   outbox_used_ = 0;
 }
 
-bool doq_client::write(std::uint64_t now, unsigned datagrams) {
+bool doq_client::write(std::uint64_t now, bool last) {
   if (conn_ == nullptr) return false;
   finished_unsent_ = false;
   for (request* r : blocked_) send_queue_.push_back(r);
@@ -277,9 +277,10 @@ bool doq_client::write(std::uint64_t now, unsigned datagrams) {
     }
     if (n == 0) break;  // nothing more, or the congestion window is full
     add_to_outbox(static_cast<std::size_t>(n));
-    if (datagrams != 0 && --datagrams == 0) break;
+    if (last) break;
   }
   flush();
+  if (last) return true;  // no timer: the connection closes now
   // No pacing (ngtcp2_conn_update_pkt_tx_time is never called): a client's packets are
   // small queries, bursts are bounded by the congestion window, and pacing timers of tens of
   // microseconds cost a timer reprogram per packet (a quarter of the client's CPU on

@@ -102,9 +102,10 @@ class doq_client final : public client_base {
   // server's stream limit allow (and for the queries 0-RTT lost).
   void fill(std::uint64_t now);
   // Hands queued query data to ngtcp2 and puts the packets it makes (ACKs, retransmissions,
-  // handshake) in the outbox, at most `datagrams` of them (0: all). False when the
-  // connection broke doing so.
-  bool write(std::uint64_t now, unsigned datagrams = 0);
+  // handshake) in the outbox, and arms the timer for ngtcp2's next expiry. `last`: the
+  // connection closes right after, so only the first datagram (the one with our Finished)
+  // and no timer. False when the connection broke doing so.
+  bool write(std::uint64_t now, bool last = false);
   // Room in the outbox for one more packet (sending what it holds when it is full), and the
   // packet written there.
   std::span<std::uint8_t> outbox_room();
