@@ -108,6 +108,9 @@ void doq_client::on_readable() {
     if (send_allowance(now) > 0) connect(monotonic_ns());
     return;
   }
+  // Queries due now go in the packets ngtcp2 writes anyway (ACKs, the Finished's 1-RTT
+  // companion), not in packets of their own.
+  if (state_ == conn_state::established) fill(now);
   if (!write(now)) return;
   after_io(now);
 }
