@@ -192,7 +192,7 @@ class doq_client final : public client_base {
   std::uint64_t highest_sequence_answered_ = 0;
   std::uint64_t now_ = 0;            // the time of the packets being processed, for the callbacks
   std::uint64_t arrived_ = 0;        // the packet's kernel receive stamp (monotonic; 0: none)
-  std::uint64_t timer_at_ = 0;       // when timer_ fires (0: not armed); kept across connections
+  std::uint64_t timer_at_ = 0;       // when timer_ fires (0: not armed)
   std::uint64_t starved_since_ = 0;  // no stream credit, nothing in flight, since (0: not)
   std::uint64_t streams_limit_ = 0;  // the server's stream limit so far on this connection
   bool streams_raised_ = false;      // the server has raised it (MAX_STREAMS) at least once
