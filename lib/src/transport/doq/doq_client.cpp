@@ -104,12 +104,15 @@ void doq_client::on_readable() {
     // connection IDs) is of no use to a connection that closes at once, and left unsent
     // it saves a datagram per 0-RTT connection.
     if (finished_unsent_ && !write(now, true)) return;
-    close(true);
-    if (send_allowance(now) > 0) connect(monotonic_ns());
+    after_io(now);
     return;
   }
+  fill_and_write(now);
+}
+
+void doq_client::fill_and_write(std::uint64_t now) {
   // Queries due now go in the packets ngtcp2 writes anyway (ACKs, the Finished's 1-RTT
-  // companion), not in packets of their own.
+  // companion, retransmissions), not in packets of their own.
   if (state_ == conn_state::established) fill(now);
   if (!write(now)) return;
   after_io(now);
@@ -120,11 +123,6 @@ void doq_client::after_io(std::uint64_t now) {
     close(true);
     if (send_allowance(now) > 0) connect(monotonic_ns());
     return;
-  }
-  if (state_ == conn_state::established &&
-      (!send_queue_.empty() || !resend_.empty() || send_allowance(now) > 0)) {
-    fill(now);
-    if (!write(now)) return;
   }
   wait_readable();
 }

@@ -115,7 +115,9 @@ class doq_client final : public client_base {
   // connection's Initial leave in one sendmmsg.
   void flush();
   void send_packets(std::span<const iovec> packets);
-  // After reading or a timer: answers counted, then more queries or the next connection.
+  // After reading or a timer: the queries due and ngtcp2's packets written, then after_io.
+  void fill_and_write(std::uint64_t now);
+  // Then: the next connection if this one is done, else a wait for more packets.
   void after_io(std::uint64_t now);
   // Cancels the streams of queries that timed out (STOP_SENDING/RESET_STREAM with
   // DOQ_REQUEST_CANCELLED), so a server that never answers does not hold the stream limit.

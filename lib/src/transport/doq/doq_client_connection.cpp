@@ -480,8 +480,7 @@ void doq_client::on_timer() {
     connection_broke(result);
     return;
   }
-  if (!write(now)) return;
-  after_io(now);
+  fill_and_write(now);
 }
 
 // ngtcp2's connection-level callbacks.
