@@ -1,4 +1,4 @@
-// dnstransport: measures what a DNS server can do over UDP, TCP and DNS-over-TLS.
+// dnstransport: measures what a DNS server can do over UDP, TCP, DoT, DoH and DoQ.
 
 #include <cstdio>
 #include <exception>
@@ -63,8 +63,9 @@ std::optional<int> join_job() {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "dnstransport measures what a DNS server can do over UDP, TCP and DNS-over-TLS: "
-      "throughput, latency percentiles, connection and handshake costs."};
+      "dnstransport measures what a DNS server can do over UDP, TCP, DNS over TLS, DNS over "
+      "HTTPS and DNS over QUIC: throughput, latency percentiles, connection and handshake "
+      "costs."};
   app.require_subcommand(1);
   app.footer(std::string("Run 'dnstransport SUBCOMMAND --help' for its flags.\n") +
              exit_codes_help);
