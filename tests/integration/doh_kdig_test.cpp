@@ -52,7 +52,7 @@ class doh_kdig_test : public ::testing::TestWithParam<tls_backend> {
 
   server_options options() const {
     server_options o;
-    o.doh = endpoint{"127.0.0.1", 0};
+    o.listen[transport_kind::doh] = endpoint{"127.0.0.1", 0};
     o.tls_options.backend = GetParam();
     o.certificate_directory = directory_.path("certificate");
     return o;
@@ -63,7 +63,7 @@ class doh_kdig_test : public ::testing::TestWithParam<tls_backend> {
                                const std::string& name, const std::string& type) const {
     return hostile::run_process(
         *kdig_,
-        {"@127.0.0.1", "-p", std::to_string(responder.doh_port()), method_flag,
+        {"@127.0.0.1", "-p", std::to_string(responder.port(transport_kind::doh)), method_flag,
          "+tls-ca=" + responder.certificate().certificate_file.string(), "+tls-hostname=localhost",
          "+timeout=5", "+retry=0", name, type},
         20s);
@@ -93,7 +93,7 @@ TEST_P(doh_kdig_test, post_and_get_are_answered) {
   EXPECT_NE(get.out.find("IN\tA\t192.0.2.1"), std::string::npos) << get.out;
 
   responder.stop();
-  EXPECT_EQ(responder.stats().doh_queries, 2u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doh], 2u);
   EXPECT_EQ(responder.stats().tls_handshakes_failed, 0u);
 }
 

@@ -307,7 +307,7 @@ class doh_server_test : public ::testing::TestWithParam<tls_backend> {
  protected:
   server_options options() const {
     server_options o;
-    o.doh = endpoint{"127.0.0.1", 0};
+    o.listen[transport_kind::doh] = endpoint{"127.0.0.1", 0};
     o.tls_options.backend = GetParam();
     o.certificate_directory = directory_.path("certificate");
     return o;
@@ -336,8 +336,8 @@ void expect_answer(const h2_response& r, const std::vector<std::uint8_t>& query)
 
 TEST_P(doh_server_test, post_and_get_are_answered_over_h2) {
   server responder(options());
-  ASSERT_NE(responder.doh_port(), 0);
-  h2_client client(GetParam(), responder.doh_port());
+  ASSERT_NE(responder.port(transport_kind::doh), 0);
+  h2_client client(GetParam(), responder.port(transport_kind::doh));
   ASSERT_EQ(client.error(), "");
   EXPECT_EQ(client.alpn(), "h2");
   const auto a = query_for("www.example.com", rr_type::a);
@@ -353,14 +353,14 @@ TEST_P(doh_server_test, post_and_get_are_answered_over_h2) {
   EXPECT_EQ(std::vector<std::uint8_t>(body.end() - 4, body.end()),
             (std::vector<std::uint8_t>{192, 0, 2, 1}));
   responder.stop();
-  EXPECT_EQ(responder.stats().doh_queries, 2u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doh], 2u);
   EXPECT_EQ(responder.stats().malformed_queries, 0u);
   EXPECT_EQ(responder.stats().connections_accepted, 1u);
 }
 
 TEST_P(doh_server_test, wrong_requests_get_their_status) {
   server responder(options());
-  h2_client client(GetParam(), responder.doh_port());
+  h2_client client(GetParam(), responder.port(transport_kind::doh));
   ASSERT_EQ(client.error(), "");
   const auto query = query_for("www.example.com", rr_type::a);
   const std::string media(detail::doh_media_type);
@@ -384,13 +384,13 @@ TEST_P(doh_server_test, wrong_requests_get_their_status) {
   EXPECT_EQ(client.response(huge_body).status, 413);
   expect_answer(client.response(fine), query);
   responder.stop();
-  EXPECT_EQ(responder.stats().doh_queries, 1u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doh], 1u);
   EXPECT_EQ(responder.stats().malformed_queries, 3u);
 }
 
 TEST_P(doh_server_test, fifty_streams_in_flight_on_one_connection) {
   server responder(options());
-  h2_client client(GetParam(), responder.doh_port());
+  h2_client client(GetParam(), responder.port(transport_kind::doh));
   ASSERT_EQ(client.error(), "");
   std::vector<std::vector<std::uint8_t>> queries;
   std::vector<std::int32_t> streams;
@@ -405,7 +405,7 @@ TEST_P(doh_server_test, fifty_streams_in_flight_on_one_connection) {
     expect_answer(client.response(streams[i]), queries[i]);
   }
   responder.stop();
-  EXPECT_EQ(responder.stats().doh_queries, 50u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doh], 50u);
   EXPECT_EQ(responder.stats().connections_accepted, 1u);
 }
 
@@ -413,7 +413,7 @@ TEST_P(doh_server_test, max_streams_is_announced_and_more_requests_wait_their_tu
   server_options o = options();
   o.doh_max_streams = 5;
   server responder(o);
-  h2_client client(GetParam(), responder.doh_port());
+  h2_client client(GetParam(), responder.port(transport_kind::doh));
   ASSERT_EQ(client.error(), "");
   // The first request learns the limit; the next 20 are then queued by the client's session.
   const auto first_query = query_for("first.example.com", rr_type::a);
@@ -433,14 +433,14 @@ TEST_P(doh_server_test, max_streams_is_announced_and_more_requests_wait_their_tu
     expect_answer(client.response(streams[i]), queries[i]);
   }
   responder.stop();
-  EXPECT_EQ(responder.stats().doh_queries, 21u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doh], 21u);
 }
 
 TEST_P(doh_server_test, close_after_queries_sends_goaway_then_closes) {
   server_options o = options();
   o.close_after_queries = 3;
   server responder(o);
-  h2_client client(GetParam(), responder.doh_port());
+  h2_client client(GetParam(), responder.port(transport_kind::doh));
   ASSERT_EQ(client.error(), "");
   std::vector<std::int32_t> streams;
   const auto query = query_for("www.example.com", rr_type::a);
@@ -460,14 +460,14 @@ TEST_P(doh_server_test, close_after_queries_sends_goaway_then_closes) {
     }
   }
   responder.stop();
-  EXPECT_EQ(responder.stats().doh_queries, 3u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doh], 3u);
 }
 
 TEST_P(doh_server_test, idle_connection_gets_goaway_and_is_closed) {
   server_options o = options();
   o.idle_timeout_seconds = 0.2;
   server responder(o);
-  h2_client client(GetParam(), responder.doh_port());
+  h2_client client(GetParam(), responder.port(transport_kind::doh));
   ASSERT_EQ(client.error(), "");
   const auto query = query_for("www.example.com", rr_type::a);
   const auto id = client.post(query);
@@ -480,13 +480,13 @@ TEST_P(doh_server_test, idle_connection_gets_goaway_and_is_closed) {
 TEST_P(doh_server_test, a_peer_that_does_not_speak_h2_is_closed_and_others_go_on) {
   server responder(options());
   {
-    h2_client http1(GetParam(), responder.doh_port());
+    h2_client http1(GetParam(), responder.port(transport_kind::doh));
     ASSERT_EQ(http1.error(), "");
     ASSERT_TRUE(http1.send_raw("GET /dns-query HTTP/1.1\r\nHost: localhost\r\n\r\n"));
     ASSERT_TRUE(http1.run(true));
     EXPECT_TRUE(http1.connection_ended());
   }
-  h2_client client(GetParam(), responder.doh_port());
+  h2_client client(GetParam(), responder.port(transport_kind::doh));
   ASSERT_EQ(client.error(), "");
   const auto query = query_for("www.example.com", rr_type::a);
   const auto id = client.get(query);

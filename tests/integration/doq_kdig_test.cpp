@@ -63,7 +63,7 @@ class doq_kdig_test : public ::testing::Test {
 
   server_options options(const std::string& address = "127.0.0.1") const {
     server_options o;
-    o.doq = endpoint{address, 0};
+    o.listen[transport_kind::doq] = endpoint{address, 0};
     o.certificate_directory = directory_.path("certificate");
     return o;
   }
@@ -75,7 +75,7 @@ class doq_kdig_test : public ::testing::Test {
     std::vector<std::string> arguments{
         "@" + at,
         "-p",
-        std::to_string(responder.doq_port()),
+        std::to_string(responder.port(transport_kind::doq)),
         "+tls-ca=" + responder.certificate().certificate_file.string(),
         "+tls-hostname=localhost",
         "+quic",
@@ -92,7 +92,7 @@ class doq_kdig_test : public ::testing::Test {
 
 TEST_F(doq_kdig_test, an_a_query_and_a_nodata_query_are_answered) {
   server responder(options());
-  ASSERT_NE(responder.doq_port(), 0);
+  ASSERT_NE(responder.port(transport_kind::doq), 0);
   const auto a = kdig(responder, "127.0.0.1", {"www.example.com", "A"});
   EXPECT_FALSE(a.timed_out);
   EXPECT_EQ(a.exit_code, 0) << a.out << a.err;
@@ -114,7 +114,7 @@ TEST_F(doq_kdig_test, an_a_query_and_a_nodata_query_are_answered) {
 
   responder.stop();
   const server_stats stats = responder.stats();
-  EXPECT_EQ(stats.doq_queries, 2u);
+  EXPECT_EQ(stats.queries[transport_kind::doq], 2u);
   EXPECT_EQ(stats.connections_accepted, 2u);
   EXPECT_EQ(stats.tls_handshakes_failed, 0u);
   EXPECT_EQ(stats.malformed_queries, 0u);
@@ -135,7 +135,7 @@ TEST_F(doq_kdig_test, several_questions_share_one_connection) {
   EXPECT_NE(r.out.find("IN\tAAAA\t2001:db8::1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("c.example.          \t300\tIN\tA\t192.0.2.1"), std::string::npos) << r.out;
   responder.stop();
-  EXPECT_EQ(responder.stats().doq_queries, 3u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doq], 3u);
   EXPECT_EQ(responder.stats().connections_accepted, 1u);
   EXPECT_EQ(responder.stats().tls_handshakes_failed, 0u);
 }
@@ -153,7 +153,7 @@ TEST_F(doq_kdig_test, kdig_follows_a_retry) {
   responder.stop();
   EXPECT_EQ(responder.stats().doq_retries, 1u);
   EXPECT_EQ(responder.stats().connections_accepted, 1u);
-  EXPECT_EQ(responder.stats().doq_queries, 1u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doq], 1u);
   EXPECT_EQ(responder.stats().tls_handshakes_failed, 0u);
 }
 

@@ -23,7 +23,7 @@ namespace {
 
 server_options doq_server(bool early_data = true) {
   server_options o;
-  o.doq = endpoint{"127.0.0.1", 0};
+  o.listen[transport_kind::doq] = endpoint{"127.0.0.1", 0};
   o.doq_early_data = early_data;
   return o;
 }
@@ -50,7 +50,7 @@ std::string setup_error_of(const load_spec& spec) {
 // recvmmsg (the answer), and a wake-up; ACKs and the connection's timers add some.
 TEST(doq_load_test, generator_counts_its_calls_and_wakeups) {
   server responder(doq_server());
-  load_spec spec = doq_spec(responder.doq_port());
+  load_spec spec = doq_spec(responder.port(transport_kind::doq));
   spec.outstanding = 1;
   spec.count = 300;
   const run_result r = run_checked(spec).result;
@@ -63,7 +63,7 @@ TEST(doq_load_test, generator_counts_its_calls_and_wakeups) {
 
 TEST(doq_load_test, persistent_connections_carry_many_streams_each) {
   server responder(doq_server());
-  load_spec spec = doq_spec(responder.doq_port());
+  load_spec spec = doq_spec(responder.port(transport_kind::doq));
   spec.clients = 4;
   spec.outstanding = 50;
   spec.count = 20000;
@@ -78,12 +78,12 @@ TEST(doq_load_test, persistent_connections_carry_many_streams_each) {
   EXPECT_EQ(r.quic.rtt_samples, 4u);  // each connection's path, sampled as it ended
   EXPECT_GT(r.quic.smoothed_rtt_ms, 0.0);
   EXPECT_TRUE(r.quic.closes.empty());  // we closed every connection
-  EXPECT_GE(responder.stats().doq_queries, 20000u);
+  EXPECT_GE(responder.stats().queries[transport_kind::doq], 20000u);
 }
 
 TEST(doq_load_test, one_query_per_connection_opens_a_connection_per_query) {
   server responder(doq_server());
-  load_spec spec = doq_spec(responder.doq_port());
+  load_spec spec = doq_spec(responder.port(transport_kind::doq));
   spec.clients = 4;
   spec.outstanding = 1;
   spec.queries_per_connection = 1;
@@ -104,7 +104,7 @@ TEST(doq_load_test, one_query_per_connection_opens_a_connection_per_query) {
 
 TEST(doq_load_test, resumption_with_early_data_sends_the_query_in_0rtt) {
   server responder(doq_server());
-  load_spec spec = doq_spec(responder.doq_port());
+  load_spec spec = doq_spec(responder.port(transport_kind::doq));
   spec.clients = 2;
   spec.outstanding = 1;
   spec.queries_per_connection = 1;
@@ -132,7 +132,7 @@ TEST(doq_load_test, resumption_with_early_data_sends_the_query_in_0rtt) {
 
 TEST(doq_load_test, refused_0rtt_queries_are_sent_again_and_counted_once) {
   server responder(doq_server(false));
-  load_spec spec = doq_spec(responder.doq_port());
+  load_spec spec = doq_spec(responder.port(transport_kind::doq));
   spec.clients = 2;
   spec.outstanding = 1;
   spec.queries_per_connection = 1;
@@ -174,7 +174,7 @@ TEST(doq_load_test, several_responder_threads_share_tickets_and_serve_every_conn
   server_options o = doq_server();
   o.threads = 2;
   server responder(o);
-  load_spec spec = doq_spec(responder.doq_port());
+  load_spec spec = doq_spec(responder.port(transport_kind::doq));
   spec.clients = 2;
   spec.outstanding = 1;
   spec.queries_per_connection = 1;
@@ -185,7 +185,7 @@ TEST(doq_load_test, several_responder_threads_share_tickets_and_serve_every_conn
   expect_all_in(r.responses_received, r);
   EXPECT_EQ(r.handshakes_resumed, 98u) << summary(r);
   EXPECT_EQ(r.early_data.accepted, 98u) << summary(r);
-  load_spec persistent = doq_spec(responder.doq_port());
+  load_spec persistent = doq_spec(responder.port(transport_kind::doq));
   persistent.clients = 8;
   persistent.outstanding = 20;
   persistent.count = 8000;
@@ -194,7 +194,7 @@ TEST(doq_load_test, several_responder_threads_share_tickets_and_serve_every_conn
   EXPECT_EQ(p.connections.opened, 8u) << summary(p);
   responder.stop();
   EXPECT_EQ(responder.stats().connections_accepted, 108u);
-  EXPECT_EQ(responder.stats().doq_queries, 8100u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doq], 8100u);
 }
 
 // Address validation: every connection's first Initial gets a Retry, which the client follows
@@ -203,7 +203,7 @@ TEST(doq_load_test, a_retry_before_every_connection_is_followed_and_counted) {
   server_options o = doq_server();
   o.doq_retry = true;
   server responder(o);
-  load_spec spec = doq_spec(responder.doq_port());
+  load_spec spec = doq_spec(responder.port(transport_kind::doq));
   spec.clients = 2;
   spec.outstanding = 5;
   spec.count = 40;
@@ -217,7 +217,7 @@ TEST(doq_load_test, a_retry_before_every_connection_is_followed_and_counted) {
   responder.stop();
   EXPECT_EQ(responder.stats().doq_retries, 4u);
   EXPECT_EQ(responder.stats().connections_accepted, 4u);
-  EXPECT_EQ(responder.stats().doq_queries, 40u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doq], 40u);
 }
 
 // Reads Initials and never answers: every connection attempt ends as a handshake timeout.

@@ -78,13 +78,14 @@ class doq_server_test : public ::testing::Test {
  protected:
   server_options options() const {
     server_options o;
-    o.doq = endpoint{"127.0.0.1", 0};
+    o.listen[transport_kind::doq] = endpoint{"127.0.0.1", 0};
     o.certificate_directory = directory_.path("certificate");
     return o;
   }
 
   static doq_client connect(const server& responder, hostile::doq_client_options o = {}) {
-    return doq_client(responder.doq_port(), responder.certificate().certificate_file, o);
+    return doq_client(responder.port(transport_kind::doq), responder.certificate().certificate_file,
+                      o);
   }
 
   // A raw UDP socket towards the responder's DoQ port.
@@ -158,7 +159,7 @@ TEST_F(doq_server_test, many_queries_on_one_connection_beyond_the_stream_limit) 
   for (int i = 0; i < total; ++i) EXPECT_TRUE(answered(client.stream(ids[i]), queries[i])) << i;
   responder.stop();
   const server_stats stats = responder.stats();
-  EXPECT_EQ(stats.doq_queries, static_cast<std::uint64_t>(total));
+  EXPECT_EQ(stats.queries[transport_kind::doq], static_cast<std::uint64_t>(total));
   EXPECT_EQ(stats.connections_accepted, 1u);
   EXPECT_EQ(stats.malformed_queries, 0u);
 }
@@ -178,7 +179,7 @@ TEST_F(doq_server_test, a_query_larger_than_the_flow_control_windows_is_answered
   ASSERT_TRUE(client.run_until([&] { return client.streams_done() == 1; }));
   EXPECT_TRUE(answered(client.stream(*id), query));
   responder.stop();
-  EXPECT_EQ(responder.stats().doq_queries, 1u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doq], 1u);
 }
 
 TEST_F(doq_server_test, streams_that_are_not_one_query_are_reset_with_doq_protocol_error) {
@@ -209,7 +210,7 @@ TEST_F(doq_server_test, streams_that_are_not_one_query_are_reset_with_doq_protoc
   EXPECT_FALSE(client.ended());
   responder.stop();
   EXPECT_EQ(responder.stats().malformed_queries, bad.size());
-  EXPECT_EQ(responder.stats().doq_queries, 1u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doq], 1u);
 }
 
 TEST_F(doq_server_test, a_resumed_session_sends_its_query_in_0rtt) {
@@ -242,7 +243,7 @@ TEST_F(doq_server_test, a_resumed_session_sends_its_query_in_0rtt) {
   EXPECT_TRUE(answered(second.stream(*id), query));
   responder.stop();
   const server_stats stats = responder.stats();
-  EXPECT_EQ(stats.doq_queries, 2u);
+  EXPECT_EQ(stats.queries[transport_kind::doq], 2u);
   EXPECT_EQ(stats.tls_resumed, 1u);
   EXPECT_EQ(stats.doq_early_data, 1u);
 }
@@ -275,14 +276,14 @@ TEST_F(doq_server_test, replayed_0rtt_is_not_answered_again) {
   ASSERT_FALSE(flight.empty());
   // Past its draining period the connection and its IDs are gone; the replay starts afresh.
   std::this_thread::sleep_for(300ms);
-  raw_socket raw(responder.doq_port());
+  raw_socket raw(responder.port(transport_kind::doq));
   for (const auto& datagram : flight) raw.send(datagram);
   EXPECT_FALSE(raw.receive(2s).empty());  // the handshake goes on, without 0-RTT
   std::this_thread::sleep_for(200ms);
   responder.stop();
   const server_stats stats = responder.stats();
   EXPECT_EQ(stats.doq_early_data, 1u);
-  EXPECT_EQ(stats.doq_queries, 1u);
+  EXPECT_EQ(stats.queries[transport_kind::doq], 1u);
   EXPECT_EQ(stats.connections_accepted, 3u);
 }
 
@@ -327,12 +328,12 @@ TEST_F(doq_server_test, a_client_without_alpn_doq_is_refused) {
   EXPECT_EQ(client.close_code(), std::optional<std::uint64_t>(0x100 + 120));
   responder.stop();
   EXPECT_EQ(responder.stats().tls_handshakes_failed, 1u);
-  EXPECT_EQ(responder.stats().doq_queries, 0u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doq], 0u);
 }
 
 TEST_F(doq_server_test, an_unknown_version_gets_version_negotiation) {
   server responder(options());
-  raw_socket raw(responder.doq_port());
+  raw_socket raw(responder.port(transport_kind::doq));
   // A long-header packet of a version nobody speaks, padded like an Initial.
   doq_bytes packet{0xc0, 0x1a, 0x2a, 0x3a, 0x4a, 8, 1, 2, 3, 4, 5, 6, 7, 8, 5, 9, 8, 7, 6, 5};
   packet.resize(1200, 0);
@@ -360,7 +361,7 @@ TEST_F(doq_server_test, an_unknown_version_gets_version_negotiation) {
 // packet among them is answered with a stateless reset.
 TEST_F(doq_server_test, datagrams_for_no_connection_are_dropped_and_counted) {
   server responder(options());
-  raw_socket raw(responder.doq_port());
+  raw_socket raw(responder.port(transport_kind::doq));
   doq_bytes short_initial{0xc0, 0, 0, 0, 1, 8, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0x40, 0x10};
   short_initial.resize(100, 0);             // an Initial under 1200 octets opens nothing
   doq_bytes long_id{0xc0, 0, 0, 0, 1, 21};  // a connection ID over 20 octets
@@ -401,7 +402,7 @@ TEST_F(doq_server_test, datagrams_for_no_connection_are_dropped_and_counted) {
 TEST_F(doq_server_test, random_datagrams_never_stop_the_listener) {
   server responder(options());
   {
-    raw_socket raw(responder.doq_port());
+    raw_socket raw(responder.port(transport_kind::doq));
     std::mt19937 random(20240914);
     std::uniform_int_distribution<int> octet(0, 255);
     for (int i = 0; i < 2000; ++i) {
@@ -426,7 +427,7 @@ TEST_F(doq_server_test, random_datagrams_never_stop_the_listener) {
   EXPECT_TRUE(answered(client.stream(*id), query));
   responder.stop();
   EXPECT_GT(responder.stats().doq_packets_dropped, 0u);
-  EXPECT_EQ(responder.stats().doq_queries, 1u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::doq], 1u);
 }
 
 // After a connection has ended, a packet to its connection ID belongs to nothing: dropped,
@@ -435,7 +436,7 @@ TEST_F(doq_server_test, connections_are_forgotten_after_close_and_after_the_idle
   server_options o = options();
   o.idle_timeout_seconds = 0.3;
   server responder(o);
-  raw_socket raw(responder.doq_port());
+  raw_socket raw(responder.port(transport_kind::doq));
   const auto to = [](const doq_bytes& id) {
     doq_bytes packet(60, 0x5a);
     packet[0] = 0x40;

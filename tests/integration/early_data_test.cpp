@@ -41,7 +41,7 @@ class early_data_test : public ::testing::TestWithParam<early_case> {
   server_options responder_options() const {
     const auto [transport, client, server_backend] = GetParam();
     server_options o;
-    (transport == transport_kind::doh ? o.doh : o.tls) = endpoint{"127.0.0.1", 0};
+    o.listen[transport] = endpoint{"127.0.0.1", 0};
     o.tls_options.backend = server_backend;
     o.certificate_directory =
         (std::filesystem::path(::testing::TempDir()) / ("early-data-" + std::to_string(getpid())))
@@ -53,7 +53,8 @@ class early_data_test : public ::testing::TestWithParam<early_case> {
     const auto [transport, client, server_backend] = GetParam();
     load_spec spec;
     spec.transport = transport;
-    spec.port = transport == transport_kind::doh ? s.doh_port() : s.tls_port();
+    spec.port = transport == transport_kind::doh ? s.port(transport_kind::doh)
+                                                 : s.port(transport_kind::tls);
     spec.tls.backend = client;
     spec.tls.resume = true;
     spec.tls.early_data = true;

@@ -34,11 +34,7 @@ std::string transport_param_name(const ::testing::TestParamInfo<transport_kind>&
 
 server_options listening_on(transport_kind t) {
   server_options o;
-  const endpoint loopback{"127.0.0.1", 0};
-  if (t == transport_kind::tcp) o.tcp = loopback;
-  if (t == transport_kind::tls) o.tls = loopback;
-  if (t == transport_kind::doh) o.doh = loopback;
-  if (t == transport_kind::doq) o.doq = loopback;
+  o.listen[t] = endpoint{"127.0.0.1", 0};
   o.certificate_directory = scratch_directory("edns_load_test");
   return o;
 }

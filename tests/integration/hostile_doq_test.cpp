@@ -19,7 +19,7 @@ namespace {
 
 server_options doq_server() {
   server_options o;
-  o.doq = endpoint{"127.0.0.1", 0};
+  o.listen[transport_kind::doq] = endpoint{"127.0.0.1", 0};
   return o;
 }
 
@@ -45,7 +45,7 @@ TEST(hostile_doq_test, connection_close_after_n_queries_is_counted_by_its_error_
   o.close_after_queries = 10;
   o.doq_close_code = 4;  // DOQ_EXCESSIVE_LOAD
   server responder(o);
-  const run_result r = run_checked(doq_spec(responder.doq_port(), 100)).result;
+  const run_result r = run_checked(doq_spec(responder.port(transport_kind::doq), 100)).result;
   // Every connection carries ten answers, then the server closes it; the client opens
   // another for the queries left.
   const std::uint64_t closes = at(r.quic.closes, "DOQ_EXCESSIVE_LOAD");
@@ -63,7 +63,7 @@ TEST(hostile_doq_test, a_server_that_opens_a_stream_of_its_own_is_cut_off) {
   server_options o = doq_server();
   o.doq_open_stream_after = 10;
   server responder(o);
-  const run_result r = run_checked(doq_spec(responder.doq_port(), 100)).result;
+  const run_result r = run_checked(doq_spec(responder.port(transport_kind::doq), 100)).result;
   // The client granted the server no streams: its QUIC stack ends each connection with
   // STREAM_LIMIT_ERROR once the server opens one, after ten answers, and the client opens
   // another for the queries left.
@@ -85,7 +85,7 @@ TEST(hostile_doq_test, streams_reset_by_the_server_fail_those_queries_only) {
   server_options o = doq_server();
   o.doq_reset_every = 3;
   server responder(o);
-  const run_result r = run_checked(doq_spec(responder.doq_port(), 90)).result;
+  const run_result r = run_checked(doq_spec(responder.port(transport_kind::doq), 90)).result;
   EXPECT_EQ(r.queries_sent, 90u) << summary(r);
   EXPECT_EQ(r.connections.opened, 1u) << summary(r);  // a stream reset keeps the connection
   EXPECT_EQ(r.quic_failed, 30u) << summary(r);
@@ -98,7 +98,7 @@ TEST(hostile_doq_test, an_answer_whose_length_lies_is_a_length_mismatch_not_an_a
   server_options o = doq_server();
   o.doq_lie_every = 4;
   server responder(o);
-  const run_result r = run_checked(doq_spec(responder.doq_port(), 40)).result;
+  const run_result r = run_checked(doq_spec(responder.port(transport_kind::doq), 40)).result;
   EXPECT_EQ(r.queries_sent, 40u) << summary(r);
   EXPECT_EQ(r.quic_failed, 10u) << summary(r);
   EXPECT_EQ(at(r.quic_failures, "length_mismatch"), 10u) << summary(r);
@@ -110,7 +110,7 @@ TEST(hostile_doq_test, a_server_that_forgets_its_connections_sends_stateless_res
   server_options o = doq_server();
   o.doq_stateless_reset_after = 5;
   server responder(o);
-  load_spec spec = doq_spec(responder.doq_port(), 30);
+  load_spec spec = doq_spec(responder.port(transport_kind::doq), 30);
   spec.outstanding = 1;  // the sixth query of a connection is the packet that gets the reset
   const run_result r = run_checked(spec).result;
   responder.stop();
@@ -133,7 +133,7 @@ TEST(hostile_doq_test, a_server_that_grants_no_more_streams_gets_new_connections
   o.doq_max_streams = 10;
   o.doq_fixed_streams = true;
   server responder(o);
-  load_spec spec = doq_spec(responder.doq_port(), 50);
+  load_spec spec = doq_spec(responder.port(transport_kind::doq), 50);
   const run_result r = run_checked(spec).result;
   EXPECT_EQ(r.responses_received, 50u) << summary(r);
   EXPECT_EQ(r.connections.opened, 5u) << summary(r);

@@ -27,25 +27,25 @@ constexpr std::uint64_t queries = 100;
 
 server_options server_for(transport_kind t) {
   server_options o;
-  if (t == transport_kind::tcp) o.tcp = endpoint{"127.0.0.1", 0};
+  if (t == transport_kind::tcp) o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   if (t == transport_kind::tls || t == transport_kind::doh) {
-    (t == transport_kind::tls ? o.tls : o.doh) = endpoint{"127.0.0.1", 0};
+    o.listen[t] = endpoint{"127.0.0.1", 0};
     o.certificate_directory = (std::filesystem::path(::testing::TempDir()) /
                                ("idle-clients-" + std::to_string(::getpid())))
                                   .string();
   }
   if (t == transport_kind::doq) {
-    o.doq = endpoint{"127.0.0.1", 0};
+    o.listen[transport_kind::doq] = endpoint{"127.0.0.1", 0};
     o.doq_early_data = true;
   }
   return o;
 }
 
 std::uint16_t port_of(const server& s, transport_kind t) {
-  if (t == transport_kind::tcp) return s.tcp_port();
-  if (t == transport_kind::tls) return s.tls_port();
-  if (t == transport_kind::doh) return s.doh_port();
-  return s.doq_port();
+  if (t == transport_kind::tcp) return s.port(transport_kind::tcp);
+  if (t == transport_kind::tls) return s.port(transport_kind::tls);
+  if (t == transport_kind::doh) return s.port(transport_kind::doh);
+  return s.port(transport_kind::doq);
 }
 
 load_spec idle_spec(const server& s, transport_kind t, double idle_seconds) {

@@ -105,8 +105,8 @@ class load_group_test : public ::testing::Test {
 
   static server_options options() {
     server_options o;
-    o.udp = endpoint{"127.0.0.1", 0};
-    o.tcp = endpoint{"127.0.0.1", 0};
+    o.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
+    o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
     o.certificate_directory =
         (std::filesystem::path(::testing::TempDir()) / ("group-" + std::to_string(getpid())))
             .string();
@@ -116,7 +116,8 @@ class load_group_test : public ::testing::Test {
   load_spec spec(transport_kind t) const {
     load_spec s;
     s.transport = t;
-    s.port = t == transport_kind::udp ? responder_.udp_port() : responder_.tcp_port();
+    s.port = t == transport_kind::udp ? responder_.port(transport_kind::udp)
+                                      : responder_.port(transport_kind::tcp);
     s.clients = 5;
     s.outstanding = 4;
     s.count = 999;
@@ -235,7 +236,7 @@ TEST_F(load_group_test, a_sweep_steps_every_member_through_the_same_points) {
     plan.repeats = 2;
     plan.duration_seconds = 0.2;
     plan.pause_seconds = 0;
-    plan.ports.udp = responder_.udp_port();
+    plan.ports[transport_kind::udp] = responder_.port(transport_kind::udp);
     results[rank] = run_sweep(plan);
   });
   for (const auto& r : results) {

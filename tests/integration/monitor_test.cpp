@@ -34,8 +34,8 @@ using namespace std::chrono_literals;
 
 server_options tcp_and_udp() {
   server_options o;
-  o.udp = endpoint{"127.0.0.1", 0};
-  o.tcp = endpoint{"127.0.0.1", 0};
+  o.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
+  o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   return o;
 }
 
@@ -43,7 +43,7 @@ TEST(monitor_load_test, a_monitored_responder_shows_its_cpu_and_every_connection
   server responder(tcp_and_udp());
   load_spec spec;
   spec.transport = transport_kind::tcp;
-  spec.port = responder.tcp_port();
+  spec.port = responder.port(transport_kind::tcp);
   spec.clients = 4;
   spec.outstanding = 10;
   spec.duration_seconds = 0.5;
@@ -79,7 +79,7 @@ TEST(monitor_load_test, a_monitored_process_that_exits_is_reported_and_the_run_g
   }
   std::thread reaper([child] { waitpid(child, nullptr, 0); });
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.clients = 2;
   spec.outstanding = 10;
   spec.duration_seconds = 0.6;
@@ -137,7 +137,7 @@ TEST(monitor_load_test, a_monitored_cgroup_gives_the_cpu_of_its_processes) {
   std::ofstream(group / "cgroup.procs") << child << std::flush;
   server responder(tcp_and_udp());
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.clients = 1;
   spec.outstanding = 10;
   spec.rate = 1000;

@@ -138,11 +138,11 @@ TEST(open_loop_test, queries_waiting_for_a_connection_past_the_timeout_are_not_s
 // vary around it.
 TEST(open_loop_test, poisson_arrivals_vary_per_interval_where_constant_ones_do_not) {
   server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   server responder(options);
   auto sent_per_row = [&](arrival_mode mode) {
     load_spec spec;
-    spec.port = responder.udp_port();
+    spec.port = responder.port(transport_kind::udp);
     spec.clients = 2;
     spec.rate = 4000;
     spec.arrivals = mode;
@@ -171,11 +171,11 @@ TEST(open_loop_test, poisson_arrivals_vary_per_interval_where_constant_ones_do_n
 // The timeline's rows add up to the run's totals, and show the connections and handshakes.
 TEST(open_loop_test, timeline_rows_add_up_to_the_run) {
   server_options options;
-  options.tcp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   server responder(options);
   load_spec spec;
   spec.transport = transport_kind::tcp;
-  spec.port = responder.tcp_port();
+  spec.port = responder.port(transport_kind::tcp);
   spec.clients = 3;
   spec.rate = 3000;
   spec.duration_seconds = 1;
@@ -220,11 +220,11 @@ TEST(open_loop_test, timeline_rows_add_up_to_the_run) {
 // to the end: the last row counts it open (before, it closed once its last answer came).
 TEST(open_loop_test, a_client_with_no_query_left_keeps_its_connection_to_the_end) {
   server_options options;
-  options.tcp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   server responder(options);
   load_spec spec;
   spec.transport = transport_kind::tcp;
-  spec.port = responder.tcp_port();
+  spec.port = responder.port(transport_kind::tcp);
   spec.clients = 1;
   spec.rate = 4;  // at 0, 0.25, 0.5 and 0.75 s: the last answer comes ~0.25 s before the end
   spec.duration_seconds = 1;
@@ -242,10 +242,10 @@ TEST(open_loop_test, a_client_with_no_query_left_keeps_its_connection_to_the_end
 
 TEST(open_loop_test, no_timeline_with_interval_zero_and_bad_intervals_refused) {
   server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   server responder(options);
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.count = 100;
   spec.interval_seconds = 0;
   EXPECT_TRUE(run_load(spec).timeline.empty());

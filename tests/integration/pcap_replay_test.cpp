@@ -102,9 +102,9 @@ TEST(pcap_replay_test, the_test_capture_holds_what_it_was_written_with) {
 
 TEST(pcap_replay_test, fast_replay_cycles_the_captured_queries) {
   server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   server responder(options);
-  load_spec spec = capture_load(read_test_capture(), responder.udp_port());
+  load_spec spec = capture_load(read_test_capture(), responder.port(transport_kind::udp));
   spec.clients = 2;
   spec.count = 60;
   const run_result r = run_load(spec);
@@ -141,12 +141,13 @@ constexpr std::array<std::uint64_t, 6> scheduled_before_mark = {2, 5, 7, 9, 11, 
 
 run_result replay_timing(transport_kind transport, double speed, double duration = 0) {
   server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
-  options.tcp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   server responder(options);
   const auto capture = read_test_capture();
-  load_spec spec = capture_load(
-      capture, transport == transport_kind::udp ? responder.udp_port() : responder.tcp_port());
+  load_spec spec =
+      capture_load(capture, transport == transport_kind::udp ? responder.port(transport_kind::udp)
+                                                             : responder.port(transport_kind::tcp));
   spec.transport = transport;
   spec.replay = replay_mode::timing;
   spec.replay_speed = speed;

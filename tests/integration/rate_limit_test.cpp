@@ -84,7 +84,7 @@ constexpr double limit = 2000;
 
 TEST(rate_limit_test, udp_over_the_limit_is_dropped) {
   server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   options.threads = 2;  // one limit over both
   options.rate_limit = limit;
   server responder(options);
@@ -92,7 +92,7 @@ TEST(rate_limit_test, udp_over_the_limit_is_dropped) {
   // Twice the limit, paced: as fast as answers come (rate 0), every client's slots would wait
   // for their timeouts together, and the responder would see a burst every 0.2 s and silence
   // in between, which no limit with a small burst can turn into 2000 answers per second.
-  load_spec spec = saturating_load(transport_kind::udp, responder.udp_port(), 0.2);
+  load_spec spec = saturating_load(transport_kind::udp, responder.port(transport_kind::udp), 0.2);
   spec.rate = 2 * limit;
   spec.outstanding = 200;
   const run_result r = run_load(spec);
@@ -104,23 +104,23 @@ TEST(rate_limit_test, udp_over_the_limit_is_dropped) {
   EXPECT_EQ(r.responses_received + r.lost, r.queries_sent);
   // Every query reached the responder (loopback): answered, or dropped for the limit.
   EXPECT_GT(st.rate_limited_dropped, 0u);
-  EXPECT_EQ(st.rate_limited_dropped, r.queries_sent - st.udp_queries);
-  EXPECT_EQ(st.udp_queries, r.responses_received);
+  EXPECT_EQ(st.rate_limited_dropped, r.queries_sent - st.queries[transport_kind::udp]);
+  EXPECT_EQ(st.queries[transport_kind::udp], r.responses_received);
   EXPECT_EQ(st.rate_limited_delayed, 0u);
 }
 
 std::uint64_t answered_over(const server_stats& st, transport_kind t) {
   switch (t) {
     case transport_kind::udp:
-      return st.udp_queries;
+      return st.queries[transport_kind::udp];
     case transport_kind::tcp:
-      return st.tcp_queries;
+      return st.queries[transport_kind::tcp];
     case transport_kind::tls:
-      return st.tls_queries;
+      return st.queries[transport_kind::tls];
     case transport_kind::doh:
-      return st.doh_queries;
+      return st.queries[transport_kind::doh];
     case transport_kind::doq:
-      return st.doq_queries;
+      return st.queries[transport_kind::doq];
   }
   return 0;
 }
@@ -152,21 +152,21 @@ void expect_answers_wait_and_none_is_lost(transport_kind t, server_options optio
 
 TEST(rate_limit_test, tcp_answers_wait_and_none_is_lost) {
   server_options options;
-  options.tcp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   options.threads = 2;  // one limit over both
   expect_answers_wait_and_none_is_lost(transport_kind::tcp, options, 2);
 }
 
 TEST(rate_limit_test, tls_answers_wait_and_none_is_lost) {
   server_options options;
-  options.tls = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::tls] = endpoint{"127.0.0.1", 0};
   options.certificate_directory = scratch_directory("rate-limit-tls");
   expect_answers_wait_and_none_is_lost(transport_kind::tls, options, 2);
 }
 
 TEST(rate_limit_test, doh_answers_wait_and_none_is_lost) {
   server_options options;
-  options.doh = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::doh] = endpoint{"127.0.0.1", 0};
   options.certificate_directory = scratch_directory("rate-limit-doh");
   expect_answers_wait_and_none_is_lost(transport_kind::doh, options, 1);
 }
@@ -174,7 +174,7 @@ TEST(rate_limit_test, doh_answers_wait_and_none_is_lost) {
 #ifdef DNSTRANSPORT_HAVE_DOQ
 TEST(rate_limit_test, doq_answers_wait_and_none_is_lost) {
   server_options options;
-  options.doq = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::doq] = endpoint{"127.0.0.1", 0};
   options.certificate_directory = scratch_directory("rate-limit-doq");
   expect_answers_wait_and_none_is_lost(transport_kind::doq, options, 1);
 }
@@ -182,8 +182,8 @@ TEST(rate_limit_test, doq_answers_wait_and_none_is_lost) {
 
 TEST(rate_limit_test, no_limit_answers_at_once) {
   server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
-  options.tcp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   server responder(options);
 
   for (const transport_kind t : {transport_kind::udp, transport_kind::tcp}) {
@@ -194,7 +194,7 @@ TEST(rate_limit_test, no_limit_answers_at_once) {
   }
   responder.stop();
   const server_stats st = responder.stats();
-  EXPECT_EQ(st.udp_queries + st.tcp_queries, 40000u);
+  EXPECT_EQ(st.queries[transport_kind::udp] + st.queries[transport_kind::tcp], 40000u);
   EXPECT_EQ(st.rate_limited_dropped + st.rate_limited_delayed, 0u);
 }
 
@@ -202,7 +202,7 @@ TEST(rate_limit_test, a_negative_or_unknown_limit_is_a_setup_error) {
   for (const double bad :
        {-1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
     server_options options;
-    options.udp = endpoint{"127.0.0.1", 0};
+    options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
     options.rate_limit = bad;
     try {
       server responder(options);

@@ -42,9 +42,7 @@ struct limited_server {
   static server_options options(transport_kind transport) {
     server_options o;
     o.rate_limit = limit;
-    if (transport == transport_kind::udp) o.udp = endpoint{"127.0.0.1", 0};
-    if (transport == transport_kind::tcp) o.tcp = endpoint{"127.0.0.1", 0};
-    if (transport == transport_kind::tls) o.tls = endpoint{"127.0.0.1", 0};
+    o.listen[transport] = endpoint{"127.0.0.1", 0};
     return o;
   }
   server responder;
@@ -89,7 +87,7 @@ TEST(search_test, finds_the_limit_of_a_tls_server_within_15_percent) {
 // server that delays answers over its limit, the bound keeps the result at or under it.
 TEST(search_test, a_latency_bound_fails_slow_steps) {
   limited_server s(transport_kind::tcp);
-  search_spec spec = search_of(transport_kind::tcp, s.responder.tcp_port());
+  search_spec spec = search_of(transport_kind::tcp, s.responder.port(transport_kind::tcp));
   spec.max_p99_ms = 20;
   spec.load.outstanding = 500;  // room for a long queue: only the latency bound fails it
   const search_result r = run_search(spec);
@@ -108,7 +106,7 @@ TEST(search_test, a_latency_bound_fails_slow_steps) {
 TEST(search_test, stop_and_max_time_end_the_search_with_its_steps) {
   limited_server s(transport_kind::udp);
   std::atomic<bool> stop{false};
-  search_spec spec = search_of(transport_kind::udp, s.responder.udp_port());
+  search_spec spec = search_of(transport_kind::udp, s.responder.port(transport_kind::udp));
   spec.stop = &stop;
   unsigned steps = 0;
   spec.on_step = [&](const search_step&) {
@@ -120,7 +118,7 @@ TEST(search_test, stop_and_max_time_end_the_search_with_its_steps) {
   EXPECT_EQ(stopped.steps.size(), 2u);
   EXPECT_EQ(stopped.max_rate, limit / 2);
 
-  spec = search_of(transport_kind::udp, s.responder.udp_port());
+  spec = search_of(transport_kind::udp, s.responder.port(transport_kind::udp));
   spec.max_time_seconds = 1.5;  // three 0.5 s steps do not fit with the pauses
   const auto started = std::chrono::steady_clock::now();
   const search_result timed = run_search(spec);
@@ -145,16 +143,16 @@ TEST(search_test, stop_and_max_time_end_the_search_with_its_steps) {
 TEST(search_test, a_searched_sweep_compares_lossless_rates) {
   server_options o;
   o.rate_limit = limit;
-  o.udp = endpoint{"127.0.0.1", 0};
-  o.tcp = endpoint{"127.0.0.1", 0};
+  o.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
+  o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   server responder(o);
   sweep_plan plan;
-  plan.base.port = responder.udp_port();
+  plan.base.port = responder.port(transport_kind::udp);
   plan.base.timeout_seconds = 1;
   plan.base.outstanding = 50;
   plan.base.interval_seconds = 0;
-  plan.ports.udp = responder.udp_port();
-  plan.ports.tcp = responder.tcp_port();
+  plan.ports[transport_kind::udp] = responder.port(transport_kind::udp);
+  plan.ports[transport_kind::tcp] = responder.port(transport_kind::tcp);
   plan.transports = {{transport_kind::udp, std::nullopt}, {transport_kind::tcp, std::nullopt}};
   plan.clients = {2};
   plan.queries_per_connection = {0};

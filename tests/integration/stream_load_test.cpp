@@ -38,15 +38,15 @@ std::uint64_t accounted(const run_result& r) {
 
 server_options stream_server(transport_kind t) {
   server_options o;
-  if (t == transport_kind::tcp) o.tcp = endpoint{"127.0.0.1", 0};
-  if (t == transport_kind::tls) o.tls = endpoint{"127.0.0.1", 0};
+  if (t == transport_kind::tcp) o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
+  if (t == transport_kind::tls) o.listen[transport_kind::tls] = endpoint{"127.0.0.1", 0};
   return o;
 }
 
 load_spec spec_for(const server& s, transport_kind t) {
   load_spec spec;
   spec.transport = t;
-  spec.port = t == transport_kind::tcp ? s.tcp_port() : s.tls_port();
+  spec.port = t == transport_kind::tcp ? s.port(transport_kind::tcp) : s.port(transport_kind::tls);
   // The responder answers everything: a long timeout costs nothing and no busy machine
   // turns an answer into a loss.
   spec.timeout_seconds = 10;
@@ -183,9 +183,9 @@ TEST(stream_load_test, tcp_gathered_writes_cost_fewer_calls_per_answer_than_one_
 }
 
 // Each backend's reads and writes on the socket are counted (OpenSSL through our read BIO and
-// its socket BIO's callback, GnuTLS through its transport functions): one query in flight costs at least a write and a
-// read per answer, and a record's header and body may be two reads. The handshake adds a few
-// dozen calls.
+// its socket BIO's callback, GnuTLS through its transport functions): one query in flight costs at
+// least a write and a read per answer, and a record's header and body may be two reads. The
+// handshake adds a few dozen calls.
 class tls_generator_test : public ::testing::TestWithParam<tls_backend> {};
 
 TEST_P(tls_generator_test, library_reads_and_writes_are_counted) {
@@ -271,7 +271,7 @@ TEST_P(tls_matrix_test, handshakes_answers_and_resumption) {
   responder.stop();
   EXPECT_EQ(responder.stats().tls_resumed, r.handshakes_resumed);
   EXPECT_EQ(responder.stats().connections_accepted, 10u);
-  EXPECT_EQ(responder.stats().tls_queries, 100u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::tls], 100u);
   EXPECT_EQ(r.handshake_latency.count(), 10u);
 }
 
@@ -326,7 +326,7 @@ TEST(stream_load_test, tls_client_against_plain_tcp_port_fails_as_not_tls) {
   server responder(stream_server(transport_kind::tcp));
   load_spec spec;
   spec.transport = transport_kind::tls;
-  spec.port = responder.tcp_port();
+  spec.port = responder.port(transport_kind::tcp);
   // The responder waits for the rest of a "message" whose length is the ClientHello's
   // first two bytes, so the handshake times out, three times per client (count mode).
   spec.clients = 2;

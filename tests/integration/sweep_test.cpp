@@ -40,10 +40,10 @@ struct responder_fixture : ::testing::Test {
   responder_fixture()
       : responder([] {
           server_options o;
-          o.udp = endpoint{"127.0.0.1", 0};
-          o.tcp = endpoint{"127.0.0.1", 0};
-          o.tls = endpoint{"127.0.0.1", 0};
-          o.doh = endpoint{"127.0.0.1", 0};
+          o.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
+          o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
+          o.listen[transport_kind::tls] = endpoint{"127.0.0.1", 0};
+          o.listen[transport_kind::doh] = endpoint{"127.0.0.1", 0};
           o.certificate_directory = scratch_directory("sweep-certificate").string();
           return o;
         }()) {}
@@ -51,8 +51,11 @@ struct responder_fixture : ::testing::Test {
   // udp, tcp, tls, doh x 1, 2 clients x 1, unlimited queries per connection, short runs.
   sweep_plan tiny_plan() const {
     sweep_plan plan;
-    plan.ports = {responder.udp_port(), responder.tcp_port(), responder.tls_port(),
-                  responder.doh_port()};
+    plan.ports = responder.ports();
+    plan.transports = {{transport_kind::udp, std::nullopt},
+                       {transport_kind::tcp, std::nullopt},
+                       {transport_kind::tls, tls_backend::openssl},
+                       {transport_kind::doh, tls_backend::openssl}};
     plan.clients = {1, 2};
     plan.queries_per_connection = {1, 0};
     plan.repeats = 1;
@@ -116,7 +119,7 @@ TEST_F(sweep_integration_test, measures_every_point_and_derives_the_answers) {
   for (const auto& p : r.points) {
     ASSERT_EQ(p.repeats.size(), 1u) << describe(p.point);
     EXPECT_GT(p.summary.responses_received, 0u) << describe(p.point);
-    EXPECT_EQ(p.repeats[0].port, plan.ports.of(p.point.transport.transport));
+    EXPECT_EQ(p.repeats[0].port, plan.ports[p.point.transport.transport]);
   }
   EXPECT_EQ(r.percent_of_udp.size(), 12u);
   // tcp, tls, doh x 1, 2 clients, each measured at 1 and unlimited queries per connection: two
@@ -296,13 +299,13 @@ struct one_port_responder {
   explicit one_port_responder(std::uint64_t close_after)
       : tcp([close_after] {
           server_options o;
-          o.tcp = endpoint{"127.0.0.1", 0};
+          o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
           o.close_after_queries = close_after;
           return o;
         }()),
         udp([this] {
           server_options o;
-          o.udp = endpoint{"127.0.0.1", tcp.tcp_port()};
+          o.listen[transport_kind::udp] = endpoint{"127.0.0.1", tcp.port(transport_kind::tcp)};
           return o;
         }()) {}
 
@@ -319,7 +322,8 @@ TEST(sweep_cli_test, a_sweep_of_two_targets_interleaves_them_and_reports_both) {
                                 "--transports udp,tcp --clients 1,2 --queries-per-connection "
                                 "unlimited --repeats 1 --duration 0.3 --pause 0 --outstanding 10 "
                                 "--json {}",
-                                plain.tcp.tcp_port(), closing.tcp.tcp_port(), json.string()),
+                                plain.tcp.port(transport_kind::tcp),
+                                closing.tcp.port(transport_kind::tcp), json.string()),
                     directory / "sweep.log"),
             0)
       << contents(directory / "sweep.log");
@@ -331,7 +335,7 @@ TEST(sweep_cli_test, a_sweep_of_two_targets_interleaves_them_and_reports_both) {
     // Point by point, each target in turn, each run sent to its target's port.
     EXPECT_EQ(p.point.target, i % 2 == 0 ? "plain" : "closing") << i;
     const auto& responder = i % 2 == 0 ? plain : closing;
-    EXPECT_EQ(p.repeats.at(0).port, responder.tcp.tcp_port()) << describe(p.point);
+    EXPECT_EQ(p.repeats.at(0).port, responder.tcp.port(transport_kind::tcp)) << describe(p.point);
     EXPECT_GT(p.summary.responses_received, 0u) << describe(p.point);
     if (p.point.transport.transport != transport_kind::tcp) continue;
     if (p.point.target == "plain") {

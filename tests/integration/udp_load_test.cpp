@@ -28,7 +28,7 @@ constexpr double generous_timeout = 10;
 // The built-in responder on an ephemeral UDP port of 127.0.0.1 only.
 server_options udp_only() {
   server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   return options;
 }
 
@@ -36,7 +36,7 @@ TEST(udp_load_test, every_query_answered_at_a_modest_rate) {
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.clients = 4;
   // Room for 200 ms of a client's arrivals: a worker descheduled for a while on a busy
   // machine (a CI run's parallel tests) admits the queries that came due meanwhile at once,
@@ -62,17 +62,17 @@ TEST(udp_load_test, every_query_answered_at_a_modest_rate) {
   EXPECT_EQ(r.rcodes[0], r.responses_received);  // the responder answers NOERROR
   EXPECT_GT(r.client_cpu_seconds, 0);
   responder.stop();
-  EXPECT_EQ(responder.stats().udp_queries, r.queries_sent);
+  EXPECT_EQ(responder.stats().queries[transport_kind::udp], r.queries_sent);
 }
 
 TEST(udp_load_test, count_mode_sends_exactly_count) {
   server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   options.mode = answer_mode::echo;
   server responder(options);
 
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.clients = 3;
   spec.threads = 2;
   spec.outstanding = 50;
@@ -83,7 +83,7 @@ TEST(udp_load_test, count_mode_sends_exactly_count) {
   EXPECT_EQ(r.responses_received, 10000u);
   EXPECT_EQ(r.threads, 2u);
   responder.stop();
-  EXPECT_EQ(responder.stats().udp_queries, 10000u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::udp], 10000u);
 }
 
 TEST(udp_load_test, nothing_listening_is_loss_not_a_crash) {
@@ -91,9 +91,9 @@ TEST(udp_load_test, nothing_listening_is_loss_not_a_crash) {
   std::uint16_t port = 0;
   {
     server_options options;
-    options.udp = endpoint{"127.0.0.1", 0};
+    options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
     server probe(options);
-    port = probe.udp_port();
+    port = probe.port(transport_kind::udp);
   }
   load_spec spec;
   spec.port = port;
@@ -113,14 +113,15 @@ TEST(udp_load_test, warmup_is_left_out_of_the_figures) {
   // 0.5 s of warm-up at 2000 queries/s, then 1000 measured queries: the count is of
   // measured queries, and the warm-up's are sent but counted nowhere.
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.rate = 2000;
   spec.warmup_seconds = 0.5;
   spec.count = 1000;
   spec.timeout_seconds = generous_timeout;
   const run_result r = run_load(spec);
   responder.stop();
-  const std::uint64_t warmup_queries = responder.stats().udp_queries - r.queries_sent;
+  const std::uint64_t warmup_queries =
+      responder.stats().queries[transport_kind::udp] - r.queries_sent;
   EXPECT_EQ(r.queries_sent, 1000u);
   EXPECT_EQ(r.responses_received, 1000u);
   EXPECT_EQ(r.latency.count(), 1000u);
@@ -141,7 +142,7 @@ TEST(udp_load_test, paced_clients_are_spread_over_the_interval) {
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.clients = 100;
   spec.outstanding = 1;
   spec.rate = 100;
@@ -157,7 +158,7 @@ TEST(udp_load_test, one_datagram_per_call_still_answers_everything) {
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.clients = 2;
   spec.outstanding = 50;
   spec.count = 2000;
@@ -166,7 +167,7 @@ TEST(udp_load_test, one_datagram_per_call_still_answers_everything) {
   const run_result r = run_load(spec);
   EXPECT_EQ(r.queries_sent, 2000u);
   EXPECT_EQ(r.responses_received, 2000u);
-  EXPECT_EQ(responder.stats().udp_queries, 2000u);
+  EXPECT_EQ(responder.stats().queries[transport_kind::udp], 2000u);
 }
 
 // One query in flight: each answer costs exactly one wake-up (the socket readable), one
@@ -177,7 +178,7 @@ TEST(udp_load_test, one_query_in_flight_costs_a_wakeup_and_two_calls_per_answer)
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.outstanding = 1;
   spec.count = 2000;
   spec.timeout_seconds = generous_timeout;
@@ -201,7 +202,7 @@ TEST(udp_load_test, gathered_sends_and_batched_receives_cost_well_under_two_call
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.outstanding = 100;
   spec.count = 20000;
   spec.timeout_seconds = generous_timeout;
@@ -219,7 +220,7 @@ TEST(udp_load_test, warmup_calls_are_left_out_of_the_generator_figures) {
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.outstanding = 1;
   spec.warmup_seconds = 0.3;
   spec.duration_seconds = 0.3;
@@ -227,7 +228,8 @@ TEST(udp_load_test, warmup_calls_are_left_out_of_the_generator_figures) {
   const run_result r = run_load(spec);
   responder.stop();
   ASSERT_GT(r.responses_received, 0u);
-  EXPECT_GT(responder.stats().udp_queries, r.queries_sent + 10) << "no warm-up to leave out";
+  EXPECT_GT(responder.stats().queries[transport_kind::udp], r.queries_sent + 10)
+      << "no warm-up to leave out";
   EXPECT_GE(r.generator.syscalls + 2, 2 * r.responses_received);
   EXPECT_LE(r.generator.syscalls, 2 * r.responses_received + 2);
 }
@@ -240,7 +242,7 @@ TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.clients = 2;
   spec.outstanding = 100;
   spec.count = 20000;
@@ -305,7 +307,7 @@ TEST(udp_load_test, stop_flag_ends_the_run_early_with_results) {
 
   std::atomic<bool> stop{false};
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.duration_seconds = 30;
   spec.rate = 1000;
   spec.stop = &stop;

@@ -23,8 +23,8 @@ class warmup_test : public ::testing::TestWithParam<transport_kind> {};
 TEST_P(warmup_test, connections_of_the_warmup_are_left_out) {
   const transport_kind transport = GetParam();
   server_options o;
-  if (transport == transport_kind::tcp) o.tcp = endpoint{"127.0.0.1", 0};
-  if (transport == transport_kind::tls) o.tls = endpoint{"127.0.0.1", 0};
+  if (transport == transport_kind::tcp) o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
+  if (transport == transport_kind::tls) o.listen[transport_kind::tls] = endpoint{"127.0.0.1", 0};
   o.certificate_directory =
       (std::filesystem::path(::testing::TempDir()) / ("warmup-" + std::to_string(getpid())))
           .string();
@@ -33,7 +33,8 @@ TEST_P(warmup_test, connections_of_the_warmup_are_left_out) {
   // 0.4 s of warm-up, then 200 measured queries (50 per client), one per connection.
   load_spec spec;
   spec.transport = transport;
-  spec.port = transport == transport_kind::tcp ? responder.tcp_port() : responder.tls_port();
+  spec.port = transport == transport_kind::tcp ? responder.port(transport_kind::tcp)
+                                               : responder.port(transport_kind::tls);
   spec.clients = 4;
   spec.outstanding = 1;
   spec.queries_per_connection = 1;

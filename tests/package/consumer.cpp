@@ -12,11 +12,11 @@ int main() {
   if (query.size() != 29) return 1;
 
   server_options options;
-  options.udp = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   server responder(options);
 
   load_spec spec;
-  spec.port = responder.udp_port();
+  spec.port = responder.port(transport_kind::udp);
   spec.count = 100;
   spec.outstanding = 10;
   const run_result result = run_load(spec);

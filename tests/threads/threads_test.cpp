@@ -36,10 +36,10 @@ TEST_P(threads_test, two_engine_threads_against_two_responder_threads_answer_eve
   const threads_case c = GetParam();
   server_options o;
   o.threads = 2;
-  o.udp = endpoint{"127.0.0.1", 0};
-  o.tcp = endpoint{"127.0.0.1", 0};
-  o.tls = endpoint{"127.0.0.1", 0};
-  o.doh = endpoint{"127.0.0.1", 0};
+  o.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
+  o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
+  o.listen[transport_kind::tls] = endpoint{"127.0.0.1", 0};
+  o.listen[transport_kind::doh] = endpoint{"127.0.0.1", 0};
   o.tls_options.backend = c.server_backend;
   o.certificate_directory =
       (std::filesystem::path(::testing::TempDir()) /
@@ -74,10 +74,11 @@ TEST_P(threads_test, two_engine_threads_against_two_responder_threads_answer_eve
   }
   responder.stop();
   const server_stats stats = responder.stats();
-  const std::uint64_t served = c.transport == transport_kind::udp   ? stats.udp_queries
-                               : c.transport == transport_kind::tcp ? stats.tcp_queries
-                               : c.transport == transport_kind::tls ? stats.tls_queries
-                                                                    : stats.doh_queries;
+  const std::uint64_t served =
+      c.transport == transport_kind::udp   ? stats.queries[transport_kind::udp]
+      : c.transport == transport_kind::tcp ? stats.queries[transport_kind::tcp]
+      : c.transport == transport_kind::tls ? stats.queries[transport_kind::tls]
+                                           : stats.queries[transport_kind::doh];
   EXPECT_EQ(served, 2000u);
 }
 

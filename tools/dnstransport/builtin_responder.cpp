@@ -32,16 +32,14 @@ std::string listener(const std::optional<endpoint>& where) {
 }
 
 // The ports line `serve --ready-fd` writes: "udp=5300 tcp=5300 tls=0 doh=0 doq=0".
-std::array<std::uint16_t, 5> parse_ports(const std::string& line) {
-  std::array<std::uint16_t, 5> ports{};
+per_transport<std::uint16_t> parse_ports(const std::string& line) {
+  per_transport<std::uint16_t> ports{};
   std::istringstream words(line);
   for (std::string word; words >> word;) {
     const std::size_t sign = word.find('=');
     if (sign == std::string::npos) continue;
     const auto kind = parse_transport(word.substr(0, sign));
-    if (kind)
-      ports[static_cast<std::size_t>(*kind)] =
-          static_cast<std::uint16_t>(std::stoul(word.substr(sign + 1)));
+    if (kind) ports[*kind] = static_cast<std::uint16_t>(std::stoul(word.substr(sign + 1)));
   }
   return ports;
 }
@@ -69,23 +67,21 @@ std::array<std::uint16_t, 5> parse_ports(const std::string& line) {
 
 builtin_responder::builtin_responder(const server_options& options)
     : in_process_(std::make_unique<server>(options)), cpus_(options.cpus) {
-  for (const auto& t : all_transports()) {
-    ports_[static_cast<std::size_t>(t.kind)] = in_process_->port(t.kind);
-  }
+  ports_ = in_process_->ports();
 }
 
 std::unique_ptr<builtin_responder> builtin_responder::start_process(const server_options& o) {
+  using enum transport_kind;
   std::vector<std::string> args{"dnstransport", "serve", "--listen",
-                                o.udp ? listener(o.udp) : "off"};
-  const auto add = [&args](const char* flag, const std::string& value) {
+                                o.listen[udp] ? listener(o.listen[udp]) : "off"};
+  const auto add = [&args](std::string_view flag, const std::string& value) {
     if (value.empty()) return;
     args.emplace_back(flag);
     args.push_back(value);
   };
-  add("--tcp", listener(o.tcp));
-  add("--tls", listener(o.tls));
-  add("--doh", listener(o.doh));
-  add("--doq", listener(o.doq));
+  for (const transport_kind t : {tcp, tls, doh, doq}) {
+    add(fmt::format("--{}", transport_name(t)), listener(o.listen[t]));
+  }
   add("--doh-path", o.doh_path);
   add("--threads", std::to_string(o.threads));
   add("--cpus", fmt::format("{}", fmt::join(o.cpus, ",")));
@@ -151,7 +147,7 @@ builtin_responder::~builtin_responder() {
 }
 
 std::uint16_t builtin_responder::port(transport_kind transport) const noexcept {
-  return ports_[static_cast<std::size_t>(transport)];
+  return ports_[transport];
 }
 
 std::string builtin_responder::where() const {

@@ -30,6 +30,8 @@ class builtin_responder {
 
   /// The port of a transport's listener (0: not listening for it).
   std::uint16_t port(transport_kind transport) const noexcept;
+  /// Every listener's port, as port() gives them.
+  const per_transport<std::uint16_t>& ports() const noexcept { return ports_; }
   /// The child's process id; 0 when the responder runs in this process.
   pid_t pid() const noexcept { return child_; }
   /// "in this process" or "process 1234 on CPU 1".
@@ -40,7 +42,7 @@ class builtin_responder {
   std::unique_ptr<server> in_process_;
   pid_t child_ = 0;
   std::vector<int> cpus_;
-  std::array<std::uint16_t, 5> ports_{};  // by transport_kind
+  per_transport<std::uint16_t> ports_{};
 };
 
 }  // namespace dnstransport::cli

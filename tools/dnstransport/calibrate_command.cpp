@@ -50,33 +50,27 @@ calibration_case parse_case(const std::string& given) {
       }
     }
   }
-  const auto with_backend = [&](transport_kind transport, std::string_view prefix) {
-    c.transport = transport;
-    if (name.size() > prefix.size()) {
-      const auto backend = parse_tls_backend(name.substr(prefix.size() + 1));
-      if (!backend) {
-        throw setup_error(fmt::format("--transports: unknown TLS backend in \"{}\"", text));
-      }
-      c.backend = *backend;
-    }
-  };
-  if (name == "udp" || name == "tcp") {
-    c.transport = *parse_transport(name);
-  } else if (name == "tls" || name.rfind("tls-", 0) == 0) {
-    with_backend(transport_kind::tls, "tls");
-  } else if (name == "doh" || name.rfind("doh-", 0) == 0) {
-    with_backend(transport_kind::doh, "doh");
-  } else if (name == "doq") {
-    c.transport = transport_kind::doq;
-    c.backend = tls_backend::gnutls;  // ngtcp2's crypto helper: GnuTLS only
-  } else {
+  // TRANSPORT or, for the TLS transports, TRANSPORT-BACKEND (tls-gnutls)
+  const auto dash = name.find('-');
+  const auto transport = parse_transport(name.substr(0, dash));
+  if (!transport || (dash != std::string::npos && !traits_of(*transport).has_tls)) {
     throw setup_error(
         fmt::format("--transports: \"{}\" is not udp, tcp, tls, tls-openssl, tls-gnutls, doh, "
                     "doh-openssl, doh-gnutls or doq",
                     text));
   }
-  if (c.transport == transport_kind::udp && c.queries_per_connection != 0) {
-    throw setup_error("--transports: udp has no queries per connection");
+  const transport_traits& traits = traits_of(*transport);
+  c.transport = *transport;
+  if (traits.gnutls_only) c.backend = tls_backend::gnutls;  // DoQ: ngtcp2's crypto helper
+  if (dash != std::string::npos) {
+    const auto backend = parse_tls_backend(name.substr(dash + 1));
+    if (!backend || (traits.gnutls_only && *backend != tls_backend::gnutls)) {
+      throw setup_error(fmt::format("--transports: unknown TLS backend in \"{}\"", text));
+    }
+    c.backend = *backend;
+  }
+  if (!traits.has_connections && c.queries_per_connection != 0) {
+    throw setup_error(fmt::format("--transports: {} has no queries per connection", traits.name));
   }
   if (c.resume && !traits_of(c.transport).has_tls) {
     throw setup_error(

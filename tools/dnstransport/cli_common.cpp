@@ -470,14 +470,7 @@ std::unique_ptr<builtin_responder> start_builtin_server(const run_options& o, lo
         fmt::format("--server-tls-backend: \"{}\" is not openssl or gnutls", backend_name));
   }
   s.tls_options.backend = *backend;
-  for (auto t : transports) {
-    const endpoint loopback{"127.0.0.1", 0};
-    if (t == transport_kind::udp) s.udp = loopback;
-    if (t == transport_kind::tcp) s.tcp = loopback;
-    if (t == transport_kind::tls) s.tls = loopback;
-    if (t == transport_kind::doh) s.doh = loopback;
-    if (t == transport_kind::doq) s.doq = loopback;
-  }
+  for (const transport_kind t : transports) s.listen[t] = endpoint{"127.0.0.1", 0};
   s.doh_path = spec.doh_path;
   auto responder = o.server_process ? builtin_responder::start_process(s)
                                     : std::make_unique<builtin_responder>(s);

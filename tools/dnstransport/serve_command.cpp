@@ -3,9 +3,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <dnstransport/error.hpp>
 
@@ -129,12 +132,16 @@ action add_serve_command(CLI::App& app) {
   return [serve, o]() -> int {
     if (!serve->parsed()) return -1;
     server_options s;
-    if (o->listen != "off") s.udp = parse_endpoint(o->listen, 53, "--listen");
-    if (!o->tcp.empty()) s.tcp = parse_endpoint(o->tcp, 53, "--tcp");
-    if (!o->tls.empty()) s.tls = parse_endpoint(o->tls, 853, "--tls");
-    if (!o->doh.empty()) s.doh = parse_endpoint(o->doh, 443, "--doh");
+    auto& listen = s.listen;
+    const auto standard = default_ports();
+    using enum transport_kind;
+    if (o->listen != "off")
+      listen[udp] = parse_listen_endpoint(o->listen, standard[udp], "--listen");
+    if (!o->tcp.empty()) listen[tcp] = parse_listen_endpoint(o->tcp, standard[tcp], "--tcp");
+    if (!o->tls.empty()) listen[tls] = parse_listen_endpoint(o->tls, standard[tls], "--tls");
+    if (!o->doh.empty()) listen[doh] = parse_listen_endpoint(o->doh, standard[doh], "--doh");
     s.doh_path = o->doh_path;
-    if (!o->doq.empty()) s.doq = parse_endpoint(o->doq, 853, "--doq");
+    if (!o->doq.empty()) listen[doq] = parse_listen_endpoint(o->doq, standard[doq], "--doq");
     s.doq_max_streams = o->doq_max_streams;
     s.doq_early_data = !o->doq_no_0rtt;
     s.tls_options.early_data = !o->no_0rtt;
@@ -172,24 +179,24 @@ action add_serve_command(CLI::App& app) {
     s.rate_limit = o->rate_limit;
 
     server responder(s);
-    if (s.udp) fmt::print("udp  {}\n", to_string({s.udp->address, responder.udp_port()}));
-    if (s.tcp) fmt::print("tcp  {}\n", to_string({s.tcp->address, responder.tcp_port()}));
-    if (s.tls) {
-      fmt::print("tls  {} ({}, 0-RTT {}), certificate {}, key {}\n",
-                 to_string({s.tls->address, responder.tls_port()}), o->tls_backend,
+    const auto bound = [&](transport_kind t) {
+      return to_string({listen[t]->address, responder.port(t)});
+    };
+    if (listen[udp]) fmt::print("udp  {}\n", bound(udp));
+    if (listen[tcp]) fmt::print("tcp  {}\n", bound(tcp));
+    if (listen[tls]) {
+      fmt::print("tls  {} ({}, 0-RTT {}), certificate {}, key {}\n", bound(tls), o->tls_backend,
                  s.tls_options.early_data ? "accepted" : "refused",
                  responder.certificate().certificate_file.string(),
                  responder.certificate().key_file.string());
     }
-    if (s.doh) {
-      fmt::print("doh  https://{}{} ({}, 0-RTT {}), certificate {}\n",
-                 to_string({s.doh->address, responder.doh_port()}), s.doh_path, o->tls_backend,
-                 s.tls_options.early_data ? "accepted" : "refused",
+    if (listen[doh]) {
+      fmt::print("doh  https://{}{} ({}, 0-RTT {}), certificate {}\n", bound(doh), s.doh_path,
+                 o->tls_backend, s.tls_options.early_data ? "accepted" : "refused",
                  responder.certificate().certificate_file.string());
     }
-    if (s.doq) {
-      fmt::print("doq  {} (gnutls, 0-RTT {}{}), certificate {}\n",
-                 to_string({s.doq->address, responder.doq_port()}),
+    if (listen[doq]) {
+      fmt::print("doq  {} (gnutls, 0-RTT {}{}), certificate {}\n", bound(doq),
                  s.doq_early_data ? "accepted" : "refused", s.doq_retry ? ", Retry first" : "",
                  responder.certificate().certificate_file.string());
     }
@@ -198,10 +205,13 @@ action add_serve_command(CLI::App& app) {
                s.rate_limit > 0 ? fmt::format(", at most {} answers/s", s.rate_limit) : "");
     std::fflush(stdout);
     if (o->ready_fd >= 0) {
-      const std::string ports = fmt::format(
-          "udp={} tcp={} tls={} doh={} doq={}\n", responder.udp_port(), responder.tcp_port(),
-          responder.tls_port(), responder.doh_port(), responder.doq_port());
-      if (write(o->ready_fd, ports.data(), ports.size()) < 0) {
+      std::string line;
+      for (const auto& traits : all_transports()) {
+        line += fmt::format("{}{}={}", line.empty() ? "" : " ", traits.name,
+                            responder.port(traits.kind));
+      }
+      line += '\n';
+      if (write(o->ready_fd, line.data(), line.size()) < 0) {
         fmt::print(stderr, "warning: --ready-fd {}: {}\n", o->ready_fd, std::strerror(errno));
       }
       close(o->ready_fd);
@@ -209,17 +219,20 @@ action add_serve_command(CLI::App& app) {
     while (!stop_requested.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     responder.stop();
     const auto st = responder.stats();
+    std::vector<std::string> answered;
+    for (const auto& traits : all_transports()) {
+      answered.push_back(fmt::format("{} {}", st.queries[traits.kind], traits.name));
+    }
     fmt::print(
-        "answered: {} udp, {} tcp, {} tls, {} doh, {} doq; {} connections accepted; {} TLS "
-        "handshakes failed, {} resumed, {} with 0-RTT accepted; {} malformed queries dropped\n",
-        st.udp_queries, st.tcp_queries, st.tls_queries, st.doh_queries, st.doq_queries,
-        st.connections_accepted, st.tls_handshakes_failed, st.tls_resumed, st.tls_early_data,
-        st.malformed_queries);
+        "answered: {}; {} connections accepted; {} TLS handshakes failed, {} resumed, {} with "
+        "0-RTT accepted; {} malformed queries dropped\n",
+        fmt::join(answered, ", "), st.connections_accepted, st.tls_handshakes_failed,
+        st.tls_resumed, st.tls_early_data, st.malformed_queries);
     if (s.rate_limit > 0) {
       fmt::print("rate limit: {} UDP queries dropped, {} stream answers delayed\n",
                  st.rate_limited_dropped, st.rate_limited_delayed);
     }
-    if (s.doq) {
+    if (listen[doq]) {
       fmt::print(
           "doq: {} connections with 0-RTT accepted, {} Retry sent, {} datagrams dropped ({} "
           "answered with a stateless reset)\n",

@@ -37,9 +37,8 @@ struct sweep_flags {
   double pause = sweep_plan{}.pause_seconds;
   std::string csv_file;
   std::string out_dir;
-  std::uint16_t tls_port = 0;
-  std::uint16_t doh_port = 0;
-  std::uint16_t doq_port = 0;
+  // --tls-port, --doh-port, --doq-port: a --server's port per transport; 0: not given.
+  per_transport<std::uint16_t> ports{};
   std::vector<std::string> targets;
   bool search = false;
   double min_answered = 100;
@@ -103,6 +102,11 @@ std::string local_time_stamp() {
   return text;
 }
 
+// "--tls-port": the flag of a --server's port for one transport.
+std::string port_flag(transport_kind transport) {
+  return fmt::format("--{}-port", transport_name(transport));
+}
+
 void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
   sweep.add_option("--preset", f.preset,
                    "A classic study: load (udp/tcp/tls/doh x clients 1-16, persistent connections, "
@@ -147,21 +151,29 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
                    "Write one CSV row per point here (default: the JSON name with .csv)");
   sweep.add_option("--out", f.out_dir,
                    "Directory for the default-named JSON and CSV (default: the current one)");
-  sweep.add_option("--tls-port", f.tls_port,
-                   "With --server: port of its DNS-over-TLS listener (default 853, or the --server "
-                   "port when every transport is tls)");
   sweep.add_option(
       "--target", f.targets,
       "NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT][,pid=PID]: a server to measure "
       "(repeat it for several); each point is run against every target in turn, and the report "
       "compares them. pid=PID (repeatable) monitors its processes on this machine. Instead of "
       "--server");
-  sweep.add_option("--doh-port", f.doh_port,
-                   "With --server: port of its DNS-over-HTTPS listener (default 443, or the "
-                   "--server port when every transport is doh)");
-  sweep.add_option("--doq-port", f.doq_port,
-                   "With --server: UDP port of its DNS-over-QUIC listener (default 853, or the "
-                   "--server port when every transport is doq)");
+  // UDP and TCP take the --server port; every other transport has a flag of its own.
+  for (const auto& traits : all_transports()) {
+    if (traits.default_port == 53) continue;
+    sweep.add_option(port_flag(traits.kind), f.ports[traits.kind],
+                     fmt::format("With --server: {}port of its {} listener (default {}, or the "
+                                 "--server port when every transport is {})",
+                                 traits.over_quic ? "UDP " : "", traits.long_name,
+                                 traits.default_port, traits.name));
+  }
+}
+
+// The first --tls-port, --doh-port or --doq-port given; empty for none.
+std::string port_flag_given(const sweep_flags& f) {
+  for (const auto& traits : all_transports()) {
+    if (f.ports[traits.kind] != 0) return port_flag(traits.kind);
+  }
+  return {};
 }
 
 // --monitor-command NAME=COMMAND with --target: the named target's command.
@@ -220,7 +232,7 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
   }
   const bool streams =
       std::any_of(plan.transports.begin(), plan.transports.end(),
-                  [](const sweep_transport& t) { return t.transport != transport_kind::udp; });
+                  [](const sweep_transport& t) { return traits_of(t.transport).has_connections; });
   if (!streams && sweep.count("--queries-per-connection") == 0) plan.queries_per_connection = {0};
   if (use("--repeats")) plan.repeats = f.repeats;
   if (use("--duration")) plan.duration_seconds = o.duration;
@@ -248,10 +260,11 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
     if (o.server_process) {
       throw setup_error("--server-process applies to the built-in responder, not to --target");
     }
-    if (f.tls_port != 0 || f.doh_port != 0 || f.doq_port != 0) {
+    if (const std::string flag = port_flag_given(f); !flag.empty()) {
       throw setup_error(
-          "--tls-port, --doh-port and --doq-port apply to --server; give a --target its ports as "
-          "NAME=HOST:PORT,tls=PORT,doh=PORT,doq=PORT");
+          fmt::format("{} applies to --server; give a --target its ports as "
+                      "NAME=HOST:PORT,tls=PORT,doh=PORT,doq=PORT",
+                      flag));
     }
     for (const auto& text : f.targets) plan.targets.push_back(parse_sweep_target(text));
     for (const auto& text : o.monitor_commands) give_monitor_command(plan, text);
@@ -268,9 +281,9 @@ std::unique_ptr<builtin_responder> set_target(sweep_plan& plan, const run_option
   require_server_under_mpirun(!plan.targets.empty() || !o.server.empty());
   if (!plan.targets.empty()) return nullptr;
   if (o.server.empty()) {
-    if (f.tls_port != 0) throw setup_error("--tls-port applies to a --server only");
-    if (f.doh_port != 0) throw setup_error("--doh-port applies to a --server only");
-    if (f.doq_port != 0) throw setup_error("--doq-port applies to a --server only");
+    if (const std::string flag = port_flag_given(f); !flag.empty()) {
+      throw setup_error(fmt::format("{} applies to a --server only", flag));
+    }
     std::vector<transport_kind> kinds;
     for (const auto& t : plan.transports) {
       if (std::find(kinds.begin(), kinds.end(), t.transport) == kinds.end()) {
@@ -278,9 +291,7 @@ std::unique_ptr<builtin_responder> set_target(sweep_plan& plan, const run_option
       }
     }
     auto responder = start_builtin_server(o, plan.base, kinds);
-    plan.ports = {responder->port(transport_kind::udp), responder->port(transport_kind::tcp),
-                  responder->port(transport_kind::tls), responder->port(transport_kind::doh),
-                  responder->port(transport_kind::doq)};
+    plan.ports = responder->ports();
     plan.target_description =
         fmt::format("built-in responder, {}, {} thread{}, {} mode", responder->where(),
                     o.server_threads, o.server_threads == 1 ? "" : "s", o.server_mode);
@@ -291,14 +302,15 @@ std::unique_ptr<builtin_responder> set_target(sweep_plan& plan, const run_option
     return std::all_of(plan.transports.begin(), plan.transports.end(),
                        [kind](const sweep_transport& t) { return t.transport == kind; });
   };
+  // The --server port is the DNS port (UDP and TCP), and every transport's when the sweep
+  // has only one; a transport's own flag wins.
   const std::uint16_t given = where.port;
-  plan.ports.udp = plan.ports.tcp = given != 0 ? given : 53;
-  plan.ports.tls =
-      f.tls_port != 0 ? f.tls_port : (only(transport_kind::tls) && given != 0 ? given : 853);
-  plan.ports.doh =
-      f.doh_port != 0 ? f.doh_port : (only(transport_kind::doh) && given != 0 ? given : 443);
-  plan.ports.doq =
-      f.doq_port != 0 ? f.doq_port : (only(transport_kind::doq) && given != 0 ? given : 853);
+  for (const auto& traits : all_transports()) {
+    const bool takes_given = traits.default_port == 53 || only(traits.kind);
+    plan.ports[traits.kind] = f.ports[traits.kind] != 0   ? f.ports[traits.kind]
+                              : takes_given && given != 0 ? given
+                                                          : traits.default_port;
+  }
   return nullptr;
 }
 

@@ -28,10 +28,10 @@ struct calibration_case {
 /// how connections start.
 std::string calibration_case_name(const calibration_case& c);
 
-/// The calibration cases run by default: UDP; TCP and TLS (both backends) persistent and at
-/// one query per connection, TLS at one query per connection resumed too (what a resumed
-/// handshake costs the client against a full one, per backend); DoH; DoQ, at one query per
-/// connection also resumed with 0-RTT.
+/// The calibration cases run by default, for every transport this build has: persistent
+/// connections; with connections, one query per connection; with TLS, that resumed too, and
+/// resumed with 0-RTT (what a resumed handshake costs the client against a full one), on each
+/// TLS backend compiled in (DoQ: GnuTLS only).
 std::vector<calibration_case> default_calibration_cases();
 
 /// Settings shared by every calibration load.

@@ -19,6 +19,11 @@ struct endpoint {
 /// Throws setup_error naming `what` (e.g. "--listen") for a malformed value.
 endpoint parse_endpoint(std::string_view text, std::uint16_t default_port, std::string_view what);
 
+/// parse_endpoint for a listener: its address must be an IP address (a listener binds an
+/// address, not a host name). Throws setup_error naming `what` (e.g. "--tcp").
+endpoint parse_listen_endpoint(std::string_view text, std::uint16_t default_port,
+                               std::string_view what);
+
 /// "127.0.0.1:53" or "[::1]:53".
 std::string to_string(const endpoint& where);
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include <dnstransport/endpoint.hpp>
-#include <dnstransport/load.hpp>
 #include <dnstransport/tls.hpp>
+#include <dnstransport/transport.hpp>
 
 namespace dnstransport {
 
@@ -32,18 +32,16 @@ std::optional<answer_mode> parse_answer_mode(std::string_view name) noexcept;
 /// server_options::keepalive_timeout_seconds (unbound's default too).
 inline constexpr double default_keepalive_seconds = 120;
 
-/// Responder configuration. Port 0 picks a free port (see server::udp_port and friends).
+/// Responder configuration. Port 0 picks a free port (see server::port).
 struct server_options {
-  std::optional<endpoint> udp;          ///< UDP listener, one SO_REUSEPORT socket per thread
-  std::optional<endpoint> tcp;          ///< DNS-over-TCP listener
-  std::optional<endpoint> tls;          ///< DNS-over-TLS listener
-  std::optional<endpoint> doh;          ///< DNS-over-HTTPS listener (RFC 8484, HTTP/2 over TLS)
+  /// Where each transport listens; none: that listener is off. Every listener has its own
+  /// SO_REUSEPORT socket per thread. DoH is RFC 8484 (HTTP/2 over TLS); DoQ (RFC 9250) is a
+  /// UDP socket, TLS 1.3 through GnuTLS whatever tls_options.backend says, ALPN "doq", and
+  /// needs a build with GnuTLS.
+  per_transport<std::optional<endpoint>> listen;
   std::string doh_path = "/dns-query";  ///< the path DoH requests go to; others get 404
   unsigned doh_max_streams = 100;       ///< SETTINGS_MAX_CONCURRENT_STREAMS announced
-  /// DNS-over-QUIC listener (RFC 9250): a UDP socket per thread (SO_REUSEPORT), TLS 1.3 through
-  /// GnuTLS whatever tls_options.backend says, ALPN "doq". Needs a build with GnuTLS.
-  std::optional<endpoint> doq;
-  unsigned doq_max_streams = 100;  ///< DoQ: queries (streams) a client may have open at once
+  unsigned doq_max_streams = 100;       ///< DoQ: queries (streams) a client may have open at once
   /// DoQ: accept queries sent in 0-RTT by clients resuming a session; false: tickets allow
   /// no early data and the client sends its queries after the handshake. (TLS and DoH:
   /// tls_options.early_data.)
@@ -117,11 +115,9 @@ struct server_options {
 
 /// Counters the responder keeps (approximate while running, exact after stop()).
 struct server_stats {
-  std::uint64_t udp_queries = 0;
-  std::uint64_t tcp_queries = 0;
-  std::uint64_t tls_queries = 0;
-  std::uint64_t doh_queries = 0;            ///< DoH requests answered with 200 and a DNS message
-  std::uint64_t doq_queries = 0;            ///< DoQ streams answered
+  /// Queries answered per transport (DoH: requests answered with 200 and a DNS message;
+  /// DoQ: streams answered).
+  per_transport<std::uint64_t> queries;
   std::uint64_t connections_accepted = 0;   ///< TCP, TLS and DoH connections, QUIC connections
   std::uint64_t tls_handshakes_failed = 0;  ///< DoQ too: connections that never completed one
   std::uint64_t tls_resumed = 0;
@@ -157,14 +153,10 @@ class server {
   server(const server&) = delete;
   server& operator=(const server&) = delete;
 
-  /// Actual ports, after port 0 was resolved; 0 when that listener is off.
-  std::uint16_t udp_port() const noexcept;
-  std::uint16_t tcp_port() const noexcept;
-  std::uint16_t tls_port() const noexcept;
-  std::uint16_t doh_port() const noexcept;
-  std::uint16_t doq_port() const noexcept;  ///< UDP
-  /// The port of the listener for `transport`; 0 when it is off.
+  /// The port of the listener for `transport` (port 0 resolved); 0 when it is off.
   std::uint16_t port(transport_kind transport) const noexcept;
+  /// Every listener's port, as port() gives them.
+  const per_transport<std::uint16_t>& ports() const noexcept;
 
   /// Certificate in use by the TLS, DoH and DoQ listeners (generated or given); empty
   /// without any of them.

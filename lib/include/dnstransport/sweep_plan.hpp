@@ -44,26 +44,20 @@ std::vector<std::uint64_t> parse_queries_per_connection_list(std::string_view li
 /// "unlimited" for 0, the number otherwise.
 std::string queries_per_connection_name(std::uint64_t queries_per_connection);
 
+/// Every transport this build has, in all_transports()'s order, the TLS ones on `backend`
+/// (those that run on one library only, on it): a sweep's default transport axis.
+std::vector<sweep_transport> every_sweep_transport(tls_backend backend);
+
 /// Where each transport's listener is on the target (a real server usually has UDP and TCP on
-/// 53 and DNS over TLS on 853; the built-in responder has one free port per listener).
-struct sweep_ports {
-  std::uint16_t udp = 53;
-  std::uint16_t tcp = 53;
-  std::uint16_t tls = 853;
-  std::uint16_t doh = 443;
-  std::uint16_t doq = 853;  ///< UDP, beside DoT's TCP 853
-
-  /// The port for `transport`.
-  std::uint16_t of(transport_kind transport) const noexcept;
-
-  friend bool operator==(const sweep_ports&, const sweep_ports&) = default;
-};
+/// 53, DNS over TLS and DNS over QUIC on 853, DNS over HTTPS on 443: default_ports(); the
+/// built-in responder has one free port per listener).
+using sweep_ports = per_transport<std::uint16_t>;
 
 /// One of several servers a sweep measures side by side (`--target`).
 struct sweep_target {
   std::string name;    ///< names the server in the points, tables and plots
   std::string server;  ///< address or host name
-  sweep_ports ports;
+  sweep_ports ports = default_ports();
   std::vector<int> monitor_pids;             ///< its processes on this machine (pid=PID), monitored
   std::vector<std::string> monitor_cgroups;  ///< its cgroups on this machine (cgroup=PATH)
   /// Its `monitor` command, for a server elsewhere (`--monitor-command NAME=COMMAND`).
@@ -76,7 +70,8 @@ struct sweep_target {
 /// Parses `NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT][,pid=PID][,cgroup=PATH]...`:
 /// UDP and TCP on PORT (53), DNS over TLS on the tls port (853), DNS over HTTPS on the doh
 /// port (443), DNS over QUIC on the doq port (UDP 853), and the server's processes and cgroups
-/// to monitor (pid and cgroup, which may be repeated). Throws setup_error naming
+/// to monitor (pid and cgroup, which may be repeated). Any transport's name is a key
+/// (udp=PORT, tcp=PORT too). Throws setup_error naming
 /// --target and the text for an empty name, a bad address or port, or an unknown key.
 sweep_target parse_sweep_target(std::string_view text);
 
@@ -88,15 +83,12 @@ struct sweep_plan {
   /// stop flag, ...). Its transport, port, clients, queries_per_connection, duration_seconds
   /// and on_progress are replaced for each point.
   load_spec base;
-  sweep_ports ports;
+  sweep_ports ports = default_ports();
   /// Several servers measured with the same grid: every point is run against each target in
   /// turn before the next point, so that whatever else loads the machine hits them alike.
   /// Empty: the one server of `base` on `ports`.
   std::vector<sweep_target> targets;
-  std::vector<sweep_transport> transports{{transport_kind::udp, std::nullopt},
-                                          {transport_kind::tcp, std::nullopt},
-                                          {transport_kind::tls, tls_backend::openssl},
-                                          {transport_kind::doh, tls_backend::openssl}};
+  std::vector<sweep_transport> transports = every_sweep_transport(tls_backend::openssl);
   std::vector<unsigned> clients{1, 4, 16};
   /// TCP/TLS: queries per connection; 0 = unlimited (one connection for the whole run).
   std::vector<std::uint64_t> queries_per_connection{1, 10, 100, 0};

@@ -75,6 +75,10 @@ struct sweep_point_result {
   std::optional<point_search> search;  ///< sweep --search only
 };
 
+/// The transport every other is measured against ("% of UDP"): what a server keeps when
+/// clients move from it to another transport.
+inline constexpr transport_kind reference_transport = transport_kind::udp;
+
 /// A TCP/TLS point's throughput relative to UDP with the same number of clients.
 struct percent_of_udp_entry {
   std::string target;  ///< the point's target (its UDP reference is the same target's)

@@ -3,9 +3,12 @@
 /// The transports a load can use, and what each one is: the flags and figures that apply
 /// to it follow from these traits, not from comparing transport names.
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace dnstransport {
@@ -14,13 +17,26 @@ namespace dnstransport {
 /// over HTTPS (RFC 8484, HTTP/2 over TLS) or DNS over QUIC (RFC 9250).
 enum class transport_kind { udp, tcp, tls, doh, doq };
 
+/// How many transports there are: the size of a per_transport.
+inline constexpr std::size_t transport_count = 5;
+
 /// What a transport is.
 struct transport_traits {
   transport_kind kind = transport_kind::udp;
-  std::string_view name;  ///< "udp", "tcp", "tls", "doh", "doq"
+  std::string_view name;       ///< "udp", "tcp", "tls", "doh", "doq"
+  std::string_view long_name;  ///< "UDP", "DNS over TCP", ..., "DNS over QUIC"
   std::uint16_t default_port = 53;
   bool has_connections = false;  ///< queries per connection, connection and handshake figures
-  bool has_tls = false;          ///< TLS backend, versions, certificates, resumption
+  bool has_tls = false;          ///< TLS backend, versions, certificates, resumption, padding
+  /// Its connections are TCP connections: connect latency, edns-tcp-keepalive (RFC 7828; RFC
+  /// 9250 forbids it over QUIC), the server's established TCP connections on its port.
+  bool over_tcp = false;
+  /// Its connections are QUIC connections (RFC 9000): QUIC packet and path figures.
+  bool over_quic = false;
+  /// Reads may wait a little to take several answers in one wake-up (load_spec::coalesce_us).
+  bool coalescable = false;
+  /// TLS 1.3 only (QUIC carries no other version).
+  bool tls13_only = false;
   /// Runs on GnuTLS whatever the TLS backend asked for is not (DoQ: ngtcp2's crypto helper;
   /// Debian's OpenSSL 3.0 has no QUIC API); asking for OpenSSL is an error.
   bool gnutls_only = false;
@@ -39,5 +55,33 @@ std::string_view transport_name(transport_kind transport) noexcept;
 /// Transport from its name ("dot" is accepted for tls, "https" for doh); nothing for an
 /// unknown name.
 std::optional<transport_kind> parse_transport(std::string_view name) noexcept;
+
+/// The compiled transports that have `trait`, by name: "tcp, tls, doh" for
+/// &transport_traits::over_tcp. For messages that say where a setting applies.
+std::string transport_names_where(bool transport_traits::*trait);
+
+/// One value per transport, indexed by the transport: a responder's listeners and ports, a
+/// sweep's ports, per-transport counts. Iterating visits them in all_transports()'s order.
+template <typename T>
+struct per_transport {
+  std::array<T, transport_count> values{};
+
+  T& operator[](transport_kind transport) noexcept {
+    return values[static_cast<std::size_t>(transport)];
+  }
+  const T& operator[](transport_kind transport) const noexcept {
+    return values[static_cast<std::size_t>(transport)];
+  }
+  auto begin() noexcept { return values.begin(); }
+  auto end() noexcept { return values.end(); }
+  auto begin() const noexcept { return values.begin(); }
+  auto end() const noexcept { return values.end(); }
+
+  friend bool operator==(const per_transport&, const per_transport&) = default;
+};
+
+/// Each transport's registered default port: 53 for UDP and TCP, 853 for DoT and DoQ (UDP),
+/// 443 for DoH.
+per_transport<std::uint16_t> default_ports() noexcept;
 
 }  // namespace dnstransport

@@ -577,21 +577,21 @@ void validate(const load_spec& spec) {
         fmt::format("--idle must be a positive number of seconds (got {})", spec.idle_seconds));
   }
   if (!traits.has_connections && spec.idle_seconds > 0) {
-    throw setup_error(fmt::format(
-        "--idle applies to transports with connections (tcp, tls, doh, doq; {} has none)",
-        traits.name));
+    throw setup_error(fmt::format("--idle applies to transports with connections ({}; {} has none)",
+                                  transport_names_where(&transport_traits::has_connections),
+                                  traits.name));
   }
   if (!spec.tls.ca_file.empty() && !spec.tls.verify) {
     throw setup_error("--ca-file is only used with --verify");
   }
-  if (spec.tc_retry_tcp && spec.transport != transport_kind::udp) {
+  if (spec.tc_retry_tcp && traits.has_connections) {
     throw setup_error(
         "--tc-retry tcp applies to --transport udp only (truncation is a UDP matter)");
   }
-  if (spec.coalesce_us != 0 && spec.transport != transport_kind::udp &&
-      spec.transport != transport_kind::tcp && spec.transport != transport_kind::tls) {
-    throw setup_error(fmt::format(
-        "--coalesce-us applies to --transport udp, tcp and tls only (not {})", traits.name));
+  if (spec.coalesce_us != 0 && !traits.coalescable) {
+    throw setup_error(fmt::format("--coalesce-us applies to --transport {} only (not {})",
+                                  transport_names_where(&transport_traits::coalescable),
+                                  traits.name));
   }
   if (spec.coalesce_us > max_coalesce_us) {
     throw setup_error(
@@ -613,8 +613,9 @@ void validate(const load_spec& spec) {
         "has no QUIC API): leave --tls-backend out or give gnutls",
         tls_backend_name(spec.tls.backend), traits.name));
   }
-  if (spec.transport == transport_kind::doq && spec.tls.max_version == tls_version::v1_2) {
-    throw setup_error("--tls-version/--tls-max-version 1.2: QUIC carries TLS 1.3 only");
+  if (traits.tls13_only && spec.tls.max_version == tls_version::v1_2) {
+    throw setup_error(
+        fmt::format("--tls-version/--tls-max-version 1.2: {} carries TLS 1.3 only", traits.name));
   }
   if (spec.tls.early_data && !traits.has_tls) {
     throw setup_error(
@@ -628,29 +629,21 @@ void validate(const load_spec& spec) {
   }
   if (spec.queries && spec.queries->empty()) throw setup_error("the query set is empty");
   validate_replay(spec);
-  if (spec.edns_keepalive && !traits.has_connections) {
-    throw setup_error(
-        fmt::format("--edns-keepalive applies to tcp, tls and doh, not {}: RFC 7828 forbids "
-                    "edns-tcp-keepalive over UDP",
-                    traits.name));
-  }
-  if (spec.edns_keepalive && spec.transport == transport_kind::doq) {
-    throw setup_error(
-        "--edns-keepalive applies to tcp, tls and doh, not doq: RFC 9250 (section 5.5.2) "
-        "forbids edns-tcp-keepalive over DNS over QUIC, whose idle timeout is QUIC's own");
+  if (spec.edns_keepalive && !traits.over_tcp) {
+    throw setup_error(fmt::format(
+        "--edns-keepalive applies to {}, not {}: {}",
+        transport_names_where(&transport_traits::over_tcp), traits.name,
+        traits.has_connections
+            ? "RFC 9250 (section 5.5.2) forbids edns-tcp-keepalive over DNS over QUIC, whose "
+              "idle timeout is QUIC's own"
+            : "RFC 7828 forbids edns-tcp-keepalive over UDP"));
   }
   if (spec.honour_keepalive && !spec.edns_keepalive) {
     throw setup_error(
         "--honour-keepalive needs --edns-keepalive: servers advertise an idle timeout only "
         "to queries that carry the option");
   }
-  if (spec.transport == transport_kind::doh &&
-      (spec.doh_path.empty() || spec.doh_path.front() != '/' ||
-       spec.doh_path.find_first_of(" #\r\n") != std::string::npos)) {
-    throw setup_error(
-        fmt::format("--doh-path: \"{}\" is not a URI path (it starts with / and has no space or #)",
-                    spec.doh_path));
-  }
+  if (const auto check = detail::registered_transport(spec.transport).check) check(spec);
 }
 
 std::string_view doh_method_name(doh_method method) noexcept {
@@ -766,7 +759,7 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
         plan.distinct_questions == 1 ? "" : "s"));
   }
   plan.read_edns_options = result.edns.requested();
-  if (spec.transport == transport_kind::udp) {
+  if (!traits_of(spec.transport).has_connections) {
     plan.udp_answer_limits.reserve(queries->size());
     for (std::size_t i = 0; i < queries->size(); ++i) {
       plan.udp_answer_limits.push_back(udp_answer_limit((*queries)[i]));
@@ -775,9 +768,8 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
 
   // Before the workers: a monitor command that fails ends the run before anything is sent.
   const auto& traits = traits_of(spec.transport);
-  detail::server_monitor monitor(
-      spec.monitor_pids, spec.monitor_cgroups, spec.monitor_command,
-      traits.has_connections && spec.transport != transport_kind::doq ? spec.port : 0);
+  detail::server_monitor monitor(spec.monitor_pids, spec.monitor_cgroups, spec.monitor_command,
+                                 traits.over_tcp ? spec.port : 0);
 
   std::vector<std::unique_ptr<detail::worker>> workers;
   for (unsigned w = 0; w < threads; ++w) {

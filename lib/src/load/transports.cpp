@@ -60,6 +60,15 @@ std::string authority_of(const load_spec& spec) {
   return bracket ? fmt::format("[{}]{}", host, port) : fmt::format("{}{}", host, port);
 }
 
+void check_doh(const load_spec& spec) {
+  if (spec.doh_path.empty() || spec.doh_path.front() != '/' ||
+      spec.doh_path.find_first_of(" #\r\n") != std::string::npos) {
+    throw setup_error(
+        fmt::format("--doh-path: \"{}\" is not a URI path (it starts with / and has no space or #)",
+                    spec.doh_path));
+  }
+}
+
 std::unique_ptr<client_transport> make_doh(const load_spec& spec) {
   tls_client_options tls = spec.tls;
   tls.alpn = {"h2"};
@@ -91,14 +100,70 @@ std::unique_ptr<client_transport> make_doq(const load_spec& spec) {
 #endif
 }
 
-// Register a transport here: its traits, another name it answers to, and its factory.
-const std::array<transport_entry, 5> registry{{
-    {{transport_kind::udp, "udp", 53, false, false}, "", make_udp},
-    {{transport_kind::tcp, "tcp", 53, true, false}, "", make_tcp},
-    {{transport_kind::tls, "tls", 853, true, true}, "dot", make_tls},
-    {{transport_kind::doh, "doh", 443, true, true}, "https", make_doh},
-    {{transport_kind::doq, "doq", 853, true, true, true, doq_compiled}, "", make_doq},
+// Register a transport here: its traits, another name it answers to, its factory and the
+// rules of its own settings.
+constexpr std::array<transport_entry, transport_count> registry{{
+    {{.kind = transport_kind::udp,
+      .name = "udp",
+      .long_name = "UDP",
+      .default_port = 53,
+      .coalescable = true},
+     "",
+     make_udp,
+     nullptr},
+    {{.kind = transport_kind::tcp,
+      .name = "tcp",
+      .long_name = "DNS over TCP",
+      .default_port = 53,
+      .has_connections = true,
+      .over_tcp = true,
+      .coalescable = true},
+     "",
+     make_tcp,
+     nullptr},
+    {{.kind = transport_kind::tls,
+      .name = "tls",
+      .long_name = "DNS over TLS",
+      .default_port = 853,
+      .has_connections = true,
+      .has_tls = true,
+      .over_tcp = true,
+      .coalescable = true},
+     "dot",
+     make_tls,
+     nullptr},
+    {{.kind = transport_kind::doh,
+      .name = "doh",
+      .long_name = "DNS over HTTPS",
+      .default_port = 443,
+      .has_connections = true,
+      .has_tls = true,
+      .over_tcp = true},
+     "https",
+     make_doh,
+     check_doh},
+    {{.kind = transport_kind::doq,
+      .name = "doq",
+      .long_name = "DNS over QUIC",
+      .default_port = 853,
+      .has_connections = true,
+      .has_tls = true,
+      .over_quic = true,
+      .tls13_only = true,
+      .gnutls_only = true,
+      .compiled = doq_compiled},
+     "",
+     make_doq,
+     nullptr},
 }};
+
+// per_transport and the lookups below index by the kind.
+static_assert([] {
+  for (std::size_t i = 0; i < registry.size(); ++i) {
+    if (static_cast<std::size_t>(registry[i].traits.kind) != i) return false;
+  }
+  return true;
+}());
 
 const std::array<transport_traits, registry.size()> traits_table = [] {
   std::array<transport_traits, registry.size()> traits;
@@ -110,10 +175,7 @@ const std::array<transport_traits, registry.size()> traits_table = [] {
 }  // namespace
 
 const transport_entry& registered_transport(transport_kind transport) noexcept {
-  for (const auto& entry : registry) {
-    if (entry.traits.kind == transport) return entry;
-  }
-  return registry.front();  // unreachable: every kind is registered
+  return registry[static_cast<std::size_t>(transport)];
 }
 
 }  // namespace dnstransport::detail
@@ -121,14 +183,27 @@ const transport_entry& registered_transport(transport_kind transport) noexcept {
 namespace dnstransport {
 
 const transport_traits& traits_of(transport_kind transport) noexcept {
-  for (const auto& traits : detail::traits_table) {
-    if (traits.kind == transport) return traits;
-  }
-  return detail::traits_table.front();  // unreachable: every kind is registered
+  return detail::traits_table[static_cast<std::size_t>(transport)];
 }
 
 std::span<const transport_traits> all_transports() noexcept {
   return detail::traits_table;
+}
+
+per_transport<std::uint16_t> default_ports() noexcept {
+  per_transport<std::uint16_t> ports;
+  for (const auto& traits : detail::traits_table) ports[traits.kind] = traits.default_port;
+  return ports;
+}
+
+std::string transport_names_where(bool transport_traits::*trait) {
+  std::string names;
+  for (const auto& traits : detail::traits_table) {
+    if (!(traits.*trait) || !traits.compiled) continue;
+    if (!names.empty()) names += ", ";
+    names += traits.name;
+  }
+  return names;
 }
 
 std::string_view transport_name(transport_kind transport) noexcept {

@@ -17,6 +17,8 @@ struct transport_entry {
   std::string_view alias;  // another name parse_transport accepts ("dot"); may be empty
   // Builds the transport for one run (TLS contexts, connectors); may throw setup_error.
   std::unique_ptr<client_transport> (*make)(const load_spec& spec);
+  // Throws setup_error for settings of its own that do not hold (null: it has none).
+  void (*check)(const load_spec& spec);
 };
 
 const transport_entry& registered_transport(transport_kind transport) noexcept;

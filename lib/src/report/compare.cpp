@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <dnstransport/report.hpp>
 
@@ -12,15 +13,6 @@
 namespace dnstransport {
 
 namespace {
-
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += separator;
-    out += item;
-  }
-  return out;
-}
 
 std::string clients_name(unsigned clients) {
   return fmt::format("{} client{}", clients, clients == 1 ? "" : "s");
@@ -114,8 +106,8 @@ std::vector<std::string> missing_points(const std::vector<compared_sweep>& sweep
         for (const auto& o : sweeps) {
           if (has_transport(o.result, transport)) others.push_back(o.name);
         }
-        lines.push_back(
-            fmt::format("{}: no {} points (measured for {})", s.name, name, join(others, ", ")));
+        lines.push_back(fmt::format("{}: no {} points (measured for {})", s.name, name,
+                                    fmt::join(others, ", ")));
         continue;
       }
       std::vector<std::string> cells;
@@ -128,7 +120,7 @@ std::vector<std::string> missing_points(const std::vector<compared_sweep>& sweep
       }
       if (!cells.empty()) {
         lines.push_back(
-            fmt::format("{}: {} not measured with {}", s.name, name, join(cells, "; ")));
+            fmt::format("{}: {} not measured with {}", s.name, name, fmt::join(cells, "; ")));
       }
     }
   }
@@ -188,7 +180,7 @@ std::vector<std::string> comparison_description(const std::vector<compared_sweep
     lines.push_back(fmt::format(
         "note: these sweeps were written by different dnstransport versions ({}): compare with "
         "care",
-        join(versions, ", ")));
+        fmt::join(versions, ", ")));
   }
   return lines;
 }
@@ -260,7 +252,7 @@ report_table comparison_table(const std::vector<compared_sweep>& sweeps) {
   for (const auto& s : sweeps) {
     for (const auto& transport : transports_of(sweeps)) {
       if (!has_transport(s.result, transport)) continue;
-      const bool udp = transport.transport == transport_kind::udp;
+      const bool udp = transport.transport == reference_transport;
       const std::uint64_t per_connection = longest_connections(s.result, transport);
       std::vector<std::string> row{s.name, sweep_transport_name(transport),
                                    udp ? "-" : queries_per_connection_name(per_connection)};

@@ -98,7 +98,7 @@ void add_qps_against_clients(const std::vector<compared_sweep>& sweeps, plot_set
 void add_percent_of_udp(const std::vector<compared_sweep>& sweeps, plot_set& into) {
   std::vector<sweep_transport> transports;
   for (const auto& t : transports_of(sweeps)) {
-    if (t.transport != transport_kind::udp) transports.push_back(t);
+    if (t.transport != reference_transport) transports.push_back(t);
   }
   struct group {
     std::size_t sweep;

@@ -368,7 +368,7 @@ json::object run_result_to_json(const run_result& r) {
       {"warnings", std::move(warnings)},
   };
   if (traits_of(r.transport).has_tls) out["early_data"] = early_data_to_json(r.early_data);
-  if (r.transport == transport_kind::doq) out["quic"] = quic_stats_to_json(r.quic);
+  if (traits_of(r.transport).over_quic) out["quic"] = quic_stats_to_json(r.quic);
   if (r.edns.requested()) out["edns"] = edns_stats_to_json(r.edns, r.responses_received);
   if (r.server_usage.monitored()) out["server_usage"] = server_stats_to_json(r.server_usage);
   if (!r.ranks.empty()) {

@@ -225,7 +225,7 @@ std::string format_table(const run_result& r) {
                                static_cast<double>(r.generator.syscalls)
                          : 0,
                      r.coalesce_us == 0 ? ""
-                     : r.transport == transport_kind::udp
+                     : !traits_of(r.transport).has_connections
                          ? fmt::format("; reads coalesced up to {} us, answers timed by the kernel",
                                        r.coalesce_us)
                          : fmt::format("; reads coalesced up to {} us and 1/20 of the latency",
@@ -259,7 +259,7 @@ std::string format_table(const run_result& r) {
                                      sv.cgroups.empty() ? "RSS" : "memory",
                                      static_cast<double>(sv.rss_max_bytes) / (1024.0 * 1024.0),
                                      sv.fds_max, sv.threads_max);
-    if (traits_of(r.transport).has_connections && r.transport != transport_kind::doq) {
+    if (traits_of(r.transport).over_tcp) {
       memory += fmt::format(", at most {} TCP connections on port {}",
                             with_commas(sv.connections_max), r.port);
     }
@@ -282,7 +282,7 @@ std::string format_table(const run_result& r) {
     line("answers per connection", fmt::format("{:.1f}", r.queries_per_connection_achieved()));
     if (r.out_of_order) line("out of order", with_commas(r.out_of_order));
     // QUIC has no connect of its own: its set-up is the handshake.
-    if (r.transport != transport_kind::doq) line("connect latency", percentiles(r.connect_latency));
+    if (traits_of(r.transport).over_tcp) line("connect latency", percentiles(r.connect_latency));
     if (traits_of(r.transport).has_tls) {
       line("handshakes",
            fmt::format("{} full, {} resumed; {:.3f} per query", with_commas(r.handshakes_full),
@@ -331,7 +331,7 @@ std::string format_table(const run_result& r) {
                      with_commas(e.offered), with_commas(e.accepted), with_commas(e.rejected),
                      with_commas(e.queries_in_early_data), with_commas(e.queries_resent)));
   }
-  if (r.transport == transport_kind::doq) {
+  if (traits_of(r.transport).over_quic) {
     const quic_stats& q = r.quic;
     line("QUIC packets",
          fmt::format("{} sent, {} received; {} with query data lost, {} probe "

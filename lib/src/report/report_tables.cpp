@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <dnstransport/report.hpp>
 
@@ -12,15 +13,6 @@ namespace dnstransport {
 namespace detail {
 
 namespace {
-
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += separator;
-    out += item;
-  }
-  return out;
-}
 
 std::string duration_cell(std::uint64_t nanoseconds, std::uint64_t count) {
   return count == 0 ? "-" : format_duration(static_cast<double>(nanoseconds));
@@ -126,7 +118,7 @@ report_table fits_table(const sweep_result& r) {
                       with_thousands(f.model.t_inf), fitted(f.model.h), fitted(f.n50),
                       fitted(f.n90), fitted(f.n99), fmt::format("{:.1f} %", f.model.residual * 100),
                       fmt::format("{:.1f} %", f.simple_residual * 100),
-                      departs.empty() ? "-" : join(departs, ", ")});
+                      departs.empty() ? "-" : fmt::format("{}", fmt::join(departs, ", "))});
   }
   t.notes = {
       "h = connection set-up cost in queries (T reaches 50 % of T_inf at N = h, 90 % at 9 h, "
@@ -184,7 +176,7 @@ std::vector<std::string> sweep_description(const sweep_result& r) {
   for (const auto& t : p.transports) {
     transports.push_back(sweep_transport_name(t));
     const std::string port =
-        fmt::format("{} {}", transport_name(t.transport), p.ports.of(t.transport));
+        fmt::format("{} {}", transport_name(t.transport), p.ports[t.transport]);
     if (std::find(ports.begin(), ports.end(), port) == ports.end()) ports.push_back(port);
   }
   std::vector<std::string> clients;
@@ -200,7 +192,7 @@ std::vector<std::string> sweep_description(const sweep_result& r) {
                               r.interrupted ? " (interrupted)" : ""));
   lines.push_back(fmt::format("target: {}{}, ports {}", p.base.server,
                               p.target_description.empty() ? "" : " (" + p.target_description + ")",
-                              join(ports, ", ")));
+                              fmt::join(ports, ", ")));
   lines.push_back(fmt::format("machine: {} CPUs{}, {}", r.machine.cpus,
                               r.machine.cpu_model.empty() ? "" : " (" + r.machine.cpu_model + ")",
                               r.machine.kernel));
@@ -209,8 +201,8 @@ std::vector<std::string> sweep_description(const sweep_result& r) {
   lines.push_back(fmt::format(
       "grid: transports {} x clients {} x queries/connection {} (tcp/tls) = {} points, {} run{} "
       "of {} each, {:g} s pause",
-      join(transports, ", "), join(clients, ", "), join(per_connection, ", "), r.planned_points,
-      p.repeats, p.repeats == 1 ? "" : "s", run_length, p.pause_seconds));
+      fmt::join(transports, ", "), fmt::join(clients, ", "), fmt::join(per_connection, ", "),
+      r.planned_points, p.repeats, p.repeats == 1 ? "" : "s", run_length, p.pause_seconds));
   lines.push_back(fmt::format(
       "each run: {} outstanding per client, {} thread{}, timeout {:g} s, warm-up {:g} s, "
       "queries: {} ({})",

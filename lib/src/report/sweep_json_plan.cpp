@@ -197,25 +197,39 @@ void plan_from_json(const json::object& o, sweep_result& result) {
   }
 }
 
+namespace {
+
+json::object ports_to_json(const sweep_ports& ports) {
+  json::object out;
+  for (const auto& traits : all_transports()) out[traits.name] = ports[traits.kind];
+  return out;
+}
+
+// A transport missing from the file (DoH and DoQ in files older than them) keeps its
+// default port.
+void ports_from_json(const json::object& o, sweep_ports& ports) {
+  for (const auto& traits : all_transports()) {
+    if (o.contains(traits.name)) {
+      const std::uint64_t port = count_at(o, traits.name);
+      if (port > 65535) {
+        throw std::invalid_argument(fmt::format("port {} of {} is not a port", port, traits.name));
+      }
+      ports[traits.kind] = static_cast<std::uint16_t>(port);
+    }
+  }
+}
+
+}  // namespace
+
 json::object target_to_json(const sweep_plan& plan) {
   return {{"server", plan.base.server},
-          {"ports",
-           {{"udp", plan.ports.udp},
-            {"tcp", plan.ports.tcp},
-            {"tls", plan.ports.tls},
-            {"doh", plan.ports.doh},
-            {"doq", plan.ports.doq}}},
+          {"ports", ports_to_json(plan.ports)},
           {"description", plan.target_description}};
 }
 
 void target_from_json(const json::object& o, sweep_plan& plan) {
   plan.base.server = string_at(o, "server");
-  const auto& ports = object_at(o, "ports");
-  plan.ports.udp = static_cast<std::uint16_t>(count_at(ports, "udp"));
-  plan.ports.tcp = static_cast<std::uint16_t>(count_at(ports, "tcp"));
-  plan.ports.tls = static_cast<std::uint16_t>(count_at(ports, "tls"));
-  if (ports.contains("doh")) plan.ports.doh = static_cast<std::uint16_t>(count_at(ports, "doh"));
-  if (ports.contains("doq")) plan.ports.doq = static_cast<std::uint16_t>(count_at(ports, "doq"));
+  ports_from_json(object_at(o, "ports"), plan.ports);
   plan.target_description = string_at(o, "description");
 }
 
@@ -224,12 +238,7 @@ json::array targets_to_json(const sweep_plan& plan) {
   for (const auto& t : plan.targets) {
     out.emplace_back(json::object{{"name", t.name},
                                   {"server", t.server},
-                                  {"ports",
-                                   {{"udp", t.ports.udp},
-                                    {"tcp", t.ports.tcp},
-                                    {"tls", t.ports.tls},
-                                    {"doh", t.ports.doh},
-                                    {"doq", t.ports.doq}}},
+                                  {"ports", ports_to_json(t.ports)},
                                   {"monitor_pids", ints_to_json(t.monitor_pids)},
                                   {"monitor_cgroups", strings_to_json(t.monitor_cgroups)},
                                   {"monitor_command", t.monitor_command},
@@ -246,12 +255,7 @@ void targets_from_json(const json::value& targets, sweep_plan& plan) {
     sweep_target t;
     t.name = string_at(o, "name");
     t.server = string_at(o, "server");
-    const auto& ports = object_at(o, "ports");
-    t.ports.udp = static_cast<std::uint16_t>(count_at(ports, "udp"));
-    t.ports.tcp = static_cast<std::uint16_t>(count_at(ports, "tcp"));
-    t.ports.tls = static_cast<std::uint16_t>(count_at(ports, "tls"));
-    t.ports.doh = static_cast<std::uint16_t>(count_at(ports, "doh"));
-    if (ports.contains("doq")) t.ports.doq = static_cast<std::uint16_t>(count_at(ports, "doq"));
+    ports_from_json(object_at(o, "ports"), t.ports);
     t.monitor_pids = ints_from_json(o, "monitor_pids");
     if (const auto* cgroups = o.if_contains("monitor_cgroups"); cgroups && cgroups->is_array()) {
       t.monitor_cgroups = strings_from_json(cgroups->get_array());

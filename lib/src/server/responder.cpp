@@ -85,11 +85,8 @@ query_opt find_opt(std::span<const std::uint8_t> query, std::size_t offset,
 
 answer_edns answer_edns_for(const server_options& options, transport_kind transport) noexcept {
   answer_edns edns;
-  const bool stream = transport == transport_kind::tcp || transport == transport_kind::tls ||
-                      transport == transport_kind::doh;
-  const bool encrypted = transport == transport_kind::tls || transport == transport_kind::doh ||
-                         transport == transport_kind::doq;
-  if (stream) {
+  const transport_traits& traits = traits_of(transport);
+  if (traits.over_tcp) {
     edns.keepalive = true;
     const double seconds = options.keepalive_timeout_seconds >= 0
                                ? options.keepalive_timeout_seconds
@@ -98,7 +95,7 @@ answer_edns answer_edns_for(const server_options& options, transport_kind transp
     edns.keepalive_timeout =
         static_cast<std::uint16_t>(std::min(std::lround(seconds * 10), long{0xffff}));
   }
-  if (encrypted) edns.padding_block = options.padding_block;
+  if (traits.has_tls) edns.padding_block = options.padding_block;
   return edns;
 }
 

@@ -1,21 +1,17 @@
 #include <dnstransport/server.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
 
 #include <fmt/format.h>
 #include <boost/asio/ip/address.hpp>
 
 #include <dnstransport/error.hpp>
 
+#include "server/listeners.hpp"
 #include "server/rate_limiter.hpp"
 #include "server/server_thread.hpp"
-#include "transport/tls/tls_backend.hpp"
-#ifdef DNSTRANSPORT_HAVE_DOQ
-#include "server/server_doq.hpp"
-#include "server/server_doq_context.hpp"
-#endif
 
 namespace dnstransport {
 
@@ -44,19 +40,10 @@ void check_address(std::string_view address, std::string_view whole, std::string
 
 struct server::impl {
   server_options options;
-  certificate_files certificate;
-  std::unique_ptr<detail::tls_server_context> tls;
-  std::unique_ptr<detail::tls_server_context> doh;  // the same certificate, ALPN "h2"
-#ifdef DNSTRANSPORT_HAVE_DOQ
-  std::unique_ptr<detail::doq_context> doq;  // the same certificate, GnuTLS, ALPN "doq"
-#endif
+  detail::listener_contexts contexts;
   std::unique_ptr<detail::rate_limiter> limiter;  // shared by the threads; null: no limit
   std::vector<std::unique_ptr<detail::server_thread>> threads;
-  std::uint16_t udp_port = 0;
-  std::uint16_t tcp_port = 0;
-  std::uint16_t tls_port = 0;
-  std::uint16_t doh_port = 0;
-  std::uint16_t doq_port = 0;
+  per_transport<std::uint16_t> ports;
 };
 
 server::server(server_options options) : impl_(std::make_unique<impl>()) {
@@ -64,17 +51,10 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
   s.options = std::move(options);
   const server_options& o = s.options;
   if (o.threads == 0) throw setup_error("--threads must be at least 1");
-  if (!o.udp && !o.tcp && !o.tls && !o.doh && !o.doq) {
+  if (std::none_of(o.listen.begin(), o.listen.end(),
+                   [](const std::optional<endpoint>& where) { return where.has_value(); })) {
     throw setup_error("the responder needs at least one listener");
   }
-#ifndef DNSTRANSPORT_HAVE_DOQ
-  if (o.doq) {
-    throw setup_error(
-        "--doq: DNS over QUIC needs ngtcp2's GnuTLS helper, and this build has no GnuTLS "
-        "(DNSTRANSPORT_WITH_GNUTLS=OFF)");
-  }
-#endif
-  if (o.doq && o.doq_max_streams == 0) throw setup_error("--doq-max-streams must be at least 1");
   if (!std::isfinite(o.rate_limit) || o.rate_limit < 0) {
     throw setup_error(
         fmt::format("--rate-limit: {} is not a rate (queries per second, at least 0; 0: no limit)",
@@ -86,70 +66,25 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
         "--keepalive-timeout: {} is not an edns-tcp-keepalive timeout (0 to 6553.5 seconds)",
         o.keepalive_timeout_seconds));
   }
+  std::vector<std::pair<transport_kind, boost::asio::ip::address>> listening;
+  for (const auto& traits : all_transports()) {
+    const std::optional<endpoint>& where = o.listen[traits.kind];
+    if (!where) continue;
+    check_address(where->address, to_string(*where), fmt::format("the {} listener", traits.name));
+    listening.emplace_back(traits.kind, boost::asio::ip::make_address(where->address));
+  }
   if (o.rate_limit > 0) s.limiter = std::make_unique<detail::rate_limiter>(o.rate_limit);
-  if (o.doh) {
-    if (o.doh_path.empty() || o.doh_path.front() != '/' ||
-        o.doh_path.find_first_of("?# ") != std::string::npos) {
-      throw setup_error(
-          fmt::format("--doh-path: \"{}\" is not an absolute path without query (e.g. /dns-query)",
-                      o.doh_path));
-    }
-    if (o.doh_max_streams == 0) throw setup_error("--doh-max-streams must be at least 1");
-  }
-  if (o.tls || o.doh || o.doq) {
-    tls_server_options tls_options = o.tls_options;
-    if (tls_options.certificate_file.empty() != tls_options.key_file.empty()) {
-      throw setup_error("give both a TLS certificate and its key, or neither");
-    }
-    if (tls_options.certificate_file.empty()) {
-      const std::filesystem::path directory =
-          o.certificate_directory.empty()
-              ? std::filesystem::temp_directory_path() / fmt::format("dnstransport-{}", getpid())
-              : std::filesystem::path(o.certificate_directory);
-      s.certificate = generate_self_signed_certificate(directory);
-      tls_options.certificate_file = s.certificate.certificate_file;
-      tls_options.key_file = s.certificate.key_file;
-    } else {
-      s.certificate = {tls_options.certificate_file, tls_options.key_file};
-    }
-    if (o.tls) s.tls = detail::make_tls_server_context(tls_options);
-#ifdef DNSTRANSPORT_HAVE_DOQ
-    if (o.doq) s.doq = std::make_unique<detail::doq_context>(tls_options, o.doq_early_data);
-#endif
-    if (o.doh) {
-      tls_options.alpn = {"h2"};
-      s.doh = detail::make_tls_server_context(tls_options);
-    }
-  }
+  s.contexts = detail::make_listener_contexts(o);
 
-  auto address_of = [](const endpoint& e, std::string_view what) {
-    check_address(e.address, to_string(e), what);
-    return boost::asio::ip::make_address(e.address);
-  };
   for (unsigned i = 0; i < o.threads; ++i) {
-    auto t = std::make_unique<detail::server_thread>(s.options, s.tls.get(), s.doh.get(),
-                                                     s.limiter.get());
-    if (o.udp) {
-      s.udp_port = t->open_udp({address_of(*o.udp, "--listen"), i == 0 ? o.udp->port : s.udp_port});
-    }
-    if (o.tcp) {
-      s.tcp_port = t->open_tcp({address_of(*o.tcp, "--tcp"), i == 0 ? o.tcp->port : s.tcp_port});
-    }
-    if (o.tls) {
-      s.tls_port = t->open_tls({address_of(*o.tls, "--tls"), i == 0 ? o.tls->port : s.tls_port});
-    }
-    if (o.doh) {
-      s.doh_port = t->open_doh({address_of(*o.doh, "--doh"), i == 0 ? o.doh->port : s.doh_port});
-    }
-#ifdef DNSTRANSPORT_HAVE_DOQ
-    if (o.doq) {
-      // One socket per thread on the same port (SO_REUSEPORT): the kernel keeps each
-      // client's 4-tuple, so each QUIC connection, on one thread.
-      auto listener = std::make_unique<detail::doq_listener>(*t, *s.doq);
-      s.doq_port = listener->open({address_of(*o.doq, "--doq"), i == 0 ? o.doq->port : s.doq_port});
+    auto t = std::make_unique<detail::server_thread>(s.options, s.limiter.get());
+    for (const auto& [transport, address] : listening) {
+      auto listener = detail::make_listener(transport, *t, s.contexts);
+      // The first thread binds the port asked for (0: a free one), the others the same.
+      const std::uint16_t port = i == 0 ? o.listen[transport]->port : s.ports[transport];
+      s.ports[transport] = listener->open(address, port);
       t->add_listener(std::move(listener));
     }
-#endif
     s.threads.push_back(std::move(t));
   }
   for (unsigned i = 0; i < o.threads; ++i) {
@@ -163,39 +98,16 @@ server::~server() {
   stop();
 }
 
-std::uint16_t server::udp_port() const noexcept {
-  return impl_->udp_port;
-}
-std::uint16_t server::tcp_port() const noexcept {
-  return impl_->tcp_port;
-}
 std::uint16_t server::port(transport_kind transport) const noexcept {
-  switch (transport) {
-    case transport_kind::udp:
-      return udp_port();
-    case transport_kind::tcp:
-      return tcp_port();
-    case transport_kind::tls:
-      return tls_port();
-    case transport_kind::doh:
-      return doh_port();
-    case transport_kind::doq:
-      return doq_port();
-  }
-  return 0;
+  return impl_->ports[transport];
 }
 
-std::uint16_t server::tls_port() const noexcept {
-  return impl_->tls_port;
+const per_transport<std::uint16_t>& server::ports() const noexcept {
+  return impl_->ports;
 }
-std::uint16_t server::doh_port() const noexcept {
-  return impl_->doh_port;
-}
-std::uint16_t server::doq_port() const noexcept {
-  return impl_->doq_port;
-}
+
 const certificate_files& server::certificate() const noexcept {
-  return impl_->certificate;
+  return impl_->contexts.certificate;
 }
 
 void server::stop() {
@@ -206,11 +118,9 @@ server_stats server::stats() const {
   server_stats total;
   for (const auto& t : impl_->threads) {
     const auto& c = t->counters;
-    total.udp_queries += c.udp_queries.load(std::memory_order_relaxed);
-    total.tcp_queries += c.tcp_queries.load(std::memory_order_relaxed);
-    total.tls_queries += c.tls_queries.load(std::memory_order_relaxed);
-    total.doh_queries += c.doh_queries.load(std::memory_order_relaxed);
-    total.doq_queries += c.doq_queries.load(std::memory_order_relaxed);
+    for (const auto& traits : all_transports()) {
+      total.queries[traits.kind] += c.queries[traits.kind].load(std::memory_order_relaxed);
+    }
     total.doq_early_data += c.doq_early_data.load(std::memory_order_relaxed);
     total.doq_packets_dropped += c.doq_packets_dropped.load(std::memory_order_relaxed);
     total.doq_stateless_resets += c.doq_stateless_resets.load(std::memory_order_relaxed);

@@ -14,6 +14,7 @@
 
 #include <dnstransport/error.hpp>
 
+#include "server/listeners.hpp"
 #include "server/server_doq_connection.hpp"
 #include "server/server_doq_context.hpp"
 #include "util/clock.hpp"
@@ -27,12 +28,6 @@ constexpr unsigned receive_batch = 32;
 constexpr std::size_t datagram_max = 65536;
 // Room for the destination address of a datagram (IP_PKTINFO or IPV6_PKTINFO).
 constexpr std::size_t control_size = CMSG_SPACE(sizeof(in6_pktinfo));
-
-std::string describe(const boost::asio::ip::udp::endpoint& where) {
-  const auto address = where.address().to_string();
-  return where.address().is_v6() ? fmt::format("[{}]:{}", address, where.port())
-                                 : fmt::format("{}:{}", address, where.port());
-}
 
 // The reserved version a Version Negotiation packet lists beside v1, so clients do not
 // come to rely on the list staying fixed (RFC 9000, section 6.3): 0x?a?a?a?a.
@@ -87,7 +82,8 @@ doq_listener::doq_listener(server_thread& thread, const doq_context& context)
 
 doq_listener::~doq_listener() = default;
 
-std::uint16_t doq_listener::open(const boost::asio::ip::udp::endpoint& where) {
+std::uint16_t doq_listener::open(const boost::asio::ip::address& address, std::uint16_t port) {
+  const boost::asio::ip::udp::endpoint where(address, port);
   boost::system::error_code ec;
   socket_.open(where.protocol(), ec);
   if (!ec) {
@@ -97,8 +93,8 @@ std::uint16_t doq_listener::open(const boost::asio::ip::udp::endpoint& where) {
   }
   if (!ec) socket_.non_blocking(true, ec);
   if (ec) {
-    throw setup_error(fmt::format("cannot listen for DNS over QUIC on UDP {}: {}", describe(where),
-                                  ec.message()));
+    throw setup_error(fmt::format("cannot listen for DNS over QUIC on UDP {}: {}",
+                                  describe_endpoint(address, port), ec.message()));
   }
   const int fd = socket_.native_handle();
   wildcard_ = where.address().is_unspecified();
@@ -113,8 +109,8 @@ std::uint16_t doq_listener::open(const boost::asio::ip::udp::endpoint& where) {
   enlarge_socket_buffers(fd);
   const auto bound = socket_.local_endpoint(ec);
   if (ec) {
-    throw setup_error(fmt::format("cannot listen for DNS over QUIC on UDP {}: {}", describe(where),
-                                  ec.message()));
+    throw setup_error(fmt::format("cannot listen for DNS over QUIC on UDP {}: {}",
+                                  describe_endpoint(address, port), ec.message()));
   }
   port_ = bound.port();
   bound_size_ = static_cast<socklen_t>(bound.size());

@@ -77,8 +77,7 @@ class doq_listener final : public thread_listener {
   doq_listener(const doq_listener&) = delete;
   doq_listener& operator=(const doq_listener&) = delete;
 
-  // Binds the socket; throws setup_error naming the address when that fails.
-  std::uint16_t open(const boost::asio::ip::udp::endpoint& where);
+  std::uint16_t open(const boost::asio::ip::address& address, std::uint16_t port) override;
   void start() override;
 
   // For the connections.

@@ -159,7 +159,7 @@ void doq_connection::deliver(stream& s) {
   send_queue_.push_back(&s);
   s.queued = true;
   ++answers_;
-  thread_.counters.doq_queries.fetch_add(1, std::memory_order_relaxed);
+  thread_.counters.queries[transport_kind::doq].fetch_add(1, std::memory_order_relaxed);
 }
 
 void doq_connection::arm_rate_timer() {

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: one thread of the built-in responder. Every thread has its own io_context and
-// its own SO_REUSEPORT sockets (UDP, TCP, TLS, DoH, DoQ), so the kernel spreads queries and
+// its own SO_REUSEPORT socket per listener (listeners.hpp), so the kernel spreads queries and
 // connections over threads and nothing is shared between them but the rate limit, when there
 // is one (rate_limiter.hpp), and DoQ's 0-RTT anti-replay table (server_doq_context.hpp).
 
@@ -14,8 +14,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <dnstransport/server.hpp>
@@ -24,16 +23,10 @@
 
 namespace dnstransport::detail {
 
-class tls_server_context;
-class stream_acceptor;
 class rate_limiter;
 
 struct server_counters {
-  std::atomic<std::uint64_t> udp_queries{0};
-  std::atomic<std::uint64_t> tcp_queries{0};
-  std::atomic<std::uint64_t> tls_queries{0};
-  std::atomic<std::uint64_t> doh_queries{0};
-  std::atomic<std::uint64_t> doq_queries{0};
+  per_transport<std::atomic<std::uint64_t>> queries;  // answered, per listener
   std::atomic<std::uint64_t> doq_early_data{0};
   std::atomic<std::uint64_t> doq_packets_dropped{0};
   std::atomic<std::uint64_t> doq_stateless_resets{0};
@@ -58,28 +51,22 @@ class accepted_connection {
   virtual void check_idle(std::uint64_t now) = 0;
 };
 
-// A listener with its own socket that runs on the thread's io_context (the DoQ listener):
-// started with the thread, destroyed with it.
+// One transport's listener on one thread (listeners.hpp makes them): its own socket on the
+// thread's io_context, opened before the thread starts, started with it, destroyed with it.
 class thread_listener {
  public:
   virtual ~thread_listener() = default;
+  // Binds the socket; port 0 binds a free port (later threads then pass the chosen one).
+  // Returns the port. Throws setup_error naming the address when binding fails.
+  virtual std::uint16_t open(const boost::asio::ip::address& address, std::uint16_t port) = 0;
   virtual void start() = 0;
 };
 
 class server_thread {
  public:
-  // `tls` (DoT) and `doh` (the same certificate, ALPN "h2") may be null when that listener
-  // is off; `limiter`, shared by every thread, is null without a rate limit.
-  server_thread(const server_options& options, tls_server_context* tls, tls_server_context* doh,
-                rate_limiter* limiter);
+  // `limiter`, shared by every thread, is null without a rate limit.
+  server_thread(const server_options& options, rate_limiter* limiter);
   ~server_thread();
-
-  // Binds the listeners; a port of 0 binds a free port the first time (later threads then
-  // pass the chosen port). Throws setup_error naming the address when binding fails.
-  std::uint16_t open_udp(const boost::asio::ip::udp::endpoint& where);
-  std::uint16_t open_tcp(const boost::asio::ip::tcp::endpoint& where);
-  std::uint16_t open_tls(const boost::asio::ip::tcp::endpoint& where);
-  std::uint16_t open_doh(const boost::asio::ip::tcp::endpoint& where);
 
   // Takes a listener that opened its socket on io(); it starts with the thread.
   void add_listener(std::unique_ptr<thread_listener> listener);
@@ -92,43 +79,24 @@ class server_thread {
   // The responder's rate limit; null when it has none.
   rate_limiter* limiter() const noexcept { return limiter_; }
   boost::asio::io_context& io() noexcept { return io_; }
+  // Keeps a connection a listener accepted alive (and swept for idleness) and starts it.
+  void adopt(std::shared_ptr<accepted_connection> connection);
   void forget(accepted_connection* connection);
   // Where a connection builds one answer before framing it; shared by the thread's
   // connections, which run one at a time.
   std::span<std::uint8_t> answer_scratch() noexcept { return answer_scratch_; }
   // What answers over `transport` give back to the queries' EDNS options.
-  const answer_edns& edns(transport_kind transport) const noexcept {
-    return transport == transport_kind::tcp   ? tcp_edns_
-           : transport == transport_kind::doq ? doq_edns_
-                                              : tls_edns_;
-  }
+  const answer_edns& edns(transport_kind transport) const noexcept { return edns_[transport]; }
 
  private:
-  void wait_udp();
-  void on_udp_readable();
-  void accept(boost::asio::ip::tcp::acceptor& acceptor, stream_acceptor& streams,
-              std::atomic<std::uint64_t>& queries, const answer_edns& edns);
-  void accept_doh();
-  void adopt(std::shared_ptr<accepted_connection> connection);
   void schedule_sweep();
 
   const server_options& options_;
   rate_limiter* const limiter_;
-  const answer_edns tcp_edns_;
-  const answer_edns tls_edns_;  // DoT and DoH
-  const answer_edns doq_edns_;
-  std::unique_ptr<stream_acceptor> tcp_streams_;
-  std::unique_ptr<stream_acceptor> tls_streams_;  // when the responder has TLS
-  std::unique_ptr<stream_acceptor> doh_streams_;  // when the responder has DoH
+  const per_transport<answer_edns> edns_;
   boost::asio::io_context io_{1};
-  std::optional<boost::asio::ip::udp::socket> udp_;
-  std::optional<boost::asio::ip::tcp::acceptor> tcp_;
-  std::optional<boost::asio::ip::tcp::acceptor> tls_acceptor_;
-  std::optional<boost::asio::ip::tcp::acceptor> doh_acceptor_;
   boost::asio::steady_timer sweep_timer_;
   std::unordered_map<accepted_connection*, std::shared_ptr<accepted_connection>> connections_;
-  std::vector<std::uint8_t> in_;
-  std::vector<std::uint8_t> out_;
   std::vector<std::uint8_t> answer_scratch_;
   std::vector<std::unique_ptr<thread_listener>> listeners_;  // after io_: closed before it
   std::thread thread_;

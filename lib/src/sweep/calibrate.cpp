@@ -8,23 +8,24 @@
 namespace dnstransport {
 
 std::vector<calibration_case> default_calibration_cases() {
-  std::vector<calibration_case> cases{{transport_kind::udp, tls_backend::openssl, 0},
-                                      {transport_kind::tcp, tls_backend::openssl, 0},
-                                      {transport_kind::tcp, tls_backend::openssl, 1}};
-  for (tls_backend backend : available_tls_backends()) {
-    cases.push_back({transport_kind::tls, backend, 0});
-    cases.push_back({transport_kind::tls, backend, 1});
-    cases.push_back({transport_kind::tls, backend, 1, true});
-  }
-  const auto backends = available_tls_backends();
-  if (!backends.empty()) {
-    cases.push_back({transport_kind::doh, backends.front(), 0});
-    cases.push_back({transport_kind::doh, backends.front(), 1});
-  }
-  if (traits_of(transport_kind::doq).compiled) {  // always on GnuTLS
-    cases.push_back({transport_kind::doq, tls_backend::gnutls, 0});
-    cases.push_back({transport_kind::doq, tls_backend::gnutls, 1});
-    cases.push_back({transport_kind::doq, tls_backend::gnutls, 1, true, true});
+  const auto available = available_tls_backends();
+  std::vector<calibration_case> cases;
+  for (const transport_traits& t : all_transports()) {
+    if (!t.compiled) continue;
+    std::vector<tls_backend> backends{tls_backend::openssl};  // unused without TLS
+    if (t.gnutls_only) {
+      backends = {tls_backend::gnutls};
+    } else if (t.has_tls) {
+      backends = available;
+    }
+    for (const tls_backend backend : backends) {
+      cases.push_back({t.kind, backend, 0});
+      if (t.has_connections) cases.push_back({t.kind, backend, 1});
+      if (t.has_tls) {
+        cases.push_back({t.kind, backend, 1, true});
+        cases.push_back({t.kind, backend, 1, true, true});
+      }
+    }
   }
   return cases;
 }
@@ -51,24 +52,7 @@ std::vector<calibration_result> calibrate(const calibration_options& options) {
     responder_options.threads = options.server_threads;
     responder_options.cpus = options.server_cpus;
     responder_options.tls_options.backend = c.backend;
-    const endpoint loopback{"127.0.0.1", 0};
-    switch (c.transport) {
-      case transport_kind::udp:
-        responder_options.udp = loopback;
-        break;
-      case transport_kind::tcp:
-        responder_options.tcp = loopback;
-        break;
-      case transport_kind::tls:
-        responder_options.tls = loopback;
-        break;
-      case transport_kind::doh:
-        responder_options.doh = loopback;
-        break;
-      case transport_kind::doq:
-        responder_options.doq = loopback;
-        break;
-    }
+    responder_options.listen[c.transport] = endpoint{"127.0.0.1", 0};
     server responder(responder_options);
 
     load_spec spec;

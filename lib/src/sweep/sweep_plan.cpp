@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
+#include <iterator>
 #include <limits>
 
 #include <fmt/format.h>
@@ -134,39 +135,30 @@ std::string queries_per_connection_name(std::uint64_t queries_per_connection) {
   return queries_per_connection == 0 ? "unlimited" : std::to_string(queries_per_connection);
 }
 
-std::uint16_t sweep_ports::of(transport_kind transport) const noexcept {
-  switch (transport) {
-    case transport_kind::udp:
-      return udp;
-    case transport_kind::tcp:
-      return tcp;
-    case transport_kind::tls:
-      return tls;
-    case transport_kind::doh:
-      return doh;
-    case transport_kind::doq:
-      return doq;
+std::vector<sweep_transport> every_sweep_transport(tls_backend backend) {
+  std::vector<sweep_transport> transports;
+  for (const transport_traits& t : all_transports()) {
+    if (!t.compiled) continue;
+    std::optional<tls_backend> library;
+    if (t.has_tls) library = t.gnutls_only ? tls_backend::gnutls : backend;
+    transports.push_back({t.kind, library});
   }
-  return 0;
+  return transports;
 }
 
 void apply_preset(sweep_plan& plan, std::string_view name) {
-  const sweep_transport tcp{transport_kind::tcp, std::nullopt};
-  const sweep_transport tls{transport_kind::tls, plan.base.tls.backend};
-  const sweep_transport doh{transport_kind::doh, plan.base.tls.backend};
-  const sweep_transport doq{transport_kind::doq, tls_backend::gnutls};
-  const bool with_doq = traits_of(transport_kind::doq).compiled;
+  const auto every = every_sweep_transport(plan.base.tls.backend);
   if (name == "load") {
-    plan.transports = {{transport_kind::udp, std::nullopt}, tcp, tls, doh};
-    if (with_doq) plan.transports.push_back(doq);
+    plan.transports = every;
     plan.clients = {1, 2, 4, 8, 16};
     plan.queries_per_connection = {0};
     plan.repeats = 3;
     plan.duration_seconds = 5;
     plan.pause_seconds = 1;
   } else if (name == "amortization") {
-    plan.transports = {tcp, tls, doh};
-    if (with_doq) plan.transports.push_back(doq);
+    plan.transports.clear();
+    std::copy_if(every.begin(), every.end(), std::back_inserter(plan.transports),
+                 [](const sweep_transport& t) { return traits_of(t.transport).has_connections; });
     plan.clients = {8};
     plan.queries_per_connection = {1,   2,    5,    10,   20,    50,    100, 200,
                                    500, 1000, 2000, 5000, 10000, 20000, 0};
@@ -195,12 +187,15 @@ sweep_target parse_sweep_target(std::string_view text) {
   const std::string flag = fmt::format("--target {}", target.name);
   const endpoint where = parse_endpoint(items.front(), 53, flag);
   target.server = where.address;
-  target.ports.udp = target.ports.tcp = where.port;
+  // PORT is the DNS port: that of every transport whose default is 53 (UDP and TCP).
+  for (const auto& traits : all_transports()) {
+    if (traits.default_port == 53) target.ports[traits.kind] = where.port;
+  }
   for (std::size_t i = 1; i < items.size(); ++i) {
     const std::size_t sign = items[i].find('=');
     const std::string_view key = items[i].substr(0, sign);
-    if (sign == std::string_view::npos ||
-        (key != "tls" && key != "doh" && key != "doq" && key != "pid" && key != "cgroup")) {
+    const std::optional<transport_kind> transport = parse_transport(key);
+    if (sign == std::string_view::npos || (!transport && key != "pid" && key != "cgroup")) {
       throw setup_error(
           fmt::format("{}: \"{}\" is not tls=PORT, doh=PORT, doq=PORT, pid=PID or cgroup=PATH",
                       flag, items[i]));
@@ -220,10 +215,7 @@ sweep_target parse_sweep_target(std::string_view text) {
     }
     const std::uint64_t port = parse_positive(items[i].substr(sign + 1), flag);
     if (port > 65535) throw setup_error(fmt::format("{}: {} is not a port", flag, port));
-    std::uint16_t& where_to = key == "tls"   ? target.ports.tls
-                              : key == "doh" ? target.ports.doh
-                                             : target.ports.doq;
-    where_to = static_cast<std::uint16_t>(port);
+    target.ports[*transport] = static_cast<std::uint16_t>(port);
   }
   target.description = std::string(text);
   return target;
@@ -315,11 +307,11 @@ std::vector<sweep_point> expand(const sweep_plan& plan) {
 load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
   load_spec spec = plan.base;
   spec.transport = point.transport.transport;
-  spec.port = plan.ports.of(spec.transport);
+  spec.port = plan.ports[spec.transport];
   for (const auto& t : plan.targets) {
     if (t.name != point.target) continue;
     spec.server = t.server;
-    spec.port = t.ports.of(spec.transport);
+    spec.port = t.ports[spec.transport];
     spec.monitor_pids = t.monitor_pids;
     spec.monitor_cgroups = t.monitor_cgroups;
     spec.monitor_command = t.monitor_command;
@@ -329,10 +321,8 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
   spec.queries_per_connection = point.queries_per_connection;
   // --idle concerns the transports with connections; UDP points of the same sweep run without.
   if (!traits_of(spec.transport).has_connections) spec.idle_seconds = 0;
-  // --coalesce-us concerns UDP, TCP and DoT; DoH and DoQ points run without.
-  if (spec.transport == transport_kind::doh || spec.transport == transport_kind::doq) {
-    spec.coalesce_us = 0;
-  }
+  // --coalesce-us concerns the transports whose reads it can delay; the others run without.
+  if (!traits_of(spec.transport).coalescable) spec.coalesce_us = 0;
   spec.duration_seconds = plan.duration_seconds;
   spec.on_progress = nullptr;
   return spec;

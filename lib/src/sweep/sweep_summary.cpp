@@ -39,7 +39,7 @@ qps_statistics statistics_of(std::vector<double> values) {
 const sweep_point_result* udp_reference(const std::vector<sweep_point_result>& points,
                                         const sweep_point& of) {
   for (const auto& p : points) {
-    if (p.point.transport.transport == transport_kind::udp && p.point.clients == of.clients &&
+    if (p.point.transport.transport == reference_transport && p.point.clients == of.clients &&
         p.point.target == of.target && p.summary.qps.mean > 0) {
       return &p;
     }
@@ -83,7 +83,7 @@ std::vector<percent_of_udp_entry> compute_percent_of_udp(
     const std::vector<sweep_point_result>& points) {
   std::vector<percent_of_udp_entry> entries;
   for (const auto& p : points) {
-    if (p.point.transport.transport == transport_kind::udp) continue;
+    if (p.point.transport.transport == reference_transport) continue;
     const auto* udp = udp_reference(points, p.point);
     if (udp == nullptr) continue;
     const auto& q = p.summary.qps;

@@ -48,6 +48,18 @@ endpoint parse_endpoint(std::string_view text, std::uint16_t default_port, std::
   return result;
 }
 
+endpoint parse_listen_endpoint(std::string_view text, std::uint16_t default_port,
+                               std::string_view what) {
+  endpoint result = parse_endpoint(text, default_port, what);
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(result.address, ec);
+  if (ec) {
+    throw setup_error(
+        fmt::format("{}: \"{}\" is not an IP address (expected ADDR:PORT)", what, text));
+  }
+  return result;
+}
+
 std::string to_string(const endpoint& where) {
   if (where.address.find(':') != std::string::npos) {
     return fmt::format("[{}]:{}", where.address, where.port);

@@ -164,8 +164,19 @@ TEST(sweep_test, parses_client_and_per_connection_lists) {
             std::string::npos);
 }
 
-TEST(sweep_test, expands_transports_then_clients_then_queries_per_connection) {
+TEST(sweep_test, the_default_axis_is_every_transport_of_this_build) {
   const sweep_plan plan;
+  std::vector<sweep_transport> expected{udp, tcp, tls_openssl, doh_openssl};
+  if (traits_of(transport_kind::doq).compiled) {
+    expected.push_back({transport_kind::doq, tls_backend::gnutls});  // GnuTLS whatever is asked
+  }
+  EXPECT_EQ(plan.transports, expected);
+  EXPECT_EQ(plan.ports, default_ports());
+}
+
+TEST(sweep_test, expands_transports_then_clients_then_queries_per_connection) {
+  sweep_plan plan;
+  plan.transports = {udp, tcp, tls_openssl, doh_openssl};
   const auto points = expand(plan);
   // udp once per client count; tcp, tls and doh once per client count and per-connection
   // value.
@@ -311,7 +322,7 @@ TEST(sweep_test, json_round_trip_renders_identical_tables) {
   EXPECT_EQ(format_tables(read), format_tables(original));
   EXPECT_EQ(to_csv(read), to_csv(original));
   EXPECT_EQ(read.plan.transports, original.plan.transports);
-  EXPECT_EQ(read.plan.ports.tls, 8853);
+  EXPECT_EQ(read.plan.ports[transport_kind::tls], 8853);
   EXPECT_EQ(read.plan.base.coalesce_us, 100u);
   EXPECT_EQ(read.points.size(), original.points.size());
   EXPECT_EQ(read.points[4].repeats.size(), 3u);
@@ -410,23 +421,30 @@ TEST(sweep_target_test, parses_name_address_and_ports) {
   const auto a = parse_sweep_target("unbound=127.0.0.1:5300,tls=8853,doh=8443");
   EXPECT_EQ(a.name, "unbound");
   EXPECT_EQ(a.server, "127.0.0.1");
-  EXPECT_EQ(a.ports.udp, 5300);
-  EXPECT_EQ(a.ports.tcp, 5300);
-  EXPECT_EQ(a.ports.tls, 8853);
-  EXPECT_EQ(a.ports.doh, 8443);
+  EXPECT_EQ(a.ports[transport_kind::udp], 5300);
+  EXPECT_EQ(a.ports[transport_kind::tcp], 5300);
+  EXPECT_EQ(a.ports[transport_kind::tls], 8853);
+  EXPECT_EQ(a.ports[transport_kind::doh], 8443);
   const auto b = parse_sweep_target("knot 3.2=192.0.2.1");
   EXPECT_EQ(b.name, "knot 3.2");
-  EXPECT_EQ(b.ports.udp, 53);
-  EXPECT_EQ(b.ports.tls, 853);
-  EXPECT_EQ(b.ports.doh, 443);
+  EXPECT_EQ(b.ports[transport_kind::udp], 53);
+  EXPECT_EQ(b.ports[transport_kind::tls], 853);
+  EXPECT_EQ(b.ports[transport_kind::doh], 443);
   const auto c = parse_sweep_target("v6=[::1]:5353,doh=443");
   EXPECT_EQ(c.server, "::1");
-  EXPECT_EQ(c.ports.tcp, 5353);
+  EXPECT_EQ(c.ports[transport_kind::tcp], 5353);
   const auto d = parse_sweep_target(
       "knot=127.0.0.1,pid=12,cgroup=system.slice/knot.service,cgroup=/sys/fs/cgroup/x,pid=13");
   EXPECT_EQ(d.monitor_pids, (std::vector<int>{12, 13}));
   EXPECT_EQ(d.monitor_cgroups,
             (std::vector<std::string>{"system.slice/knot.service", "/sys/fs/cgroup/x"}));
+  // Any transport's name is a key, its aliases too; the DNS port stays for the others.
+  const auto e = parse_sweep_target("e=127.0.0.1:5300,tcp=5301,dot=8853,doq=8854");
+  EXPECT_EQ(e.ports[transport_kind::udp], 5300);
+  EXPECT_EQ(e.ports[transport_kind::tcp], 5301);
+  EXPECT_EQ(e.ports[transport_kind::tls], 8853);
+  EXPECT_EQ(e.ports[transport_kind::doh], 443);
+  EXPECT_EQ(e.ports[transport_kind::doq], 8854);
   for (const char* bad :
        {"127.0.0.1", "=127.0.0.1", "a=", "a=127.0.0.1,quic=853", "a=127.0.0.1,tls=70000",
         "a=127.0.0.1,tls=x", "a=127.0.0.1,,tls=1", "a=127.0.0.1:99999", "a=127.0.0.1,cgroup="}) {

@@ -1,0 +1,138 @@
+// The responder's UDP listener: a SO_REUSEPORT socket per thread, drained on readiness with
+// recvmmsg, every answer of a batch sent with one sendmmsg.
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+
+#include <fmt/format.h>
+#include <boost/asio/ip/udp.hpp>
+
+#include <dnstransport/error.hpp>
+
+#include "server/listeners.hpp"
+#include "server/rate_limiter.hpp"
+#include "server/responder.hpp"
+#include "util/clock.hpp"
+#include "util/socket_util.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+constexpr unsigned udp_batch = 32;
+constexpr std::size_t datagram_max = 65536;
+
+class udp_listener final : public thread_listener {
+ public:
+  explicit udp_listener(server_thread& thread) : thread_(thread), socket_(thread.io()) {}
+
+  std::uint16_t open(const boost::asio::ip::address& address, std::uint16_t port) override {
+    const boost::asio::ip::udp::endpoint where(address, port);
+    boost::system::error_code ec;
+    socket_.open(where.protocol(), ec);
+    if (!ec) socket_.set_option(boost::asio::socket_base::reuse_address(true), ec);
+    if (!ec) {
+      const int one = 1;
+      setsockopt(socket_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+      socket_.bind(where, ec);
+    }
+    if (!ec) socket_.non_blocking(true, ec);
+    if (ec) {
+      throw setup_error(fmt::format("cannot listen on UDP {}: {}", describe_endpoint(address, port),
+                                    ec.message()));
+    }
+    enlarge_socket_buffers(socket_.native_handle());
+    in_.resize(udp_batch * datagram_max);
+    out_.resize(udp_batch * (datagram_max + answer_overhead));
+    return socket_.local_endpoint().port();
+  }
+
+  void start() override { wait(); }
+
+ private:
+  void wait() {
+    socket_.async_wait(boost::asio::socket_base::wait_read,
+                       [this](const boost::system::error_code& ec) {
+                         if (!ec) on_readable();
+                       });
+  }
+
+  void on_readable();
+
+  server_thread& thread_;
+  boost::asio::ip::udp::socket socket_;
+  std::vector<std::uint8_t> in_;
+  std::vector<std::uint8_t> out_;
+};
+
+void udp_listener::on_readable() {
+  server_counters& counters = thread_.counters;
+  const answer_mode mode = thread_.options().mode;
+  rate_limiter* const limiter = thread_.limiter();
+  const int fd = socket_.native_handle();
+  std::array<mmsghdr, udp_batch> in_msgs{};
+  std::array<iovec, udp_batch> in_iov{};
+  std::array<sockaddr_storage, udp_batch> peers{};
+  for (unsigned i = 0; i < udp_batch; ++i) {
+    in_iov[i] = {&in_[i * datagram_max], datagram_max};
+    in_msgs[i].msg_hdr.msg_iov = &in_iov[i];
+    in_msgs[i].msg_hdr.msg_iovlen = 1;
+    in_msgs[i].msg_hdr.msg_name = &peers[i];
+    in_msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+  }
+  std::array<mmsghdr, udp_batch> out_msgs{};
+  std::array<iovec, udp_batch> out_iov{};
+  for (int round = 0; round < 64; ++round) {
+    for (auto& m : in_msgs) m.msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+    const int n = recvmmsg(fd, in_msgs.data(), udp_batch, MSG_DONTWAIT, nullptr);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      break;
+    }
+    unsigned replies = 0;
+    for (int i = 0; i < n; ++i) {
+      const std::span<const std::uint8_t> query(&in_[i * datagram_max], in_msgs[i].msg_len);
+      std::uint8_t* out = &out_[i * (datagram_max + answer_overhead)];
+      const std::size_t size = build_answer(query, mode, {out, datagram_max + answer_overhead});
+      if (size == 0) {
+        counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      out_iov[replies] = {out, size};
+      out_msgs[replies].msg_hdr = {};
+      out_msgs[replies].msg_hdr.msg_iov = &out_iov[replies];
+      out_msgs[replies].msg_hdr.msg_iovlen = 1;
+      out_msgs[replies].msg_hdr.msg_name = &peers[i];
+      out_msgs[replies].msg_hdr.msg_namelen = in_msgs[i].msg_hdr.msg_namelen;
+      ++replies;
+    }
+    if (limiter != nullptr && replies > 0) {
+      // Over the limit: the answers past the tokens granted are not sent.
+      const unsigned granted = limiter->take(replies, monotonic_ns());
+      counters.rate_limited_dropped.fetch_add(replies - granted, std::memory_order_relaxed);
+      replies = granted;
+    }
+    counters.queries[transport_kind::udp].fetch_add(replies, std::memory_order_relaxed);
+    unsigned done = 0;
+    while (done < replies) {
+      const int sent = sendmmsg(fd, &out_msgs[done], replies - done, 0);
+      if (sent <= 0) {
+        if (sent < 0 && errno == EINTR) continue;
+        break;  // a full socket buffer drops answers, as a loaded server would
+      }
+      done += static_cast<unsigned>(sent);
+    }
+    if (n < static_cast<int>(udp_batch)) break;
+  }
+  wait();
+}
+
+}  // namespace
+
+std::unique_ptr<thread_listener> make_udp_listener(server_thread& thread) {
+  return std::make_unique<udp_listener>(thread);
+}
+
+}  // namespace dnstransport::detail
