@@ -4,6 +4,7 @@
 #include <dnstransport/load.hpp>
 
 #include <dnstransport/message.hpp>
+#include <dnstransport/report.hpp>
 
 #include <gtest/gtest.h>
 
@@ -100,6 +101,14 @@ TEST_P(hostile_message_test, truncated_answers_are_counted_truncated_not_answere
 
 // A server that answers every query with a neighbour's id: whatever the offset, no answer
 // may be counted (a client never has two queries with the same question in flight).
+TEST_P(hostile_message_test, answers_with_the_ad_bit_are_answers_counted_authenticated) {
+  const run_result r = run_against(authenticated_every_other(), counted(400)).result;
+  EXPECT_EQ(r.queries_sent, 400u);
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.authenticated_answers, 200u);
+  EXPECT_NE(format_table(r).find("authenticated (AD)"), std::string::npos) << format_table(r);
+}
+
 TEST_P(hostile_message_test, answers_with_a_neighbours_id_are_never_counted) {
   for (const std::uint16_t offset : {1, 2, 3, 16, 255, 256, 257, 0x4000, 0x8000, 0xffff}) {
     SCOPED_TRACE(fmt::format("id offset {}", offset));

@@ -10,6 +10,7 @@ namespace {
 
 constexpr std::uint8_t qr_bit = 0x80;
 constexpr std::uint8_t tc_bit = 0x02;
+constexpr std::uint8_t ad_bit = 0x20;  // in the header's fourth octet
 
 void put16(bytes& out, std::uint16_t value) {
   out.push_back(static_cast<std::uint8_t>(value >> 8));
@@ -139,6 +140,14 @@ message_script truncated_every_other() {
     if (number % 2 == 0) return one(answer_to(query));
     bytes answer(query.begin(), query.end());
     answer[2] |= qr_bit | tc_bit;
+    return one(std::move(answer));
+  };
+}
+
+message_script authenticated_every_other() {
+  return [](std::span<const std::uint8_t> query, std::uint64_t number) {
+    bytes answer = answer_to(query);
+    if (number % 2 == 1) answer[3] |= ad_bit;
     return one(std::move(answer));
   };
 }

@@ -38,6 +38,9 @@ message_script truncated_every_other();
 /// Per query: stray junk and too-short packets first (an empty datagram too when
 /// `datagrams`), then the answer cut inside its header.
 message_script garbage_and_short(bool datagrams);
+/// Every other query (the odd-numbered ones) answered with the AD bit set (RFC 4035: the
+/// server validated the data), the others without it.
+message_script authenticated_every_other();
 /// Answers every query twice.
 message_script duplicate_answers();
 /// An answer record whose owner name points back into itself.

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include <dnstransport/counts.hpp>
 #include <dnstransport/histogram.hpp>
 #include <dnstransport/monitor.hpp>
 #include <dnstransport/pcap.hpp>
@@ -425,11 +426,10 @@ struct rank_result {
   bool failed() const noexcept { return !reported || responses_received == 0; }
 };
 
-/// Everything measured in one load. Every query sent after the warm-up ends in exactly one
-/// of: responses_received, truncated, oversized, lost, lost_on_close, malformed, mismatched,
-/// http_failed, quic_failed, abandoned. Connection figures count only connections opened after the
-/// warm-up.
-struct run_result {
+/// Everything measured in one load: the per-query counts (query_counts: every query sent
+/// after the warm-up ends in exactly one of its outcomes) and the rest. Connection figures
+/// count only connections opened after the warm-up.
+struct run_result : query_counts {
   // What was run.
   std::string label;  ///< load_spec::label
   std::string server;
@@ -451,53 +451,21 @@ struct run_result {
   /// Set when the queries came from a packet capture (load_spec::capture).
   std::optional<capture_summary> capture;
 
-  // Per query.
-  std::uint64_t queries_sent = 0;
-  std::uint64_t responses_received = 0;  ///< complete, well-formed answers to the query sent
-  std::uint64_t lost = 0;                ///< no answer within the timeout
-  std::uint64_t lost_on_close = 0;       ///< in flight when the connection closed or reset
-  std::uint64_t malformed = 0;           ///< answer with the right id that does not parse
-  std::uint64_t mismatched = 0;          ///< right id, wrong question/opcode, or QR clear
-  std::uint64_t abandoned = 0;           ///< still in flight when the run was interrupted
-  std::uint64_t truncated = 0;           ///< TC set: no complete answer (not retried over TCP)
-  std::uint64_t oversized = 0;           ///< UDP answer larger than the query allowed (512 or EDNS)
-  /// DoH: the HTTP exchange failed (a status other than 200, another content type, an empty
-  /// body, the stream reset); by cause in http_failures.
-  std::uint64_t http_failed = 0;
+  // Per query: the counts are query_counts (counts.hpp), which this extends.
   /// http_failed by cause: "status_404", "content_type", "empty_body", "stream_reset" (the
   /// server sent RST_STREAM), "content_length" (the body's length is not its
   /// content-length), "no_status" (no valid :status), "stream_error" (the stream closed before
   /// its response ended), "body_too_large".
   std::map<std::string, std::uint64_t> http_failures;
-  /// DoQ: the query's stream failed above DNS; by cause in quic_failures.
-  std::uint64_t quic_failed = 0;
   /// quic_failed by cause: "stream_reset_DOQ_PROTOCOL_ERROR" (the server reset the stream
   /// with that code), "length_mismatch" (more octets than the 2-octet length announces, or
   /// FIN before they are all there), "no_answer" (FIN with fewer than 2 octets),
   /// "stream_closed_<code>" (the stream closed without an answer or reset).
   std::map<std::string, std::uint64_t> quic_failures;
-  /// TC answers whose query was retried over TCP (tc_retry_tcp); each retry then ends in
-  /// one of the buckets above, not in `truncated`.
-  std::uint64_t tc_retried = 0;
-  std::uint64_t tc_retry_answered = 0;     ///< of those, answered over TCP (in responses_received)
   std::array<std::uint64_t, 16> rcodes{};  ///< answers by RCODE
-  std::uint64_t out_of_order = 0;          ///< stream answers that overtook an earlier query
-
-  // Open loop: queries scheduled but never sent (not in queries_sent). A query is scheduled
-  // after the warm-up when its time comes; queries_sent + both of these were scheduled.
-  /// Its time came while the client had `outstanding` queries in flight or waiting: the
-  /// generator (or the server) fell behind the schedule.
-  std::uint64_t not_sent_outstanding = 0;
-  /// It waited longer than the timeout for its client to be able to send (no connection).
-  std::uint64_t not_sent_timeout = 0;
   /// Open loop: from each query's scheduled time to the moment it was handed to the
   /// kernel; how far the generator lagged behind its schedule.
   latency_histogram send_lag;
-
-  // Per packet that matched no query in flight.
-  std::uint64_t late = 0;        ///< answer to a query already counted lost
-  std::uint64_t unexpected = 0;  ///< unknown id, or too short to carry one
-  std::uint64_t duplicates = 0;  ///< second answer to a query already answered
 
   // Time and cost.
   double elapsed_seconds = 0;       ///< measured window: after warm-up until the last answer

@@ -142,9 +142,11 @@ std::string_view verdict_name(response_verdict verdict);
 /// The parts of a response a load generator counts.
 struct response_summary {
   response_verdict verdict = response_verdict::malformed;
-  std::uint16_t id = 0;            ///< valid when the message had at least 2 octets
-  std::uint8_t rcode = 0;          ///< 4-bit header RCODE (extended bits not applied)
-  bool truncated = false;          ///< TC bit
+  std::uint16_t id = 0;    ///< valid when the message had at least 2 octets
+  std::uint8_t rcode = 0;  ///< 4-bit header RCODE (extended bits not applied)
+  bool truncated = false;  ///< TC bit
+  /// AD bit (RFC 4035, section 3.2.3): the resolver says it validated the answer with DNSSEC.
+  bool authenticated = false;
   std::uint16_t answer_count = 0;  ///< ANCOUNT from the header
   // Read only when check_response is asked to (read_edns_options):
   bool keepalive = false;               ///< the answer carries edns-tcp-keepalive (RFC 7828)

@@ -10,28 +10,10 @@
 namespace dnstransport::detail {
 
 void query_counters::merge(const query_counters& o) {
-  queries_sent += o.queries_sent;
-  responses_received += o.responses_received;
-  lost += o.lost;
-  lost_on_close += o.lost_on_close;
-  malformed += o.malformed;
-  mismatched += o.mismatched;
-  abandoned += o.abandoned;
-  truncated += o.truncated;
-  oversized += o.oversized;
-  http_failed += o.http_failed;
+  static_cast<query_counts&>(*this) += o;
   for (const auto& [cause, n] : o.http_failures) http_failures[cause] += n;
-  quic_failed += o.quic_failed;
   for (const auto& [cause, n] : o.quic_failures) quic_failures[cause] += n;
-  tc_retried += o.tc_retried;
-  tc_retry_answered += o.tc_retry_answered;
   for (std::size_t i = 0; i < rcodes.size(); ++i) rcodes[i] += o.rcodes[i];
-  out_of_order += o.out_of_order;
-  late += o.late;
-  unexpected += o.unexpected;
-  duplicates += o.duplicates;
-  not_sent_outstanding += o.not_sent_outstanding;
-  not_sent_timeout += o.not_sent_timeout;
   keepalive_answers += o.keepalive_answers;
   keepalive_min = std::min(keepalive_min, o.keepalive_min);
   keepalive_max = std::max(keepalive_max, o.keepalive_max);

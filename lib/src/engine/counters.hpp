@@ -8,38 +8,19 @@
 #include <map>
 #include <string>
 
+#include <dnstransport/counts.hpp>
 #include <dnstransport/histogram.hpp>
 
 #include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
 
-// Per query, kept by client_base for every transport. Every query sent after the warm-up
-// ends in exactly one of: responses_received, truncated, oversized, lost, lost_on_close,
-// malformed, mismatched, http_failed, quic_failed, abandoned.
-struct query_counters {
-  std::uint64_t queries_sent = 0;
-  std::uint64_t responses_received = 0;
-  std::uint64_t lost = 0;
-  std::uint64_t lost_on_close = 0;
-  std::uint64_t malformed = 0;
-  std::uint64_t mismatched = 0;
-  std::uint64_t abandoned = 0;
-  std::uint64_t truncated = 0;
-  std::uint64_t oversized = 0;
-  std::uint64_t http_failed = 0;
+// Per query, kept by client_base for every transport: the public counts (counts.hpp) and
+// what goes with them.
+struct query_counters : query_counts {
   std::map<std::string, std::uint64_t> http_failures;  // http_failed by cause
-  std::uint64_t quic_failed = 0;
   std::map<std::string, std::uint64_t> quic_failures;  // quic_failed by cause
-  std::uint64_t tc_retried = 0;
-  std::uint64_t tc_retry_answered = 0;
   std::array<std::uint64_t, 16> rcodes{};
-  std::uint64_t out_of_order = 0;
-  std::uint64_t late = 0;
-  std::uint64_t unexpected = 0;
-  std::uint64_t duplicates = 0;
-  std::uint64_t not_sent_outstanding = 0;  // open loop: scheduled, no room to send
-  std::uint64_t not_sent_timeout = 0;      // open loop: waited past the timeout to be sent
   // Answers' EDNS options, read when the run asked for them (run_plan::read_edns_options).
   std::uint64_t keepalive_answers = 0;
   std::uint32_t keepalive_min = UINT32_MAX;  // advertised TIMEOUT, units of 100 ms

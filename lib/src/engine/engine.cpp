@@ -404,6 +404,7 @@ client_base::completion client_base::complete(slot_table::slot& slot,
           ++r.responses_received;
           done.answered = true;
           ++r.rcodes[summary.rcode & 0x0f];
+          if (summary.authenticated) ++r.authenticated_answers;
           if (feeder_ != nullptr) ++r.tc_retry_answered;
           r.latency.record(answered_ns - s->sent_ns);
           owner_.row_latency.record(answered_ns - s->sent_ns);

@@ -279,28 +279,10 @@ std::shared_ptr<const query_set> with_edns_options(const query_set& queries,
 // The workers' counters, summed, into the public result.
 void fill_result(run_result& r, const detail::counters& total) {
   const detail::query_counters& q = total.queries;
-  r.queries_sent = q.queries_sent;
-  r.responses_received = q.responses_received;
-  r.lost = q.lost;
-  r.lost_on_close = q.lost_on_close;
-  r.malformed = q.malformed;
-  r.mismatched = q.mismatched;
-  r.abandoned = q.abandoned;
-  r.truncated = q.truncated;
-  r.oversized = q.oversized;
-  r.http_failed = q.http_failed;
+  static_cast<query_counts&>(r) = q;
   r.http_failures = q.http_failures;
-  r.quic_failed = q.quic_failed;
   r.quic_failures = q.quic_failures;
-  r.tc_retried = q.tc_retried;
-  r.tc_retry_answered = q.tc_retry_answered;
   r.rcodes = q.rcodes;
-  r.out_of_order = q.out_of_order;
-  r.late = q.late;
-  r.unexpected = q.unexpected;
-  r.duplicates = q.duplicates;
-  r.not_sent_outstanding = q.not_sent_outstanding;
-  r.not_sent_timeout = q.not_sent_timeout;
   r.latency = q.latency;
   r.send_lag = q.send_lag;
   r.edns.keepalive_answers = q.keepalive_answers;

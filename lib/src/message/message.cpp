@@ -102,6 +102,7 @@ bool names_equal(std::span<const std::uint8_t> a_message, std::size_t a_offset,
 
 constexpr std::uint8_t flag_qr = 0x80;  // in octet 2
 constexpr std::uint8_t flag_tc = 0x02;  // in octet 2
+constexpr std::uint8_t flag_ad = 0x20;  // in octet 3
 constexpr std::uint8_t flag_rd = 0x01;  // in octet 2
 
 unsigned opcode_of(std::span<const std::uint8_t> message) noexcept {
@@ -420,6 +421,7 @@ response_summary check_response(std::span<const std::uint8_t> response,
   }
   summary.rcode = response[3] & 0x0f;
   summary.truncated = (response[2] & flag_tc) != 0;
+  summary.authenticated = (response[3] & flag_ad) != 0;
   summary.answer_count = read_u16(response, 6);
 
   if ((response[2] & flag_qr) == 0) {

@@ -322,29 +322,10 @@ json::object run_result_to_json(const run_result& r) {
       {"query_set", {{"origin", r.query_origin}, {"count", r.query_count_in_set}}},
       {"capture", capture_to_json(r.capture)},
       {"queries_scheduled", r.queries_scheduled()},
-      {"queries_sent", r.queries_sent},
-      {"not_sent_outstanding", r.not_sent_outstanding},
-      {"not_sent_timeout", r.not_sent_timeout},
       {"answered_percent", stable(r.answered_percent())},
-      {"responses_received", r.responses_received},
-      {"lost", r.lost},
-      {"lost_on_close", r.lost_on_close},
-      {"malformed", r.malformed},
-      {"mismatched", r.mismatched},
-      {"abandoned", r.abandoned},
-      {"truncated", r.truncated},
-      {"oversized", r.oversized},
-      {"http_failed", r.http_failed},
       {"http_failures", std::move(http_failures)},
-      {"quic_failed", r.quic_failed},
       {"quic_failures", counts_to_json(r.quic_failures)},
-      {"tc_retried", r.tc_retried},
-      {"tc_retry_answered", r.tc_retry_answered},
       {"rcodes", std::move(rcodes)},
-      {"out_of_order", r.out_of_order},
-      {"late", r.late},
-      {"unexpected", r.unexpected},
-      {"duplicates", r.duplicates},
       {"elapsed_seconds", stable(r.elapsed_seconds)},
       {"qps", stable(r.qps)},
       {"client_cpu_seconds", stable(r.client_cpu_seconds)},
@@ -367,6 +348,7 @@ json::object run_result_to_json(const run_result& r) {
       {"timeline", timeline_to_json(r.timeline)},
       {"warnings", std::move(warnings)},
   };
+  for (const auto& d : query_count_descriptions) out[d.name] = r.*d.member;
   if (traits_of(r.transport).has_tls) out["early_data"] = early_data_to_json(r.early_data);
   if (traits_of(r.transport).over_quic) out["quic"] = quic_stats_to_json(r.quic);
   if (r.edns.requested()) out["edns"] = edns_stats_to_json(r.edns, r.responses_received);
@@ -657,11 +639,12 @@ run_result run_result_from_json_value(const json::value& value) {
   const auto& set = object_at(o, "query_set");
   r.query_origin = string_at(set, "origin");
   r.query_count_in_set = count_at(set, "count");
+  // A count the file does not have (written before it was counted) is zero.
+  for (const auto& d : query_count_descriptions) r.*d.member = count_or_zero(o, d.name);
   // Results written before pcap input have no "capture"; null: not from a capture.
   if (const auto* capture = o.if_contains("capture"); capture != nullptr && capture->is_object()) {
     r.capture = capture_from_json(capture->get_object());
   }
-  r.queries_sent = count_at(o, "queries_sent");
   // Files from before open-loop arrivals ran closed-loop and sent every query.
   if (const auto* rate = o.if_contains("rate"); rate != nullptr && rate->is_number()) {
     r.rate = number_at(o, "rate");
@@ -675,23 +658,11 @@ run_result run_result_from_json_value(const json::value& value) {
     if (!parsed) throw std::invalid_argument("unknown \"arrivals\"");
     r.arrivals = *parsed;
   }
-  r.not_sent_outstanding = count_or_zero(o, "not_sent_outstanding");
-  r.not_sent_timeout = count_or_zero(o, "not_sent_timeout");
-  r.responses_received = count_at(o, "responses_received");
-  r.lost = count_at(o, "lost");
-  r.lost_on_close = count_at(o, "lost_on_close");
-  r.malformed = count_at(o, "malformed");
-  r.mismatched = count_at(o, "mismatched");
-  r.abandoned = count_at(o, "abandoned");
-  r.truncated = count_at(o, "truncated");
-  r.oversized = count_or_zero(o, "oversized");
-  r.http_failed = count_or_zero(o, "http_failed");
   if (const auto* failures = o.if_contains("http_failures"); failures && failures->is_object()) {
     for (const auto& [cause, n] : failures->get_object()) {
       r.http_failures[std::string(cause)] = json::value_to<std::uint64_t>(n);
     }
   }
-  r.quic_failed = count_or_zero(o, "quic_failed");
   counts_from_json(o, "quic_failures", r.quic_failures);
   if (const auto* quic = o.if_contains("quic"); quic && quic->is_object()) {
     r.quic = quic_stats_from_json(quic->get_object());
@@ -706,17 +677,11 @@ run_result run_result_from_json_value(const json::value& value) {
   if (const auto* server = o.if_contains("server_usage"); server && server->is_object()) {
     r.server_usage = server_stats_from_json(server->get_object());
   }
-  r.tc_retried = count_or_zero(o, "tc_retried");
-  r.tc_retry_answered = count_or_zero(o, "tc_retry_answered");
   for (unsigned i = 0; i < r.rcodes.size(); ++i) {
     if (const auto* n = object_at(o, "rcodes").if_contains(rcode_name(i))) {
       r.rcodes[i] = json::value_to<std::uint64_t>(*n);
     }
   }
-  r.out_of_order = count_at(o, "out_of_order");
-  r.late = count_at(o, "late");
-  r.unexpected = count_at(o, "unexpected");
-  r.duplicates = count_at(o, "duplicates");
   r.elapsed_seconds = number_at(o, "elapsed_seconds");
   r.qps = number_at(o, "qps");
   r.client_cpu_seconds = number_at(o, "client_cpu_seconds");

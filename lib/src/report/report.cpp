@@ -182,9 +182,11 @@ std::string format_table(const run_result& r) {
     line("DoQ stream failures", with_commas(r.quic_failed) + share(r.quic_failed, r.queries_sent) +
                                     ": " + causes + "; not answers");
   }
-  if (r.malformed) line("malformed answers", with_commas(r.malformed));
-  if (r.mismatched) line("mismatched answers", with_commas(r.mismatched));
-  if (r.abandoned) line("abandoned at stop", with_commas(r.abandoned));
+  for (const auto& d : query_count_descriptions) {
+    if (!d.label.empty() && r.*d.member != 0) {
+      line(d.label, with_commas(r.*d.member) + std::string(d.note));
+    }
+  }
   if (r.late || r.unexpected || r.duplicates) {
     line("stray packets", fmt::format("{} late, {} duplicate, {} unexpected", with_commas(r.late),
                                       with_commas(r.duplicates), with_commas(r.unexpected)));

@@ -322,7 +322,18 @@ TEST(message_test, check_response_ok) {
   EXPECT_EQ(summary.id, 0x1234);
   EXPECT_EQ(summary.rcode, 0);
   EXPECT_FALSE(summary.truncated);
+  EXPECT_FALSE(summary.authenticated);
   EXPECT_EQ(summary.answer_count, 1);
+}
+
+TEST(message_test, check_response_reads_the_ad_bit) {
+  const bytes query = encode_query("www.example.com", rr_type::a);
+  bytes response = good_response(0x1234);
+  response[3] |= 0x20;  // AD, beside RCODE in the fourth octet
+  const auto summary = check_response(response, query, 0x1234);
+  EXPECT_EQ(summary.verdict, response_verdict::ok);
+  EXPECT_TRUE(summary.authenticated);
+  EXPECT_EQ(summary.rcode, 0);
 }
 
 TEST(message_test, check_response_too_short) {

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+#include <string_view>
 
 #include <boost/json.hpp>
 
@@ -140,6 +142,43 @@ TEST(run_json_test, certificate_chain_counts_survive_json_and_old_results_read_a
   EXPECT_EQ(old.connections.certificates_verified, 0u);
   EXPECT_EQ(old.connections.certificates_reused, 0u);
   EXPECT_EQ(format_table(old).find("certificate chains"), std::string::npos);
+}
+
+// Every per-query count is written under its name, read back, and added over members; one
+// the file does not have (written before it was counted) reads as zero.
+TEST(run_json_test, every_query_count_survives_json_and_old_results_read_as_zero) {
+  run_result r = tls_run(transport_kind::tls);
+  std::uint64_t value = 1000;
+  for (const auto& d : query_count_descriptions) r.*d.member = value++;
+  const std::string json = to_json(r);
+  const run_result back = run_result_from_json(json, "run.json");
+  const boost::json::object o = boost::json::parse(json).as_object();
+  for (const auto& d : query_count_descriptions) {
+    EXPECT_EQ(back.*d.member, r.*d.member) << d.name;
+    EXPECT_EQ(o.at(d.name).to_number<std::uint64_t>(), r.*d.member) << d.name;
+  }
+  query_counts twice = r;
+  twice += r;
+  for (const auto& d : query_count_descriptions) EXPECT_EQ(twice.*d.member, 2 * r.*d.member);
+  // Counts with a label have their line in the table.
+  EXPECT_NE(format_table(r).find("authenticated (AD)"), std::string::npos);
+
+  boost::json::object old = o;
+  ASSERT_TRUE(old.erase("authenticated_answers"));
+  const run_result before = run_result_from_json(boost::json::serialize(old), "old.json");
+  EXPECT_EQ(before.authenticated_answers, 0u);
+  EXPECT_EQ(before.lost, r.lost);
+  EXPECT_EQ(format_table(before).find("authenticated (AD)"), std::string::npos);
+}
+
+TEST(run_json_test, every_query_count_is_described_once_under_its_own_name) {
+  std::set<std::string_view> names;
+  for (const auto& d : query_count_descriptions) {
+    EXPECT_TRUE(names.insert(d.name).second) << d.name;
+    std::size_t same_member = 0;
+    for (const auto& e : query_count_descriptions) same_member += e.member == d.member ? 1 : 0;
+    EXPECT_EQ(same_member, 1u) << d.name;
+  }
 }
 
 }  // namespace
