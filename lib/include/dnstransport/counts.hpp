@@ -6,7 +6,7 @@
 /// new count is a member here, its description beside it, and the code that counts it.
 
 #include <cstdint>
-#include <iterator>
+#include <span>
 #include <string_view>
 
 namespace dnstransport {
@@ -89,14 +89,179 @@ inline constexpr count_description<query_counts> query_count_descriptions[] = {
     {&query_counts::duplicates, "duplicates"},
 };
 
+/// Connection life cycle counts (TCP, TLS, DoH; DoQ: `opened` counts completed QUIC
+/// handshakes, how the server ended them is in quic_stats::closes), for connections whose
+/// set-up began after the warm-up (their later events included, whenever they happen).
+struct connection_counts {
+  std::uint64_t opened = 0;            ///< connections established (TCP handshake done)
+  std::uint64_t answered = 0;          ///< answers these connections carried
+  std::uint64_t closed_by_client = 0;  ///< we closed after queries_per_connection or at the end
+  /// We closed after the keepalive timeout the server advertised with nothing to do
+  /// (load_spec::honour_keepalive); like closed_idle, not counted in closed_by_client.
+  std::uint64_t closed_idle_keepalive = 0;
+  std::uint64_t closed_idle = 0;  ///< we closed after load_spec::idle_seconds with nothing to do
+  std::uint64_t closed_by_server = 0;      ///< EOF from the server (FIN or TLS close_notify)
+  std::uint64_t reset_by_server = 0;       ///< connection reset or other socket error while open
+  std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
+  std::uint64_t fastopen_data_in_syn = 0;  ///< connections whose first query rode in the SYN
+  std::uint64_t goaway = 0;                ///< DoH: connections the server ended with HTTP/2 GOAWAY
+  /// --verify (DoT, DoH): server certificate chains verified in full, and handshakes that
+  /// received a chain verified before and took its verdict instead (the same chain, octet
+  /// for octet, verified less than a minute before); over the whole run, warm-up included.
+  std::uint64_t certificates_verified = 0;
+  std::uint64_t certificates_reused = 0;
+};
+
+/// Every member of connection_counts (the table makes its own lines of them).
+inline constexpr count_description<connection_counts> connection_count_descriptions[] = {
+    {&connection_counts::opened, "opened"},
+    {&connection_counts::answered, "answered"},
+    {&connection_counts::closed_by_client, "closed_by_client"},
+    {&connection_counts::closed_idle_keepalive, "closed_idle_keepalive"},
+    {&connection_counts::closed_idle, "closed_idle"},
+    {&connection_counts::closed_by_server, "closed_by_server"},
+    {&connection_counts::reset_by_server, "reset_by_server"},
+    {&connection_counts::failed, "failed"},
+    {&connection_counts::fastopen_data_in_syn, "fastopen_data_in_syn"},
+    {&connection_counts::goaway, "goaway"},
+    {&connection_counts::certificates_verified, "certificates_verified"},
+    {&connection_counts::certificates_reused, "certificates_reused"},
+};
+
+/// TLS 1.3 early data (0-RTT) of resumed connections (DoT, DoH, DoQ with --early-data), for
+/// connections whose set-up began after the warm-up.
+struct early_data_stats {
+  std::uint64_t offered = 0;   ///< connections that sent queries in 0-RTT
+  std::uint64_t accepted = 0;  ///< ... whose 0-RTT the server accepted
+  std::uint64_t rejected = 0;  ///< ... whose 0-RTT the server refused
+  std::uint64_t queries_in_early_data = 0;
+  /// Queries of refused 0-RTT sent again once the handshake was done (each counted once).
+  std::uint64_t queries_resent = 0;
+};
+
+/// Every member of early_data_stats.
+inline constexpr count_description<early_data_stats> early_data_descriptions[] = {
+    {&early_data_stats::offered, "offered"},
+    {&early_data_stats::accepted, "accepted"},
+    {&early_data_stats::rejected, "rejected"},
+    {&early_data_stats::queries_in_early_data, "queries_in_early_data"},
+    {&early_data_stats::queries_resent, "queries_resent"},
+};
+
+/// QUIC connection counts (DoQ), for connections whose set-up began after the warm-up.
+struct quic_counts {
+  std::uint64_t retries = 0;              ///< Retry packets (address validation) followed
+  std::uint64_t version_negotiation = 0;  ///< Version Negotiation answers (no common version)
+  std::uint64_t stateless_resets = 0;
+  /// Connections the client replaced because the server grants no streams beyond its first
+  /// limit: never a MAX_STREAMS on the connection, every query answered, queries waiting, for
+  /// 3 PTOs (Knot DNS 3.2 grants 100 streams per connection and no more).
+  std::uint64_t streams_exhausted = 0;
+  std::uint64_t stray_packets = 0;  ///< datagrams that belonged to no connection
+  std::uint64_t packets_sent = 0;
+  std::uint64_t packets_received = 0;
+  /// ngtcp2's loss recovery: packets carrying query data declared lost (and sent again),
+  /// and probe timeouts, summed over connections.
+  std::uint64_t stream_packets_lost = 0;
+  std::uint64_t probe_timeouts = 0;
+  /// Connections that had an RTT sample when they ended (quic_stats' path estimates are
+  /// means over them).
+  std::uint64_t rtt_samples = 0;
+};
+
+/// Every member of quic_counts.
+inline constexpr count_description<quic_counts> quic_count_descriptions[] = {
+    {&quic_counts::retries, "retries"},
+    {&quic_counts::version_negotiation, "version_negotiation"},
+    {&quic_counts::stateless_resets, "stateless_resets"},
+    {&quic_counts::streams_exhausted, "streams_exhausted"},
+    {&quic_counts::stray_packets, "stray_packets"},
+    {&quic_counts::packets_sent, "packets_sent"},
+    {&quic_counts::packets_received, "packets_received"},
+    {&quic_counts::stream_packets_lost, "stream_packets_lost"},
+    {&quic_counts::probe_timeouts, "probe_timeouts"},
+    {&quic_counts::rtt_samples, "rtt_samples"},
+};
+
+/// What the generator itself spent on I/O, from its own counters: where one client machine's
+/// limit comes from when the server answers one query per segment. Counted from the end of
+/// the warm-up to the end of the run (answers to the window's last queries included), over
+/// every worker thread.
+struct generator_stats {
+  /// Times a worker's event loop ran a handler because one of its sockets became ready (a
+  /// client's readiness wait completed; cancelled waits are not counted) or one of its timers
+  /// expired (the 10 ms tick, open-loop arrivals, QUIC timers). Not epoll_wait returns: one
+  /// return can make several sockets ready, and Asio does not expose them.
+  std::uint64_t wakeups = 0;
+  /// System calls the generator made on its own sockets: sends and receives (sendmmsg,
+  /// recvmmsg, sendmsg, recv; the TLS libraries' reads and writes), connection set-up and
+  /// close (socket, setsockopt, getsockopt, bind, connect, close), each counted once, the
+  /// ones that failed included. Not the event loop's readiness calls (epoll_wait, epoll_ctl,
+  /// timerfd_settime).
+  std::uint64_t syscalls = 0;
+  /// Of syscalls: those that failed with EAGAIN (nothing left to read, no room to write).
+  std::uint64_t syscalls_would_block = 0;
+  /// Times a worker thread went to sleep (its voluntary context switches, from getrusage):
+  /// waiting for its sockets and timers when there was nothing to do. A sleep and the
+  /// wake-up after it cost microseconds of CPU (tens in some VMs); wake-ups near the sleeps
+  /// mean the worker slept between nearly every handler.
+  std::uint64_t sleeps = 0;
+};
+
+/// Every member of generator_stats.
+inline constexpr count_description<generator_stats> generator_descriptions[] = {
+    {&generator_stats::wakeups, "wakeups"},
+    {&generator_stats::syscalls, "syscalls"},
+    {&generator_stats::syscalls_would_block, "syscalls_would_block"},
+    {&generator_stats::sleeps, "sleeps"},
+};
+
+/// The descriptions of a group of counts, for code written once for every group.
+template <typename Counts>
+inline constexpr std::span<const count_description<Counts>> count_descriptions{};
+template <>
+inline constexpr std::span<const count_description<query_counts>> count_descriptions<query_counts>{
+    query_count_descriptions};
+template <>
+inline constexpr std::span<const count_description<connection_counts>>
+    count_descriptions<connection_counts>{connection_count_descriptions};
+template <>
+inline constexpr std::span<const count_description<early_data_stats>>
+    count_descriptions<early_data_stats>{early_data_descriptions};
+template <>
+inline constexpr std::span<const count_description<quic_counts>> count_descriptions<quic_counts>{
+    quic_count_descriptions};
+template <>
+inline constexpr std::span<const count_description<generator_stats>>
+    count_descriptions<generator_stats>{generator_descriptions};
+
 // A member added without its description would be neither merged, written nor read.
-static_assert(sizeof(query_counts) == std::size(query_count_descriptions) * sizeof(std::uint64_t),
-              "every member of query_counts has its description");
+static_assert(sizeof(query_counts) == count_descriptions<query_counts>.size() * 8);
+static_assert(sizeof(connection_counts) == count_descriptions<connection_counts>.size() * 8);
+static_assert(sizeof(early_data_stats) == count_descriptions<early_data_stats>.size() * 8);
+static_assert(sizeof(quic_counts) == count_descriptions<quic_counts>.size() * 8);
+static_assert(sizeof(generator_stats) == count_descriptions<generator_stats>.size() * 8);
 
 /// Adds every count of `other` (another worker's, another process's) to `into`.
-inline query_counts& operator+=(query_counts& into, const query_counts& other) noexcept {
-  for (const auto& d : query_count_descriptions) into.*d.member += other.*d.member;
+template <typename Counts>
+requires(!count_descriptions<Counts>.empty()) Counts& add_counts(Counts& into,
+                                                                 const Counts& other) noexcept {
+  for (const auto& d : count_descriptions<Counts>) into.*d.member += other.*d.member;
   return into;
+}
+
+/// Adds every per-query count of `other` to `into`.
+inline query_counts& operator+=(query_counts& into, const query_counts& other) noexcept {
+  return add_counts(into, other);
+}
+/// Adds the connections of other clients: every count summed.
+inline early_data_stats& operator+=(early_data_stats& into,
+                                    const early_data_stats& other) noexcept {
+  return add_counts(into, other);
+}
+/// Adds what other workers spent: every count summed.
+inline generator_stats& operator+=(generator_stats& into, const generator_stats& other) noexcept {
+  return add_counts(into, other);
 }
 
 }  // namespace dnstransport

@@ -237,26 +237,7 @@ struct capture_summary {
 
 /// Connection life cycle counters (TCP and TLS), for connections whose set-up began after the
 /// warm-up (their later events included, whenever they happen).
-struct connection_stats {
-  std::uint64_t opened = 0;            ///< connections established (TCP handshake done)
-  std::uint64_t answered = 0;          ///< answers these connections carried
-  std::uint64_t closed_by_client = 0;  ///< we closed after queries_per_connection or at the end
-  /// We closed after the keepalive timeout the server advertised with nothing to do
-  /// (load_spec::honour_keepalive); like closed_idle, not counted in closed_by_client.
-  std::uint64_t closed_idle_keepalive = 0;
-  std::uint64_t closed_idle = 0;  ///< we closed after load_spec::idle_seconds with nothing to do
-  std::uint64_t closed_by_server = 0;      ///< EOF from the server (FIN or TLS close_notify)
-  std::uint64_t reset_by_server = 0;       ///< connection reset or other socket error while open
-  std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
-  std::uint64_t fastopen_data_in_syn = 0;  ///< connections whose first query rode in the SYN
-  std::uint64_t goaway = 0;                ///< DoH: connections the server ended with HTTP/2 GOAWAY
-  /// --verify (DoT, DoH): server certificate chains verified in full, and handshakes that
-  /// received a chain verified before and took its verdict instead (the same chain, octet
-  /// for octet, verified less than a minute before); over the whole run, warm-up included.
-  std::uint64_t certificates_verified = 0;
-  std::uint64_t certificates_reused = 0;
-  ///< (DoQ: `opened` counts completed QUIC handshakes; how the server ended them is in
-  ///< run_result::quic.closes)
+struct connection_stats : connection_counts {
   /// Connections open at once (TCP connected, or QUIC connection started, until closed),
   /// over every client, in the measured window: time-weighted mean and maximum. Warm-up
   /// connections count while they stay open.
@@ -298,44 +279,15 @@ struct edns_stats {
   edns_stats& operator+=(const edns_stats& other);
 };
 
-/// TLS 1.3 early data (0-RTT) of resumed connections (DoT, DoH, DoQ with --early-data), for
-/// connections whose set-up began after the warm-up.
-struct early_data_stats {
-  std::uint64_t offered = 0;   ///< connections that sent queries in 0-RTT
-  std::uint64_t accepted = 0;  ///< ... whose 0-RTT the server accepted
-  std::uint64_t rejected = 0;  ///< ... whose 0-RTT the server refused
-  std::uint64_t queries_in_early_data = 0;
-  /// Queries of refused 0-RTT sent again once the handshake was done (each counted once).
-  std::uint64_t queries_resent = 0;
-
-  /// Adds the connections of other clients (another member of a load run by several
-  /// processes): every count summed.
-  early_data_stats& operator+=(const early_data_stats& other);
-};
-
 /// QUIC connection figures (DoQ), for connections whose set-up began after the warm-up.
-struct quic_stats {
-  std::uint64_t retries = 0;              ///< Retry packets (address validation) followed
-  std::uint64_t version_negotiation = 0;  ///< Version Negotiation answers (no common version)
-  std::uint64_t stateless_resets = 0;
-  /// Connections the client replaced because the server grants no streams beyond its first
-  /// limit: never a MAX_STREAMS on the connection, every query answered, queries waiting, for
-  /// 3 PTOs (Knot DNS 3.2 grants 100 streams per connection and no more).
-  std::uint64_t streams_exhausted = 0;
-  std::uint64_t stray_packets = 0;  ///< datagrams that belonged to no connection
+struct quic_stats : quic_counts {
   /// How established connections were ended by the other side: the server's
   /// CONNECTION_CLOSE code ("DOQ_NO_ERROR", "PROTOCOL_VIOLATION"), "stateless_reset" or
   /// "idle_timeout".
   std::map<std::string, std::uint64_t> closes;
-  std::uint64_t packets_sent = 0;
-  std::uint64_t packets_received = 0;
-  /// ngtcp2's loss recovery: packets carrying query data declared lost (and sent again),
-  /// and probe timeouts, summed over connections.
-  std::uint64_t stream_packets_lost = 0;
-  std::uint64_t probe_timeouts = 0;
   /// ngtcp2's path estimates as each connection ended, over the connections with an RTT
-  /// sample: mean smoothed RTT, lowest RTT seen, mean congestion window.
-  std::uint64_t rtt_samples = 0;
+  /// sample (quic_counts::rtt_samples): mean smoothed RTT, lowest RTT seen, mean congestion
+  /// window.
   double smoothed_rtt_ms = 0;
   double min_rtt_ms = 0;
   double mean_cwnd_bytes = 0;
@@ -344,35 +296,6 @@ struct quic_stats {
   /// processes): the counts and closes by kind summed; the means weighted by each side's
   /// rtt_samples, min_rtt_ms the lower of the sides that have samples.
   quic_stats& operator+=(const quic_stats& other);
-};
-
-/// What the generator itself spent on I/O, from its own counters: where one client machine's
-/// limit comes from when the server answers one query per segment. Counted from the end of
-/// the warm-up to the end of the run (answers to the window's last queries included), over
-/// every worker thread.
-struct generator_stats {
-  /// Times a worker's event loop ran a handler because one of its sockets became ready (a
-  /// client's readiness wait completed; cancelled waits are not counted) or one of its timers
-  /// expired (the 10 ms tick, open-loop arrivals, QUIC timers). Not epoll_wait returns: one
-  /// return can make several sockets ready, and Asio does not expose them.
-  std::uint64_t wakeups = 0;
-  /// System calls the generator made on its own sockets: sends and receives (sendmmsg,
-  /// recvmmsg, sendmsg, recv; the TLS libraries' reads and writes), connection set-up and
-  /// close (socket, setsockopt, getsockopt, bind, connect, close), each counted once, the
-  /// ones that failed included. Not the event loop's readiness calls (epoll_wait, epoll_ctl,
-  /// timerfd_settime).
-  std::uint64_t syscalls = 0;
-  /// Of syscalls: those that failed with EAGAIN (nothing left to read, no room to write).
-  std::uint64_t syscalls_would_block = 0;
-  /// Times a worker thread went to sleep (its voluntary context switches, from getrusage):
-  /// waiting for its sockets and timers when there was nothing to do. A sleep and the
-  /// wake-up after it cost microseconds of CPU (tens in some VMs); wake-ups near the sleeps
-  /// mean the worker slept between nearly every handler.
-  std::uint64_t sleeps = 0;
-
-  /// Adds what other workers spent (another member of a load run by several processes):
-  /// every count summed.
-  generator_stats& operator+=(const generator_stats& other);
 };
 
 /// One interval of a run's timeline, counted from the end of the warm-up. Queries are counted

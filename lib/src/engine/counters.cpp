@@ -34,16 +34,7 @@ void connection_counters::record_socket_error(const char* what, int error) {
 }
 
 void connection_counters::merge(const connection_counters& o) {
-  opened += o.opened;
-  answered += o.answered;
-  closed_by_client += o.closed_by_client;
-  closed_idle_keepalive += o.closed_idle_keepalive;
-  closed_idle += o.closed_idle;
-  closed_by_server += o.closed_by_server;
-  reset_by_server += o.reset_by_server;
-  failed += o.failed;
-  fastopen_data_in_syn += o.fastopen_data_in_syn;
-  goaway += o.goaway;
+  add_counts<connection_counts>(*this, o);
   handshakes_full += o.handshakes_full;
   handshakes_resumed += o.handshakes_resumed;
   open_ns += o.open_ns;
@@ -54,26 +45,9 @@ void connection_counters::merge(const connection_counters& o) {
   handshake_latency.merge(o.handshake_latency);
 }
 
-void early_data_counters::merge(const early_data_counters& o) {
-  offered += o.offered;
-  accepted += o.accepted;
-  rejected += o.rejected;
-  queries += o.queries;
-  resent += o.resent;
-}
-
 void quic_counters::merge(const quic_counters& o) {
-  retries += o.retries;
-  version_negotiation += o.version_negotiation;
-  stateless_resets += o.stateless_resets;
-  streams_exhausted += o.streams_exhausted;
-  stray_packets += o.stray_packets;
+  add_counts<quic_counts>(*this, o);
   for (const auto& [code, n] : o.closes) closes[code] += n;
-  packets_sent += o.packets_sent;
-  packets_received += o.packets_received;
-  stream_packets_lost += o.stream_packets_lost;
-  probe_timeouts += o.probe_timeouts;
-  rtt_samples += o.rtt_samples;
   smoothed_rtt_ns_sum += o.smoothed_rtt_ns_sum;
   if (o.min_rtt_ns != 0 && (min_rtt_ns == 0 || o.min_rtt_ns < min_rtt_ns))
     min_rtt_ns = o.min_rtt_ns;

@@ -35,17 +35,7 @@ struct query_counters : query_counts {
 
 // Per connection, kept by the transports that have connections (TCP, TLS), for connections
 // whose set-up began after the warm-up.
-struct connection_counters {
-  std::uint64_t opened = 0;
-  std::uint64_t answered = 0;
-  std::uint64_t closed_by_client = 0;
-  std::uint64_t closed_idle_keepalive = 0;  // of closed_by_client: idle past the keepalive
-  std::uint64_t closed_idle = 0;            // closed by the client after the idle timeout
-  std::uint64_t closed_by_server = 0;
-  std::uint64_t reset_by_server = 0;
-  std::uint64_t failed = 0;
-  std::uint64_t fastopen_data_in_syn = 0;
-  std::uint64_t goaway = 0;
+struct connection_counters : connection_counts {
   std::uint64_t handshakes_full = 0;
   std::uint64_t handshakes_resumed = 0;
   // Open connections (all of them, warm-up ones too) times nanoseconds, summed over the
@@ -65,31 +55,14 @@ struct connection_counters {
 };
 
 // TLS 1.3 early data (0-RTT: DoT, DoH, DoQ), for connections whose set-up began after the
-// warm-up.
-struct early_data_counters {
-  std::uint64_t offered = 0;   // connections that sent queries in 0-RTT
-  std::uint64_t accepted = 0;  // ... whose 0-RTT the server took
-  std::uint64_t rejected = 0;  // ... whose 0-RTT the server refused
-  std::uint64_t queries = 0;   // queries sent in 0-RTT
-  std::uint64_t resent = 0;    // sent in refused 0-RTT, sent again after the handshake
-
-  void merge(const early_data_counters& other);
-};
+// warm-up: the public counts themselves.
+using early_data_counters = early_data_stats;
 
 // Per QUIC connection (DoQ), for connections whose set-up began after the warm-up.
-struct quic_counters {
-  std::uint64_t retries = 0;  // Retry packets (address validation) taken
-  std::uint64_t version_negotiation = 0;
-  std::uint64_t stateless_resets = 0;
-  std::uint64_t streams_exhausted = 0;  // connections replaced: the server granted no streams
-  std::uint64_t stray_packets = 0;      // datagrams no connection took
+struct quic_counters : quic_counts {
   std::map<std::string, std::uint64_t> closes;  // CONNECTION_CLOSE from the server, by code
-  std::uint64_t packets_sent = 0;
-  std::uint64_t packets_received = 0;
-  std::uint64_t stream_packets_lost = 0;  // packets with query data declared lost (ngtcp2)
-  std::uint64_t probe_timeouts = 0;       // PTOs (ngtcp2's pto_count), summed over connections
-  // Sampled as each connection ends, over the connections that had an RTT sample.
-  std::uint64_t rtt_samples = 0;
+  // Sampled as each connection ends, over the connections that had an RTT sample
+  // (quic_counts::rtt_samples).
   std::uint64_t smoothed_rtt_ns_sum = 0;
   std::uint64_t min_rtt_ns = 0;  // 0: none
   std::uint64_t cwnd_sum = 0;
@@ -135,7 +108,7 @@ struct counters {
   void merge(const counters& other) {
     queries.merge(other.queries);
     connections.merge(other.connections);
-    early_data.merge(other.early_data);
+    early_data += other.early_data;
     quic.merge(other.quic);
     generator.merge(other.generator);
   }

@@ -70,18 +70,7 @@ rank_result own_figures(const run_result& r, unsigned rank, const std::string& h
 }  // namespace
 
 connection_stats& connection_stats::operator+=(const connection_stats& other) {
-  opened += other.opened;
-  answered += other.answered;
-  closed_by_client += other.closed_by_client;
-  closed_idle_keepalive += other.closed_idle_keepalive;
-  closed_idle += other.closed_idle;
-  closed_by_server += other.closed_by_server;
-  reset_by_server += other.reset_by_server;
-  failed += other.failed;
-  fastopen_data_in_syn += other.fastopen_data_in_syn;
-  goaway += other.goaway;
-  certificates_verified += other.certificates_verified;
-  certificates_reused += other.certificates_reused;
+  add_counts<connection_counts>(*this, other);
   // Both sides' mean and maximum were over the same window: the sums are the mean of all
   // together, and the most they can have held at once.
   concurrent_mean += other.concurrent_mean;
@@ -104,48 +93,23 @@ edns_stats& edns_stats::operator+=(const edns_stats& other) {
   return *this;
 }
 
-early_data_stats& early_data_stats::operator+=(const early_data_stats& other) {
-  offered += other.offered;
-  accepted += other.accepted;
-  rejected += other.rejected;
-  queries_in_early_data += other.queries_in_early_data;
-  queries_resent += other.queries_resent;
-  return *this;
-}
-
 quic_stats& quic_stats::operator+=(const quic_stats& other) {
-  retries += other.retries;
-  version_negotiation += other.version_negotiation;
-  stateless_resets += other.stateless_resets;
-  streams_exhausted += other.streams_exhausted;
-  stray_packets += other.stray_packets;
+  const auto own_samples = rtt_samples;
+  add_counts<quic_counts>(*this, other);
   add_map(closes, other.closes);
-  packets_sent += other.packets_sent;
-  packets_received += other.packets_received;
-  stream_packets_lost += other.stream_packets_lost;
-  probe_timeouts += other.probe_timeouts;
   // Means over connections: weighted by each side's connections with an RTT sample.
-  const auto samples = rtt_samples + other.rtt_samples;
+  const auto samples = rtt_samples;
   if (samples > 0) {
     const auto weigh = [&](double a, double b) {
-      return (a * static_cast<double>(rtt_samples) + b * static_cast<double>(other.rtt_samples)) /
+      return (a * static_cast<double>(own_samples) + b * static_cast<double>(other.rtt_samples)) /
              static_cast<double>(samples);
     };
     smoothed_rtt_ms = weigh(smoothed_rtt_ms, other.smoothed_rtt_ms);
     mean_cwnd_bytes = weigh(mean_cwnd_bytes, other.mean_cwnd_bytes);
   }
   if (other.rtt_samples > 0) {
-    min_rtt_ms = rtt_samples == 0 ? other.min_rtt_ms : std::min(min_rtt_ms, other.min_rtt_ms);
+    min_rtt_ms = own_samples == 0 ? other.min_rtt_ms : std::min(min_rtt_ms, other.min_rtt_ms);
   }
-  rtt_samples = samples;
-  return *this;
-}
-
-generator_stats& generator_stats::operator+=(const generator_stats& other) {
-  wakeups += other.wakeups;
-  syscalls += other.syscalls;
-  syscalls_would_block += other.syscalls_would_block;
-  sleeps += other.sleeps;
   return *this;
 }
 

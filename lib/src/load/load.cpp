@@ -293,16 +293,7 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.edns.padded_answers = q.padded_answers;
   r.edns.padded_sizes = q.padded_sizes;
   const detail::connection_counters& c = total.connections;
-  r.connections.opened = c.opened;
-  r.connections.answered = c.answered;
-  r.connections.closed_by_client = c.closed_by_client;
-  r.connections.closed_idle_keepalive = c.closed_idle_keepalive;
-  r.connections.closed_idle = c.closed_idle;
-  r.connections.closed_by_server = c.closed_by_server;
-  r.connections.reset_by_server = c.reset_by_server;
-  r.connections.failed = c.failed;
-  r.connections.fastopen_data_in_syn = c.fastopen_data_in_syn;
-  r.connections.goaway = c.goaway;
+  static_cast<connection_counts&>(r.connections) = c;
   r.connections.failures = c.failures;
   r.connections.first_failure = c.first_failure;
   r.handshakes_full = c.handshakes_full;
@@ -314,25 +305,11 @@ void fill_result(run_result& r, const detail::counters& total) {
   r.generator.syscalls = total.generator.syscalls.calls;
   r.generator.syscalls_would_block = total.generator.syscalls.would_block;
   r.generator.sleeps = total.generator.sleeps;
-  const detail::early_data_counters& e = total.early_data;
-  r.early_data.offered = e.offered;
-  r.early_data.accepted = e.accepted;
-  r.early_data.rejected = e.rejected;
-  r.early_data.queries_in_early_data = e.queries;
-  r.early_data.queries_resent = e.resent;
+  r.early_data = total.early_data;
   const detail::quic_counters& u = total.quic;
   quic_stats& out = r.quic;
-  out.retries = u.retries;
-  out.version_negotiation = u.version_negotiation;
-  out.stateless_resets = u.stateless_resets;
-  out.streams_exhausted = u.streams_exhausted;
-  out.stray_packets = u.stray_packets;
+  static_cast<quic_counts&>(out) = u;
   out.closes = u.closes;
-  out.packets_sent = u.packets_sent;
-  out.packets_received = u.packets_received;
-  out.stream_packets_lost = u.stream_packets_lost;
-  out.probe_timeouts = u.probe_timeouts;
-  out.rtt_samples = u.rtt_samples;
   if (u.rtt_samples > 0) {
     out.smoothed_rtt_ms =
         static_cast<double>(u.smoothed_rtt_ns_sum) / 1e6 / static_cast<double>(u.rtt_samples);

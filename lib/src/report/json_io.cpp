@@ -79,41 +79,33 @@ double number_or_zero(const json::object& object, std::string_view key) {
   return object.contains(key) ? number_at(object, key) : 0;
 }
 
+// Every described count of a group, under its name.
+template <typename Counts>
+void write_counts(json::object& out, const Counts& counts) {
+  for (const auto& d : count_descriptions<Counts>) out[d.name] = counts.*d.member;
+}
+
+// Every described count of a group; one the file does not have (written before it was
+// counted) is zero.
+template <typename Counts>
+void read_counts(const json::object& o, Counts& counts) {
+  for (const auto& d : count_descriptions<Counts>) counts.*d.member = count_or_zero(o, d.name);
+}
+
 json::object connection_stats_to_json(const connection_stats& c) {
   json::object failures;
   for (const auto& [cause, n] : c.failures) failures[cause] = n;
-  return {{"opened", c.opened},
-          {"answered", c.answered},
-          {"closed_by_client", c.closed_by_client},
-          {"closed_idle_keepalive", c.closed_idle_keepalive},
-          {"closed_idle", c.closed_idle},
-          {"closed_by_server", c.closed_by_server},
-          {"reset_by_server", c.reset_by_server},
-          {"failed", c.failed},
-          {"fastopen_data_in_syn", c.fastopen_data_in_syn},
-          {"goaway", c.goaway},
-          {"certificates_verified", c.certificates_verified},
-          {"certificates_reused", c.certificates_reused},
-          {"concurrent_mean", stable(c.concurrent_mean)},
-          {"concurrent_max", c.concurrent_max},
-          {"failures", std::move(failures)},
-          {"first_failure", c.first_failure}};
+  json::object out{{"concurrent_mean", stable(c.concurrent_mean)},
+                   {"concurrent_max", c.concurrent_max},
+                   {"failures", std::move(failures)},
+                   {"first_failure", c.first_failure}};
+  write_counts<connection_counts>(out, c);
+  return out;
 }
 
 connection_stats connection_stats_from_json(const json::object& o) {
   connection_stats c;
-  c.opened = count_at(o, "opened");
-  c.answered = count_or_zero(o, "answered");
-  c.closed_by_client = count_at(o, "closed_by_client");
-  c.closed_idle_keepalive = count_or_zero(o, "closed_idle_keepalive");
-  c.closed_idle = count_or_zero(o, "closed_idle");
-  c.closed_by_server = count_at(o, "closed_by_server");
-  c.reset_by_server = count_at(o, "reset_by_server");
-  c.failed = count_at(o, "failed");
-  c.fastopen_data_in_syn = count_at(o, "fastopen_data_in_syn");
-  c.goaway = count_or_zero(o, "goaway");
-  c.certificates_verified = count_or_zero(o, "certificates_verified");
-  c.certificates_reused = count_or_zero(o, "certificates_reused");
+  read_counts<connection_counts>(o, c);
   c.concurrent_mean = number_or_zero(o, "concurrent_mean");
   c.concurrent_max = count_or_zero(o, "concurrent_max");
   for (const auto& [cause, n] : object_at(o, "failures")) {
@@ -348,7 +340,7 @@ json::object run_result_to_json(const run_result& r) {
       {"timeline", timeline_to_json(r.timeline)},
       {"warnings", std::move(warnings)},
   };
-  for (const auto& d : query_count_descriptions) out[d.name] = r.*d.member;
+  write_counts<query_counts>(out, r);
   if (traits_of(r.transport).has_tls) out["early_data"] = early_data_to_json(r.early_data);
   if (traits_of(r.transport).over_quic) out["quic"] = quic_stats_to_json(r.quic);
   if (r.edns.requested()) out["edns"] = edns_stats_to_json(r.edns, r.responses_received);
@@ -492,76 +484,54 @@ std::vector<timeline_row> timeline_from_json(const json::value& value) {
 }
 
 json::object generator_stats_to_json(const run_result& r) {
-  const generator_stats& g = r.generator;
-  return {{"wakeups", g.wakeups},
-          {"syscalls", g.syscalls},
-          {"syscalls_would_block", g.syscalls_would_block},
-          {"sleeps", g.sleeps},
-          {"sleeps_per_answer", stable(r.sleeps_per_answer())},
-          {"wakeups_per_answer", stable(r.wakeups_per_answer())},
-          {"syscalls_per_answer", stable(r.syscalls_per_answer())}};
+  json::object out{{"sleeps_per_answer", stable(r.sleeps_per_answer())},
+                   {"wakeups_per_answer", stable(r.wakeups_per_answer())},
+                   {"syscalls_per_answer", stable(r.syscalls_per_answer())}};
+  write_counts(out, r.generator);
+  return out;
 }
 
 generator_stats generator_stats_from_json(const json::object& o) {
   generator_stats g;
-  g.wakeups = count_at(o, "wakeups");
-  g.syscalls = count_at(o, "syscalls");
-  g.syscalls_would_block = count_or_zero(o, "syscalls_would_block");
-  g.sleeps = count_or_zero(o, "sleeps");
+  read_counts(o, g);
   return g;
 }
 
 json::object early_data_to_json(const early_data_stats& e) {
-  return {{"offered", e.offered},
-          {"accepted", e.accepted},
-          {"rejected", e.rejected},
-          {"queries_in_early_data", e.queries_in_early_data},
-          {"queries_resent", e.queries_resent}};
+  json::object out;
+  write_counts(out, e);
+  return out;
 }
 
-// Results written before DoT and DoH had 0-RTT kept DoQ's figures in "quic", under these
-// names with an "early_data_" prefix.
-early_data_stats early_data_from_json(const json::object& o, std::string_view prefix) {
+early_data_stats early_data_from_json(const json::object& o) {
   early_data_stats e;
-  const auto name = [&](std::string_view key) { return fmt::format("{}{}", prefix, key); };
-  e.offered = count_or_zero(o, name("offered"));
-  e.accepted = count_or_zero(o, name("accepted"));
-  e.rejected = count_or_zero(o, name("rejected"));
-  e.queries_in_early_data = count_or_zero(o, "queries_in_early_data");
-  e.queries_resent = count_or_zero(o, "queries_resent");
+  read_counts(o, e);
+  return e;
+}
+
+// Results written before DoT and DoH had 0-RTT kept DoQ's figures in "quic": the connection
+// counts with an "early_data_" prefix, the query counts under today's names.
+early_data_stats early_data_of_older_doq(const json::object& quic) {
+  early_data_stats e = early_data_from_json(quic);
+  e.offered = count_or_zero(quic, "early_data_offered");
+  e.accepted = count_or_zero(quic, "early_data_accepted");
+  e.rejected = count_or_zero(quic, "early_data_rejected");
   return e;
 }
 
 json::object quic_stats_to_json(const quic_stats& q) {
-  return {{"retries", q.retries},
-          {"version_negotiation", q.version_negotiation},
-          {"stateless_resets", q.stateless_resets},
-          {"streams_exhausted", q.streams_exhausted},
-          {"stray_packets", q.stray_packets},
-          {"closes", counts_to_json(q.closes)},
-          {"packets_sent", q.packets_sent},
-          {"packets_received", q.packets_received},
-          {"stream_packets_lost", q.stream_packets_lost},
-          {"probe_timeouts", q.probe_timeouts},
-          {"rtt_samples", q.rtt_samples},
-          {"smoothed_rtt_ms", stable(q.smoothed_rtt_ms)},
-          {"min_rtt_ms", stable(q.min_rtt_ms)},
-          {"mean_cwnd_bytes", stable(q.mean_cwnd_bytes)}};
+  json::object out{{"closes", counts_to_json(q.closes)},
+                   {"smoothed_rtt_ms", stable(q.smoothed_rtt_ms)},
+                   {"min_rtt_ms", stable(q.min_rtt_ms)},
+                   {"mean_cwnd_bytes", stable(q.mean_cwnd_bytes)}};
+  write_counts<quic_counts>(out, q);
+  return out;
 }
 
 quic_stats quic_stats_from_json(const json::object& o) {
   quic_stats q;
-  q.retries = count_at(o, "retries");
-  q.version_negotiation = count_at(o, "version_negotiation");
-  q.stateless_resets = count_at(o, "stateless_resets");
-  if (o.contains("streams_exhausted")) q.streams_exhausted = count_at(o, "streams_exhausted");
-  q.stray_packets = count_at(o, "stray_packets");
+  read_counts<quic_counts>(o, q);
   counts_from_json(o, "closes", q.closes);
-  q.packets_sent = count_at(o, "packets_sent");
-  q.packets_received = count_at(o, "packets_received");
-  q.stream_packets_lost = count_at(o, "stream_packets_lost");
-  q.probe_timeouts = count_at(o, "probe_timeouts");
-  q.rtt_samples = count_at(o, "rtt_samples");
   q.smoothed_rtt_ms = number_at(o, "smoothed_rtt_ms");
   q.min_rtt_ms = number_at(o, "min_rtt_ms");
   q.mean_cwnd_bytes = number_at(o, "mean_cwnd_bytes");
@@ -640,7 +610,7 @@ run_result run_result_from_json_value(const json::value& value) {
   r.query_origin = string_at(set, "origin");
   r.query_count_in_set = count_at(set, "count");
   // A count the file does not have (written before it was counted) is zero.
-  for (const auto& d : query_count_descriptions) r.*d.member = count_or_zero(o, d.name);
+  read_counts<query_counts>(o, r);
   // Results written before pcap input have no "capture"; null: not from a capture.
   if (const auto* capture = o.if_contains("capture"); capture != nullptr && capture->is_object()) {
     r.capture = capture_from_json(capture->get_object());
@@ -666,10 +636,10 @@ run_result run_result_from_json_value(const json::value& value) {
   counts_from_json(o, "quic_failures", r.quic_failures);
   if (const auto* quic = o.if_contains("quic"); quic && quic->is_object()) {
     r.quic = quic_stats_from_json(quic->get_object());
-    r.early_data = early_data_from_json(quic->get_object(), "early_data_");
+    r.early_data = early_data_of_older_doq(quic->get_object());
   }
   if (const auto* early = o.if_contains("early_data"); early && early->is_object()) {
-    r.early_data = early_data_from_json(early->get_object(), "");
+    r.early_data = early_data_from_json(early->get_object());
   }
   if (const auto* edns = o.if_contains("edns"); edns && edns->is_object()) {
     r.edns = edns_stats_from_json(edns->get_object());

@@ -120,7 +120,7 @@ bool doh_client::resend_in_flight(std::uint64_t now) {
   out_.clear();
   for (slot_table::slot* s : in_flight) {
     if (!submit_slot(*s) || !take_output()) return false;
-    if (s->counted) ++early_counts().resent;
+    if (s->counted) ++early_counts().queries_resent;
   }
   now_ = now;
   return write_output();
@@ -190,7 +190,8 @@ bool doh_client::write_output() {
 
 bool doh_client::submit(std::uint64_t now) {
   slot_table::slot& s = next_query(now);
-  if (early_ && s.counted && state_ == conn_state::handshaking) ++early_counts().queries;
+  if (early_ && s.counted && state_ == conn_state::handshaking)
+    ++early_counts().queries_in_early_data;
   if (submit_slot(s)) return true;
   // Stream ids used up (2^30 requests): the connection is replaced like after a GOAWAY.
   return_slot(s);

@@ -167,7 +167,7 @@ void doq_client::fill(std::uint64_t now) {
     }
     --room;
     if (const slot_table::slot* s = slots_.find(r.id); s != nullptr && s->counted) {
-      ++early_counts().resent;
+      ++early_counts().queries_resent;
     }
     send_queue_.push_back(&r);
   }
@@ -191,7 +191,7 @@ void doq_client::fill(std::uint64_t now) {
     put_frame_prefix(r.head.data(), query.size());
     r.head[2] = r.head[3] = 0;  // RFC 9250, section 4.2.1: the DNS id is 0
     r.early = state_ != conn_state::established;
-    if (r.early && early_keys_ && s.counted) ++early_counts().queries;
+    if (r.early && early_keys_ && s.counted) ++early_counts().queries_in_early_data;
     send_queue_.push_back(&r);
   }
 }

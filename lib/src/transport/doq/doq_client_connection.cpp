@@ -221,7 +221,7 @@ void doq_client::connect(std::uint64_t now) {
     early_keys_ = true;
     for (request& r : requests_) {
       const slot_table::slot* slot = r.in_use && r.early ? slots_.find(r.id) : nullptr;
-      if (slot != nullptr && slot->counted) ++early_counts().queries;
+      if (slot != nullptr && slot->counted) ++early_counts().queries_in_early_data;
     }
     // Queries that did not fit in the first datagram go now, in 0-RTT too.
     fill(now);

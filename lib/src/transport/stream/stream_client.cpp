@@ -233,7 +233,8 @@ bool stream_client::write_queries(std::uint64_t now, unsigned batch) {
   std::array<iovec, max_gather * 2> pieces;
   for (unsigned i = 0; i < batch; ++i) {
     slot_table::slot& s = next_query(now);
-    if (early_ && s.counted && state_ == conn_state::handshaking) ++early_counts().queries;
+    if (early_ && s.counted && state_ == conn_state::handshaking)
+      ++early_counts().queries_in_early_data;
     const auto query = (*plan().queries)[s.query_index];
     auto& head = heads_[i];  // length prefix and id, then the rest of the encoded query
     put_frame_prefix(head.data(), query.size());

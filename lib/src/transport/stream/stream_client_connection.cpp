@@ -210,7 +210,7 @@ bool stream_client::resend_in_flight(std::uint64_t) {
     patch_id(&head[frame_prefix_size], s->id);
     pieces[count * 2] = {head.data(), head.size()};
     pieces[count * 2 + 1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
-    if (s->counted) ++early_counts().resent;
+    if (s->counted) ++early_counts().queries_resent;
     if (++count == max_gather) {
       if (!after_write(channel_.send({pieces.data(), count * 2u}))) return false;
       count = 0;
