@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <boost/json.hpp>
 
@@ -169,6 +170,41 @@ TEST(run_json_test, every_query_count_survives_json_and_old_results_read_as_zero
   EXPECT_EQ(before.authenticated_answers, 0u);
   EXPECT_EQ(before.lost, r.lost);
   EXPECT_EQ(format_table(before).find("authenticated (AD)"), std::string::npos);
+}
+
+// The same for the connection, 0-RTT, QUIC and generator counts, each in its own object.
+TEST(run_json_test, every_count_of_every_group_survives_json_and_adds) {
+  run_result r = tls_run(transport_kind::doq);
+  std::uint64_t value = 2000;
+  const auto fill = [&value](auto& counts) {
+    using counts_type = std::remove_cvref_t<decltype(counts)>;
+    for (const auto& d : count_descriptions<counts_type>) counts.*d.member = value++;
+  };
+  fill(static_cast<connection_counts&>(r.connections));
+  fill(r.early_data);
+  fill(static_cast<quic_counts&>(r.quic));
+  fill(r.generator);
+  const run_result back = run_result_from_json(to_json(r), "run.json");
+  const auto expect_same = [](const auto& got, const auto& want, const auto& descriptions) {
+    for (const auto& d : descriptions) EXPECT_EQ(got.*d.member, want.*d.member) << d.name;
+  };
+  expect_same(back.connections, r.connections, connection_count_descriptions);
+  expect_same(back.early_data, r.early_data, early_data_descriptions);
+  expect_same(back.quic, r.quic, quic_count_descriptions);
+  expect_same(back.generator, r.generator, generator_descriptions);
+
+  run_result twice = r;
+  twice.connections += r.connections;
+  twice.early_data += r.early_data;
+  twice.quic += r.quic;
+  twice.generator += r.generator;
+  const auto expect_doubled = [](const auto& got, const auto& once, const auto& descriptions) {
+    for (const auto& d : descriptions) EXPECT_EQ(got.*d.member, 2 * once.*d.member) << d.name;
+  };
+  expect_doubled(twice.connections, r.connections, connection_count_descriptions);
+  expect_doubled(twice.early_data, r.early_data, early_data_descriptions);
+  expect_doubled(twice.quic, r.quic, quic_count_descriptions);
+  expect_doubled(twice.generator, r.generator, generator_descriptions);
 }
 
 TEST(run_json_test, every_query_count_is_described_once_under_its_own_name) {
