@@ -1,0 +1,185 @@
+// The public result of one process's load: made from the workers' counters and timeline
+// rows once they end, with the warnings about the run itself; what run_result derives.
+#include <dnstransport/load.hpp>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "load/load_steps.hpp"
+
+namespace dnstransport {
+
+double run_result::answered_percent() const noexcept {
+  const std::uint64_t scheduled = queries_scheduled();
+  if (scheduled == 0) return 100;
+  return 100.0 * static_cast<double>(responses_received) / static_cast<double>(scheduled);
+}
+
+double run_result::queries_per_connection_achieved() const noexcept {
+  if (connections.opened == 0) return 0;
+  return static_cast<double>(connections.answered) / static_cast<double>(connections.opened);
+}
+
+double run_result::connections_per_second() const noexcept {
+  if (!(elapsed_seconds > 0)) return 0;
+  return static_cast<double>(connections.opened) / elapsed_seconds;
+}
+
+double run_result::handshakes_per_query() const noexcept {
+  if (queries_sent == 0) return 0;
+  return static_cast<double>(handshakes_full + handshakes_resumed) /
+         static_cast<double>(queries_sent);
+}
+
+double run_result::wakeups_per_answer() const noexcept {
+  if (responses_received == 0) return 0;
+  return static_cast<double>(generator.wakeups) / static_cast<double>(responses_received);
+}
+
+double run_result::sleeps_per_answer() const noexcept {
+  if (responses_received == 0) return 0;
+  return static_cast<double>(generator.sleeps) / static_cast<double>(responses_received);
+}
+
+double run_result::syscalls_per_answer() const noexcept {
+  if (responses_received == 0) return 0;
+  return static_cast<double>(generator.syscalls) / static_cast<double>(responses_received);
+}
+
+namespace detail {
+
+// The workers' counters, summed, into the public result.
+void fill_result(run_result& r, const counters& total) {
+  const query_counters& q = total.queries;
+  static_cast<query_counts&>(r) = q;
+  r.http_failures = q.http_failures;
+  r.quic_failures = q.quic_failures;
+  r.rcodes = q.rcodes;
+  r.latency = q.latency;
+  r.send_lag = q.send_lag;
+  r.edns.keepalive_answers = q.keepalive_answers;
+  if (q.keepalive_answers > 0) {
+    r.edns.keepalive_min_seconds = q.keepalive_min / 10.0;
+    r.edns.keepalive_max_seconds = q.keepalive_max / 10.0;
+  }
+  r.edns.padded_answers = q.padded_answers;
+  r.edns.padded_sizes = q.padded_sizes;
+  const connection_counters& c = total.connections;
+  static_cast<connection_counts&>(r.connections) = c;
+  r.connections.failures = c.failures;
+  r.connections.first_failure = c.first_failure;
+  r.handshakes_full = c.handshakes_full;
+  r.handshakes_resumed = c.handshakes_resumed;
+  r.first_query_latency = c.first_query_latency;
+  r.connect_latency = c.connect_latency;
+  r.handshake_latency = c.handshake_latency;
+  r.generator.wakeups = total.generator.wakeups;
+  r.generator.syscalls = total.generator.syscalls.calls;
+  r.generator.syscalls_would_block = total.generator.syscalls.would_block;
+  r.generator.sleeps = total.generator.sleeps;
+  r.early_data = total.early_data;
+  const quic_counters& u = total.quic;
+  quic_stats& out = r.quic;
+  static_cast<quic_counts&>(out) = u;
+  out.closes = u.closes;
+  if (u.rtt_samples > 0) {
+    out.smoothed_rtt_ms =
+        static_cast<double>(u.smoothed_rtt_ns_sum) / 1e6 / static_cast<double>(u.rtt_samples);
+    out.mean_cwnd_bytes = static_cast<double>(u.cwnd_sum) / static_cast<double>(u.rtt_samples);
+  }
+  out.min_rtt_ms = static_cast<double>(u.min_rtt_ns) / 1e6;
+}
+
+// Merges the workers' timeline rows (by interval) into the result's timeline.
+void fill_timeline(run_result& result, const std::vector<std::unique_ptr<worker>>& workers,
+                   const run_plan& plan, double seconds_until_end) {
+  if (plan.interval_ns == 0) return;
+  std::size_t rows = 0;
+  for (const auto& w : workers) {
+    for (const auto& row : w->timeline()) rows = std::max<std::size_t>(rows, row.index + 1);
+  }
+  const double interval = static_cast<double>(plan.interval_ns) / 1e9;
+  std::vector<latency_histogram> latency(rows);
+  result.timeline.assign(rows, timeline_row{});
+  for (std::size_t k = 0; k < rows; ++k) {
+    result.timeline[k].start_seconds = static_cast<double>(k) * interval;
+    result.timeline[k].duration_seconds =
+        std::clamp(seconds_until_end - result.timeline[k].start_seconds, 0.0, interval);
+  }
+  for (const auto& w : workers) {
+    for (const auto& row : w->timeline()) {
+      timeline_row& t = result.timeline[row.index];
+      t.sent += row.sent;
+      t.answered += row.answered;
+      t.lost += row.lost;
+      t.failed += row.failed;
+      t.not_sent += row.not_sent;
+      t.connections_open += row.connections_open;
+      t.connections_opened += row.connections_opened;
+      t.handshakes += row.handshakes;
+      if (row.latency.empty()) continue;
+      latency_histogram h;
+      for (const auto& [lowest, n] : row.latency) h.restore(lowest, n);
+      h.restore_stats(row.latency_min, row.latency_max, row.latency_sum);
+      latency[row.index].merge(h);
+    }
+  }
+  for (std::size_t k = 0; k < rows; ++k) {
+    timeline_row& t = result.timeline[k];
+    if (t.duration_seconds > 0) t.qps = static_cast<double>(t.answered) / t.duration_seconds;
+    t.p50_ms = static_cast<double>(latency[k].percentile(50)) / 1e6;
+    t.p99_ms = static_cast<double>(latency[k].percentile(99)) / 1e6;
+  }
+}
+
+// Persistent connections in a closed loop are meant to be open before the window: when some
+// were set up inside it (not replacing ones the server closed), their set-up is in the
+// figures. Under mpirun, the ranks' connection storms then overlap the window.
+void add_warmup_warning(run_result& r, const load_spec& spec) {
+  if (spec.warmup_seconds <= 0 || r.open_loop() || !traits_of(spec.transport).has_connections ||
+      spec.queries_per_connection != 0 || spec.idle_seconds > 0 || spec.honour_keepalive) {
+    return;
+  }
+  const auto& c = r.connections;
+  const std::uint64_t replaced = c.closed_by_server + c.reset_by_server + c.goaway;
+  if (c.opened <= replaced) return;
+  r.warnings.push_back(fmt::format(
+      "{} connection{} set up inside the measured window: the warm-up (--warmup {:g} s) ended "
+      "before every client's connection was open, so set-up costs are in the figures; give a "
+      "longer --warmup",
+      c.opened - replaced, c.opened - replaced == 1 ? " was" : "s were", spec.warmup_seconds));
+}
+
+void add_open_loop_warnings(run_result& r) {
+  if (!r.open_loop()) return;
+  if (r.not_sent_outstanding > 0) {
+    r.warnings.push_back(fmt::format(
+        "the generator fell behind its schedule: {} scheduled queries were not sent because "
+        "their client already had --outstanding {} queries in flight or waiting (the server "
+        "answers slower than --rate asks, or raise --outstanding or --clients)",
+        r.not_sent_outstanding, r.outstanding));
+  }
+  if (r.not_sent_timeout > 0) {
+    r.warnings.push_back(fmt::format(
+        "{} scheduled queries were not sent: they waited longer than the timeout for their "
+        "client to be able to send (no connection)",
+        r.not_sent_timeout));
+  }
+  // A generator late by more than a millisecond at the 99th percentile distorts latency.
+  if (r.send_lag.count() > 0 && r.send_lag.percentile(99) > 1'000'000) {
+    // A query that waits for its client's new connection leaves late too.
+    const bool reconnects = r.queries_per_connection != 0 || r.idle_seconds > 0;
+    r.warnings.push_back(fmt::format(
+        "the generator sent late: 99 % of queries left within {:.2f} ms of their scheduled "
+        "time (latency includes this; {})",
+        static_cast<double>(r.send_lag.percentile(99)) / 1e6,
+        reconnects ? "queries that open a new connection (--queries-per-connection, --idle) "
+                     "wait for its set-up, or the generator is short of CPU (--threads)"
+                   : "use more --threads or fewer --clients per thread"));
+  }
+}
+
+}  // namespace detail
+
+}  // namespace dnstransport

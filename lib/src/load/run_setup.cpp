@@ -1,0 +1,296 @@
+// What one process's load needs before its first query, made from its spec: the server
+// resolved, the source addresses, the descriptors and ports it will hold, the queries (with
+// the run's EDNS options), the transport, and the plan the workers follow.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <dnstransport/error.hpp>
+
+#include "load/load_steps.hpp"
+#include "load/transports.hpp"
+#include "util/clock.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+// Each client holds one socket; leave room for the responder and files.
+constexpr rlim_t descriptor_reserve = 64;
+
+void ensure_descriptors(unsigned clients) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t wanted = clients + descriptor_reserve;
+  if (limit.rlim_cur >= wanted) return;
+  rlimit raised = limit;
+  raised.rlim_cur = std::min(wanted, limit.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &raised);
+  if (raised.rlim_cur < wanted) {
+    throw setup_error(fmt::format(
+        "--clients {} needs about {} file descriptors but the limit is {} (hard limit {}); "
+        "raise it with `ulimit -n {}` (as root, or in /etc/security/limits.conf)",
+        clients, wanted, limit.rlim_cur, limit.rlim_max, wanted));
+  }
+}
+
+// Every client holds one socket, so one local port per source address, at a time (TCP
+// connections to one server share ports across source addresses with
+// IP_BIND_ADDRESS_NO_PORT; UDP sockets each take a port of their address). More clients than
+// that cannot all get a socket: say so now, not as EADDRNOTAVAIL halfway through the run.
+void ensure_ports(unsigned clients, std::size_t source_count) {
+  std::ifstream range_file("/proc/sys/net/ipv4/ip_local_port_range");
+  std::uint64_t low = 0;
+  std::uint64_t high = 0;
+  if (!(range_file >> low >> high) || high < low) return;
+  const std::uint64_t ports = high - low + 1;
+  const std::uint64_t sources = std::max<std::size_t>(source_count, 1);
+  if (clients <= ports * sources) return;
+  throw setup_error(fmt::format(
+      "--clients {}: every client holds a local port, but the ephemeral port range "
+      "(net.ipv4.ip_local_port_range = {} {}) gives {} ports x {} source address{} = {}; widen "
+      "it (e.g. sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\") or give more --source "
+      "addresses",
+      clients, low, high, ports, sources, sources == 1 ? "" : "es", ports * sources));
+}
+
+boost::asio::ip::address resolve(const std::string& host) {
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(host, ec);
+  if (!ec) return address;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::resolver resolver(io);
+  auto results = resolver.resolve(host, "", ec);
+  if (ec || results.empty()) {
+    throw setup_error(
+        fmt::format("--server: cannot resolve \"{}\": {}", host, ec ? ec.message() : "no address"));
+  }
+  return results.begin()->endpoint().address();
+}
+
+std::vector<boost::asio::ip::address> source_addresses(const load_spec& spec,
+                                                       const boost::asio::ip::address& server) {
+  std::vector<boost::asio::ip::address> sources;
+  for (const auto& text : spec.sources) {
+    boost::system::error_code ec;
+    auto address = boost::asio::ip::make_address(text, ec);
+    if (ec) throw setup_error(fmt::format("--source: \"{}\" is not an IP address", text));
+    if (address.is_v4() != server.is_v4()) {
+      throw setup_error(fmt::format("--source {} is not of the same family as the server {}", text,
+                                    server.to_string()));
+    }
+    sources.push_back(address);
+  }
+  // Towards IPv4 loopback, 16 source addresses give 16 times the ephemeral ports, so a run
+  // at one query per connection does not stall on TIME_WAIT.
+  if (sources.empty() && traits_of(spec.transport).has_connections && server.is_v4() &&
+      server.is_loopback()) {
+    for (unsigned i = 1; i <= 16; ++i) {
+      sources.push_back(boost::asio::ip::address_v4(0x7f000000u + i));
+    }
+  }
+  return sources;
+}
+
+// Numbers the questions of the query set: queries asking the same name (ASCII
+// case-insensitively), type and class share a number. A query with no question to check
+// gets a number of its own, since no answer could fail to echo it anyway.
+std::uint32_t number_questions(const query_set& queries, std::vector<std::uint32_t>& question_of) {
+  std::unordered_map<std::string, std::uint32_t> numbers;
+  std::uint32_t next = 0;
+  question_of.resize(queries.size());
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    const auto query = queries[i];
+    std::optional<std::size_t> name_end;
+    if (query.size() >= dns_header_size && ((query[4] << 8) | query[5]) >= 1) {
+      name_end = skip_name(query, dns_header_size);
+    }
+    if (!name_end || query.size() - *name_end < 4) {
+      question_of[i] = next++;
+      continue;
+    }
+    std::string key(query.begin() + dns_header_size,
+                    query.begin() + static_cast<std::ptrdiff_t>(*name_end + 4));
+    for (std::size_t k = 0; k + 4 < key.size(); ++k) {
+      if (key[k] >= 'A' && key[k] <= 'Z') key[k] = static_cast<char>(key[k] - 'A' + 'a');
+    }
+    const auto [it, added] = numbers.try_emplace(std::move(key), next);
+    if (added) ++next;
+    question_of[i] = it->second;
+  }
+  return next;
+}
+
+// The query set with the run's EDNS options (keepalive, padding) added to every query.
+std::shared_ptr<const query_set> with_edns_options(const query_set& queries,
+                                                   const load_spec& spec) {
+  edns_config edns;
+  edns.enabled = true;
+  edns.padding_block = spec.edns_padding_block;
+  if (spec.edns_keepalive) edns.options.push_back({edns_option_code::tcp_keepalive, {}});
+  auto out = std::make_shared<query_set>();
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    try {
+      out->add(add_edns_options(queries[i], edns));
+    } catch (const std::invalid_argument& e) {
+      throw setup_error(
+          fmt::format("{}: query {} of {} cannot take the option: {}",
+                      spec.edns_padding_block != 0 ? "--edns-padding" : "--edns-keepalive", i + 1,
+                      queries.origin(), e.what()));
+    }
+  }
+  out->set_origin(queries.origin());
+  return out;
+}
+
+// The capture's queries per client (its source address), in capture time order, with their
+// offsets from the capture's first query divided by the speed.
+void plan_replay(const pcap_capture& capture, double speed, detail::run_plan& plan) {
+  const std::size_t n = capture.queries.size();
+  std::vector<std::uint32_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::pair(capture.clients[a], capture.times_ns[a]) <
+           std::pair(capture.clients[b], capture.times_ns[b]);
+  });
+  const std::uint64_t first = *std::min_element(capture.times_ns.begin(), capture.times_ns.end());
+  plan.replay_first.assign(capture.sources.size() + 1, 0);
+  for (const std::uint32_t c : capture.clients) ++plan.replay_first[c + 1];
+  for (std::size_t c = 1; c < plan.replay_first.size(); ++c) {
+    plan.replay_first[c] += plan.replay_first[c - 1];
+  }
+  plan.replay_query = order;
+  plan.replay_offset_ns.reserve(n);
+  for (const std::uint32_t i : order) {
+    plan.replay_offset_ns.push_back(
+        static_cast<std::uint64_t>(static_cast<double>(capture.times_ns[i] - first) / speed));
+  }
+}
+
+capture_summary summarize(const load_spec& spec) {
+  const pcap_capture& c = *spec.capture;
+  capture_summary s;
+  s.counts = c.counts;
+  s.clients = c.sources.size();
+  if (!c.times_ns.empty()) {
+    const auto [first, last] = std::minmax_element(c.times_ns.begin(), c.times_ns.end());
+    s.span_seconds = static_cast<double>(*last - *first) / 1e9;
+  }
+  s.replay = spec.replay;
+  s.speed = spec.replay == replay_mode::timing ? spec.replay_speed : 1;
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
+  validate(spec);
+  const auto server_address = resolve(spec.server);
+  const auto sources = source_addresses(spec, server_address);
+  ensure_ports(spec.clients, sources.size());
+  ensure_descriptors(spec.clients);
+  auto prepared = std::make_unique<prepared_load>();
+  run_result& result = prepared->result;
+  std::shared_ptr<const query_set>& queries = prepared->queries;
+  queries = spec.queries;
+  if (!queries) queries = std::make_shared<const query_set>(default_queries());
+  if (spec.edns_keepalive || spec.edns_padding_block != 0) {
+    queries = with_edns_options(*queries, spec);
+  }
+
+  result.label = spec.label;
+  result.server = spec.server;
+  result.port = spec.port;
+  result.transport = spec.transport;
+  if (traits_of(spec.transport).has_tls) {
+    result.tls_backend = std::string(tls_backend_name(spec.tls.backend));
+  }
+  result.clients = spec.clients;
+  result.outstanding = spec.outstanding;
+  result.queries_per_connection = spec.queries_per_connection;
+  result.idle_seconds = spec.idle_seconds;
+  result.coalesce_us = spec.coalesce_us;
+  result.query_origin = queries->origin();
+  result.query_count_in_set = queries->size();
+  if (spec.capture) result.capture = summarize(spec);
+  result.edns.keepalive_sent = spec.edns_keepalive;
+  result.edns.padding_block = spec.edns_padding_block;
+  if (spec.edns_padding_block != 0 && !traits_of(spec.transport).has_tls) {
+    result.warnings.push_back(fmt::format(
+        "--edns-padding over {}: the queries travel in clear, so padding hides nothing (RFC "
+        "8467 pads encrypted messages), and servers need not pad their answers",
+        traits_of(spec.transport).name));
+  }
+
+  const unsigned threads = std::min(spec.threads, spec.clients);
+  if (threads < spec.threads) {
+    result.warnings.push_back(fmt::format(
+        "--threads {} reduced to {}: a thread needs at least one client", spec.threads, threads));
+  }
+  result.threads = threads;
+  prepared->threads = threads;
+
+  prepared->transport = registered_transport(spec.transport).make(spec);
+
+  run_plan& plan = prepared->plan;
+  plan.transport = prepared->transport.get();
+  plan.queries = queries.get();
+  plan.clients = spec.clients;
+  plan.outstanding = spec.outstanding;
+  plan.gather_writes = spec.gather_writes;
+  plan.coalesce_ns = std::uint64_t{spec.coalesce_us} * 1000;
+  plan.server_address = server_address;
+  plan.server_port = spec.port;
+  plan.sources = sources;
+  plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
+  const double rate = total_rate(spec);
+  plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : spec.client_rate;
+  if (rate > 0) {
+    plan.arrivals = spec.arrivals == arrival_mode::constant  ? run_plan::schedule::constant
+                    : spec.arrivals == arrival_mode::poisson ? run_plan::schedule::poisson
+                                                             : run_plan::schedule::closed;
+    result.rate = rate;
+    result.client_rate = spec.client_rate;
+    result.arrivals = spec.arrivals;
+  }
+  if (spec.capture && spec.replay == replay_mode::timing) {
+    plan.arrivals = run_plan::schedule::replay;
+    result.arrivals = arrival_mode::replay;
+    plan_replay(*spec.capture, spec.replay_speed, plan);
+  }
+  // What the run is planned to last, for progress and the monitor's readings: a timing
+  // replay without a duration lasts as long as its capture, at its speed.
+  prepared->duration_seconds =
+      spec.duration_seconds > 0 || !result.capture
+          ? spec.duration_seconds
+          : result.capture->span_seconds / spec.replay_speed + spec.timeout_seconds;
+  plan.interval_ns = seconds_to_ns(spec.interval_seconds);
+  plan.connections_gauge = &prepared->connections_gauge;
+  result.interval_seconds = spec.interval_seconds;
+  plan.distinct_questions = number_questions(*queries, plan.question_of);
+  // A replayed client sends what its source sent; it has no choice of questions to widen.
+  if (plan.distinct_questions < spec.outstanding && plan.arrivals != run_plan::schedule::replay) {
+    result.warnings.push_back(fmt::format(
+        "at most {} queries in flight per client, not --outstanding {}: the query list has {} "
+        "distinct question{}, and a client never has two queries with the same question in "
+        "flight (so that an answer carrying another query's id cannot pass the question check)",
+        plan.distinct_questions, spec.outstanding, plan.distinct_questions,
+        plan.distinct_questions == 1 ? "" : "s"));
+  }
+  plan.read_edns_options = result.edns.requested();
+  if (!traits_of(spec.transport).has_connections) {
+    plan.udp_answer_limits.reserve(queries->size());
+    for (std::size_t i = 0; i < queries->size(); ++i) {
+      plan.udp_answer_limits.push_back(udp_answer_limit((*queries)[i]));
+    }
+  }
+  return prepared;
+}
+
+}  // namespace dnstransport::detail
