@@ -1,6 +1,9 @@
 #pragma once
 // Internal: Boost.JSON conversions shared by the run and sweep documents.
 
+#include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +31,18 @@ const boost::json::object& object_at(const boost::json::object& object, std::str
 std::string string_at(const boost::json::object& object, std::string_view key);
 const boost::json::array& array_at(const boost::json::object& object, std::string_view key);
 bool bool_at(const boost::json::object& object, std::string_view key);
+
+// The value at `key`; throws std::invalid_argument naming the key when it is missing.
+const boost::json::value& at(const boost::json::object& object, std::string_view key);
+// A count or number added after the first release: files written before it lack the key,
+// which reads as 0.
+std::uint64_t count_or_zero(const boost::json::object& object, std::string_view key);
+double number_or_zero(const boost::json::object& object, std::string_view key);
+
+// Counts by name (causes, codes) as an object, and back (nothing when the key is absent).
+boost::json::object counts_to_json(const std::map<std::string, std::uint64_t>& counts);
+void counts_from_json(const boost::json::object& object, std::string_view key,
+                      std::map<std::string, std::uint64_t>& counts);
 
 // Lists of integers (CPUs, process ids); ints_from_json gives an empty list when the key is
 // absent (files written before it existed).
