@@ -127,9 +127,6 @@ class scripted_byte_stream final : public detail::byte_stream {
   }
 
   void shutdown() override {}
-  std::string application_protocol() const override { return {}; }
-  bool resumed() const override { return false; }
-  std::unique_ptr<detail::tls_ticket> ticket() override { return nullptr; }
   std::string failure_cause() const override { return "ECONNRESET"; }
   std::string error_message() const override { return "connection reset by the scripted peer"; }
 

@@ -68,9 +68,11 @@ void server_connection::do_handshake() {
   switch (stream.handshake()) {
     case stream_io::done:
       handshaking_ = false;
-      if (stream.resumed()) owner_.counters.tls_resumed.fetch_add(1, std::memory_order_relaxed);
-      if (stream.early_data() == early_data_status::accepted) {
-        owner_.counters.tls_early_data.fetch_add(1, std::memory_order_relaxed);
+      if (const tls_connection* tls = stream.tls()) {
+        if (tls->resumed()) owner_.counters.tls_resumed.fetch_add(1, std::memory_order_relaxed);
+        if (tls->early_data() == early_data_status::accepted) {
+          owner_.counters.tls_early_data.fetch_add(1, std::memory_order_relaxed);
+        }
       }
       return;
     case stream_io::want_read:

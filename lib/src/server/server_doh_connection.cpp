@@ -260,9 +260,11 @@ void server_doh_connection::do_handshake() {
   switch (stream_->handshake()) {
     case stream_io::done:
       handshaking_ = false;
-      if (stream_->resumed()) owner_.counters.tls_resumed.fetch_add(1, std::memory_order_relaxed);
-      if (stream_->early_data() == early_data_status::accepted) {
-        owner_.counters.tls_early_data.fetch_add(1, std::memory_order_relaxed);
+      if (const tls_connection* tls = stream_->tls()) {
+        if (tls->resumed()) owner_.counters.tls_resumed.fetch_add(1, std::memory_order_relaxed);
+        if (tls->early_data() == early_data_status::accepted) {
+          owner_.counters.tls_early_data.fetch_add(1, std::memory_order_relaxed);
+        }
       }
       if (!start_session()) close();
       return;

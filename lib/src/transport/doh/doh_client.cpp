@@ -69,7 +69,8 @@ doh_client::~doh_client() {
 }
 
 void doh_client::established(std::uint64_t now) {
-  const std::string alpn = channel_.stream().application_protocol();
+  const tls_connection* tls = channel_.stream().tls();
+  const std::string alpn = tls != nullptr ? tls->alpn() : std::string();
   if (alpn != "h2") {
     fail_connection("doh", "doh_no_h2",
                     alpn.empty() ? std::string("the server did not select h2 in ALPN (none)")

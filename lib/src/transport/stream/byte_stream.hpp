@@ -4,7 +4,8 @@
 // want_read / want_write wait for that readiness of the socket (Asio) and call again. Which
 // kind a connection gets is decided once, where it is opened (stream_connector /
 // stream_acceptor); nothing above this layer asks whether it is TLS. Nothing here throws on
-// the I/O path.
+// the I/O path. What only TLS has (sessions, tickets, ALPN) is the tls_connection a TLS
+// stream gives (tls()); the plain stream knows none of it.
 
 #include <sys/uio.h>
 
@@ -71,21 +72,14 @@ class byte_stream {
   /// allows early data (and the run asked for it), writes go out as early data (0-RTT) until
   /// the handshake is done, and the octets they may carry are returned; 0 otherwise.
   virtual std::size_t begin_early_data() { return 0; }
-  /// After the handshake: what became of the early data.
-  virtual early_data_status early_data() const { return early_data_status::not_sent; }
 
   /// Ends the session the way its protocol does (TLS close_notify; nothing for plain TCP).
   /// The socket stays open; its owner closes it.
   virtual void shutdown() = 0;
 
-  /// The application protocol agreed on in the TLS handshake (ALPN: "dot", "h2"); empty
-  /// for plain TCP or when the server selected none.
-  virtual std::string application_protocol() const = 0;
-
-  /// TLS: the finished handshake resumed an earlier session.
-  virtual bool resumed() const = 0;
-  /// TLS: the session to resume from on the next connection; null when none (or plain).
-  virtual std::unique_ptr<tls_ticket> ticket() = 0;
+  /// The TLS session of a TLS stream (what its handshake agreed on and resumed, its early
+  /// data, the ticket for the next connection); null for plain TCP, which has none.
+  virtual tls_connection* tls() noexcept { return nullptr; }
 
   /// After failed: a short stable cause for counters ("ECONNRESET", "tls_certificate",
   /// "tls_closed" for a peer that hung up in a TLS handshake) and the full message.

@@ -189,7 +189,8 @@ bool stream_client::fill_early(std::uint64_t now, std::size_t room) {
 bool stream_client::early_data_judged(std::uint64_t now) {
   if (!early_) return true;
   early_ = false;
-  if (channel_.stream().early_data() == early_data_status::accepted) {
+  const tls_connection* tls = channel_.stream().tls();
+  if (tls != nullptr && tls->early_data() == early_data_status::accepted) {
     if (early_counted_) ++early_counts().accepted;
     return true;
   }
@@ -229,7 +230,9 @@ void stream_client::handshake(std::uint64_t now) {
         now = monotonic_ns();
         if (counted_) {
           connections().handshake_latency.record(now - handshake_started_ns_);
-          ++(stream.resumed() ? connections().handshakes_resumed : connections().handshakes_full);
+          const tls_connection* tls = stream.tls();
+          ++(tls != nullptr && tls->resumed() ? connections().handshakes_resumed
+                                              : connections().handshakes_full);
         }
       }
       end_setup();
@@ -334,7 +337,8 @@ void stream_client::drop_socket(bool abortive) {
   connection_down();
   connection_ended();
   if (channel_.is_open() && settings().resume) {
-    if (auto ticket = channel_.stream().ticket()) ticket_ = std::move(ticket);
+    tls_connection* tls = channel_.stream().tls();
+    if (auto ticket = tls != nullptr ? tls->ticket() : nullptr) ticket_ = std::move(ticket);
   }
   // Kept for the next connection, whose connector may reuse it (plain TCP does).
   if (auto closed = channel_.close()) spare_stream_ = std::move(closed);

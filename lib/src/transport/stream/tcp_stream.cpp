@@ -79,9 +79,6 @@ class tcp_stream final : public byte_stream {
   }
 
   void shutdown() override {}
-  std::string application_protocol() const override { return {}; }
-  bool resumed() const override { return false; }
-  std::unique_ptr<tls_ticket> ticket() override { return nullptr; }
 
   std::string failure_cause() const override { return errno_name(error_); }
   std::string error_message() const override {

@@ -92,13 +92,10 @@ class tls_stream final : public byte_stream {
     early_ = room > 0;
     return room;
   }
-  early_data_status early_data() const override { return session_->early_data(); }
 
   void shutdown() override { session_->shutdown(); }
 
-  std::string application_protocol() const override { return session_->alpn(); }
-  bool resumed() const override { return session_->resumed(); }
-  std::unique_ptr<tls_ticket> ticket() override { return session_->ticket(); }
+  tls_connection* tls() noexcept override { return session_.get(); }
 
   std::string failure_cause() const override {
     if (closed_in_handshake_) return "tls_closed";
