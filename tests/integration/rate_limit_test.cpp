@@ -32,6 +32,17 @@ std::string scratch_directory(const char* name) {
       .string();
 }
 
+TEST(rate_limit_test, the_burst_is_the_seconds_worth_asked_for_and_at_least_16) {
+  EXPECT_EQ(detail::rate_limiter(4000, 0.02).burst(), 80u);
+  EXPECT_EQ(detail::rate_limiter(4000).burst(), 20u);  // 5 ms' worth by default
+  EXPECT_EQ(detail::rate_limiter(4000, 0).burst(), 16u);
+  server_options o;
+  o.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
+  o.rate_limit = 1000;
+  o.rate_limit_burst_seconds = 2;
+  EXPECT_THROW(server{o}, setup_error);
+}
+
 TEST(rate_limit_test, bucket_gives_its_burst_then_one_token_per_interval) {
   detail::rate_limiter limiter(1000);  // one per ms; a burst of 16 (more than 5 ms' worth)
   ASSERT_EQ(limiter.burst(), 16u);

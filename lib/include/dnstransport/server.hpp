@@ -111,6 +111,11 @@ struct server_options {
   /// Malformed queries and DoH requests answered with an HTTP error do not count. 0: no
   /// limit.
   double rate_limit = 0;
+  /// The burst rate_limit allows, in seconds' worth of queries at the limit (at least 16
+  /// queries): queries held a few milliseconds by a stalled generator or responder thread
+  /// arrive together and are not dropped for it. Over any window of W seconds at most
+  /// rate_limit * (W + rate_limit_burst_seconds) queries are answered. 0 to 1.
+  double rate_limit_burst_seconds = 0.005;
 };
 
 /// Counters the responder keeps (approximate while running, exact after stop()).

@@ -9,18 +9,17 @@ namespace dnstransport::detail {
 
 namespace {
 
-// The burst: enough to absorb a few milliseconds' stall of the generator or of a responder
-// thread (a query held in a socket buffer is judged when it is read) at a rate under the
-// limit, small enough that a window of 0.1 s holds hardly more than its share and that a
-// step of a search over the limit fails.
+// The burst (by default 5 ms' worth): enough to absorb a few milliseconds' stall of the
+// generator or of a responder thread (a query held in a socket buffer is judged when it is
+// read) at a rate under the limit, small enough that a window of 0.1 s holds hardly more
+// than its share and that a step of a search over the limit fails.
 constexpr std::uint64_t minimum_burst = 16;
-constexpr double burst_seconds = 0.005;
 // One query per 1,000 s at the least, so the arithmetic stays far from overflowing.
 constexpr double longest_interval_ps = 1e15;
 
 }  // namespace
 
-rate_limiter::rate_limiter(double per_second)
+rate_limiter::rate_limiter(double per_second, double burst_seconds)
     : epoch_ns_(monotonic_ns()),
       interval_ps_(static_cast<std::uint64_t>(
           std::clamp(std::round(1e12 / per_second), 1.0, longest_interval_ps))) {

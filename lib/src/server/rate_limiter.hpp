@@ -12,10 +12,10 @@ namespace dnstransport::detail {
 
 class rate_limiter {
  public:
-  // At most `per_second` queries per second (> 0), with a burst of 16 queries or 5 ms'
-  // worth, whichever is more: over any window of W seconds at most per_second * W + burst
-  // queries conform.
-  explicit rate_limiter(double per_second);
+  // At most `per_second` queries per second (> 0), with a burst of 16 queries or
+  // `burst_seconds`' worth, whichever is more: over any window of W seconds at most
+  // per_second * W + burst queries conform.
+  explicit rate_limiter(double per_second, double burst_seconds = 0.005);
 
   // UDP: takes up to `wanted` tokens at `now_ns` (monotonic_ns()); returns how many it got,
   // in 0..wanted. The queries that got none are dropped.

@@ -73,7 +73,14 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
     check_address(where->address, to_string(*where), fmt::format("the {} listener", traits.name));
     listening.emplace_back(traits.kind, boost::asio::ip::make_address(where->address));
   }
-  if (o.rate_limit > 0) s.limiter = std::make_unique<detail::rate_limiter>(o.rate_limit);
+  if (!(o.rate_limit_burst_seconds >= 0 && o.rate_limit_burst_seconds <= 1)) {
+    throw setup_error(fmt::format(
+        "rate_limit_burst_seconds: {} is not a burst (0 to 1 seconds' worth of queries)",
+        o.rate_limit_burst_seconds));
+  }
+  if (o.rate_limit > 0) {
+    s.limiter = std::make_unique<detail::rate_limiter>(o.rate_limit, o.rate_limit_burst_seconds);
+  }
   s.contexts = detail::make_listener_contexts(o);
 
   for (unsigned i = 0; i < o.threads; ++i) {
