@@ -4,10 +4,14 @@
 // listener_contexts; make_listener builds one transport's listener for one thread. This is
 // the one place the responder names its transports.
 
+#include <sys/socket.h>
+
 #include <memory>
 #include <string>
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/socket_base.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <dnstransport/server.hpp>
 
@@ -48,6 +52,20 @@ std::unique_ptr<thread_listener> make_udp_listener(server_thread& thread);
 std::unique_ptr<thread_listener> make_stream_listener(server_thread& thread,
                                                       transport_kind transport,
                                                       tls_server_context* tls);
+
+// Opens `socket` (a UDP socket or a TCP acceptor) for `where` and binds it with
+// SO_REUSEPORT, so that every responder thread has a socket of its own on the same port;
+// SO_REUSEADDR too with `reuse_address`. The first failure is left in `ec`.
+template <typename Socket, typename Endpoint>
+void open_shared_port(Socket& socket, const Endpoint& where, bool reuse_address,
+                      boost::system::error_code& ec) {
+  socket.open(where.protocol(), ec);
+  if (!ec && reuse_address) socket.set_option(boost::asio::socket_base::reuse_address(true), ec);
+  if (ec) return;
+  const int one = 1;
+  setsockopt(socket.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  socket.bind(where, ec);
+}
 
 // "127.0.0.1:53", "[::1]:53": an address and port as a message shows them.
 std::string describe_endpoint(const boost::asio::ip::address& address, std::uint16_t port);

@@ -85,12 +85,7 @@ doq_listener::~doq_listener() = default;
 std::uint16_t doq_listener::open(const boost::asio::ip::address& address, std::uint16_t port) {
   const boost::asio::ip::udp::endpoint where(address, port);
   boost::system::error_code ec;
-  socket_.open(where.protocol(), ec);
-  if (!ec) {
-    const int one = 1;
-    setsockopt(socket_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-    socket_.bind(where, ec);
-  }
+  open_shared_port(socket_, where, false, ec);
   if (!ec) socket_.non_blocking(true, ec);
   if (ec) {
     throw setup_error(fmt::format("cannot listen for DNS over QUIC on UDP {}: {}",

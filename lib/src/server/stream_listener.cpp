@@ -31,13 +31,7 @@ class stream_listener final : public thread_listener {
   std::uint16_t open(const boost::asio::ip::address& address, std::uint16_t port) override {
     const boost::asio::ip::tcp::endpoint where(address, port);
     boost::system::error_code ec;
-    acceptor_.open(where.protocol(), ec);
-    if (!ec) acceptor_.set_option(boost::asio::socket_base::reuse_address(true), ec);
-    if (!ec) {
-      const int one = 1;
-      setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-      acceptor_.bind(where, ec);
-    }
+    open_shared_port(acceptor_, where, true, ec);
     if (!ec) {
       // Accept data in the SYN from clients using TCP Fast Open (--tcp-fastopen); refused
       // harmlessly where the kernel has it off.

@@ -31,13 +31,7 @@ class udp_listener final : public thread_listener {
   std::uint16_t open(const boost::asio::ip::address& address, std::uint16_t port) override {
     const boost::asio::ip::udp::endpoint where(address, port);
     boost::system::error_code ec;
-    socket_.open(where.protocol(), ec);
-    if (!ec) socket_.set_option(boost::asio::socket_base::reuse_address(true), ec);
-    if (!ec) {
-      const int one = 1;
-      setsockopt(socket_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-      socket_.bind(where, ec);
-    }
+    open_shared_port(socket_, where, true, ec);
     if (!ec) socket_.non_blocking(true, ec);
     if (ec) {
       throw setup_error(fmt::format("cannot listen on UDP {}: {}", describe_endpoint(address, port),
