@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <dnstransport/report.hpp>
+#include <dnstransport/text.hpp>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -33,10 +34,10 @@ action add_run_command(CLI::App& app) {
       responder = start_builtin_server(o, spec, {spec.transport});
       if (!o.quiet) {
         fmt::print(stderr,
-                   "no --server given: using the built-in responder on 127.0.0.1:{} ({}, {} "
-                   "thread{}, {})\n",
-                   spec.port, transport_name(spec.transport), o.server_threads,
-                   o.server_threads == 1 ? "" : "s", responder->where());
+                   "no --server given: using the built-in responder on 127.0.0.1:{} ({}, {}, "
+                   "{})\n",
+                   spec.port, transport_name(spec.transport), counted(o.server_threads, "thread"),
+                   responder->where());
       }
     }
     if (traits_of(spec.transport).has_tls && !spec.tls.verify && !o.quiet) {

@@ -8,6 +8,7 @@
 #include <dnstransport/error.hpp>
 #include <dnstransport/report.hpp>
 #include <dnstransport/sweep.hpp>
+#include <dnstransport/text.hpp>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -292,9 +293,8 @@ std::unique_ptr<builtin_responder> set_target(sweep_plan& plan, const run_option
     }
     auto responder = start_builtin_server(o, plan.base, kinds);
     plan.ports = responder->ports();
-    plan.target_description =
-        fmt::format("built-in responder, {}, {} thread{}, {} mode", responder->where(),
-                    o.server_threads, o.server_threads == 1 ? "" : "s", o.server_mode);
+    plan.target_description = fmt::format("built-in responder, {}, {}, {} mode", responder->where(),
+                                          counted(o.server_threads, "thread"), o.server_mode);
     return responder;
   }
   const endpoint where = parse_endpoint(o.server, 0, "--server");
@@ -384,8 +384,8 @@ action add_sweep_command(CLI::App& app, std::string command) {
           against += fmt::format("{}{} ({})", against.empty() ? "" : ", ", t.name, t.server);
         }
       }
-      fmt::print(stderr, "sweep: {} points x {} run{} of {} against {}{}; results go to {}\n",
-                 points.size(), plan.repeats, plan.repeats == 1 ? "" : "s", each, against,
+      fmt::print(stderr, "sweep: {} points x {} of {} against {}{}; results go to {}\n",
+                 points.size(), counted(plan.repeats, "run"), each, against,
                  responder ? " (built-in responder)" : "", json_path.string());
     }
     sweep_display display(o->progress || stderr_is_terminal(), o->quiet);

@@ -2,7 +2,7 @@
 /// \file
 /// Results as data and as text: a run's and a sweep's JSON (the source of truth), CSV, the
 /// tables printed after a run or sweep, and the report directory with plots
-/// (lib/src/report_*.cpp, json_io.cpp, sweep_json*.cpp).
+/// (lib/src/report/: run_table.cpp, run_json*.cpp, sweep_json*.cpp, report_*.cpp).
 
 #include <filesystem>
 #include <string>
@@ -13,6 +13,7 @@
 #include <dnstransport/load.hpp>
 #include <dnstransport/search.hpp>
 #include <dnstransport/sweep_result.hpp>
+#include <dnstransport/text.hpp>
 #include <dnstransport/version.hpp>
 
 namespace dnstransport {
@@ -32,9 +33,6 @@ run_result run_result_from_json(std::string_view text, std::string_view source_n
 /// The table printed after a run: what was run, where every query went, throughput,
 /// latency percentiles, client CPU cost, and connection figures for TCP/TLS.
 std::string format_table(const run_result& result);
-
-/// A duration in ns as a short human string with its unit ("812 ns", "1.42 ms", "2.0 s").
-std::string format_duration(double nanoseconds);
 
 /// Schema tag of the search JSON document.
 inline constexpr std::string_view search_schema = "dnstransport.search/1";

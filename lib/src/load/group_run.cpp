@@ -9,6 +9,7 @@
 
 #include <dnstransport/error.hpp>
 #include <dnstransport/load.hpp>
+#include <dnstransport/text.hpp>
 
 namespace dnstransport {
 
@@ -229,9 +230,9 @@ run_result merge_results(const std::vector<std::optional<run_result>>& members,
     if (!m.reported) {
       out.warnings.push_back(fmt::format(
           "rank {}{}{} sent no result (it failed, hung or was killed): the figures are those of "
-          "the {} other rank{}",
-          m.rank, m.host.empty() ? "" : " on ", m.host, out.ranks.size() - out.ranks_missing(),
-          out.ranks.size() - out.ranks_missing() == 1 ? "" : "s"));
+          "the {}",
+          m.rank, m.host.empty() ? "" : " on ", m.host,
+          counted(out.ranks.size() - out.ranks_missing(), "other rank")));
     }
   }
   return out;

@@ -1,14 +1,16 @@
 #pragma once
 // Internal: the steps of one process's load, which load.cpp runs: what the load needs
-// before its first query (run_setup.cpp) and the result made from what the workers counted
-// (run_result.cpp).
+// before its first query (run_setup.cpp), the watch over the workers while they run
+// (run_watch.cpp) and the result made from what the workers counted (run_result.cpp).
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include <dnstransport/load.hpp>
 
 #include "engine/engine.hpp"
+#include "monitor/server_monitor.hpp"
 
 namespace dnstransport::detail {
 
@@ -31,6 +33,64 @@ struct prepared_load {
 // will hold, reads the queries (adding the run's EDNS options), builds the transport and
 // plans the run. Throws setup_error naming the setting.
 std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec);
+
+// One worker per thread, the clients dealt out in turn, each client's share of a --count.
+std::vector<std::unique_ptr<worker>> make_workers(const load_spec& spec, run_plan& plan,
+                                                  unsigned threads);
+
+// What the calling thread does while the workers run: it reads the monitored server (about
+// ten times a run, and at each timeline row's end), reports progress and passes a stop
+// request on; afterwards it adds the server's figures to the result. Made before the
+// workers: a monitor command that fails ends the run before anything is sent.
+class run_watch {
+ public:
+  run_watch(const load_spec& spec, run_plan& plan, double duration_seconds);
+  // The plan's start and window are set: the first reading, the progress clock.
+  void start();
+  // Runs each worker on a thread of its own and watches them until every one has ended.
+  void run(std::vector<std::unique_ptr<worker>>& workers);
+  // When a stop was asked for (0: never).
+  std::uint64_t stop_ns() const noexcept { return stop_ns_; }
+  // The measured window ended: the last reading.
+  void close_window(std::uint64_t window_end);
+  // The server's usage over the window and per timeline row, and its warnings.
+  void add_server_figures(run_result& result);
+
+ private:
+  void read_server(std::uint64_t now);
+  void report_progress(std::uint64_t now, const std::vector<std::unique_ptr<worker>>& workers);
+
+  const load_spec& spec_;
+  run_plan& plan_;
+  server_monitor monitor_;
+  double monitor_interval_;
+  double planned_seconds_;
+  std::uint64_t progress_period_;
+  std::uint64_t next_monitor_sample_ = 0;
+  // With a timeline, the server is also read at each row's end: (row, CPU so far, RSS).
+  struct server_reading {
+    std::uint64_t row;
+    double cpu_seconds;
+    std::uint64_t rss_bytes;
+  };
+  std::vector<server_reading> readings_;
+  std::uint64_t rows_read_ = 0;
+  std::uint64_t next_progress_ = 0;
+  std::uint64_t previous_progress_ = 0;
+  std::uint64_t previous_received_ = 0;
+  std::uint64_t stop_ns_ = 0;
+};
+
+// When the run ended, for its measured window.
+struct run_ends {
+  std::uint64_t stop_ns = 0;  // a stop was asked for (0: none)
+  std::uint64_t end_ns = 0;   // every worker had ended
+};
+// The workers' counts and CPU, summed into the result (fill_result); the measured window
+// (from the end of the warm-up to the end of sending or the stop, stretched to the last
+// answer), the throughput and the connections open over it. Returns the window's end.
+std::uint64_t add_workers(run_result& result, const std::vector<std::unique_ptr<worker>>& workers,
+                          const run_plan& plan, const load_spec& spec, const run_ends& ends);
 
 // The workers' counters, summed, into the public result.
 void fill_result(run_result& r, const counters& total);

@@ -1,8 +1,12 @@
 // The public result of one process's load: made from the workers' counters and timeline
 // rows once they end, with the warnings about the run itself; what run_result derives.
 #include <dnstransport/load.hpp>
+#include <dnstransport/text.hpp>
+
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -145,10 +149,11 @@ void add_warmup_warning(run_result& r, const load_spec& spec) {
   const std::uint64_t replaced = c.closed_by_server + c.reset_by_server + c.goaway;
   if (c.opened <= replaced) return;
   r.warnings.push_back(fmt::format(
-      "{} connection{} set up inside the measured window: the warm-up (--warmup {:g} s) ended "
+      "{} set up inside the measured window: the warm-up (--warmup {:g} s) ended "
       "before every client's connection was open, so set-up costs are in the figures; give a "
       "longer --warmup",
-      c.opened - replaced, c.opened - replaced == 1 ? " was" : "s were", spec.warmup_seconds));
+      counted(c.opened - replaced, "connection") + (c.opened - replaced == 1 ? " was" : " were"),
+      spec.warmup_seconds));
 }
 
 void add_open_loop_warnings(run_result& r) {
@@ -178,6 +183,51 @@ void add_open_loop_warnings(run_result& r) {
                      "wait for its set-up, or the generator is short of CPU (--threads)"
                    : "use more --threads or fewer --clients per thread"));
   }
+}
+
+std::uint64_t add_workers(run_result& result, const std::vector<std::unique_ptr<worker>>& workers,
+                          const run_plan& plan, const load_spec& spec, const run_ends& ends) {
+  counters total;
+  std::uint64_t last_answer = 0;
+  for (const auto& w : workers) {
+    total.merge(w->shard());
+    last_answer = std::max(last_answer, w->last_answer_ns);
+    result.client_cpu_seconds += w->thread_cpu_seconds;
+    if (w->wall_seconds > 0) {
+      result.max_thread_cpu_share =
+          std::max(result.max_thread_cpu_share, w->thread_cpu_seconds / w->wall_seconds);
+    }
+  }
+  fill_result(result, total);
+  std::tie(result.connections.certificates_verified, result.connections.certificates_reused) =
+      plan.transport->certificate_checks();
+  result.interrupted = ends.stop_ns != 0;
+  if (rusage usage{}; getrusage(RUSAGE_SELF, &usage) == 0) {
+    result.client_rss_bytes = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+  }
+  // The measured window runs from the end of the warm-up to the end of sending (or the
+  // interruption), stretched to the last counted answer so that answers to queries sent in
+  // the window count against the time they took. In count mode it ends with the last answer.
+  const std::uint64_t sending_end =
+      std::min(result.interrupted ? ends.stop_ns : ends.end_ns, plan.send_end_ns);
+  std::uint64_t window_end = result.interrupted ? ends.stop_ns : sending_end;
+  if (spec.count != 0 && last_answer != 0 && !result.interrupted) window_end = last_answer;
+  window_end = std::max(window_end, last_answer);
+  result.elapsed_seconds = window_end > plan.measure_start_ns
+                               ? static_cast<double>(window_end - plan.measure_start_ns) / 1e9
+                               : 0;
+  result.qps = result.elapsed_seconds > 0
+                   ? static_cast<double>(result.responses_received) / result.elapsed_seconds
+                   : 0;
+  // The workers sum open connections over the window up to the end of sending.
+  if (sending_end > plan.measure_start_ns) {
+    result.connections.concurrent_mean = static_cast<double>(total.connections.open_ns) /
+                                         static_cast<double>(sending_end - plan.measure_start_ns);
+  }
+  if (plan.connections_gauge != nullptr) {
+    result.connections.concurrent_max = plan.connections_gauge->max.load();
+  }
+  return window_end;
 }
 
 }  // namespace detail

@@ -12,6 +12,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/text.hpp>
 
 #include "load/load_steps.hpp"
 #include "load/transports.hpp"
@@ -54,10 +55,11 @@ void ensure_ports(unsigned clients, std::size_t source_count) {
   if (clients <= ports * sources) return;
   throw setup_error(fmt::format(
       "--clients {}: every client holds a local port, but the ephemeral port range "
-      "(net.ipv4.ip_local_port_range = {} {}) gives {} ports x {} source address{} = {}; widen "
+      "(net.ipv4.ip_local_port_range = {} {}) gives {} ports x {} = {}; widen "
       "it (e.g. sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\") or give more --source "
       "addresses",
-      clients, low, high, ports, sources, sources == 1 ? "" : "es", ports * sources));
+      clients, low, high, ports, counted(sources, "source address", "source addresses"),
+      ports * sources));
 }
 
 boost::asio::ip::address resolve(const std::string& host) {
@@ -277,11 +279,11 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   // A replayed client sends what its source sent; it has no choice of questions to widen.
   if (plan.distinct_questions < spec.outstanding && plan.arrivals != run_plan::schedule::replay) {
     result.warnings.push_back(fmt::format(
-        "at most {} queries in flight per client, not --outstanding {}: the query list has {} "
-        "distinct question{}, and a client never has two queries with the same question in "
+        "at most {} queries in flight per client, not --outstanding {}: the query list has {}, "
+        "and a client never has two queries with the same question in "
         "flight (so that an answer carrying another query's id cannot pass the question check)",
-        plan.distinct_questions, spec.outstanding, plan.distinct_questions,
-        plan.distinct_questions == 1 ? "" : "s"));
+        plan.distinct_questions, spec.outstanding,
+        counted(plan.distinct_questions, "distinct question")));
   }
   plan.read_edns_options = result.edns.requested();
   if (!traits_of(spec.transport).has_connections) {
@@ -291,6 +293,23 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
     }
   }
   return prepared;
+}
+
+std::vector<std::unique_ptr<worker>> make_workers(const load_spec& spec, run_plan& plan,
+                                                  unsigned threads) {
+  std::vector<std::unique_ptr<worker>> workers;
+  for (unsigned w = 0; w < threads; ++w) {
+    std::vector<unsigned> indices;
+    std::vector<std::uint64_t> quotas;
+    for (unsigned c = w; c < spec.clients; c += threads) {
+      indices.push_back(c);
+      quotas.push_back(spec.count == 0
+                           ? UINT64_MAX
+                           : spec.count / spec.clients + (c < spec.count % spec.clients ? 1 : 0));
+    }
+    workers.push_back(std::make_unique<worker>(plan, std::move(indices), std::move(quotas)));
+  }
+  return workers;
 }
 
 }  // namespace dnstransport::detail

@@ -1,4 +1,5 @@
 #include <dnstransport/monitor.hpp>
+#include <dnstransport/text.hpp>
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -424,9 +425,8 @@ void server_monitor::finish_remote(process_usage& stats, double window_seconds) 
         flag, shortest_span, window_seconds));
   }
   if (readings.bad_lines > 0) {
-    warnings_.push_back(fmt::format("{}: {} line{} not understood, the first: {}", flag,
-                                    readings.bad_lines, readings.bad_lines == 1 ? "" : "s",
-                                    readings.first_bad_line));
+    warnings_.push_back(fmt::format("{}: {} not understood, the first: {}", flag,
+                                    counted(readings.bad_lines, "line"), readings.first_bad_line));
   }
   if (readings.command_ended) {
     warnings_.push_back(

@@ -212,9 +212,9 @@ class mpi_group final : public load_group {
       std::vector<std::string> names;
       for (unsigned r : silent) names.push_back(std::to_string(r));
       message = fmt::format(
-          "rank{} {} did not get ready within {:g} s (set-up hung, or the process failed or "
+          "{} {} did not get ready within {:g} s (set-up hung, or the process failed or "
           "was killed)",
-          silent.size() == 1 ? "" : "s", fmt::join(names, ", "), wait_seconds);
+          silent.size() == 1 ? "rank" : "ranks", fmt::join(names, ", "), wait_seconds);
       broken_ = true;
     }
     if (verdict == "go") {

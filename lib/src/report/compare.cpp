@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <dnstransport/report.hpp>
+#include <dnstransport/text.hpp>
 
 #include "report/report_detail.hpp"
 
@@ -15,7 +16,7 @@ namespace dnstransport {
 namespace {
 
 std::string clients_name(unsigned clients) {
-  return fmt::format("{} client{}", clients, clients == 1 ? "" : "s");
+  return counted(clients, "client");
 }
 
 bool has_transport(const sweep_result& r, const sweep_transport& transport) {

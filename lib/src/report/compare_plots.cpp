@@ -185,10 +185,8 @@ void add_amortization(const std::vector<compared_sweep>& sweeps, plot_set& into)
       for (const auto& f : sweeps[k].result.amortization) {
         if (!(f.transport == transport)) continue;
         const auto c = std::find(clients.begin(), clients.end(), f.clients) - clients.begin();
-        curves.push_back(
-            {&f,
-             fmt::format("{}, {} client{}", sweeps[k].name, f.clients, f.clients == 1 ? "" : "s"),
-             k + 1, point_type(static_cast<std::size_t>(c))});
+        curves.push_back({&f, fmt::format("{}, {}", sweeps[k].name, counted(f.clients, "client")),
+                          k + 1, point_type(static_cast<std::size_t>(c))});
       }
     }
     if (curves.empty()) continue;
@@ -228,17 +226,17 @@ void add_latency(const std::vector<compared_sweep>& sweeps, plot_set& into) {
       }
     }
     const std::string title =
-        fmt::format("Latency percentiles by server, {} client{} (send to answer, set-up excluded)",
-                    clients, clients == 1 ? "" : "s");
+        fmt::format("Latency percentiles by server, {} (send to answer, set-up excluded)",
+                    counted(clients, "client"));
     std::string body = percentile_body(title, curves);
     if (body.empty()) continue;
     plot_script s;
     s.name = fmt::format("latency_{}_clients", clients);
     s.title = title;
     s.description = fmt::format(
-        "Latency from query to answer with {} client{}, all repeats merged, against the "
+        "Latency from query to answer with {}, all repeats merged, against the "
         "percentile: one colour per server, one dash type per transport.",
-        clients, clients == 1 ? "" : "s");
+        counted(clients, "client"));
     s.body = std::move(body);
     into.plots.push_back(std::move(s));
     any = true;

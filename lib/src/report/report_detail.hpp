@@ -29,8 +29,6 @@ std::vector<report_table> sweep_tables(const sweep_result& result);
 // Columns padded to their widest cell, the title above, the notes below.
 std::string render_text(const report_table& table);
 
-// 123456.7 -> "123,457".
-std::string with_thousands(double value);
 // A fitted value (h, N for a share of T_inf) with few digits: "2.86", "33.1", "1,610".
 std::string fitted(double value);
 

@@ -160,8 +160,7 @@ void add_percent_of_udp(const sweep_result& r, plot_set& into) {
   }
   std::string tics;
   for (std::size_t g = 0; g < clients.size(); ++g) {
-    tics += fmt::format("{}'{} client{}' {}", g == 0 ? "" : ", ", clients[g],
-                        clients[g] == 1 ? "" : "s", g);
+    tics += fmt::format("{}'{}' {}", g == 0 ? "" : ", ", counted(clients[g], "client"), g);
   }
   plot_script p;
   p.name = "percent_of_udp";
@@ -197,8 +196,7 @@ std::uint64_t longest_connections(const sweep_result& r, const sweep_transport& 
 
 std::string connections_label(std::uint64_t queries_per_connection) {
   if (queries_per_connection == 0) return "persistent connections";
-  return fmt::format("{} quer{}/connection", queries_per_connection,
-                     queries_per_connection == 1 ? "y" : "ies");
+  return counted(queries_per_connection, "query", "queries") + "/connection";
 }
 
 std::size_t color_of(const sweep_result& r, const sweep_transport& transport) {

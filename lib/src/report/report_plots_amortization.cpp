@@ -138,8 +138,7 @@ void add_amortization_plots(const sweep_result& result, plot_set& into) {
     std::vector<amortization_curve> curves;
     for (const auto& f : result.amortization) {
       if (!(f.transport == transport)) continue;
-      curves.push_back({&f, fmt::format("{} client{}", f.clients, f.clients == 1 ? "" : "s"),
-                        curves.size() + 1});
+      curves.push_back({&f, counted(f.clients, "client"), curves.size() + 1});
     }
     if (curves.empty()) continue;
     into.plots.push_back(amortization_plot(transport, curves));

@@ -84,17 +84,17 @@ void add_latency_by_clients(const sweep_result& r, plot_set& into) {
       }
     }
     const std::string title =
-        fmt::format("Latency percentiles, {} client{} (send to answer, connection set-up excluded)",
-                    clients, clients == 1 ? "" : "s");
+        fmt::format("Latency percentiles, {} (send to answer, connection set-up excluded)",
+                    counted(clients, "client"));
     std::string body = percentile_body(title, curves);
     if (body.empty()) continue;
     plot_script s;
     s.name = fmt::format("latency_{}_clients", clients);
     s.title = title;
     s.description = fmt::format(
-        "Latency from sending a query to its answer with {} client{}, all repeats merged, "
+        "Latency from sending a query to its answer with {}, all repeats merged, "
         "against the percentile: the far right is the rarest, slowest answers.",
-        clients, clients == 1 ? "" : "s");
+        counted(clients, "client"));
     s.body = std::move(body);
     into.plots.push_back(std::move(s));
     any = true;

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <dnstransport/report.hpp>
+#include <dnstransport/text.hpp>
 
 #include "report/report_detail.hpp"
 
@@ -80,8 +81,7 @@ report_table percent_table(const sweep_result& r) {
     if (std::find(series.begin(), series.end(), key) == series.end()) series.push_back(key);
   }
   t.header = {"transport", "q/conn"};
-  for (const unsigned c : clients)
-    t.header.push_back(fmt::format("{} client{}", c, c == 1 ? "" : "s"));
+  for (const unsigned c : clients) t.header.push_back(counted(c, "client"));
   t.left_columns = 2;
   for (const auto& [transport, per_connection] : series) {
     std::vector<std::string> row{sweep_transport_name(transport),
@@ -152,17 +152,6 @@ report_table samples_table(const sweep_result& r) {
 
 }  // namespace
 
-std::string with_thousands(double value) {
-  const bool negative = value < 0;
-  const std::string digits = fmt::format("{:.0f}", negative ? -value : value);
-  std::string out = negative && digits != "0" ? "-" : "";
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string fitted(double value) {
   if (value < 10) return fmt::format("{:.2f}", value);
   if (value < 100) return fmt::format("{:.1f}", value);
@@ -199,15 +188,15 @@ std::vector<std::string> sweep_description(const sweep_result& r) {
   const std::string run_length = p.base.count != 0 ? fmt::format("{} queries", p.base.count)
                                                    : fmt::format("{:g} s", p.duration_seconds);
   lines.push_back(fmt::format(
-      "grid: transports {} x clients {} x queries/connection {} (tcp/tls) = {} points, {} run{} "
+      "grid: transports {} x clients {} x queries/connection {} (tcp/tls) = {} points, {} "
       "of {} each, {:g} s pause",
       fmt::join(transports, ", "), fmt::join(clients, ", "), fmt::join(per_connection, ", "),
-      r.planned_points, p.repeats, p.repeats == 1 ? "" : "s", run_length, p.pause_seconds));
-  lines.push_back(fmt::format(
-      "each run: {} outstanding per client, {} thread{}, timeout {:g} s, warm-up {:g} s, "
-      "queries: {} ({})",
-      p.base.outstanding, p.base.threads, p.base.threads == 1 ? "" : "s", p.base.timeout_seconds,
-      p.base.warmup_seconds, r.query_origin, r.query_count));
+      r.planned_points, counted(p.repeats, "run"), run_length, p.pause_seconds));
+  lines.push_back(
+      fmt::format("each run: {} outstanding per client, {}, timeout {:g} s, warm-up {:g} s, "
+                  "queries: {} ({})",
+                  p.base.outstanding, counted(p.base.threads, "thread"), p.base.timeout_seconds,
+                  p.base.warmup_seconds, r.query_origin, r.query_count));
   if (p.search) {
     const search_spec& c = p.search_criteria;
     lines.push_back(fmt::format(

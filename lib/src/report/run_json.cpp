@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <dnstransport/error.hpp>
 #include <dnstransport/message.hpp>
 #include <dnstransport/report.hpp>
 
@@ -241,3 +242,22 @@ run_result run_result_from_json_value(const json::value& value) {
 }
 
 }  // namespace dnstransport::detail
+
+namespace dnstransport {
+
+std::string to_json(const run_result& result) {
+  return detail::pretty(detail::run_result_to_json(result));
+}
+
+run_result run_result_from_json(std::string_view text, std::string_view source_name) {
+  boost::system::error_code ec;
+  const auto value = boost::json::parse(text, ec);
+  if (ec) throw setup_error(fmt::format("{}: not valid JSON: {}", source_name, ec.message()));
+  try {
+    return detail::run_result_from_json_value(value);
+  } catch (const std::exception& e) {
+    throw setup_error(fmt::format("{}: {}", source_name, e.what()));
+  }
+}
+
+}  // namespace dnstransport

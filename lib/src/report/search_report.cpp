@@ -5,6 +5,7 @@
 
 #include <dnstransport/error.hpp>
 #include <dnstransport/report.hpp>
+#include <dnstransport/text.hpp>
 
 #include "report/json_io.hpp"
 #include "report/report_detail.hpp"
@@ -56,7 +57,7 @@ using detail::stable;
 using detail::string_at;
 
 std::string rate_text(double rate) {
-  return detail::with_thousands(rate);
+  return with_thousands(rate);
 }
 
 // The load every step ran, in words, from the first step's result.
@@ -71,9 +72,9 @@ std::string load_description(const search_result& r) {
                          ? ", persistent connections"
                          : fmt::format(", {} queries per connection", run.queries_per_connection);
   }
-  return fmt::format("{}{} to {}:{}, {} client{} x {} outstanding{}, {} arrivals, {:g} s per step",
+  return fmt::format("{}{} to {}:{}, {} x {} outstanding{}, {} arrivals, {:g} s per step",
                      run.label.empty() ? "" : run.label + ": ", transport, run.server, run.port,
-                     run.clients, run.clients == 1 ? "" : "s", run.outstanding, per_connection,
+                     counted(run.clients, "client"), run.outstanding, per_connection,
                      arrival_mode_name(run.arrivals), r.criteria.step_seconds);
 }
 
@@ -186,9 +187,9 @@ std::string format_search(const search_result& r) {
                                   s.repeat > 0 ? fmt::format(" #{}", s.repeat + 1) : ""),
                       rate_text(s.rate), rate_text(s.qps),
                       fmt::format("{:.2f}", s.answered_percent),
-                      detail::with_thousands(static_cast<double>(s.not_sent)),
-                      detail::with_thousands(static_cast<double>(s.lost)),
-                      fmt::format("{:.3f}", s.p50_ms), fmt::format("{:.3f}", s.p99_ms), s.verdict});
+                      with_thousands(static_cast<double>(s.not_sent)),
+                      with_thousands(static_cast<double>(s.lost)), fmt::format("{:.3f}", s.p50_ms),
+                      fmt::format("{:.3f}", s.p99_ms), s.verdict});
   }
   t.notes.push_back("pass: " + criteria_text(r.criteria) +
                     "; latency from each query's scheduled send time");

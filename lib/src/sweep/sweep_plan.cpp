@@ -11,6 +11,7 @@
 
 #include <dnstransport/endpoint.hpp>
 #include <dnstransport/error.hpp>
+#include <dnstransport/text.hpp>
 #include <dnstransport/transport.hpp>
 
 namespace dnstransport {
@@ -223,13 +224,12 @@ sweep_target parse_sweep_target(std::string_view text) {
 
 std::string describe(const sweep_point& point) {
   std::string text = point.target.empty() ? std::string() : point.target + ": ";
-  text += fmt::format("{}, {} client{}", sweep_transport_name(point.transport), point.clients,
-                      point.clients == 1 ? "" : "s");
+  text += fmt::format("{}, {}", sweep_transport_name(point.transport),
+                      counted(point.clients, "client"));
   if (traits_of(point.transport.transport).has_connections) {
     text += point.queries_per_connection == 0
                 ? ", persistent connections"
-                : fmt::format(", {} quer{}/connection", point.queries_per_connection,
-                              point.queries_per_connection == 1 ? "y" : "ies");
+                : ", " + counted(point.queries_per_connection, "query", "queries") + "/connection";
   }
   return text;
 }

@@ -1,0 +1,138 @@
+// While the workers run, the calling thread watches them: it reads the monitored server
+// (about ten times a run, and at each timeline row's end), reports progress and passes a
+// stop request on. Afterwards it adds the server's figures to the result: the window's
+// usage, each timeline row's CPU and memory, and warnings about processes that went away.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "load/load_steps.hpp"
+#include "util/clock.hpp"
+#include "util/cpu_pinning.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+// Seconds between readings of the monitored server processes, for their maxima (the CPU
+// figures come from the window's first and last readings): about ten per run, within
+// these bounds (a reading of many TCP connections parses /proc/PID/net/tcp).
+constexpr double monitor_interval_min = 0.05;
+constexpr double monitor_interval_max = 1.0;
+
+}  // namespace
+
+run_watch::run_watch(const load_spec& spec, run_plan& plan, double duration_seconds)
+    : spec_(spec),
+      plan_(plan),
+      monitor_(spec.monitor_pids, spec.monitor_cgroups, spec.monitor_command,
+               traits_of(spec.transport).over_tcp ? spec.port : 0),
+      monitor_interval_(std::clamp(spec.count == 0 ? duration_seconds / 10 : monitor_interval_max,
+                                   monitor_interval_min, monitor_interval_max)),
+      planned_seconds_(spec.count == 0 ? spec.warmup_seconds + duration_seconds : 0),
+      progress_period_(seconds_to_ns(std::max(0.05, spec.progress_interval_seconds))) {}
+
+void run_watch::start() {
+  if (monitor_.active() && spec_.warmup_seconds <= 0) monitor_.sample();
+  next_monitor_sample_ = plan_.measure_start_ns + seconds_to_ns(monitor_interval_);
+  next_progress_ = previous_progress_ = plan_.start_ns;
+  next_progress_ += progress_period_;
+}
+
+void run_watch::run(std::vector<std::unique_ptr<worker>>& workers) {
+  std::atomic<unsigned> finished{0};
+  std::vector<std::thread> pool;
+  for (std::size_t w = 0; w < workers.size(); ++w) {
+    pool.emplace_back([&, w] {
+      if (!spec_.cpus.empty()) pin_current_thread(spec_.cpus[w % spec_.cpus.size()]);
+      workers[w]->run();
+      finished.fetch_add(1, std::memory_order_release);
+    });
+  }
+  while (finished.load(std::memory_order_acquire) < workers.size()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::uint64_t now = monotonic_ns();
+    if (stop_ns_ == 0 && spec_.stop != nullptr && spec_.stop->load(std::memory_order_relaxed)) {
+      stop_ns_ = now;
+      for (auto& w : workers) w->request_stop();
+    }
+    read_server(now);
+    if (spec_.on_progress && now >= next_progress_) report_progress(now, workers);
+  }
+  for (auto& t : pool) t.join();
+}
+
+void run_watch::read_server(std::uint64_t now) {
+  if (!monitor_.active() || now < plan_.measure_start_ns) return;
+  const bool row_ended =
+      plan_.interval_ns > 0 && now >= plan_.measure_start_ns + (rows_read_ + 1) * plan_.interval_ns;
+  if (!monitor_.started() || now >= next_monitor_sample_ || row_ended) {
+    monitor_.sample();
+    next_monitor_sample_ = now + seconds_to_ns(monitor_interval_);
+  }
+  if (row_ended) {
+    rows_read_ = (now - plan_.measure_start_ns) / plan_.interval_ns;
+    readings_.push_back({rows_read_, monitor_.cpu_seconds_so_far(), monitor_.last_rss_bytes()});
+  }
+}
+
+void run_watch::report_progress(std::uint64_t now,
+                                const std::vector<std::unique_ptr<worker>>& workers) {
+  load_progress p;
+  p.elapsed_seconds = static_cast<double>(now - plan_.start_ns) / 1e9;
+  p.planned_seconds = planned_seconds_;
+  for (const auto& w : workers) {
+    p.queries_sent += w->published_sent();
+    p.responses_received += w->published_received();
+    p.lost += w->published_lost();
+  }
+  p.recent_qps = static_cast<double>(p.responses_received - previous_received_) /
+                 (static_cast<double>(now - previous_progress_) / 1e9);
+  previous_received_ = p.responses_received;
+  previous_progress_ = now;
+  next_progress_ = now + progress_period_;
+  spec_.on_progress(p);
+}
+
+void run_watch::close_window(std::uint64_t window_end) {
+  if (!monitor_.active()) return;
+  monitor_.close_window(window_end);
+  monitor_.sample();
+}
+
+void run_watch::add_server_figures(run_result& result) {
+  if (!monitor_.active()) return;
+  // Row k's server CPU: from the reading at its start (the window's first reading for row
+  // 0) to the reading at its end (the last reading for the last row).
+  double cpu_before = 0;
+  std::uint64_t reading_row = 0;  // rows [reading_row, r.row) end at the next reading
+  readings_.push_back(
+      {result.timeline.size(), monitor_.cpu_seconds_so_far(), monitor_.last_rss_bytes()});
+  for (const auto& r : readings_) {
+    // A reading taken late (after several rows ended) is spread over none of them.
+    if (r.row == reading_row + 1 && reading_row < result.timeline.size()) {
+      result.timeline[reading_row].server_cpu_seconds = r.cpu_seconds - cpu_before;
+      result.timeline[reading_row].server_rss_bytes = r.rss_bytes;
+    }
+    reading_row = r.row;
+    cpu_before = r.cpu_seconds;
+  }
+  result.server_usage = monitor_.finish(result.responses_received, result.elapsed_seconds);
+  for (const auto& warning : monitor_.warnings()) result.warnings.push_back(warning);
+  for (const auto& cgroup : result.server_usage.exited_cgroups) {
+    result.warnings.push_back(fmt::format(
+        "monitored cgroup {} went away during the run: its figures stop at its last reading",
+        cgroup));
+  }
+  for (int pid : result.server_usage.exited) {
+    result.warnings.push_back(fmt::format(
+        "monitored server process {} exited during the run: its figures stop at its last "
+        "reading",
+        pid));
+  }
+}
+
+}  // namespace dnstransport::detail
