@@ -17,7 +17,7 @@
 #include <dnstransport/load.hpp>
 #include <dnstransport/tls.hpp>
 
-#include "server/rate_limiter.hpp"
+#include "responder/rate_limiter.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport {

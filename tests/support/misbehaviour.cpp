@@ -2,7 +2,7 @@
 
 #include <dnstransport/message.hpp>
 
-#include "server/responder.hpp"
+#include "responder/responder.hpp"
 
 namespace dnstransport::hostile {
 

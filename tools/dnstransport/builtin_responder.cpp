@@ -71,16 +71,16 @@ builtin_responder::builtin_responder(const server_options& options)
 }
 
 std::unique_ptr<builtin_responder> builtin_responder::start_process(const server_options& o) {
-  using enum transport_kind;
-  std::vector<std::string> args{"dnstransport", "serve", "--listen",
-                                o.listen[udp] ? listener(o.listen[udp]) : "off"};
+  std::vector<std::string> args{"dnstransport", "serve"};
   const auto add = [&args](std::string_view flag, const std::string& value) {
     if (value.empty()) return;
     args.emplace_back(flag);
     args.push_back(value);
   };
-  for (const transport_kind t : {tcp, tls, doh, doq}) {
-    add(fmt::format("--{}", transport_name(t)), listener(o.listen[t]));
+  // Each listener's flag is --NAME; UDP's listens unless 'off'.
+  for (const auto& t : all_transports()) {
+    const std::string where = listener(o.listen[t.kind]);
+    add(fmt::format("--{}", t.name), where.empty() && !t.has_connections ? "off" : where);
   }
   add("--doh-path", o.doh_path);
   add("--threads", std::to_string(o.threads));
@@ -151,10 +151,10 @@ std::uint16_t builtin_responder::port(transport_kind transport) const noexcept {
 }
 
 std::string builtin_responder::where() const {
-  const std::string pinned = cpus_.empty()
-                                 ? std::string()
-                                 : fmt::format(", pinned to CPU{} {}", cpus_.size() == 1 ? "" : "s",
-                                               fmt::join(cpus_, ","));
+  const std::string pinned =
+      cpus_.empty() ? std::string()
+                    : fmt::format(", pinned to {} {}", cpus_.size() == 1 ? "CPU" : "CPUs",
+                                  fmt::join(cpus_, ","));
   if (child_ > 0) return fmt::format("its own process {}{}", child_, pinned);
   return fmt::format("in this process{}", pinned);
 }

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/text.hpp>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -20,12 +21,10 @@ namespace dnstransport::cli {
 namespace {
 
 struct serve_options {
-  std::string listen = "127.0.0.1:5300";
-  std::string tcp;
-  std::string tls;
-  std::string doh;
+  // Each listener's address and port, as given: UDP's (--listen) by default, 'off' for none;
+  // the others only when asked for (--tcp, --tls, --doh, --doq).
+  per_transport<std::string> listen;
   std::string doh_path = "/dns-query";
-  std::string doq;
   unsigned doq_max_streams = 100;
   bool doq_no_0rtt = false;
   bool no_0rtt = false;
@@ -47,6 +46,142 @@ struct serve_options {
   int ready_fd = -1;
 };
 
+// An example address for a listener's flag: 5300 for port 53, 8853 for 853, 8443 for 443.
+std::string example_address(const transport_traits& t) {
+  return fmt::format("127.0.0.1:{}", t.default_port == 53 ? 5300 : 8000 + t.default_port);
+}
+
+// One flag per transport for its listener's address, made from the registry: UDP, the
+// transport without connections, listens by default (--listen, also --udp; 'off' for none),
+// the others when asked (--NAME).
+void add_listener_flags(CLI::App& serve, serve_options& o) {
+  for (const auto& t : all_transports()) {
+    if (!t.has_connections) {
+      o.listen[t.kind] = example_address(t);
+      serve
+          .add_option(fmt::format("--listen,--{}", t.name), o.listen[t.kind],
+                      fmt::format("{} address and port ('off' for none)", t.long_name))
+          ->capture_default_str();
+      continue;
+    }
+    std::string help = fmt::format("{} address and port, e.g. {}", t.long_name, example_address(t));
+    if (t.over_quic) help += " (UDP); always GnuTLS, a socket per thread";
+    serve.add_option("--" + std::string(t.name), o.listen[t.kind], help);
+  }
+}
+
+// The responder's settings from the flags; throws setup_error naming the flag.
+server_options server_options_of(const serve_options& o) {
+  server_options s;
+  for (const auto& t : all_transports()) {
+    const std::string& where = o.listen[t.kind];
+    if (where.empty() || (!t.has_connections && where == "off")) continue;
+    const std::string flag = t.has_connections ? fmt::format("--{}", t.name) : "--listen";
+    s.listen[t.kind] = parse_listen_endpoint(where, t.default_port, flag);
+  }
+  s.doh_path = o.doh_path;
+  s.doq_max_streams = o.doq_max_streams;
+  s.doq_early_data = !o.doq_no_0rtt;
+  s.tls_options.early_data = !o.no_0rtt;
+  s.doq_retry = o.doq_retry;
+  s.threads = o.threads;
+  if (!o.cpus.empty()) s.cpus = parse_cpu_list(o.cpus, "--cpus");
+  const auto mode = parse_answer_mode(o.mode);
+  if (!mode) throw setup_error(fmt::format("--mode: \"{}\" is not answer or echo", o.mode));
+  s.mode = *mode;
+  const auto backend = parse_tls_backend(o.tls_backend);
+  if (!backend) {
+    throw setup_error(fmt::format("--tls-backend: \"{}\" is not openssl or gnutls", o.tls_backend));
+  }
+  s.tls_options.backend = *backend;
+  s.tls_options.certificate_file = o.certificate;
+  s.tls_options.key_file = o.key;
+  s.tls_options.renew_tickets = !o.no_ticket_renewal;
+  s.certificate_directory = o.certificate_directory;
+  s.close_after_queries = o.close_after;
+  s.idle_timeout_seconds = o.idle_timeout;
+  if (o.keepalive_timeout < 0 && o.keepalive_timeout != -1) {
+    throw setup_error(fmt::format(
+        "--keepalive-timeout: {} is not an edns-tcp-keepalive timeout (0 to 6553.5 seconds)",
+        o.keepalive_timeout));
+  }
+  s.keepalive_timeout_seconds = o.keepalive_timeout;
+  if (o.padding_block > 65535) {
+    throw setup_error(
+        fmt::format("--padding-block: {} is not a block size (1 to 65535 octets, 0: never pad)",
+                    o.padding_block));
+  }
+  s.padding_block = static_cast<std::uint16_t>(o.padding_block);
+  s.reverse_order = o.reverse_order;
+  s.rate_limit = o.rate_limit;
+  return s;
+}
+
+// What a listener with TLS runs: its library, whether it takes 0-RTT, its certificate.
+std::string tls_details(const transport_traits& t, const server_options& s, const serve_options& o,
+                        const certificate_files& certificate) {
+  if (t.over_quic) {
+    return fmt::format(" (gnutls, 0-RTT {}{}), certificate {}",
+                       s.doq_early_data ? "accepted" : "refused",
+                       s.doq_retry ? ", Retry first" : "", certificate.certificate_file.string());
+  }
+  return fmt::format(" ({}, 0-RTT {}), certificate {} (key {})", o.tls_backend,
+                     s.tls_options.early_data ? "accepted" : "refused",
+                     certificate.certificate_file.string(), certificate.key_file.string());
+}
+
+// One line per listener: where it is bound (DoH: its URL) and its TLS.
+void print_listening(const server& responder, const server_options& s, const serve_options& o) {
+  for (const auto& t : all_transports()) {
+    if (!s.listen[t.kind]) continue;
+    std::string where = to_string({s.listen[t.kind]->address, responder.port(t.kind)});
+    // A DoH listener answers at a URL.
+    if (!t.url_scheme.empty()) where = fmt::format("{}://{}{}", t.url_scheme, where, s.doh_path);
+    fmt::print("{:<4} {}{}\n", t.name, where,
+               t.has_tls ? tls_details(t, s, o, responder.certificate()) : "");
+  }
+  fmt::print("mode {}, {}{}; stop with Ctrl-C\n", o.mode, counted(s.threads, "thread"),
+             s.rate_limit > 0 ? fmt::format(", at most {} answers/s", s.rate_limit) : "");
+  std::fflush(stdout);
+}
+
+// The ports line run/sweep --server-process reads: "udp=5300 tcp=5300 tls=0 doh=0 doq=0".
+void write_ports(const server& responder, int fd) {
+  std::string line;
+  for (const auto& traits : all_transports()) {
+    line +=
+        fmt::format("{}{}={}", line.empty() ? "" : " ", traits.name, responder.port(traits.kind));
+  }
+  line += '\n';
+  if (write(fd, line.data(), line.size()) < 0) {
+    fmt::print(stderr, "warning: --ready-fd {}: {}\n", fd, std::strerror(errno));
+  }
+  close(fd);
+}
+
+void print_answered(const server_stats& st, const server_options& s) {
+  std::vector<std::string> answered;
+  for (const auto& traits : all_transports()) {
+    answered.push_back(fmt::format("{} {}", st.queries[traits.kind], traits.name));
+  }
+  fmt::print(
+      "answered: {}; {} connections accepted; {} TLS handshakes failed, {} resumed, {} with "
+      "0-RTT accepted; {} malformed queries dropped\n",
+      fmt::join(answered, ", "), st.connections_accepted, st.tls_handshakes_failed, st.tls_resumed,
+      st.tls_early_data, st.malformed_queries);
+  if (s.rate_limit > 0) {
+    fmt::print("rate limit: {} UDP queries dropped, {} stream answers delayed\n",
+               st.rate_limited_dropped, st.rate_limited_delayed);
+  }
+  for (const auto& t : all_transports()) {
+    if (!t.over_quic || !s.listen[t.kind]) continue;
+    fmt::print(
+        "{}: {} connections with 0-RTT accepted, {} Retry sent, {} datagrams dropped ({} "
+        "answered with a stateless reset)\n",
+        t.name, st.doq_early_data, st.doq_retries, st.doq_packets_dropped, st.doq_stateless_resets);
+  }
+}
+
 }  // namespace
 
 action add_serve_command(CLI::App& app) {
@@ -54,17 +189,9 @@ action add_serve_command(CLI::App& app) {
       "serve",
       "Run the built-in DNS responder until interrupted (UDP, and TCP/TLS/DoH/DoQ if asked)");
   auto o = std::make_shared<serve_options>();
-  serve->add_option("--listen", o->listen, "UDP address and port ('off' for no UDP)")
-      ->capture_default_str();
-  serve->add_option("--tcp", o->tcp, "DNS-over-TCP address and port, e.g. 127.0.0.1:5300");
-  serve->add_option("--tls", o->tls, "DNS-over-TLS address and port, e.g. 127.0.0.1:8853");
-  serve->add_option("--doh", o->doh,
-                    "DNS-over-HTTPS (HTTP/2) address and port, e.g. 127.0.0.1:8443");
+  add_listener_flags(*serve, *o);
   serve->add_option("--doh-path", o->doh_path, "DoH: the path requests go to")
       ->capture_default_str();
-  serve->add_option("--doq", o->doq,
-                    "DNS-over-QUIC (RFC 9250) UDP address and port, e.g. 127.0.0.1:8853; always "
-                    "GnuTLS, a socket per thread");
   serve
       ->add_option("--doq-max-streams", o->doq_max_streams,
                    "DoQ: queries (streams) a client may have open at once")
@@ -131,113 +258,13 @@ action add_serve_command(CLI::App& app) {
       "Exit status: 0 after SIGINT/SIGTERM; 2 for bad flags or an address that cannot be bound.");
   return [serve, o]() -> int {
     if (!serve->parsed()) return -1;
-    server_options s;
-    auto& listen = s.listen;
-    const auto standard = default_ports();
-    using enum transport_kind;
-    if (o->listen != "off")
-      listen[udp] = parse_listen_endpoint(o->listen, standard[udp], "--listen");
-    if (!o->tcp.empty()) listen[tcp] = parse_listen_endpoint(o->tcp, standard[tcp], "--tcp");
-    if (!o->tls.empty()) listen[tls] = parse_listen_endpoint(o->tls, standard[tls], "--tls");
-    if (!o->doh.empty()) listen[doh] = parse_listen_endpoint(o->doh, standard[doh], "--doh");
-    s.doh_path = o->doh_path;
-    if (!o->doq.empty()) listen[doq] = parse_listen_endpoint(o->doq, standard[doq], "--doq");
-    s.doq_max_streams = o->doq_max_streams;
-    s.doq_early_data = !o->doq_no_0rtt;
-    s.tls_options.early_data = !o->no_0rtt;
-    s.doq_retry = o->doq_retry;
-    s.threads = o->threads;
-    if (!o->cpus.empty()) s.cpus = parse_cpu_list(o->cpus, "--cpus");
-    const auto mode = parse_answer_mode(o->mode);
-    if (!mode) throw setup_error(fmt::format("--mode: \"{}\" is not answer or echo", o->mode));
-    s.mode = *mode;
-    const auto backend = parse_tls_backend(o->tls_backend);
-    if (!backend) {
-      throw setup_error(
-          fmt::format("--tls-backend: \"{}\" is not openssl or gnutls", o->tls_backend));
-    }
-    s.tls_options.backend = *backend;
-    s.tls_options.certificate_file = o->certificate;
-    s.tls_options.key_file = o->key;
-    s.tls_options.renew_tickets = !o->no_ticket_renewal;
-    s.certificate_directory = o->certificate_directory;
-    s.close_after_queries = o->close_after;
-    s.idle_timeout_seconds = o->idle_timeout;
-    if (o->keepalive_timeout < 0 && o->keepalive_timeout != -1) {
-      throw setup_error(fmt::format(
-          "--keepalive-timeout: {} is not an edns-tcp-keepalive timeout (0 to 6553.5 seconds)",
-          o->keepalive_timeout));
-    }
-    s.keepalive_timeout_seconds = o->keepalive_timeout;
-    if (o->padding_block > 65535) {
-      throw setup_error(
-          fmt::format("--padding-block: {} is not a block size (1 to 65535 octets, 0: never pad)",
-                      o->padding_block));
-    }
-    s.padding_block = static_cast<std::uint16_t>(o->padding_block);
-    s.reverse_order = o->reverse_order;
-    s.rate_limit = o->rate_limit;
-
+    const server_options s = server_options_of(*o);
     server responder(s);
-    const auto bound = [&](transport_kind t) {
-      return to_string({listen[t]->address, responder.port(t)});
-    };
-    if (listen[udp]) fmt::print("udp  {}\n", bound(udp));
-    if (listen[tcp]) fmt::print("tcp  {}\n", bound(tcp));
-    if (listen[tls]) {
-      fmt::print("tls  {} ({}, 0-RTT {}), certificate {}, key {}\n", bound(tls), o->tls_backend,
-                 s.tls_options.early_data ? "accepted" : "refused",
-                 responder.certificate().certificate_file.string(),
-                 responder.certificate().key_file.string());
-    }
-    if (listen[doh]) {
-      fmt::print("doh  https://{}{} ({}, 0-RTT {}), certificate {}\n", bound(doh), s.doh_path,
-                 o->tls_backend, s.tls_options.early_data ? "accepted" : "refused",
-                 responder.certificate().certificate_file.string());
-    }
-    if (listen[doq]) {
-      fmt::print("doq  {} (gnutls, 0-RTT {}{}), certificate {}\n", bound(doq),
-                 s.doq_early_data ? "accepted" : "refused", s.doq_retry ? ", Retry first" : "",
-                 responder.certificate().certificate_file.string());
-    }
-    fmt::print("mode {}, {} thread{}{}; stop with Ctrl-C\n", o->mode, s.threads,
-               s.threads == 1 ? "" : "s",
-               s.rate_limit > 0 ? fmt::format(", at most {} answers/s", s.rate_limit) : "");
-    std::fflush(stdout);
-    if (o->ready_fd >= 0) {
-      std::string line;
-      for (const auto& traits : all_transports()) {
-        line += fmt::format("{}{}={}", line.empty() ? "" : " ", traits.name,
-                            responder.port(traits.kind));
-      }
-      line += '\n';
-      if (write(o->ready_fd, line.data(), line.size()) < 0) {
-        fmt::print(stderr, "warning: --ready-fd {}: {}\n", o->ready_fd, std::strerror(errno));
-      }
-      close(o->ready_fd);
-    }
+    print_listening(responder, s, *o);
+    if (o->ready_fd >= 0) write_ports(responder, o->ready_fd);
     while (!stop_requested.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     responder.stop();
-    const auto st = responder.stats();
-    std::vector<std::string> answered;
-    for (const auto& traits : all_transports()) {
-      answered.push_back(fmt::format("{} {}", st.queries[traits.kind], traits.name));
-    }
-    fmt::print(
-        "answered: {}; {} connections accepted; {} TLS handshakes failed, {} resumed, {} with "
-        "0-RTT accepted; {} malformed queries dropped\n",
-        fmt::join(answered, ", "), st.connections_accepted, st.tls_handshakes_failed,
-        st.tls_resumed, st.tls_early_data, st.malformed_queries);
-    if (s.rate_limit > 0) {
-      fmt::print("rate limit: {} UDP queries dropped, {} stream answers delayed\n",
-                 st.rate_limited_dropped, st.rate_limited_delayed);
-    }
-    if (listen[doq]) {
-      fmt::print(
-          "doq: {} connections with 0-RTT accepted, {} Retry sent, {} datagrams dropped ({} "
-          "answered with a stateless reset)\n",
-          st.doq_early_data, st.doq_retries, st.doq_packets_dropped, st.doq_stateless_resets);
-    }
+    print_answered(responder.stats(), s);
     return exit_ok;
   };
 }

@@ -13,7 +13,7 @@
 
 #include "engine/slot_table.hpp"
 #include "message/framing.hpp"
-#include "server/responder.hpp"
+#include "responder/responder.hpp"
 
 namespace {
 

@@ -8,12 +8,16 @@
 
 #include <dnstransport/error.hpp>
 
+#include "transport/doh/doh_listener.hpp"
 #include "transport/doh/doh_transport.hpp"
 #if DNSTRANSPORT_HAVE_DOQ
+#include "transport/doq/doq_listener.hpp"
 #include "transport/doq/doq_transport.hpp"
 #endif
+#include "transport/stream/stream_listener.hpp"
 #include "transport/stream/stream_transport.hpp"
 #include "transport/tls/tls_backend.hpp"
+#include "transport/udp/udp_listener.hpp"
 #include "transport/udp/udp_transport.hpp"
 #include "util/clock.hpp"
 
@@ -82,8 +86,11 @@ std::unique_ptr<client_transport> make_doh(const load_spec& spec) {
 
 #if DNSTRANSPORT_HAVE_DOQ
 constexpr bool doq_compiled = true;
+constexpr listener_factory doq_listener_factory{check_doq_listener, share_doq_context,
+                                                make_doq_listener};
 #else
 constexpr bool doq_compiled = false;
+constexpr listener_factory doq_listener_factory{};
 #endif
 
 std::unique_ptr<client_transport> make_doq(const load_spec& spec) {
@@ -100,8 +107,8 @@ std::unique_ptr<client_transport> make_doq(const load_spec& spec) {
 #endif
 }
 
-// Register a transport here: its traits, another name it answers to, its factory and the
-// rules of its own settings.
+// Register a transport here: its traits, another name it answers to, its client's factory
+// and the rules of its own settings, and its listener's factory.
 constexpr std::array<transport_entry, transport_count> registry{{
     {{.kind = transport_kind::udp,
       .name = "udp",
@@ -110,7 +117,8 @@ constexpr std::array<transport_entry, transport_count> registry{{
       .coalescable = true},
      "",
      make_udp,
-     nullptr},
+     nullptr,
+     {nullptr, nullptr, make_udp_listener}},
     {{.kind = transport_kind::tcp,
       .name = "tcp",
       .long_name = "DNS over TCP",
@@ -120,7 +128,8 @@ constexpr std::array<transport_entry, transport_count> registry{{
       .coalescable = true},
      "",
      make_tcp,
-     nullptr},
+     nullptr,
+     {nullptr, nullptr, make_tcp_listener}},
     {{.kind = transport_kind::tls,
       .name = "tls",
       .long_name = "DNS over TLS",
@@ -131,17 +140,20 @@ constexpr std::array<transport_entry, transport_count> registry{{
       .coalescable = true},
      "dot",
      make_tls,
-     nullptr},
+     nullptr,
+     {nullptr, share_tls_context, make_tls_listener}},
     {{.kind = transport_kind::doh,
       .name = "doh",
       .long_name = "DNS over HTTPS",
       .default_port = 443,
       .has_connections = true,
       .has_tls = true,
-      .over_tcp = true},
+      .over_tcp = true,
+      .url_scheme = "https"},
      "https",
      make_doh,
-     check_doh},
+     check_doh,
+     {check_doh_listener, share_doh_context, make_doh_listener}},
     {{.kind = transport_kind::doq,
       .name = "doq",
       .long_name = "DNS over QUIC",
@@ -154,7 +166,8 @@ constexpr std::array<transport_entry, transport_count> registry{{
       .compiled = doq_compiled},
      "",
      make_doq,
-     nullptr},
+     nullptr,
+     doq_listener_factory},
 }};
 
 // per_transport and the lookups below index by the kind.

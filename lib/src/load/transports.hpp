@@ -1,7 +1,8 @@
 #pragma once
 // Internal: the one place transports are registered. Each entry says what the transport is
-// (its public traits) and how a run builds it from the load's settings; the transport itself
-// (transport/<name>/) sees only its own settings struct, never load_spec.
+// (its public traits), how a run builds its client from the load's settings, and how the
+// responder builds its listener; the transport itself (transport/<name>/, both halves) sees
+// only its own settings, never load_spec.
 
 #include <memory>
 #include <string_view>
@@ -9,6 +10,7 @@
 #include <dnstransport/load.hpp>
 
 #include "engine/engine.hpp"
+#include "responder/listener.hpp"
 
 namespace dnstransport::detail {
 
@@ -19,6 +21,8 @@ struct transport_entry {
   std::unique_ptr<client_transport> (*make)(const load_spec& spec);
   // Throws setup_error for settings of its own that do not hold (null: it has none).
   void (*check)(const load_spec& spec);
+  // The responder's half (all null when the transport is not compiled in).
+  listener_factory listener;
 };
 
 const transport_entry& registered_transport(transport_kind transport) noexcept;

@@ -9,9 +9,9 @@
 
 #include <dnstransport/error.hpp>
 
+#include "responder/rate_limiter.hpp"
+#include "responder/server_thread.hpp"
 #include "server/listeners.hpp"
-#include "server/rate_limiter.hpp"
-#include "server/server_thread.hpp"
 
 namespace dnstransport {
 

@@ -37,8 +37,8 @@ TEST(listeners_test, plain_listeners_share_nothing_and_need_no_certificate) {
   o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   const listener_contexts c = make_listener_contexts(o);
   EXPECT_TRUE(c.certificate.certificate_file.empty());
-  EXPECT_EQ(c.tls, nullptr);
-  EXPECT_EQ(c.doh, nullptr);
+  EXPECT_EQ(c.shared[transport_kind::tls], nullptr);
+  EXPECT_EQ(c.shared[transport_kind::doh], nullptr);
 }
 
 TEST(listeners_test, tls_listeners_share_one_generated_certificate) {
@@ -49,8 +49,8 @@ TEST(listeners_test, tls_listeners_share_one_generated_certificate) {
   const listener_contexts c = make_listener_contexts(o);
   EXPECT_TRUE(std::filesystem::exists(c.certificate.certificate_file));
   EXPECT_TRUE(std::filesystem::exists(c.certificate.key_file));
-  EXPECT_NE(c.tls, nullptr);
-  EXPECT_NE(c.doh, nullptr);
+  EXPECT_NE(c.shared[transport_kind::tls], nullptr);
+  EXPECT_NE(c.shared[transport_kind::doh], nullptr);
 }
 
 TEST(listeners_test, settings_of_the_listeners_asked_for_are_checked_before_any_is_made) {

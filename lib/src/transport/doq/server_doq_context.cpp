@@ -1,4 +1,4 @@
-#include "server/server_doq_context.hpp"
+#include "transport/doq/server_doq_context.hpp"
 
 #include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2_crypto.h>

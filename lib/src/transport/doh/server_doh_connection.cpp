@@ -1,4 +1,4 @@
-#include "server/server_doh_connection.hpp"
+#include "transport/doh/server_doh_connection.hpp"
 
 #include <nghttp2/nghttp2.h>
 #include <sys/socket.h>
@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "server/rate_limiter.hpp"
-#include "server/responder.hpp"
+#include "responder/rate_limiter.hpp"
+#include "responder/responder.hpp"
 #include "transport/doh/doh_message.hpp"
 #include "util/clock.hpp"
 

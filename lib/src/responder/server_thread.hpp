@@ -19,7 +19,7 @@
 
 #include <dnstransport/server.hpp>
 
-#include "server/responder.hpp"
+#include "responder/responder.hpp"
 
 namespace dnstransport::detail {
 

@@ -1,4 +1,4 @@
-#include "server/rate_limiter.hpp"
+#include "responder/rate_limiter.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -12,6 +12,7 @@
 
 #include <dnstransport/tls.hpp>
 
+#include "responder/listener.hpp"
 #include "transport/tls/gnutls_anti_replay.hpp"
 
 struct ngtcp2_crypto_conn_ref;
@@ -20,13 +21,13 @@ namespace dnstransport::detail {
 
 class shared_setup;
 
-class doq_context {
+class doq_context final : public listener_shared {
  public:
   // Loads the certificate and key of `tls` (the same files as the TLS listener). With
   // `early_data`, sessions accept 0-RTT from clients resuming with a ticket; without, tickets
   // announce no early data and 0-RTT is refused.
   doq_context(const tls_server_options& tls, bool early_data);
-  ~doq_context();
+  ~doq_context() override;
   doq_context(const doq_context&) = delete;
   doq_context& operator=(const doq_context&) = delete;
 

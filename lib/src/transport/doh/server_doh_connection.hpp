@@ -21,7 +21,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "server/server_thread.hpp"
+#include "responder/server_thread.hpp"
 #include "transport/stream/byte_stream.hpp"
 
 struct nghttp2_session;

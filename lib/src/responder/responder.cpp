@@ -1,4 +1,4 @@
-#include "server/responder.hpp"
+#include "responder/responder.hpp"
 
 #include <algorithm>
 #include <cmath>

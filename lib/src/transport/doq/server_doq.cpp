@@ -1,4 +1,4 @@
-#include "server/server_doq.hpp"
+#include "transport/doq/server_doq.hpp"
 
 #include <gnutls/crypto.h>
 #include <netinet/in.h>
@@ -14,9 +14,9 @@
 
 #include <dnstransport/error.hpp>
 
-#include "server/listeners.hpp"
-#include "server/server_doq_connection.hpp"
-#include "server/server_doq_context.hpp"
+#include "responder/listener.hpp"
+#include "transport/doq/server_doq_connection.hpp"
+#include "transport/doq/server_doq_context.hpp"
 #include "util/clock.hpp"
 #include "util/socket_util.hpp"
 

@@ -4,14 +4,14 @@
 // rate limit the answers that wait for their tokens. The connection's life cycle is
 // server_doq_connection.cpp.
 
-#include "server/server_doq_connection.hpp"
+#include "transport/doq/server_doq_connection.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 
-#include "server/rate_limiter.hpp"
-#include "server/responder.hpp"
+#include "responder/rate_limiter.hpp"
+#include "responder/responder.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport::detail {

@@ -1,4 +1,4 @@
-#include "server/server_thread.hpp"
+#include "responder/server_thread.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,6 @@
 // The responder's UDP listener: a SO_REUSEPORT socket per thread, drained on readiness with
 // recvmmsg, every answer of a batch sent with one sendmmsg.
+#include "transport/udp/udp_listener.hpp"
 
 #include <sys/socket.h>
 
@@ -11,9 +12,8 @@
 
 #include <dnstransport/error.hpp>
 
-#include "server/listeners.hpp"
-#include "server/rate_limiter.hpp"
-#include "server/responder.hpp"
+#include "responder/rate_limiter.hpp"
+#include "responder/responder.hpp"
 #include "util/clock.hpp"
 #include "util/socket_util.hpp"
 
@@ -125,7 +125,8 @@ void udp_listener::on_readable() {
 
 }  // namespace
 
-std::unique_ptr<thread_listener> make_udp_listener(server_thread& thread) {
+std::unique_ptr<thread_listener> make_udp_listener(server_thread& thread,
+                                                   const listener_shared* /*shared*/) {
   return std::make_unique<udp_listener>(thread);
 }
 

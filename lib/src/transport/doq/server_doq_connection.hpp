@@ -29,8 +29,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "message/doq_stream_reader.hpp"
-#include "server/server_doq.hpp"
 #include "transport/doq/doq_codes.hpp"  // DoQ error codes (RFC 9250, section 4.3)
+#include "transport/doq/server_doq.hpp"
 
 namespace dnstransport::detail {
 

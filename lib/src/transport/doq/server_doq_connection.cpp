@@ -1,4 +1,4 @@
-#include "server/server_doq_connection.hpp"
+#include "transport/doq/server_doq_connection.hpp"
 
 #include <gnutls/crypto.h>
 
@@ -9,7 +9,7 @@
 #include <exception>
 #include <limits>
 
-#include "server/server_doq_context.hpp"
+#include "transport/doq/server_doq_context.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport::detail {

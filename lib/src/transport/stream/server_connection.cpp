@@ -1,11 +1,11 @@
-#include "server/server_connection.hpp"
+#include "transport/stream/server_connection.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
-#include "server/rate_limiter.hpp"
-#include "server/responder.hpp"
+#include "responder/rate_limiter.hpp"
+#include "responder/responder.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport::detail {

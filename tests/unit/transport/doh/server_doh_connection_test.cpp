@@ -1,4 +1,4 @@
-#include "server/server_doh_connection.hpp"
+#include "transport/doh/server_doh_connection.hpp"
 
 #include <gtest/gtest.h>
 

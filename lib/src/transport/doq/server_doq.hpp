@@ -24,7 +24,7 @@
 
 #include <boost/asio/ip/udp.hpp>
 
-#include "server/server_thread.hpp"
+#include "responder/server_thread.hpp"
 
 struct ngtcp2_cid;
 struct ngtcp2_pkt_hd;

@@ -14,7 +14,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "server/server_thread.hpp"
+#include "responder/server_thread.hpp"
 #include "transport/stream/message_channel.hpp"
 
 namespace dnstransport::detail {

@@ -1,0 +1,47 @@
+#include "transport/doh/doh_listener.hpp"
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+
+#include "transport/doh/server_doh_connection.hpp"
+#include "transport/stream/stream_listener.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+std::shared_ptr<accepted_connection> doh_connection(server_thread& thread,
+                                                    boost::asio::ip::tcp::socket socket,
+                                                    stream_acceptor& streams,
+                                                    transport_kind /*transport*/) {
+  return std::make_shared<server_doh_connection>(thread, std::move(socket), streams);
+}
+
+}  // namespace
+
+void check_doh_listener(const server_options& options) {
+  if (options.doh_path.empty() || options.doh_path.front() != '/' ||
+      options.doh_path.find_first_of("?# ") != std::string::npos) {
+    throw setup_error(
+        fmt::format("--doh-path: \"{}\" is not an absolute path without query (e.g. /dns-query)",
+                    options.doh_path));
+  }
+  if (options.doh_max_streams == 0) throw setup_error("--doh-max-streams must be at least 1");
+}
+
+std::unique_ptr<listener_shared> share_doh_context(const server_options& options,
+                                                   const tls_server_options& tls) {
+  tls_server_options h2 = tls;
+  h2.alpn = {"h2"};
+  return share_tls_context(options, h2);
+}
+
+std::unique_ptr<thread_listener> make_doh_listener(server_thread& thread,
+                                                   const listener_shared* shared) {
+  const auto& tls = static_cast<const tls_listener_context&>(*shared);
+  return make_stream_listener(thread, transport_kind::doh, make_tls_acceptor(tls.context()),
+                              doh_connection);
+}
+
+}  // namespace dnstransport::detail

@@ -1,0 +1,112 @@
+// The responder's TCP listeners: a SO_REUSEPORT acceptor per thread whose connections carry
+// DNS messages over plain TCP or TLS (server_connection), or what another transport runs
+// over the stream (DoH's HTTP/2).
+#include "transport/stream/stream_listener.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+
+#include "transport/stream/server_connection.hpp"
+#include "transport/tls/tls_backend.hpp"
+
+namespace dnstransport::detail {
+
+namespace {
+
+class stream_listener final : public thread_listener {
+ public:
+  stream_listener(server_thread& thread, transport_kind transport,
+                  std::unique_ptr<stream_acceptor> streams, stream_connection_maker connection)
+      : thread_(thread),
+        transport_(transport),
+        streams_(std::move(streams)),
+        connection_(connection),
+        acceptor_(thread.io()) {}
+
+  std::uint16_t open(const boost::asio::ip::address& address, std::uint16_t port) override {
+    const boost::asio::ip::tcp::endpoint where(address, port);
+    boost::system::error_code ec;
+    open_shared_port(acceptor_, where, true, ec);
+    if (!ec) {
+      // Accept data in the SYN from clients using TCP Fast Open (--tcp-fastopen); refused
+      // harmlessly where the kernel has it off.
+      const int queue = 4096;
+      setsockopt(acceptor_.native_handle(), IPPROTO_TCP, TCP_FASTOPEN, &queue, sizeof queue);
+      acceptor_.listen(4096, ec);
+    }
+    if (ec) {
+      throw setup_error(fmt::format("cannot listen on {} {}: {}", transport_name(transport_),
+                                    describe_endpoint(address, port), ec.message()));
+    }
+    return acceptor_.local_endpoint().port();
+  }
+
+  void start() override { accept(); }
+
+ private:
+  void accept() {
+    acceptor_.async_accept(
+        [this](const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket) {
+          if (ec == boost::asio::error::operation_aborted) return;
+          if (!ec) {
+            thread_.counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
+            thread_.adopt(connection_(thread_, std::move(socket), *streams_, transport_));
+          }
+          accept();
+        });
+  }
+
+  server_thread& thread_;
+  const transport_kind transport_;
+  std::unique_ptr<stream_acceptor> streams_;
+  const stream_connection_maker connection_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+};
+
+// DNS messages with a length prefix (RFC 7766), in the clear or over TLS.
+std::shared_ptr<accepted_connection> dns_stream_connection(server_thread& thread,
+                                                           boost::asio::ip::tcp::socket socket,
+                                                           stream_acceptor& streams,
+                                                           transport_kind transport) {
+  return std::make_shared<server_connection>(thread, std::move(socket), streams,
+                                             thread.counters.queries[transport],
+                                             thread.edns(transport));
+}
+
+}  // namespace
+
+tls_listener_context::tls_listener_context(std::unique_ptr<tls_server_context> context)
+    : context_(std::move(context)) {}
+tls_listener_context::~tls_listener_context() = default;
+
+std::unique_ptr<listener_shared> share_tls_context(const server_options& /*options*/,
+                                                   const tls_server_options& tls) {
+  return std::make_unique<tls_listener_context>(make_tls_server_context(tls));
+}
+
+std::unique_ptr<thread_listener> make_stream_listener(server_thread& thread,
+                                                      transport_kind transport,
+                                                      std::unique_ptr<stream_acceptor> streams,
+                                                      stream_connection_maker connection) {
+  return std::make_unique<stream_listener>(thread, transport, std::move(streams), connection);
+}
+
+std::unique_ptr<thread_listener> make_tcp_listener(server_thread& thread,
+                                                   const listener_shared* /*shared*/) {
+  return make_stream_listener(thread, transport_kind::tcp, make_tcp_acceptor(),
+                              dns_stream_connection);
+}
+
+std::unique_ptr<thread_listener> make_tls_listener(server_thread& thread,
+                                                   const listener_shared* shared) {
+  const auto& tls = static_cast<const tls_listener_context&>(*shared);
+  return make_stream_listener(thread, transport_kind::tls, make_tls_acceptor(tls.context()),
+                              dns_stream_connection);
+}
+
+}  // namespace dnstransport::detail
