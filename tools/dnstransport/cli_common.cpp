@@ -57,7 +57,18 @@ void install_signal_handlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
+namespace {
+
+// Adds what `add` adds under a heading of --help.
+template <typename Add>
+void in_group(CLI::App& app, const std::string& group, Add add) {
+  const std::size_t before = app.get_options().size();
+  add();
+  const auto options = app.get_options();
+  for (std::size_t i = before; i < options.size(); ++i) options[i]->group(group);
+}
+
+void add_target_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_option(
       "--server", o.server,
       "Server to load, HOST[:PORT] or [IPv6]:PORT (port 53 by default; 853 for tls). "
@@ -82,6 +93,9 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
         ->capture_default_str()
         ->each([&o](const std::string&) { o.clients_given = true; });
   }
+}
+
+void add_query_options(CLI::App& app, run_options& o) {
   app.add_option("--queries", o.queries_file,
                  "Query file: dnsperf text format ('name TYPE' per line), length-prefixed wire "
                  "format (.raw/.wire/.bin) or a packet capture (.pcap/.pcapng, or recognised by "
@@ -103,6 +117,9 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "--replay timing: how much faster than captured the queries are sent (2: twice "
                  "as fast, 0.5: half as fast)")
       ->capture_default_str();
+}
+
+void add_pace_options(CLI::App& app, run_options& o) {
   app.add_option("--outstanding", o.outstanding, "Queries in flight per client")
       ->capture_default_str();
   app.add_option("--duration", o.duration,
@@ -143,6 +160,9 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_option("--threads", o.threads, "Worker threads; clients are spread over them")
       ->capture_default_str();
   app.add_option("--cpus", o.cpus, "Pin worker threads to these CPUs, e.g. 0 or 0,2-3");
+}
+
+void add_connection_options(CLI::App& app, run_options& o) {
   app.add_option("--close", o.close,
                  "How tcp/tls connections are closed: fin (graceful) or rst (SO_LINGER 0)")
       ->capture_default_str();
@@ -171,6 +191,9 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                  "recent latency: percentiles move by at most 5 %; no delay under 10 us). "
                  "0: off")
       ->capture_default_str();
+}
+
+void add_edns_options(CLI::App& app, run_options& o) {
   app.add_flag("--edns", o.edns, "Add an EDNS0 OPT record to queries from text files");
   app.add_flag("--dnssec-ok", o.dnssec_ok, "Set the DO bit (implies --edns)");
   app.add_option("--edns-payload", o.edns_payload, "EDNS0 UDP payload size")->capture_default_str();
@@ -189,6 +212,9 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
                "(nothing in flight, nothing to send) for the timeout the server advertised, "
                "and reconnects for its next query (table: closed idle; JSON: "
                "connections.closed_idle_keepalive)");
+}
+
+void add_tls_options(CLI::App& app, run_options& o) {
   app.add_option("--tls-backend", o.tls_backend,
                  "TLS library for tls and doh: openssl (default) or gnutls; doq runs on gnutls "
                  "only");
@@ -215,6 +241,9 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
   app.add_option("--tls-priority", o.tls_priority,
                  "Cipher list (OpenSSL) or priority string (GnuTLS), passed as given (GnuTLS "
                  "default: NORMAL with X25519 and AES-128-GCM first)");
+}
+
+void add_server_options(CLI::App& app, run_options& o) {
   app.add_option("--server-threads", o.server_threads, "Built-in responder: threads")
       ->capture_default_str();
   app.add_option("--server-cpus", o.server_cpus,
@@ -243,8 +272,24 @@ void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
       ->capture_default_str();
   app.add_option("--server-tls-backend", o.server_tls_backend,
                  "Built-in responder: TLS library (default: same as --tls-backend)");
+}
+
+void add_output_options(CLI::App& app, run_options& o) {
   app.add_flag("--quiet", o.quiet, "No progress line and no table, only the exit status/JSON");
   app.add_flag("--progress", o.progress, "Print progress even when stderr is not a terminal");
+}
+
+}  // namespace
+
+void add_run_options(CLI::App& app, run_options& o, bool with_axes) {
+  in_group(app, "Target and load", [&] { add_target_options(app, o, with_axes); });
+  in_group(app, "Queries", [&] { add_query_options(app, o); });
+  in_group(app, "Pace and length", [&] { add_pace_options(app, o); });
+  in_group(app, "Sockets and connections", [&] { add_connection_options(app, o); });
+  in_group(app, "EDNS", [&] { add_edns_options(app, o); });
+  in_group(app, "TLS, DoH and DoQ", [&] { add_tls_options(app, o); });
+  in_group(app, "Built-in responder and server monitoring", [&] { add_server_options(app, o); });
+  in_group(app, "Output", [&] { add_output_options(app, o); });
 }
 
 double idle_seconds_of(const run_options& o) {
@@ -315,14 +360,17 @@ void set_queries(load_spec& spec, const run_options& o, const query_options& que
 
 }  // namespace
 
-load_spec make_load_spec(const run_options& o) {
-  load_spec spec;
+namespace {
+
+void set_target(load_spec& spec, const run_options& o) {
   spec.group = job_group;
   spec.label = o.label;
   const auto transport = parse_transport(o.transport);
   if (!transport) {
+    std::vector<std::string_view> names;
+    for (const auto& t : all_transports()) names.push_back(t.name);
     throw setup_error(
-        fmt::format("--transport: \"{}\" is not one of udp, tcp, tls, doh, doq", o.transport));
+        fmt::format("--transport: \"{}\" is not one of {}", o.transport, fmt::join(names, ", ")));
   }
   spec.transport = *transport;
   if (!o.server.empty()) {
@@ -332,6 +380,9 @@ load_spec make_load_spec(const run_options& o) {
     spec.port = where.port;
     if (spec.port == 0) throw setup_error("--server: port 0 is not a port a server listens on");
   }
+}
+
+void set_pace(load_spec& spec, const run_options& o) {
   spec.clients = o.clients;
   spec.outstanding = o.outstanding;
   spec.duration_seconds = o.duration;
@@ -357,7 +408,9 @@ load_spec make_load_spec(const run_options& o) {
   spec.interval_seconds = o.interval;
   spec.threads = o.threads;
   if (!o.cpus.empty()) spec.cpus = parse_cpu_list(o.cpus, "--cpus");
+}
 
+void set_connections(load_spec& spec, const run_options& o) {
   spec.queries_per_connection = parse_queries_per_connection(o.queries_per_connection);
   if (o.close == "fin") {
     spec.close = close_mode::fin;
@@ -376,7 +429,9 @@ load_spec make_load_spec(const run_options& o) {
   } else if (o.tc_retry != "none") {
     throw setup_error(fmt::format("--tc-retry: \"{}\" is not none or tcp", o.tc_retry));
   }
+}
 
+void set_edns_and_queries(load_spec& spec, const run_options& o) {
   query_options query;
   query.recursion_desired = !o.no_rd;
   query.edns.enabled = o.edns || o.dnssec_ok;
@@ -389,7 +444,9 @@ load_spec make_load_spec(const run_options& o) {
   if (!o.edns_padding.empty()) spec.edns_padding_block = parse_edns_padding(o.edns_padding);
   spec.honour_keepalive = o.honour_keepalive;
   set_queries(spec, o, query);
+}
 
+void set_tls(load_spec& spec, const run_options& o) {
   const std::string backend_name = !o.tls_backend.empty()                  ? o.tls_backend
                                    : traits_of(spec.transport).gnutls_only ? "gnutls"
                                                                            : "openssl";
@@ -425,6 +482,9 @@ load_spec make_load_spec(const run_options& o) {
   }
   spec.doh_request = *method;
   spec.doh_path = o.doh_path;
+}
+
+void set_monitoring(load_spec& spec, const run_options& o) {
   spec.monitor_pids = o.monitor_pids;
   spec.monitor_cgroups = o.monitor_cgroups;
   if (o.monitor_commands.size() > 1) {
@@ -438,6 +498,18 @@ load_spec make_load_spec(const run_options& o) {
       throw setup_error("--monitor-command: the command is empty");
     }
   }
+}
+
+}  // namespace
+
+load_spec make_load_spec(const run_options& o) {
+  load_spec spec;
+  set_target(spec, o);
+  set_pace(spec, o);
+  set_connections(spec, o);
+  set_edns_and_queries(spec, o);
+  set_tls(spec, o);
+  set_monitoring(spec, o);
   validate(spec);
   return spec;
 }
