@@ -53,6 +53,18 @@ class server_monitor {
     bool gone;
   };
   void finish_remote(process_usage& stats, double window_seconds);
+  // What one reading of every process adds up to.
+  struct totals {
+    std::uint64_t rss = 0;
+    std::uint64_t fds = 0;
+    std::uint64_t threads = 0;
+    int connection_pid = 0;  // a process of the server, for its TCP connections
+    std::uint64_t remote_connections = 0;
+    bool remote_counted_connections = false;
+  };
+  void sample_cgroups(totals& sum);
+  void sample_remote(totals& sum);
+  void sample_processes(totals& sum);
 
   std::vector<watched> watched_;
   struct watched_cgroup {

@@ -73,4 +73,42 @@ std::optional<std::vector<std::uint8_t>> base64url_decode(std::string_view text)
   return out;
 }
 
+namespace {
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+           return lower(x) == lower(y);
+         });
+}
+
+std::string_view trim(std::string_view text) noexcept {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+}  // namespace
+
+doh_target split_doh_target(std::string_view target) noexcept {
+  const auto question = target.find('?');
+  if (question == std::string_view::npos) return {target, {}};
+  return {target.substr(0, question), target.substr(question + 1)};
+}
+
+std::optional<std::string_view> doh_dns_parameter(std::string_view query) noexcept {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.starts_with("dns=")) return pair.substr(4);
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+bool is_doh_media_type(std::string_view content_type) noexcept {
+  return equal_ignoring_case(trim(content_type.substr(0, content_type.find(';'))), doh_media_type);
+}
+
 }  // namespace dnstransport::detail

@@ -23,4 +23,22 @@ void base64url_append(std::span<const std::uint8_t> data, std::string& out);
 /// Decodes base64url with or without padding; nothing when `text` is not base64url.
 std::optional<std::vector<std::uint8_t>> base64url_decode(std::string_view text);
 
+// Largest DNS message a request may carry (RFC 8484 §6: the DNS message size limit).
+inline constexpr std::size_t doh_max_message = 65535;
+
+// The parts of a request target ("/dns-query?dns=AAAB"): `path` before '?', `query` after.
+struct doh_target {
+  std::string_view path;
+  std::string_view query;
+};
+doh_target split_doh_target(std::string_view target) noexcept;
+
+// The value of the `dns` parameter in a query string ("ct&dns=AAAB" -> "AAAB"); nothing
+// when there is none.
+std::optional<std::string_view> doh_dns_parameter(std::string_view query) noexcept;
+
+// Whether a Content-Type value names application/dns-message (case-insensitive, parameters
+// after ';' ignored).
+bool is_doh_media_type(std::string_view content_type) noexcept;
+
 }  // namespace dnstransport::detail

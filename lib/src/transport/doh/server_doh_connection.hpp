@@ -22,29 +22,12 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "responder/server_thread.hpp"
+#include "transport/doh/doh_message.hpp"
 #include "transport/stream/byte_stream.hpp"
 
 struct nghttp2_session;
 
 namespace dnstransport::detail {
-
-// Largest DNS message a request may carry (RFC 8484 §6: the DNS message size limit).
-inline constexpr std::size_t doh_max_message = 65535;
-
-// The parts of a request target ("/dns-query?dns=AAAB"): `path` before '?', `query` after.
-struct doh_target {
-  std::string_view path;
-  std::string_view query;
-};
-doh_target split_doh_target(std::string_view target) noexcept;
-
-// The value of the `dns` parameter in a query string ("ct&dns=AAAB" -> "AAAB"); nothing
-// when there is none.
-std::optional<std::string_view> doh_dns_parameter(std::string_view query) noexcept;
-
-// Whether a Content-Type value names application/dns-message (case-insensitive, parameters
-// after ';' ignored).
-bool is_doh_media_type(std::string_view content_type) noexcept;
 
 class server_doh_connection : public accepted_connection,
                               public std::enable_shared_from_this<server_doh_connection> {
@@ -84,7 +67,6 @@ class server_doh_connection : public accepted_connection,
   void send_delayed();
   void forget_delayed(const request* r);
   void respond(std::int32_t stream_id, request& r, unsigned status);
-  void begin_goaway();
 
   server_thread& owner_;
   boost::asio::ip::tcp::socket socket_;
@@ -113,6 +95,30 @@ class server_doh_connection : public accepted_connection,
   bool lingering_ = false;  // FIN sent: discard input until the peer's FIN, then close
   bool closed_ = false;
   bool waiting_ = false;
+};
+
+// What one request stream has received and the answer it is given.
+struct server_doh_connection::request {
+  enum class verb { none, get, post, other };
+  verb method = verb::none;
+  std::string target;  // :path
+  bool dns_content_type = false;
+  bool too_large = false;
+  std::vector<std::uint8_t> body;
+  std::vector<std::uint8_t> answer;
+  std::size_t sent = 0;  // of answer
+  bool delayed = false;  // in delayed_, waiting for the rate limit
+
+  void reset() {
+    method = verb::none;
+    target.clear();
+    dns_content_type = false;
+    too_large = false;
+    body.clear();
+    answer.clear();
+    sent = 0;
+    delayed = false;
+  }
 };
 
 }  // namespace dnstransport::detail
