@@ -31,22 +31,11 @@ json::object run_result_to_json(const run_result& r) {
       r.responses_received > 0
           ? r.client_cpu_seconds * 1e6 / static_cast<double>(r.responses_received)
           : 0;
-  json::object out{
-      {"schema", run_schema},
-      {"tool_version", library_version()},
-      {"label", r.label},
-      {"server", r.server},
-      {"port", r.port},
+  // What was run first, then what it measured.
+  json::object out{{"schema", run_schema}, {"tool_version", library_version()}};
+  write_fields(out, r, run_setting_fields);
+  json::object measured{
       {"transport", transport_name(r.transport)},
-      {"tls_backend", r.tls_backend},
-      {"clients", r.clients},
-      {"outstanding", r.outstanding},
-      {"threads", r.threads},
-      {"queries_per_connection", r.queries_per_connection},
-      {"rate", stable(r.rate)},
-      {"client_rate", stable(r.client_rate)},
-      {"idle_seconds", stable(r.idle_seconds)},
-      {"coalesce_us", r.coalesce_us},
       {"arrivals", arrival_mode_name(r.arrivals)},
       {"open_loop", r.open_loop()},
       {"query_set", {{"origin", r.query_origin}, {"count", r.query_count_in_set}}},
@@ -56,12 +45,7 @@ json::object run_result_to_json(const run_result& r) {
       {"http_failures", std::move(http_failures)},
       {"quic_failures", counts_to_json(r.quic_failures)},
       {"rcodes", std::move(rcodes)},
-      {"elapsed_seconds", stable(r.elapsed_seconds)},
-      {"qps", stable(r.qps)},
-      {"client_cpu_seconds", stable(r.client_cpu_seconds)},
       {"client_cpu_seconds_per_million", stable(per_million)},
-      {"max_thread_cpu_share", stable(r.max_thread_cpu_share)},
-      {"client_rss_bytes", r.client_rss_bytes},
       {"generator", generator_stats_to_json(r)},
       {"interrupted", r.interrupted},
       {"latency_ns", histogram_to_json(r.latency)},
@@ -78,6 +62,8 @@ json::object run_result_to_json(const run_result& r) {
       {"timeline", timeline_to_json(r.timeline)},
       {"warnings", std::move(warnings)},
   };
+  for (auto& field : measured) out.emplace(field.key(), std::move(field.value()));
+  write_fields(out, r, run_figure_fields);
   write_counts<query_counts>(out, r);
   if (traits_of(r.transport).has_tls) out["early_data"] = early_data_to_json(r.early_data);
   if (traits_of(r.transport).over_quic) out["quic"] = quic_stats_to_json(r.quic);
@@ -87,54 +73,24 @@ json::object run_result_to_json(const run_result& r) {
     out["ranks"] = r.ranks.size();
     json::array members;
     for (const auto& m : r.ranks) {
-      members.push_back(json::object{
-          {"rank", m.rank},
-          {"host", m.host},
-          {"reported", m.reported},
-          {"interrupted", m.interrupted},
-          {"clients", m.clients},
-          {"queries_sent", m.queries_sent},
-          {"responses_received", m.responses_received},
-          {"elapsed_seconds", stable(m.elapsed_seconds)},
-          {"qps", stable(m.qps)},
-          {"client_cpu_seconds", stable(m.client_cpu_seconds)},
-          {"max_thread_cpu_share", stable(m.max_thread_cpu_share)},
-          {"client_rss_bytes", m.client_rss_bytes},
-          {"client_bound", m.client_bound},
-          {"first_failure", m.first_failure},
-      });
+      json::object member;
+      write_fields(member, m, rank_fields);
+      members.push_back(std::move(member));
     }
     out["per_rank"] = std::move(members);
   }
   return out;
 }
 
-run_result run_result_from_json_value(const json::value& value) {
-  if (!value.is_object()) throw std::invalid_argument("the document is not a JSON object");
-  const auto& o = value.get_object();
-  const auto* schema = o.if_contains("schema");
-  if (schema == nullptr || !schema->is_string()) {
-    throw std::invalid_argument("no \"schema\" key: not a dnstransport run result");
-  }
-  if (schema->get_string() != run_schema) {
-    throw std::invalid_argument(fmt::format("schema \"{}\" is not the supported \"{}\"",
-                                            std::string_view(schema->get_string()), run_schema));
-  }
-  run_result r;
-  // Results written before labels existed have none.
-  if (const auto* label = o.if_contains("label"); label != nullptr && label->is_string()) {
-    r.label = label->get_string();
-  }
-  r.server = string_at(o, "server");
-  r.port = static_cast<std::uint16_t>(count_at(o, "port"));
+namespace {
+
+// The run's settings: what was run, on which queries, on what schedule.
+void read_settings(const json::object& o, run_result& r) {
+  read_fields(o, r, run_setting_fields);
+  read_fields(o, r, run_figure_fields);
   const auto transport = parse_transport(string_at(o, "transport"));
   if (!transport) throw std::invalid_argument("unknown \"transport\"");
   r.transport = *transport;
-  r.tls_backend = string_at(o, "tls_backend");
-  r.clients = static_cast<unsigned>(count_at(o, "clients"));
-  r.outstanding = static_cast<unsigned>(count_at(o, "outstanding"));
-  r.threads = static_cast<unsigned>(count_at(o, "threads"));
-  r.queries_per_connection = count_at(o, "queries_per_connection");
   const auto& set = object_at(o, "query_set");
   r.query_origin = string_at(set, "origin");
   r.query_count_in_set = count_at(set, "count");
@@ -144,19 +100,16 @@ run_result run_result_from_json_value(const json::value& value) {
   if (const auto* capture = o.if_contains("capture"); capture != nullptr && capture->is_object()) {
     r.capture = capture_from_json(capture->get_object());
   }
-  // Files from before open-loop arrivals ran closed-loop and sent every query.
-  if (const auto* rate = o.if_contains("rate"); rate != nullptr && rate->is_number()) {
-    r.rate = number_at(o, "rate");
-  }
-  r.client_rate = number_or_zero(o, "client_rate");
-  r.idle_seconds = number_or_zero(o, "idle_seconds");
-  // Files from before coalesced receiving: off.
-  r.coalesce_us = static_cast<unsigned>(count_or_zero(o, "coalesce_us"));
   if (const auto* mode = o.if_contains("arrivals"); mode != nullptr && mode->is_string()) {
     const auto parsed = parse_arrival_mode(mode->get_string());
     if (!parsed) throw std::invalid_argument("unknown \"arrivals\"");
     r.arrivals = *parsed;
   }
+}
+
+// What the run measured beyond the counts: failures by cause, the groups of figures,
+// histograms, timeline, connections, warnings and the ranks.
+void read_measured(const json::object& o, run_result& r) {
   if (const auto* failures = o.if_contains("http_failures"); failures && failures->is_object()) {
     for (const auto& [cause, n] : failures->get_object()) {
       r.http_failures[std::string(cause)] = json::value_to<std::uint64_t>(n);
@@ -181,12 +134,6 @@ run_result run_result_from_json_value(const json::value& value) {
       r.rcodes[i] = json::value_to<std::uint64_t>(*n);
     }
   }
-  r.elapsed_seconds = number_at(o, "elapsed_seconds");
-  r.qps = number_at(o, "qps");
-  r.client_cpu_seconds = number_at(o, "client_cpu_seconds");
-  r.max_thread_cpu_share = number_at(o, "max_thread_cpu_share");
-  // Files from before client_rss_bytes: not measured.
-  if (o.contains("client_rss_bytes")) r.client_rss_bytes = count_at(o, "client_rss_bytes");
   // Results written before the generator counted its own I/O have none: zero.
   if (const auto* generator = o.if_contains("generator"); generator && generator->is_object()) {
     r.generator = generator_stats_from_json(generator->get_object());
@@ -221,23 +168,28 @@ run_result run_result_from_json_value(const json::value& value) {
       if (!v.is_object()) throw std::invalid_argument("a \"per_rank\" entry is not an object");
       const auto& m = v.get_object();
       rank_result rr;
-      rr.rank = static_cast<unsigned>(count_at(m, "rank"));
-      rr.host = string_at(m, "host");
-      rr.reported = bool_at(m, "reported");
-      rr.interrupted = bool_at(m, "interrupted");
-      rr.clients = static_cast<unsigned>(count_at(m, "clients"));
-      rr.queries_sent = count_at(m, "queries_sent");
-      rr.responses_received = count_at(m, "responses_received");
-      rr.elapsed_seconds = number_at(m, "elapsed_seconds");
-      rr.qps = number_at(m, "qps");
-      rr.client_cpu_seconds = number_at(m, "client_cpu_seconds");
-      rr.max_thread_cpu_share = number_at(m, "max_thread_cpu_share");
-      rr.client_rss_bytes = count_at(m, "client_rss_bytes");
-      rr.client_bound = bool_at(m, "client_bound");
-      rr.first_failure = string_at(m, "first_failure");
+      read_fields(m, rr, rank_fields);
       r.ranks.push_back(std::move(rr));
     }
   }
+}
+
+}  // namespace
+
+run_result run_result_from_json_value(const json::value& value) {
+  if (!value.is_object()) throw std::invalid_argument("the document is not a JSON object");
+  const auto& o = value.get_object();
+  const auto* schema = o.if_contains("schema");
+  if (schema == nullptr || !schema->is_string()) {
+    throw std::invalid_argument("no \"schema\" key: not a dnstransport run result");
+  }
+  if (schema->get_string() != run_schema) {
+    throw std::invalid_argument(fmt::format("schema \"{}\" is not the supported \"{}\"",
+                                            std::string_view(schema->get_string()), run_schema));
+  }
+  run_result r;
+  read_settings(o, r);
+  read_measured(o, r);
   return r;
 }
 

@@ -13,6 +13,57 @@ namespace dnstransport::detail {
 
 namespace json = boost::json;
 
+namespace {
+
+using run_field = field_description<run_result>;
+// Files from before labels, open-loop rates, idle clients and coalescing lack them.
+const run_field run_settings[] = {
+    {"label", &run_result::label, true},
+    {"server", &run_result::server},
+    {"port", &run_result::port},
+    {"tls_backend", &run_result::tls_backend},
+    {"clients", &run_result::clients},
+    {"outstanding", &run_result::outstanding},
+    {"threads", &run_result::threads},
+    {"queries_per_connection", &run_result::queries_per_connection},
+    {"rate", &run_result::rate, true},
+    {"client_rate", &run_result::client_rate, true},
+    {"idle_seconds", &run_result::idle_seconds, true},
+    {"coalesce_us", &run_result::coalesce_us, true},
+};
+
+// Files from before client_rss_bytes lack it: not measured.
+const run_field run_figures[] = {
+    {"elapsed_seconds", &run_result::elapsed_seconds},
+    {"qps", &run_result::qps},
+    {"client_cpu_seconds", &run_result::client_cpu_seconds},
+    {"max_thread_cpu_share", &run_result::max_thread_cpu_share},
+    {"client_rss_bytes", &run_result::client_rss_bytes, true},
+};
+
+const field_description<rank_result> ranks[] = {
+    {"rank", &rank_result::rank},
+    {"host", &rank_result::host},
+    {"reported", &rank_result::reported},
+    {"interrupted", &rank_result::interrupted},
+    {"clients", &rank_result::clients},
+    {"queries_sent", &rank_result::queries_sent},
+    {"responses_received", &rank_result::responses_received},
+    {"elapsed_seconds", &rank_result::elapsed_seconds},
+    {"qps", &rank_result::qps},
+    {"client_cpu_seconds", &rank_result::client_cpu_seconds},
+    {"max_thread_cpu_share", &rank_result::max_thread_cpu_share},
+    {"client_rss_bytes", &rank_result::client_rss_bytes},
+    {"client_bound", &rank_result::client_bound},
+    {"first_failure", &rank_result::first_failure},
+};
+
+}  // namespace
+
+const std::span<const field_description<run_result>> run_setting_fields{run_settings};
+const std::span<const field_description<run_result>> run_figure_fields{run_figures};
+const std::span<const field_description<rank_result>> rank_fields{ranks};
+
 json::object connection_stats_to_json(const connection_stats& c) {
   json::object failures;
   for (const auto& [cause, n] : c.failures) failures[cause] = n;

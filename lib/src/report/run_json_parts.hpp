@@ -2,7 +2,12 @@
 // Internal: the parts of a run's JSON (run_json.cpp puts them together), each to its object
 // and back. A reader takes files written before a figure existed: what they lack is zero.
 
+#include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include <boost/json.hpp>
@@ -25,6 +30,65 @@ template <typename Counts>
 void read_counts(const boost::json::object& o, Counts& counts) {
   for (const auto& d : count_descriptions<Counts>) counts.*d.member = count_or_zero(o, d.name);
 }
+
+// One member of a result struct as the JSON has it: its key, the member, and whether files
+// written before it existed lack it (then it reads as its default).
+template <typename S>
+struct field_description {
+  std::string_view key;
+  std::variant<std::string S::*, bool S::*, std::uint16_t S::*, unsigned S::*, std::uint64_t S::*,
+               double S::*>
+      member;
+  bool since_later = false;
+};
+
+// Every described field under its key, in the table's order (numbers with stable digits).
+template <typename S>
+void write_fields(boost::json::object& out, const S& s,
+                  std::span<const field_description<S>> fields) {
+  for (const auto& f : fields) {
+    std::visit(
+        [&](auto member) {
+          using value = std::remove_cvref_t<decltype(s.*member)>;
+          if constexpr (std::is_same_v<value, double>) {
+            out[f.key] = stable(s.*member);
+          } else {
+            out[f.key] = s.*member;
+          }
+        },
+        f.member);
+  }
+}
+
+// Every described field; one the file lacks is an error, unless it came later.
+template <typename S>
+void read_fields(const boost::json::object& o, S& s, std::span<const field_description<S>> fields) {
+  for (const auto& f : fields) {
+    if (f.since_later && !o.contains(f.key)) continue;
+    std::visit(
+        [&](auto member) {
+          using value = std::remove_cvref_t<decltype(s.*member)>;
+          if constexpr (std::is_same_v<value, std::string>) {
+            s.*member = string_at(o, f.key);
+          } else if constexpr (std::is_same_v<value, bool>) {
+            s.*member = bool_at(o, f.key);
+          } else if constexpr (std::is_same_v<value, double>) {
+            s.*member = number_at(o, f.key);
+          } else {
+            s.*member = static_cast<value>(count_at(o, f.key));
+          }
+        },
+        f.member);
+  }
+}
+
+// What a run was: its settings as the JSON has them (the transport, arrivals and query set
+// are written apart).
+extern const std::span<const field_description<run_result>> run_setting_fields;
+// What a run measured as plain numbers.
+extern const std::span<const field_description<run_result>> run_figure_fields;
+// A rank's own figures under mpirun.
+extern const std::span<const field_description<rank_result>> rank_fields;
 
 boost::json::object connection_stats_to_json(const connection_stats& c);
 connection_stats connection_stats_from_json(const boost::json::object& o);

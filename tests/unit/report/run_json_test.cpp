@@ -12,7 +12,10 @@
 
 #include <boost/json.hpp>
 
+#include <dnstransport/error.hpp>
 #include <dnstransport/load.hpp>
+
+#include "report/run_json_parts.hpp"
 
 namespace dnstransport {
 namespace {
@@ -215,6 +218,77 @@ TEST(run_json_test, every_query_count_is_described_once_under_its_own_name) {
     for (const auto& e : query_count_descriptions) same_member += e.member == d.member ? 1 : 0;
     EXPECT_EQ(same_member, 1u) << d.name;
   }
+}
+
+// Gives every described field of `s` a value of its own (the n-th field: n + 1, or "n"),
+// so that a field written under one key and read from another shows.
+template <typename S>
+void set_distinct(S& s, std::span<const detail::field_description<S>> fields, int& n) {
+  for (const auto& f : fields) {
+    ++n;
+    std::visit(
+        [&](auto member) {
+          using value = std::remove_cvref_t<decltype(s.*member)>;
+          if constexpr (std::is_same_v<value, std::string>) {
+            s.*member = "v" + std::to_string(n);
+          } else if constexpr (std::is_same_v<value, bool>) {
+            s.*member = !(s.*member);
+          } else {
+            s.*member = static_cast<value>(n);
+          }
+        },
+        f.member);
+  }
+}
+
+template <typename S>
+void expect_same_fields(const S& got, const S& want,
+                        std::span<const detail::field_description<S>> fields) {
+  for (const auto& f : fields) {
+    std::visit([&](auto member) { EXPECT_EQ(got.*member, want.*member) << f.key; }, f.member);
+  }
+}
+
+TEST(run_json_test, every_described_setting_figure_and_rank_field_survives_json) {
+  run_result r = tls_run(transport_kind::tls);
+  int n = 0;
+  set_distinct(r, detail::run_setting_fields, n);
+  set_distinct(r, detail::run_figure_fields, n);
+  rank_result rank;
+  set_distinct(rank, detail::rank_fields, n);
+  r.ranks = {rank, rank};
+  r.ranks[1].rank = 7;
+  const run_result back = run_result_from_json(to_json(r), "run.json");
+  expect_same_fields(back, r, detail::run_setting_fields);
+  expect_same_fields(back, r, detail::run_figure_fields);
+  ASSERT_EQ(back.ranks.size(), 2u);
+  expect_same_fields(back.ranks[0], r.ranks[0], detail::rank_fields);
+  EXPECT_EQ(back.ranks[1].rank, 7u);
+}
+
+TEST(run_json_test, fields_that_came_later_read_as_their_defaults_from_older_files) {
+  run_result r = tls_run(transport_kind::tls);
+  r.label = "unbound";
+  r.rate = 5000;
+  r.coalesce_us = 1000;
+  r.client_rss_bytes = 1 << 20;
+  boost::json::object o = boost::json::parse(to_json(r)).as_object();
+  for (const auto* fields : {&detail::run_setting_fields, &detail::run_figure_fields}) {
+    for (const auto& f : *fields) {
+      if (f.since_later) {
+        EXPECT_TRUE(o.erase(f.key)) << f.key;
+      }
+    }
+  }
+  const run_result old = run_result_from_json(boost::json::serialize(o), "old.json");
+  EXPECT_EQ(old.label, "");
+  EXPECT_EQ(old.rate, 0.0);
+  EXPECT_EQ(old.coalesce_us, 0u);
+  EXPECT_EQ(old.client_rss_bytes, 0u);
+  EXPECT_EQ(old.clients, 2u);  // a field every file has is still read
+  // One that every file has is required.
+  o.erase("clients");
+  EXPECT_THROW(run_result_from_json(boost::json::serialize(o), "bad.json"), setup_error);
 }
 
 }  // namespace
