@@ -26,6 +26,93 @@ struct search_flags {
   std::string report_dir;
 };
 
+void add_search_flags(CLI::App& search_app, search_flags& flags) {
+  search_app
+      .add_option("--min-answered", flags.min_answered,
+                  "A step passes when at least this percentage of the queries scheduled "
+                  "were answered")
+      ->capture_default_str();
+  search_app
+      .add_option("--max-p99", flags.max_p99,
+                  "... and its 99th percentile latency (from the scheduled send) is at most "
+                  "this many milliseconds (0: no latency bound)")
+      ->capture_default_str();
+  search_app.add_option("--start-rate", flags.start_rate, "Queries per second of the first step")
+      ->capture_default_str();
+  search_app
+      .add_option("--max-rate", flags.max_rate,
+                  "Never offer more queries per second (0: no ceiling)")
+      ->capture_default_str();
+  search_app
+      .add_option("--settle", flags.settle, "Seconds of pause between steps, so queues drain")
+      ->capture_default_str();
+  search_app
+      .add_option("--repeats", flags.repeats, "Bisection steps run this many times; all must pass")
+      ->capture_default_str();
+  search_app
+      .add_option("--precision", flags.precision,
+                  "Stop when the lowest failing rate is within this fraction of the highest "
+                  "passing one")
+      ->capture_default_str();
+  search_app
+      .add_option("--max-time", flags.max_time,
+                  "Start no step that would end after this many seconds (0: no bound)")
+      ->capture_default_str();
+  search_app.add_option("--json", flags.json_file,
+                        "Write the search (criteria, max_rate, every step with its full run) here; "
+                        "rewritten after each step");
+  search_app.add_option("--report", flags.report_dir,
+                        "Write the steps table, steps.csv and the plot (answered % and p99 against "
+                        "offered rate) into this directory");
+}
+
+search_spec search_spec_of(const search_flags& flags) {
+  if (flags.run.rate != 0 || flags.run.client_rate != 0) {
+    throw setup_error(fmt::format(
+        "{} does not apply to search: it chooses the rates; use --start-rate and --max-rate",
+        flags.run.rate != 0 ? "--rate" : "--client-rate"));
+  }
+  if (flags.run.replay == "timing") {
+    throw setup_error(
+        "--replay timing does not apply to search: it chooses the rates (a capture is "
+        "searched with --replay fast)");
+  }
+  search_spec spec;
+  spec.load = make_load_spec(flags.run);
+  spec.min_answered_percent = flags.min_answered;
+  spec.max_p99_ms = flags.max_p99;
+  spec.start_rate = flags.start_rate;
+  spec.max_rate = flags.max_rate;
+  spec.step_seconds = flags.run.duration;
+  spec.settle_seconds = flags.settle;
+  spec.repeats = flags.repeats;
+  spec.precision = flags.precision;
+  spec.max_time_seconds = flags.max_time;
+  return spec;
+}
+
+void print_step(const search_step& s) {
+  const std::string phase = fmt::format("{}{}", search_phase_name(s.phase),
+                                        s.repeat > 0 ? fmt::format(" #{}", s.repeat + 1) : "");
+  fmt::print(
+      "step {:>2}  {:<9} {:>9.0f} q/s offered  {:>9.0f} answered/s  answered "
+      "{:>7.3f} %  p99 {:>8.3f} ms  {}\n",
+      s.index + 1, phase, s.rate, s.qps, s.answered_percent, s.p99_ms, s.verdict);
+  std::fflush(stdout);
+}
+
+// The search so far, rewritten after each step so that an interrupted search keeps its steps.
+void write_partial(const search_result& partial, const search_spec& spec,
+                   const std::string& json_file) {
+  search_result so_far = partial;
+  so_far.criteria = spec;
+  so_far.criteria.on_step = nullptr;
+  so_far.criteria.on_progress = nullptr;
+  so_far.criteria.stop = nullptr;
+  so_far.end_reason = "running";
+  write_file(json_file, to_json(so_far));
+}
+
 }  // namespace
 
 action add_search_command(CLI::App& app) {
@@ -49,63 +136,10 @@ action add_search_command(CLI::App& app) {
   auto f = std::make_shared<search_flags>();
   f->run.duration = 2;
   add_run_options(*search, f->run, true);
-  search
-      ->add_option("--min-answered", f->min_answered,
-                   "A step passes when at least this percentage of the queries scheduled "
-                   "were answered")
-      ->capture_default_str();
-  search
-      ->add_option("--max-p99", f->max_p99,
-                   "... and its 99th percentile latency (from the scheduled send) is at most "
-                   "this many milliseconds (0: no latency bound)")
-      ->capture_default_str();
-  search->add_option("--start-rate", f->start_rate, "Queries per second of the first step")
-      ->capture_default_str();
-  search
-      ->add_option("--max-rate", f->max_rate, "Never offer more queries per second (0: no ceiling)")
-      ->capture_default_str();
-  search->add_option("--settle", f->settle, "Seconds of pause between steps, so queues drain")
-      ->capture_default_str();
-  search->add_option("--repeats", f->repeats, "Bisection steps run this many times; all must pass")
-      ->capture_default_str();
-  search
-      ->add_option("--precision", f->precision,
-                   "Stop when the lowest failing rate is within this fraction of the highest "
-                   "passing one")
-      ->capture_default_str();
-  search
-      ->add_option("--max-time", f->max_time,
-                   "Start no step that would end after this many seconds (0: no bound)")
-      ->capture_default_str();
-  search->add_option("--json", f->json_file,
-                     "Write the search (criteria, max_rate, every step with its full run) here; "
-                     "rewritten after each step");
-  search->add_option("--report", f->report_dir,
-                     "Write the steps table, steps.csv and the plot (answered % and p99 against "
-                     "offered rate) into this directory");
+  add_search_flags(*search, *f);
   return [search, f]() -> int {
     if (!search->parsed()) return -1;
-    if (f->run.rate != 0 || f->run.client_rate != 0) {
-      throw setup_error(fmt::format(
-          "{} does not apply to search: it chooses the rates; use --start-rate and --max-rate",
-          f->run.rate != 0 ? "--rate" : "--client-rate"));
-    }
-    if (f->run.replay == "timing") {
-      throw setup_error(
-          "--replay timing does not apply to search: it chooses the rates (a capture is "
-          "searched with --replay fast)");
-    }
-    search_spec spec;
-    spec.load = make_load_spec(f->run);
-    spec.min_answered_percent = f->min_answered;
-    spec.max_p99_ms = f->max_p99;
-    spec.start_rate = f->start_rate;
-    spec.max_rate = f->max_rate;
-    spec.step_seconds = f->run.duration;
-    spec.settle_seconds = f->settle;
-    spec.repeats = f->repeats;
-    spec.precision = f->precision;
-    spec.max_time_seconds = f->max_time;
+    search_spec spec = search_spec_of(*f);
     const bool quiet = f->run.quiet;
     require_server_under_mpirun(!f->run.server.empty());
     std::unique_ptr<builtin_responder> responder;
@@ -127,25 +161,8 @@ action add_search_command(CLI::App& app) {
     spec.on_step = [&](const search_step& s) {
       progress.finish();
       partial.steps.push_back(s);
-      if (!quiet) {
-        const std::string phase =
-            fmt::format("{}{}", search_phase_name(s.phase),
-                        s.repeat > 0 ? fmt::format(" #{}", s.repeat + 1) : "");
-        fmt::print(
-            "step {:>2}  {:<9} {:>9.0f} q/s offered  {:>9.0f} answered/s  answered "
-            "{:>7.3f} %  p99 {:>8.3f} ms  {}\n",
-            s.index + 1, phase, s.rate, s.qps, s.answered_percent, s.p99_ms, s.verdict);
-        std::fflush(stdout);
-      }
-      if (!f->json_file.empty()) {
-        search_result so_far = partial;
-        so_far.criteria = spec;
-        so_far.criteria.on_step = nullptr;
-        so_far.criteria.on_progress = nullptr;
-        so_far.criteria.stop = nullptr;
-        so_far.end_reason = "running";
-        write_file(f->json_file, to_json(so_far));
-      }
+      if (!quiet) print_step(s);
+      if (!f->json_file.empty()) write_partial(partial, spec, f->json_file);
     };
     const search_result result = run_search(spec);
     progress.finish();

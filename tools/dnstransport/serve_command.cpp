@@ -182,6 +182,75 @@ void print_answered(const server_stats& st, const server_options& s) {
   }
 }
 
+// Settings of one transport's listener: DoH's path, DoQ's streams, 0-RTT, Retry.
+void add_transport_flags(CLI::App& serve, serve_options& o) {
+  serve.add_option("--doh-path", o.doh_path, "DoH: the path requests go to")->capture_default_str();
+  serve
+      .add_option("--doq-max-streams", o.doq_max_streams,
+                  "DoQ: queries (streams) a client may have open at once")
+      ->capture_default_str();
+  serve.add_flag("--no-0rtt", o.no_0rtt,
+                 "TLS and DoH: refuse 0-RTT (tickets allow no early data; resumption still "
+                 "works). Without it early data is accepted: with GnuTLS a replayed "
+                 "ClientHello's is refused, the OpenSSL listener does not check for replays");
+  serve.add_flag("--doq-no-0rtt", o.doq_no_0rtt,
+                 "DoQ: refuse 0-RTT (tickets allow no early data; resumption still works)");
+  serve.add_flag("--doq-retry", o.doq_retry,
+                 "DoQ: validate every client's address with a Retry first (a round trip more "
+                 "per connection, as a server under a flood of spoofed packets would)");
+}
+
+// Threads, answers, TLS certificate, connection limits and the rate limit.
+void add_responder_flags(CLI::App& serve, serve_options& o) {
+  serve.add_option("--threads", o.threads, "Threads, each with its own SO_REUSEPORT sockets")
+      ->capture_default_str();
+  serve.add_option("--cpus", o.cpus, "Pin threads to these CPUs, e.g. 1 or 2-3");
+  serve
+      .add_option("--mode", o.mode,
+                  "answer: synthetic A/AAAA answer for any name; echo: the query back with QR set")
+      ->capture_default_str();
+  serve.add_option("--tls-backend", o.tls_backend, "TLS library: openssl or gnutls")
+      ->capture_default_str();
+  serve.add_option("--cert", o.certificate, "PEM certificate chain (generated when absent)");
+  serve.add_option("--key", o.key, "PEM private key (generated when absent)");
+  serve.add_option("--cert-dir", o.certificate_directory,
+                   "Where a generated certificate is written (default: a temporary directory)");
+  serve.add_option("--close-after", o.close_after,
+                   "Close a connection after this many answers (DoQ: CONNECTION_CLOSE with "
+                   "DOQ_NO_ERROR; 0: never)");
+  serve.add_option("--idle-timeout", o.idle_timeout,
+                   "Close a TCP/TLS/DoH connection idle this many seconds (0: never); DoQ's "
+                   "QUIC idle timeout (0: 30 s)");
+  serve.add_option(
+      "--keepalive-timeout", o.keepalive_timeout,
+      "edns-tcp-keepalive (RFC 7828): the idle timeout, in seconds, advertised over TCP/TLS/DoH "
+      "to queries that carry the option (sent in units of 100 ms, 0 to 6553.5). Default: "
+      "--idle-timeout when given, otherwise 120 s. Only advertised: connections are closed by "
+      "--idle-timeout");
+  serve
+      .add_option("--padding-block", o.padding_block,
+                  "Padding (RFC 7830): answers to queries that carry a padding option are padded "
+                  "over TLS/DoH/DoQ to a multiple of this many octets (RFC 8467 recommends "
+                  "468); 0: never pad")
+      ->capture_default_str();
+  serve.add_flag("--reverse-order", o.reverse_order,
+                 "Answer the queries of each read in reverse order (tests pipelining clients)");
+  serve
+      .add_option("--rate-limit", o.rate_limit,
+                  "Answer at most N queries per second in total: UDP queries over the limit are "
+                  "dropped, TCP/TLS/DoH/DoQ answers wait (in order, nothing dropped); a target "
+                  "with a known capacity for `search` (0: no limit)")
+      ->capture_default_str();
+  serve.add_flag("--no-ticket-renewal", o.no_ticket_renewal,
+                 "TLS: send no new session ticket after a resumed handshake, so clients "
+                 "resume from the ticket they have (like dnsdist; openssl backend only)");
+  serve
+      .add_option("--ready-fd", o.ready_fd,
+                  "Once listening, write the ports (\"udp=P tcp=P tls=P doh=P doq=P\") to this "
+                  "open descriptor and close it (used by run/sweep --server-process)")
+      ->group("");
+}
+
 }  // namespace
 
 action add_serve_command(CLI::App& app) {
@@ -190,68 +259,8 @@ action add_serve_command(CLI::App& app) {
       "Run the built-in DNS responder until interrupted (UDP, and TCP/TLS/DoH/DoQ if asked)");
   auto o = std::make_shared<serve_options>();
   add_listener_flags(*serve, *o);
-  serve->add_option("--doh-path", o->doh_path, "DoH: the path requests go to")
-      ->capture_default_str();
-  serve
-      ->add_option("--doq-max-streams", o->doq_max_streams,
-                   "DoQ: queries (streams) a client may have open at once")
-      ->capture_default_str();
-  serve->add_flag("--no-0rtt", o->no_0rtt,
-                  "TLS and DoH: refuse 0-RTT (tickets allow no early data; resumption still "
-                  "works). Without it early data is accepted: with GnuTLS a replayed "
-                  "ClientHello's is refused, the OpenSSL listener does not check for replays");
-  serve->add_flag("--doq-no-0rtt", o->doq_no_0rtt,
-                  "DoQ: refuse 0-RTT (tickets allow no early data; resumption still works)");
-  serve->add_flag("--doq-retry", o->doq_retry,
-                  "DoQ: validate every client's address with a Retry first (a round trip more "
-                  "per connection, as a server under a flood of spoofed packets would)");
-  serve->add_option("--threads", o->threads, "Threads, each with its own SO_REUSEPORT sockets")
-      ->capture_default_str();
-  serve->add_option("--cpus", o->cpus, "Pin threads to these CPUs, e.g. 1 or 2-3");
-  serve
-      ->add_option("--mode", o->mode,
-                   "answer: synthetic A/AAAA answer for any name; echo: the query back with QR set")
-      ->capture_default_str();
-  serve->add_option("--tls-backend", o->tls_backend, "TLS library: openssl or gnutls")
-      ->capture_default_str();
-  serve->add_option("--cert", o->certificate, "PEM certificate chain (generated when absent)");
-  serve->add_option("--key", o->key, "PEM private key (generated when absent)");
-  serve->add_option("--cert-dir", o->certificate_directory,
-                    "Where a generated certificate is written (default: a temporary directory)");
-  serve->add_option("--close-after", o->close_after,
-                    "Close a connection after this many answers (DoQ: CONNECTION_CLOSE with "
-                    "DOQ_NO_ERROR; 0: never)");
-  serve->add_option("--idle-timeout", o->idle_timeout,
-                    "Close a TCP/TLS/DoH connection idle this many seconds (0: never); DoQ's "
-                    "QUIC idle timeout (0: 30 s)");
-  serve->add_option(
-      "--keepalive-timeout", o->keepalive_timeout,
-      "edns-tcp-keepalive (RFC 7828): the idle timeout, in seconds, advertised over TCP/TLS/DoH "
-      "to queries that carry the option (sent in units of 100 ms, 0 to 6553.5). Default: "
-      "--idle-timeout when given, otherwise 120 s. Only advertised: connections are closed by "
-      "--idle-timeout");
-  serve
-      ->add_option("--padding-block", o->padding_block,
-                   "Padding (RFC 7830): answers to queries that carry a padding option are padded "
-                   "over TLS/DoH/DoQ to a multiple of this many octets (RFC 8467 recommends "
-                   "468); 0: never pad")
-      ->capture_default_str();
-  serve->add_flag("--reverse-order", o->reverse_order,
-                  "Answer the queries of each read in reverse order (tests pipelining clients)");
-  serve
-      ->add_option("--rate-limit", o->rate_limit,
-                   "Answer at most N queries per second in total: UDP queries over the limit are "
-                   "dropped, TCP/TLS/DoH/DoQ answers wait (in order, nothing dropped); a target "
-                   "with a known capacity for `search` (0: no limit)")
-      ->capture_default_str();
-  serve->add_flag("--no-ticket-renewal", o->no_ticket_renewal,
-                  "TLS: send no new session ticket after a resumed handshake, so clients "
-                  "resume from the ticket they have (like dnsdist; openssl backend only)");
-  serve
-      ->add_option("--ready-fd", o->ready_fd,
-                   "Once listening, write the ports (\"udp=P tcp=P tls=P doh=P doq=P\") to this "
-                   "open descriptor and close it (used by run/sweep --server-process)")
-      ->group("");
+  add_transport_flags(*serve, *o);
+  add_responder_flags(*serve, *o);
   serve->footer(
       "Example: dnstransport serve --listen 127.0.0.1:5300 --tcp 127.0.0.1:5300 "
       "--tls 127.0.0.1:8853 --doh 127.0.0.1:8443 --doq 127.0.0.1:8853 --threads 2 --cpus 1\n"

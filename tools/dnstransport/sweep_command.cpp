@@ -346,7 +346,8 @@ action add_sweep_command(CLI::App& app, std::string command) {
   auto* sweep = app.add_subcommand(
       "sweep",
       "Run loads over a grid of transports, client counts and queries per connection, each "
-      "repeated; report TCP/TLS/DoH as % of UDP and the handshake amortization; save JSON and CSV");
+      "repeated; report each transport as % of UDP and the handshake amortization; save JSON and "
+      "CSV");
   auto o = std::make_shared<run_options>();
   auto f = std::make_shared<sweep_flags>();
   o->duration = sweep_plan{}.duration_seconds;

@@ -118,7 +118,10 @@ void validate_replay(const load_spec& spec) {
 
 }  // namespace
 
-void validate(const load_spec& spec) {
+namespace {
+
+// How much load, for how long, and the monitored processes.
+void validate_size(const load_spec& spec) {
   if (spec.clients == 0) throw setup_error("--clients must be at least 1");
   if (spec.outstanding == 0 || spec.outstanding > 65536) {
     throw setup_error(
@@ -149,6 +152,10 @@ void validate(const load_spec& spec) {
   }
   if (!(spec.timeout_seconds > 0)) throw setup_error("--timeout must be greater than 0 seconds");
   if (spec.warmup_seconds < 0) throw setup_error("--warmup cannot be negative");
+}
+
+// The rate and how it is spread in time.
+void validate_pace(const load_spec& spec) {
   if (!(spec.rate >= 0)) throw setup_error("--rate cannot be negative");
   if (spec.arrivals == arrival_mode::replay) {
     throw setup_error(
@@ -169,7 +176,9 @@ void validate(const load_spec& spec) {
                     spec.interval_seconds));
   }
   if (spec.port == 0) throw setup_error("the server port cannot be 0");
-  const transport_traits& traits = traits_of(spec.transport);
+}
+
+void validate_connections(const load_spec& spec, const transport_traits& traits) {
   if (!traits.has_connections && spec.queries_per_connection != 0) {
     throw setup_error(
         fmt::format("--queries-per-connection applies to transports with connections ({} has none)",
@@ -183,9 +192,6 @@ void validate(const load_spec& spec) {
     throw setup_error(fmt::format("--idle applies to transports with connections ({}; {} has none)",
                                   transport_names_where(&transport_traits::has_connections),
                                   traits.name));
-  }
-  if (!spec.tls.ca_file.empty() && !spec.tls.verify) {
-    throw setup_error("--ca-file is only used with --verify");
   }
   if (spec.tc_retry_tcp && traits.has_connections) {
     throw setup_error(
@@ -202,6 +208,12 @@ void validate(const load_spec& spec) {
                     max_coalesce_us, spec.coalesce_us));
   }
   check_cpus(spec.cpus, "--cpus");
+}
+
+void validate_tls(const load_spec& spec, const transport_traits& traits) {
+  if (!spec.tls.ca_file.empty() && !spec.tls.verify) {
+    throw setup_error("--ca-file is only used with --verify");
+  }
   if (traits.has_tls) {
     detail::check_version_range(spec.tls.min_version, spec.tls.max_version);
     const auto available = available_tls_backends();
@@ -230,6 +242,10 @@ void validate(const load_spec& spec) {
   if (spec.tls.early_data && !spec.tls.resume) {
     throw setup_error("--early-data needs --tls-resume (0-RTT rides on a resumed session)");
   }
+}
+
+// The queries and the EDNS options added to them, and the transport's own rules.
+void validate_queries(const load_spec& spec, const transport_traits& traits) {
   if (spec.queries && spec.queries->empty()) throw setup_error("the query set is empty");
   validate_replay(spec);
   if (spec.edns_keepalive && !traits.over_tcp) {
@@ -247,6 +263,17 @@ void validate(const load_spec& spec) {
         "to queries that carry the option");
   }
   if (const auto check = detail::registered_transport(spec.transport).check) check(spec);
+}
+
+}  // namespace
+
+void validate(const load_spec& spec) {
+  const transport_traits& traits = traits_of(spec.transport);
+  validate_size(spec);
+  validate_pace(spec);
+  validate_connections(spec, traits);
+  validate_tls(spec, traits);
+  validate_queries(spec, traits);
 }
 
 std::string_view doh_method_name(doh_method method) noexcept {

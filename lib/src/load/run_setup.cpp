@@ -191,6 +191,80 @@ capture_summary summarize(const load_spec& spec) {
 
 }  // namespace
 
+namespace {
+
+// What was run, as the result says it: the settings, the query set, and the set-up's warnings.
+void describe_run(run_result& result, const load_spec& spec, const query_set& queries) {
+  result.label = spec.label;
+  result.server = spec.server;
+  result.port = spec.port;
+  result.transport = spec.transport;
+  if (traits_of(spec.transport).has_tls) {
+    result.tls_backend = std::string(tls_backend_name(spec.tls.backend));
+  }
+  result.clients = spec.clients;
+  result.outstanding = spec.outstanding;
+  result.queries_per_connection = spec.queries_per_connection;
+  result.idle_seconds = spec.idle_seconds;
+  result.coalesce_us = spec.coalesce_us;
+  result.query_origin = queries.origin();
+  result.query_count_in_set = queries.size();
+  if (spec.capture) result.capture = summarize(spec);
+  result.edns.keepalive_sent = spec.edns_keepalive;
+  result.edns.padding_block = spec.edns_padding_block;
+  result.interval_seconds = spec.interval_seconds;
+  if (spec.edns_padding_block != 0 && !traits_of(spec.transport).has_tls) {
+    result.warnings.push_back(fmt::format(
+        "--edns-padding over {}: the queries travel in clear, so padding hides nothing (RFC "
+        "8467 pads encrypted messages), and servers need not pad their answers",
+        traits_of(spec.transport).name));
+  }
+}
+
+// When queries are sent: closed loop, on a schedule at a rate, or on a capture's clock.
+void plan_arrivals(run_plan& plan, run_result& result, const load_spec& spec) {
+  const double rate = total_rate(spec);
+  plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : spec.client_rate;
+  if (rate > 0) {
+    plan.arrivals = spec.arrivals == arrival_mode::constant  ? run_plan::schedule::constant
+                    : spec.arrivals == arrival_mode::poisson ? run_plan::schedule::poisson
+                                                             : run_plan::schedule::closed;
+    result.rate = rate;
+    result.client_rate = spec.client_rate;
+    result.arrivals = spec.arrivals;
+  }
+  if (spec.capture && spec.replay == replay_mode::timing) {
+    plan.arrivals = run_plan::schedule::replay;
+    result.arrivals = arrival_mode::replay;
+    plan_replay(*spec.capture, spec.replay_speed, plan);
+  }
+}
+
+// What the clients know of the queries: their questions (no two in flight at once) and, over
+// UDP, the largest answer each allows.
+void plan_queries(run_plan& plan, run_result& result, const load_spec& spec,
+                  const query_set& queries) {
+  plan.distinct_questions = number_questions(queries, plan.question_of);
+  // A replayed client sends what its source sent; it has no choice of questions to widen.
+  if (plan.distinct_questions < spec.outstanding && plan.arrivals != run_plan::schedule::replay) {
+    result.warnings.push_back(fmt::format(
+        "at most {} queries in flight per client, not --outstanding {}: the query list has {}, "
+        "and a client never has two queries with the same question in "
+        "flight (so that an answer carrying another query's id cannot pass the question check)",
+        plan.distinct_questions, spec.outstanding,
+        counted(plan.distinct_questions, "distinct question")));
+  }
+  plan.read_edns_options = result.edns.requested();
+  if (!traits_of(spec.transport).has_connections) {
+    plan.udp_answer_limits.reserve(queries.size());
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      plan.udp_answer_limits.push_back(udp_answer_limit(queries[i]));
+    }
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   validate(spec);
   const auto server_address = resolve(spec.server);
@@ -205,30 +279,7 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   if (spec.edns_keepalive || spec.edns_padding_block != 0) {
     queries = with_edns_options(*queries, spec);
   }
-
-  result.label = spec.label;
-  result.server = spec.server;
-  result.port = spec.port;
-  result.transport = spec.transport;
-  if (traits_of(spec.transport).has_tls) {
-    result.tls_backend = std::string(tls_backend_name(spec.tls.backend));
-  }
-  result.clients = spec.clients;
-  result.outstanding = spec.outstanding;
-  result.queries_per_connection = spec.queries_per_connection;
-  result.idle_seconds = spec.idle_seconds;
-  result.coalesce_us = spec.coalesce_us;
-  result.query_origin = queries->origin();
-  result.query_count_in_set = queries->size();
-  if (spec.capture) result.capture = summarize(spec);
-  result.edns.keepalive_sent = spec.edns_keepalive;
-  result.edns.padding_block = spec.edns_padding_block;
-  if (spec.edns_padding_block != 0 && !traits_of(spec.transport).has_tls) {
-    result.warnings.push_back(fmt::format(
-        "--edns-padding over {}: the queries travel in clear, so padding hides nothing (RFC "
-        "8467 pads encrypted messages), and servers need not pad their answers",
-        traits_of(spec.transport).name));
-  }
+  describe_run(result, spec, *queries);
 
   const unsigned threads = std::min(spec.threads, spec.clients);
   if (threads < spec.threads) {
@@ -251,47 +302,16 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   plan.server_port = spec.port;
   plan.sources = sources;
   plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
-  const double rate = total_rate(spec);
-  plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : spec.client_rate;
-  if (rate > 0) {
-    plan.arrivals = spec.arrivals == arrival_mode::constant  ? run_plan::schedule::constant
-                    : spec.arrivals == arrival_mode::poisson ? run_plan::schedule::poisson
-                                                             : run_plan::schedule::closed;
-    result.rate = rate;
-    result.client_rate = spec.client_rate;
-    result.arrivals = spec.arrivals;
-  }
-  if (spec.capture && spec.replay == replay_mode::timing) {
-    plan.arrivals = run_plan::schedule::replay;
-    result.arrivals = arrival_mode::replay;
-    plan_replay(*spec.capture, spec.replay_speed, plan);
-  }
+  plan.interval_ns = seconds_to_ns(spec.interval_seconds);
+  plan.connections_gauge = &prepared->connections_gauge;
+  plan_arrivals(plan, result, spec);
   // What the run is planned to last, for progress and the monitor's readings: a timing
   // replay without a duration lasts as long as its capture, at its speed.
   prepared->duration_seconds =
       spec.duration_seconds > 0 || !result.capture
           ? spec.duration_seconds
           : result.capture->span_seconds / spec.replay_speed + spec.timeout_seconds;
-  plan.interval_ns = seconds_to_ns(spec.interval_seconds);
-  plan.connections_gauge = &prepared->connections_gauge;
-  result.interval_seconds = spec.interval_seconds;
-  plan.distinct_questions = number_questions(*queries, plan.question_of);
-  // A replayed client sends what its source sent; it has no choice of questions to widen.
-  if (plan.distinct_questions < spec.outstanding && plan.arrivals != run_plan::schedule::replay) {
-    result.warnings.push_back(fmt::format(
-        "at most {} queries in flight per client, not --outstanding {}: the query list has {}, "
-        "and a client never has two queries with the same question in "
-        "flight (so that an answer carrying another query's id cannot pass the question check)",
-        plan.distinct_questions, spec.outstanding,
-        counted(plan.distinct_questions, "distinct question")));
-  }
-  plan.read_edns_options = result.edns.requested();
-  if (!traits_of(spec.transport).has_connections) {
-    plan.udp_answer_limits.reserve(queries->size());
-    for (std::size_t i = 0; i < queries->size(); ++i) {
-      plan.udp_answer_limits.push_back(udp_answer_limit((*queries)[i]));
-    }
-  }
+  plan_queries(plan, result, spec, *queries);
   return prepared;
 }
 

@@ -96,29 +96,41 @@ void add_qps_against_clients(const sweep_result& r, plot_set& into) {
   into.plots.push_back(std::move(s));
 }
 
+// The bars of the % of UDP plot: the client counts (groups), the transports with their
+// queries per connection (one bar each), the highest bar and the longest finite connection.
+struct bar_groups {
+  std::vector<unsigned> clients;
+  std::vector<std::pair<sweep_transport, std::uint64_t>> series;
+  double largest = 100;
+  std::uint64_t longest_finite = 1;
+};
+
+bar_groups bar_groups_of(const sweep_result& r) {
+  bar_groups g;
+  for (const auto& e : r.percent_of_udp) {
+    if (std::find(g.clients.begin(), g.clients.end(), e.clients) == g.clients.end()) {
+      g.clients.push_back(e.clients);
+    }
+    const std::pair key{e.transport, e.queries_per_connection};
+    if (std::find(g.series.begin(), g.series.end(), key) == g.series.end()) g.series.push_back(key);
+    g.largest = std::max(g.largest, e.percent_max);
+  }
+  std::sort(g.clients.begin(), g.clients.end());
+  for (const auto& [transport, n] : g.series) g.longest_finite = std::max(g.longest_finite, n);
+  return g;
+}
+
 // (2) Grouped bars: one group per client count, one bar per TCP/TLS transport and queries per
 // connection, darker for longer-lived connections.
 void add_percent_of_udp(const sweep_result& r, plot_set& into) {
   if (r.percent_of_udp.empty()) {
     into.skipped.push_back(
-        "TCP/TLS/DoH as % of UDP: needs UDP and TCP, TLS or DoH points with the same client "
+        "% of UDP: needs UDP points and points of another transport with the same client "
         "counts");
     return;
   }
-  std::vector<unsigned> clients;
-  std::vector<std::pair<sweep_transport, std::uint64_t>> series;
-  double largest = 100;
-  for (const auto& e : r.percent_of_udp) {
-    if (std::find(clients.begin(), clients.end(), e.clients) == clients.end()) {
-      clients.push_back(e.clients);
-    }
-    const std::pair key{e.transport, e.queries_per_connection};
-    if (std::find(series.begin(), series.end(), key) == series.end()) series.push_back(key);
-    largest = std::max(largest, e.percent_max);
-  }
-  std::sort(clients.begin(), clients.end());
-  std::uint64_t longest_finite = 1;
-  for (const auto& [transport, n] : series) longest_finite = std::max(longest_finite, n);
+  const bar_groups groups = bar_groups_of(r);
+  const auto& [clients, series, largest, longest_finite] = groups;
 
   const double width = 0.8 / static_cast<double>(series.size());
   std::string data;
@@ -164,7 +176,7 @@ void add_percent_of_udp(const sweep_result& r, plot_set& into) {
   }
   plot_script p;
   p.name = "percent_of_udp";
-  p.title = "TCP and DNS-over-TLS throughput as a percentage of UDP";
+  p.title = "Throughput over each transport as a percentage of UDP";
   p.description =
       "Each transport's mean answers per second as a percentage of UDP with the same number of "
       "clients (bars: slowest against fastest repeats); lighter bars are shorter-lived "
@@ -204,6 +216,38 @@ std::size_t color_of(const sweep_result& r, const sweep_transport& transport) {
   return static_cast<std::size_t>(found - r.plan.transports.begin()) + 1;
 }
 
+namespace {
+
+// The queries per connection of a sweep's points with connections, in order, unlimited
+// last: the x axis by rank.
+std::vector<std::uint64_t> connection_lengths(const sweep_result& r) {
+  std::vector<std::uint64_t> per_connection;
+  for (const auto& p : r.points) {
+    if (!traits_of(p.point.transport.transport).has_connections) continue;
+    const std::uint64_t q = p.point.queries_per_connection;
+    if (std::find(per_connection.begin(), per_connection.end(), q) == per_connection.end()) {
+      per_connection.push_back(q);
+    }
+  }
+  std::sort(per_connection.begin(), per_connection.end(), [](std::uint64_t a, std::uint64_t b) {
+    return (a == 0 ? UINT64_MAX : a) < (b == 0 ? UINT64_MAX : b);
+  });
+  return per_connection;
+}
+
+std::string connection_tics(const std::vector<std::uint64_t>& per_connection) {
+  std::string tics;
+  for (std::size_t k = 0; k < per_connection.size(); ++k) {
+    tics += fmt::format(
+        "{}\"{}\" {}", k == 0 ? "" : ", ",
+        per_connection[k] == 0 ? std::string("unlimited") : std::to_string(per_connection[k]),
+        k + 1);
+  }
+  return tics;
+}
+
+}  // namespace
+
 // (6) The server's CPU per 1,000 answers against queries per connection, one line per
 // transport at the largest client count with monitored points; UDP (no connections) as a
 // flat line: what TCP and TLS cost the server, not only the throughput they keep.
@@ -220,18 +264,7 @@ void add_server_cpu(const sweep_result& r, plot_set& into) {
         "--monitor-cgroup, --server-process or a target's pid=)");
     return;
   }
-  // Queries per connection on the x axis by rank, unlimited last.
-  std::vector<std::uint64_t> per_connection;
-  for (const auto& p : r.points) {
-    if (!traits_of(p.point.transport.transport).has_connections) continue;
-    const std::uint64_t q = p.point.queries_per_connection;
-    if (std::find(per_connection.begin(), per_connection.end(), q) == per_connection.end()) {
-      per_connection.push_back(q);
-    }
-  }
-  std::sort(per_connection.begin(), per_connection.end(), [](std::uint64_t a, std::uint64_t b) {
-    return (a == 0 ? UINT64_MAX : a) < (b == 0 ? UINT64_MAX : b);
-  });
+  const std::vector<std::uint64_t> per_connection = connection_lengths(r);
   const auto rank = [&](std::uint64_t q) {
     return static_cast<double>(std::find(per_connection.begin(), per_connection.end(), q) -
                                per_connection.begin() + 1);
@@ -270,13 +303,7 @@ void add_server_cpu(const sweep_result& r, plot_set& into) {
     into.skipped.push_back("server CPU per 1,000 answers: no monitored point had answers");
     return;
   }
-  std::string tics;
-  for (std::size_t k = 0; k < per_connection.size(); ++k) {
-    tics += fmt::format(
-        "{}\"{}\" {}", k == 0 ? "" : ", ",
-        per_connection[k] == 0 ? std::string("unlimited") : std::to_string(per_connection[k]),
-        k + 1);
-  }
+  const std::string tics = connection_tics(per_connection);
   plot_script s;
   s.name = "server_cpu";
   s.title = "Server CPU per 1,000 answers";

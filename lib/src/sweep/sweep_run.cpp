@@ -90,12 +90,10 @@ search_spec point_search_spec(const sweep_plan& plan, const sweep_point& point,
   return spec;
 }
 
-}  // namespace
-
-sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks) {
-  const std::vector<sweep_point> points = expand(plan);
+// The plan with what every run shares made once (the default queries encoded), every
+// point's spec validated before the first run.
+sweep_plan prepare(const sweep_plan& plan, const std::vector<sweep_point>& points) {
   sweep_plan prepared = plan;
-  // Encode the default queries once, not once per run.
   if (!prepared.base.queries) {
     prepared.base.queries = std::make_shared<const query_set>(default_queries());
   }
@@ -107,110 +105,153 @@ sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks)
     }
     for (const auto& point : points) validate(point_search_spec(prepared, point, nullptr));
   }
-  const std::atomic<bool>* stop = plan.base.stop;
+  return prepared;
+}
 
-  sweep_result result;
-  result.plan = prepared;
-  result.plan.base.stop = nullptr;
-  result.plan.base.on_progress = nullptr;
-  result.query_origin = prepared.base.queries->origin();
-  result.query_count = prepared.base.queries->size();
-  result.tool_version = std::string(library_version());
-  result.machine = this_machine();
-  result.started_at = utc_now();
-  result.planned_points = points.size();
+// One sweep in progress: the points measured in turn, each by its repeats or by a search.
+class sweep_runner {
+ public:
+  sweep_runner(const sweep_plan& plan, const sweep_callbacks& callbacks,
+               std::vector<sweep_point> points)
+      : plan_(plan),
+        callbacks_(callbacks),
+        points_(std::move(points)),
+        prepared_(prepare(plan, points_)),
+        stop_(plan.base.stop),
+        // Shared by several processes: every member must run each point, so a stop is
+        // decided together at the start of the next load (load_group::start_together).
+        lockstep_(plan.base.group != nullptr),
+        eta_(plan, points_.size() * plan.repeats) {}
 
-  const auto start = clock_type::now();
-  eta_estimator eta(plan, points.size() * plan.repeats);
-  bool first_run = true;
-  // Shared by several processes: every member must run each point, so a stop is decided
-  // together at the start of the next load (load_group::start_together), not here.
-  const bool lockstep = plan.base.group != nullptr;
-  for (std::size_t i = 0; i < points.size() && !result.interrupted; ++i) {
-    sweep_point_result measured;
-    measured.point = points[i];
-    sweep_progress progress;
-    progress.point_index = i;
-    progress.point_count = points.size();
-    progress.repeats = plan.repeats;
-    progress.point = points[i];
-    if (plan.search) {
-      if (!first_run) pause_unless_stopped(plan.pause_seconds, stop);
-      first_run = false;
-      if (!lockstep && stopped(stop)) {
-        result.interrupted = true;
-        break;
+  sweep_result run() {
+    describe_sweep();
+    for (std::size_t i = 0; i < points_.size() && !result_.interrupted; ++i) {
+      sweep_point_result measured;
+      measured.point = points_[i];
+      progress_ = {};
+      progress_.point_index = i;
+      progress_.point_count = points_.size();
+      progress_.repeats = plan_.repeats;
+      progress_.point = points_[i];
+      if (plan_.search) {
+        search_point(measured);
+      } else {
+        repeat_point(measured);
       }
-      progress.elapsed_seconds = seconds_since(start);
-      if (callbacks.on_progress) callbacks.on_progress(progress);
-      search_spec spec = point_search_spec(prepared, points[i], stop);
-      if (callbacks.on_progress) {
-        spec.on_progress = [&](const load_progress& p) {
-          progress.run = p;
-          progress.elapsed_seconds = seconds_since(start);
-          callbacks.on_progress(progress);
-        };
+      if (!measured.repeats.empty()) {
+        measured.summary = summarize(measured.repeats);
+        result_.points.push_back(std::move(measured));
       }
-      search_result found = run_search(spec);
-      if (found.interrupted) {
-        result.interrupted = true;
-        break;
-      }
-      measured.search = point_search{found.max_rate, found.failed_rate, found.end_reason,
-                                     static_cast<unsigned>(found.steps.size())};
-      for (auto& step : found.steps) {
-        if (step.passed && step.rate == found.max_rate)
-          measured.repeats.push_back(std::move(step.run));
-      }
-      if (measured.repeats.empty()) {
-        result.warnings.push_back(fmt::format("{}: no rate tried was answered in full ({})",
-                                              describe(points[i]), found.end_reason));
-      }
+      result_.elapsed_seconds = seconds_since(start_);
+      derive_results(result_);
+      if (callbacks_.on_point_done && !result_.interrupted) callbacks_.on_point_done(result_);
     }
-    for (unsigned repeat = 0; repeat < (plan.search ? 0u : plan.repeats); ++repeat) {
-      const auto run_start = clock_type::now();
-      if (!first_run) pause_unless_stopped(plan.pause_seconds, stop);
-      first_run = false;
-      if (!lockstep && stopped(stop)) {
-        result.interrupted = true;
-        break;
-      }
-      progress.repeat = repeat;
-      progress.run.reset();
-      progress.elapsed_seconds = seconds_since(start);
-      progress.eta_seconds = eta.seconds_left(0);
-      if (callbacks.on_progress) callbacks.on_progress(progress);
+    result_.elapsed_seconds = seconds_since(start_);
+    derive_results(result_);
+    return std::move(result_);
+  }
 
-      load_spec spec = point_spec(prepared, points[i]);
-      spec.stop = stop;
-      if (callbacks.on_progress) {
-        spec.on_progress = [&](const load_progress& p) {
-          progress.run = p;
-          progress.elapsed_seconds = seconds_since(start);
-          progress.eta_seconds = eta.seconds_left(seconds_since(run_start));
-          callbacks.on_progress(progress);
+ private:
+  void describe_sweep() {
+    result_.plan = prepared_;
+    result_.plan.base.stop = nullptr;
+    result_.plan.base.on_progress = nullptr;
+    result_.query_origin = prepared_.base.queries->origin();
+    result_.query_count = prepared_.base.queries->size();
+    result_.tool_version = std::string(library_version());
+    result_.machine = this_machine();
+    result_.started_at = utc_now();
+    result_.planned_points = points_.size();
+  }
+
+  // The pause between runs (none before the first); false when a stop came.
+  bool pause() {
+    if (!first_run_) pause_unless_stopped(plan_.pause_seconds, stop_);
+    first_run_ = false;
+    if (!lockstep_ && stopped(stop_)) {
+      result_.interrupted = true;
+      return false;
+    }
+    return true;
+  }
+
+  void report(double run_seconds, bool with_eta) {
+    progress_.elapsed_seconds = seconds_since(start_);
+    if (with_eta) progress_.eta_seconds = eta_.seconds_left(run_seconds);
+    callbacks_.on_progress(progress_);
+  }
+
+  // sweep --search: the highest rate answered in full, and its passing steps as repeats.
+  void search_point(sweep_point_result& measured) {
+    if (!pause()) return;
+    if (callbacks_.on_progress) report(0, false);
+    search_spec spec = point_search_spec(prepared_, measured.point, stop_);
+    if (callbacks_.on_progress) {
+      spec.on_progress = [this](const load_progress& p) {
+        progress_.run = p;
+        report(0, false);
+      };
+    }
+    search_result found = run_search(spec);
+    if (found.interrupted) {
+      result_.interrupted = true;
+      return;
+    }
+    measured.search = point_search{found.max_rate, found.failed_rate, found.end_reason,
+                                   static_cast<unsigned>(found.steps.size())};
+    for (auto& step : found.steps) {
+      if (step.passed && step.rate == found.max_rate)
+        measured.repeats.push_back(std::move(step.run));
+    }
+    if (measured.repeats.empty()) {
+      result_.warnings.push_back(fmt::format("{}: no rate tried was answered in full ({})",
+                                             describe(measured.point), found.end_reason));
+    }
+  }
+
+  void repeat_point(sweep_point_result& measured) {
+    for (unsigned repeat = 0; repeat < plan_.repeats; ++repeat) {
+      const auto run_start = clock_type::now();
+      if (!pause()) return;
+      progress_.repeat = repeat;
+      progress_.run.reset();
+      if (callbacks_.on_progress) report(0, true);
+      load_spec spec = point_spec(prepared_, measured.point);
+      spec.stop = stop_;
+      if (callbacks_.on_progress) {
+        spec.on_progress = [this, run_start](const load_progress& p) {
+          progress_.run = p;
+          report(seconds_since(run_start), true);
         };
       }
       run_result run = run_load(spec);
-      eta.run_done(seconds_since(run_start));
+      eta_.run_done(seconds_since(run_start));
       // A member that went missing ends the sweep like a stop: the points done are kept.
       if (run.interrupted || run.ranks_missing() > 0) {
-        result.interrupted = true;
-        break;
+        result_.interrupted = true;
+        return;
       }
       measured.repeats.push_back(std::move(run));
     }
-    if (!measured.repeats.empty()) {
-      measured.summary = summarize(measured.repeats);
-      result.points.push_back(std::move(measured));
-    }
-    result.elapsed_seconds = seconds_since(start);
-    derive_results(result);
-    if (callbacks.on_point_done && !result.interrupted) callbacks.on_point_done(result);
   }
-  result.elapsed_seconds = seconds_since(start);
-  derive_results(result);
-  return result;
+
+  const sweep_plan& plan_;
+  const sweep_callbacks& callbacks_;
+  const std::vector<sweep_point> points_;
+  const sweep_plan prepared_;
+  const std::atomic<bool>* const stop_;
+  const bool lockstep_;
+  const clock_type::time_point start_ = clock_type::now();
+  eta_estimator eta_;
+  bool first_run_ = true;
+  sweep_progress progress_;
+  sweep_result result_;
+};
+
+}  // namespace
+
+sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks) {
+  return sweep_runner(plan, callbacks, expand(plan)).run();
 }
 
 }  // namespace dnstransport
