@@ -9,6 +9,7 @@
 
 #include <dnstransport/error.hpp>
 
+#include "search/search_steps.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport {
@@ -93,7 +94,8 @@ std::string verdict_of(const search_spec& spec, const run_result& r, bool& passe
 
 class searcher {
  public:
-  explicit searcher(const search_spec& spec) : spec_(spec), started_(monotonic_ns()) {
+  searcher(const search_spec& spec, const detail::step_runner& run_step)
+      : spec_(spec), run_step_(run_step), started_(monotonic_ns()) {
     result_.criteria = spec;
     result_.criteria.on_step = nullptr;
     result_.criteria.on_progress = nullptr;
@@ -195,7 +197,7 @@ class searcher {
     s.phase = phase;
     s.repeat = repeat;
     s.rate = rate;
-    s.run = run_load(load);
+    s.run = run_step_(load);
     const run_result& r = s.run;
     s.answered_percent = r.answered_percent();
     s.qps = r.qps;
@@ -260,6 +262,7 @@ class searcher {
   }
 
   const search_spec& spec_;
+  const detail::step_runner& run_step_;
   std::uint64_t started_;
   const bool lockstep_ = spec_.load.group != nullptr;
   double lockstep_elapsed_ = 0;
@@ -274,8 +277,12 @@ class searcher {
 }  // namespace
 
 search_result run_search(const search_spec& spec) {
+  return detail::run_search_with(spec, run_load);
+}
+
+search_result detail::run_search_with(const search_spec& spec, const step_runner& run_step) {
   validate(spec);
-  return searcher(spec).run();
+  return searcher(spec, run_step).run();
 }
 
 }  // namespace dnstransport
