@@ -155,6 +155,66 @@ load_spec share_of(const load_spec& spec, unsigned rank, unsigned size) {
   return mine;
 }
 
+namespace {
+
+// Adds one more member's run to the merged one: counts and CPU summed, histograms and
+// timelines merged, the longest window, the first monitored server, each warning once.
+void add_member(run_result& out, const run_result& r) {
+  out.clients += r.clients;
+  out.threads = std::max(out.threads, r.threads);
+  out.rate += r.rate;
+  static_cast<query_counts&>(out) += r;
+  add_map(out.http_failures, r.http_failures);
+  add_map(out.quic_failures, r.quic_failures);
+  for (std::size_t i = 0; i < out.rcodes.size(); ++i) out.rcodes[i] += r.rcodes[i];
+  out.send_lag.merge(r.send_lag);
+  out.elapsed_seconds = std::max(out.elapsed_seconds, r.elapsed_seconds);
+  out.client_cpu_seconds += r.client_cpu_seconds;
+  out.client_rss_bytes += r.client_rss_bytes;
+  out.generator += r.generator;
+  out.max_thread_cpu_share = std::max(out.max_thread_cpu_share, r.max_thread_cpu_share);
+  out.interrupted = out.interrupted || r.interrupted;
+  out.latency.merge(r.latency);
+  out.first_query_latency.merge(r.first_query_latency);
+  out.connect_latency.merge(r.connect_latency);
+  out.handshake_latency.merge(r.handshake_latency);
+  out.connections += r.connections;
+  out.early_data += r.early_data;
+  out.edns += r.edns;
+  out.quic += r.quic;
+  out.handshakes_full += r.handshakes_full;
+  out.handshakes_resumed += r.handshakes_resumed;
+  add_timeline(out.timeline, r.timeline);
+  if (r.server_usage.monitored() && !out.server_usage.monitored()) {
+    out.server_usage = r.server_usage;
+  }
+  for (const auto& warning : r.warnings) {
+    if (std::find(out.warnings.begin(), out.warnings.end(), warning) == out.warnings.end()) {
+      out.warnings.push_back(warning);
+    }
+  }
+}
+
+// The ranks' own warnings: one that got no answer, one that sent no result.
+void add_rank_warnings(run_result& out) {
+  for (const auto& m : out.ranks) {
+    if (m.reported && m.responses_received == 0 && !m.interrupted) {
+      out.warnings.push_back(fmt::format("rank {}{}{} got no answer{}{}", m.rank,
+                                         m.host.empty() ? "" : " on ", m.host,
+                                         m.first_failure.empty() ? "" : ": ", m.first_failure));
+    }
+    if (!m.reported) {
+      out.warnings.push_back(fmt::format(
+          "rank {}{}{} sent no result (it failed, hung or was killed): the figures are those of "
+          "the {}",
+          m.rank, m.host.empty() ? "" : " on ", m.host,
+          counted(out.ranks.size() - out.ranks_missing(), "other rank")));
+    }
+  }
+}
+
+}  // namespace
+
 run_result merge_results(const std::vector<std::optional<run_result>>& members,
                          const std::vector<std::string>& hosts) {
   run_result out;
@@ -179,39 +239,7 @@ run_result merge_results(const std::vector<std::optional<run_result>>& members,
       first = false;
       continue;
     }
-    out.clients += r.clients;
-    out.threads = std::max(out.threads, r.threads);
-    out.rate += r.rate;
-    static_cast<query_counts&>(out) += r;
-    add_map(out.http_failures, r.http_failures);
-    add_map(out.quic_failures, r.quic_failures);
-    for (std::size_t i = 0; i < out.rcodes.size(); ++i) out.rcodes[i] += r.rcodes[i];
-    out.send_lag.merge(r.send_lag);
-    out.elapsed_seconds = std::max(out.elapsed_seconds, r.elapsed_seconds);
-    out.client_cpu_seconds += r.client_cpu_seconds;
-    out.client_rss_bytes += r.client_rss_bytes;
-    out.generator += r.generator;
-    out.max_thread_cpu_share = std::max(out.max_thread_cpu_share, r.max_thread_cpu_share);
-    out.interrupted = out.interrupted || r.interrupted;
-    out.latency.merge(r.latency);
-    out.first_query_latency.merge(r.first_query_latency);
-    out.connect_latency.merge(r.connect_latency);
-    out.handshake_latency.merge(r.handshake_latency);
-    out.connections += r.connections;
-    out.early_data += r.early_data;
-    out.edns += r.edns;
-    out.quic += r.quic;
-    out.handshakes_full += r.handshakes_full;
-    out.handshakes_resumed += r.handshakes_resumed;
-    add_timeline(out.timeline, r.timeline);
-    if (r.server_usage.monitored() && !out.server_usage.monitored()) {
-      out.server_usage = r.server_usage;
-    }
-    for (const auto& warning : r.warnings) {
-      if (std::find(out.warnings.begin(), out.warnings.end(), warning) == out.warnings.end()) {
-        out.warnings.push_back(warning);
-      }
-    }
+    add_member(out, r);
   }
   out.ranks = std::move(ranks);
   out.qps = out.elapsed_seconds > 0
@@ -221,20 +249,7 @@ run_result merge_results(const std::vector<std::optional<run_result>>& members,
     out.server_usage.cpu_per_1k_answers =
         out.server_usage.cpu_seconds() / (static_cast<double>(out.responses_received) / 1000.0);
   }
-  for (const auto& m : out.ranks) {
-    if (m.reported && m.responses_received == 0 && !m.interrupted) {
-      out.warnings.push_back(fmt::format("rank {}{}{} got no answer{}{}", m.rank,
-                                         m.host.empty() ? "" : " on ", m.host,
-                                         m.first_failure.empty() ? "" : ": ", m.first_failure));
-    }
-    if (!m.reported) {
-      out.warnings.push_back(fmt::format(
-          "rank {}{}{} sent no result (it failed, hung or was killed): the figures are those of "
-          "the {}",
-          m.rank, m.host.empty() ? "" : " on ", m.host,
-          counted(out.ranks.size() - out.ranks_missing(), "other rank")));
-    }
-  }
+  add_rank_warnings(out);
   return out;
 }
 
