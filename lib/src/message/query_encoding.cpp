@@ -157,8 +157,17 @@ std::vector<std::uint8_t> encode_query(std::string_view name, std::uint16_t type
   return message;
 }
 
-std::vector<std::uint8_t> add_edns_options(std::span<const std::uint8_t> query,
-                                           const edns_config& edns) {
+namespace {
+
+// Where a query's records end and where its OPT record's RDLENGTH is (none without one).
+// Throws invalid_argument for a query that does not parse, is signed, or has more than
+// one OPT record or records after it.
+struct record_walk {
+  std::size_t end = 0;
+  std::optional<std::size_t> opt_rdlength_at;
+};
+
+record_walk walk_records(std::span<const std::uint8_t> query) {
   constexpr std::uint16_t rr_type_tsig = 250;
   if (query.size() < dns_header_size) throw std::invalid_argument("shorter than a DNS header");
   std::size_t pos = dns_header_size;
@@ -171,7 +180,7 @@ std::vector<std::uint8_t> add_edns_options(std::span<const std::uint8_t> query,
   }
   const unsigned before_additional = static_cast<unsigned>(read_u16(query, 6)) + read_u16(query, 8);
   const unsigned records = before_additional + read_u16(query, 10);
-  std::optional<std::size_t> opt_rdlength_at;  // offset of the OPT record's RDLENGTH
+  std::optional<std::size_t> opt_rdlength_at;
   for (unsigned i = 0; i < records; ++i) {
     const auto name_end = skip_name(query, pos);
     if (!name_end || query.size() - *name_end < 10) {
@@ -191,10 +200,18 @@ std::vector<std::uint8_t> add_edns_options(std::span<const std::uint8_t> query,
     pos = *name_end + 10 + rdata_length;
   }
 
-  // The OPT record's options, but a padding option, which is sized again below.
+  return {pos, opt_rdlength_at};
+}
+
+// The OPT record's options, but a padding option (sized again once the rest is known),
+// then those of `edns` the query lacks. `tail_start` becomes where the octets after the OPT
+// record begin.
+std::vector<std::uint8_t> merged_options(std::span<const std::uint8_t> query,
+                                         const std::optional<std::size_t>& opt_rdlength_at,
+                                         const edns_config& edns, std::size_t& tail_start) {
   std::vector<std::uint8_t> rdata;
   std::vector<std::uint16_t> present;
-  std::size_t tail_start = query.size();
+  tail_start = query.size();
   if (opt_rdlength_at) {
     const std::size_t start = *opt_rdlength_at + 2;
     const std::size_t end = start + read_u16(query, *opt_rdlength_at);
@@ -227,6 +244,16 @@ std::vector<std::uint8_t> add_edns_options(std::span<const std::uint8_t> query,
     rdata.insert(rdata.end(), option.data.begin(), option.data.end());
   }
 
+  return rdata;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> add_edns_options(std::span<const std::uint8_t> query,
+                                           const edns_config& edns) {
+  const auto [pos, opt_rdlength_at] = walk_records(query);
+  std::size_t tail_start = 0;
+  std::vector<std::uint8_t> rdata = merged_options(query, opt_rdlength_at, edns, tail_start);
   std::vector<std::uint8_t> message;
   if (opt_rdlength_at) {
     message.assign(query.begin(), query.begin() + static_cast<std::ptrdiff_t>(*opt_rdlength_at));
