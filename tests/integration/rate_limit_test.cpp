@@ -120,22 +120,6 @@ TEST(rate_limit_test, udp_over_the_limit_is_dropped) {
   EXPECT_EQ(st.rate_limited_delayed, 0u);
 }
 
-std::uint64_t answered_over(const server_stats& st, transport_kind t) {
-  switch (t) {
-    case transport_kind::udp:
-      return st.queries[transport_kind::udp];
-    case transport_kind::tcp:
-      return st.queries[transport_kind::tcp];
-    case transport_kind::tls:
-      return st.queries[transport_kind::tls];
-    case transport_kind::doh:
-      return st.queries[transport_kind::doh];
-    case transport_kind::doq:
-      return st.queries[transport_kind::doq];
-  }
-  return 0;
-}
-
 // A stream listener under the limit, saturated for `seconds`: answers come at the limit, each
 // late, and none is lost.
 void expect_answers_wait_and_none_is_lost(transport_kind t, server_options options,
@@ -153,8 +137,16 @@ void expect_answers_wait_and_none_is_lost(transport_kind t, server_options optio
   EXPECT_NEAR(r.qps, limit, 0.1 * limit);
   EXPECT_EQ(r.responses_received, r.queries_sent);
   EXPECT_EQ(r.lost + r.lost_on_close + r.abandoned + r.http_failed + r.quic_failed, 0u);
-  EXPECT_EQ(r.out_of_order, 0u);  // waiting answers keep their order
-  EXPECT_EQ(answered_over(st, t), r.responses_received);
+  if (t == transport_kind::doq) {
+    // Waiting answers keep their order on a connection; but DoQ's streams are independent
+    // (RFC 9250): a lost or late packet lets a later stream's answer overtake an earlier one,
+    // which a slow (sanitizer) run on loopback sees now and then. A limiter that did not keep
+    // order would put about half the answers out of order.
+    EXPECT_LE(r.out_of_order * 100, r.responses_received) << r.out_of_order << " out of order";
+  } else {
+    EXPECT_EQ(r.out_of_order, 0u);  // waiting answers keep their order
+  }
+  EXPECT_EQ(st.queries[t], r.responses_received);
   EXPECT_GT(st.rate_limited_delayed, 0u);
   EXPECT_EQ(st.rate_limited_dropped, 0u);
   // 80 queries in flight against 2000 answers/s: an answer waits about 40 ms.
