@@ -49,11 +49,11 @@ tls_version version_or_throw(const std::string& text, const char* flag) {
 }  // namespace
 
 void install_signal_handlers() {
-  struct sigaction action {};
-  action.sa_handler = on_signal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  struct sigaction handler {};
+  handler.sa_handler = on_signal;
+  sigemptyset(&handler.sa_mask);
+  sigaction(SIGINT, &handler, nullptr);
+  sigaction(SIGTERM, &handler, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
 

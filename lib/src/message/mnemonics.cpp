@@ -9,7 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "message/wire.hpp"
+
 namespace dnstransport {
+
+using detail::is_digit;
 
 namespace {
 
@@ -50,10 +54,6 @@ bool iequals_upper(std::string_view text, std::string_view upper) noexcept {
   return text.size() == upper.size() &&
          std::equal(text.begin(), text.end(), upper.begin(),
                     [](char a, char b) { return ascii_upper(a) == b; });
-}
-
-bool is_digit(char c) noexcept {
-  return c >= '0' && c <= '9';
 }
 
 }  // namespace

@@ -14,15 +14,8 @@ namespace dnstransport {
 
 using detail::append_u16;
 using detail::flag_rd;
+using detail::is_digit;
 using detail::read_u16;
-
-namespace {
-
-bool is_digit(char c) noexcept {
-  return c >= '0' && c <= '9';
-}
-
-}  // namespace
 
 std::vector<std::uint8_t> encode_name(std::string_view name) {
   if (name.empty()) throw std::invalid_argument("empty name");

@@ -23,36 +23,36 @@ bytes framed(const bytes& message, std::size_t claimed) {
   return out;
 }
 
-const bytes message{0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0};
+const bytes sample{0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0};
 
 TEST(doq_stream_reader_test, a_whole_stream_with_fin_is_read_without_a_copy) {
-  const bytes stream = framed(message, message.size());
+  const bytes stream = framed(sample, sample.size());
   doq_stream_reader reader;
   EXPECT_EQ(reader.add(stream, true), outcome::message);
   EXPECT_EQ(reader.message().data(), stream.data() + 2);
-  EXPECT_EQ(bytes(reader.message().begin(), reader.message().end()), message);
+  EXPECT_EQ(bytes(reader.message().begin(), reader.message().end()), sample);
 }
 
 TEST(doq_stream_reader_test, a_stream_in_single_octets_then_a_bare_fin_gives_the_message) {
-  const bytes stream = framed(message, message.size());
+  const bytes stream = framed(sample, sample.size());
   doq_stream_reader reader;
   for (std::uint8_t octet : stream) {
     EXPECT_EQ(reader.add({&octet, 1}, false), outcome::more);
   }
   EXPECT_EQ(reader.add({}, true), outcome::message);
-  EXPECT_EQ(bytes(reader.message().begin(), reader.message().end()), message);
+  EXPECT_EQ(bytes(reader.message().begin(), reader.message().end()), sample);
 }
 
 TEST(doq_stream_reader_test, lengths_that_lie_and_short_streams_are_named) {
   {
     doq_stream_reader reader;  // claims one octet more than comes before FIN
-    EXPECT_EQ(reader.add(framed(message, message.size() + 1), true), outcome::cut);
+    EXPECT_EQ(reader.add(framed(sample, sample.size() + 1), true), outcome::cut);
     EXPECT_STREQ(doq_stream_failure_name(reader.state()), "length_mismatch");
     EXPECT_TRUE(reader.message().empty());
   }
   {
     doq_stream_reader reader;  // claims one octet less: known before FIN
-    const bytes stream = framed(message, message.size() - 1);
+    const bytes stream = framed(sample, sample.size() - 1);
     EXPECT_EQ(reader.add(std::span(stream).first(4), false), outcome::more);
     EXPECT_EQ(reader.add(std::span(stream).subspan(4), false), outcome::overrun);
     EXPECT_STREQ(doq_stream_failure_name(reader.state()), "length_mismatch");

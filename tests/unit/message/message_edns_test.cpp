@@ -10,30 +10,14 @@
 
 #include <gtest/gtest.h>
 
+#include "wire_bytes.hpp"
+
 #include <dnstransport/query_source.hpp>
 
 namespace dnstransport {
 namespace {
 
-using bytes = std::vector<std::uint8_t>;
-
-bytes operator+(bytes a, const bytes& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-bytes u16(std::uint16_t value) {
-  return {static_cast<std::uint8_t>(value >> 8), static_cast<std::uint8_t>(value & 0xff)};
-}
-
-bytes header(std::uint16_t id, std::uint16_t flags, std::uint16_t qd, std::uint16_t an,
-             std::uint16_t ns, std::uint16_t ar) {
-  return u16(id) + u16(flags) + u16(qd) + u16(an) + u16(ns) + u16(ar);
-}
-
-bytes question(std::string_view name) {
-  return encode_name(name) + u16(rr_type::a) + u16(class_in);
-}
+using namespace wire_bytes;
 
 // An OPT record (payload 1232, no DO) with `options` as its data.
 bytes opt_record(const bytes& options) {
@@ -44,8 +28,6 @@ bytes opt_record(const bytes& options) {
 bytes option(std::uint16_t code, const bytes& data) {
   return u16(code) + u16(static_cast<std::uint16_t>(data.size())) + data;
 }
-
-constexpr std::uint16_t response_flags = 0x8180;
 
 // An answer to encode_query("www.example.com", A) carrying `additional` records.
 bytes answer_with(const bytes& additional, std::uint16_t additional_count = 1) {

@@ -9,41 +9,21 @@
 
 #include <gtest/gtest.h>
 
+#include "wire_bytes.hpp"
+
 namespace dnstransport {
 namespace {
 
-using bytes = std::vector<std::uint8_t>;
-
-bytes operator+(bytes a, const bytes& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-bytes u16(std::uint16_t value) {
-  return {static_cast<std::uint8_t>(value >> 8), static_cast<std::uint8_t>(value & 0xff)};
-}
+using namespace wire_bytes;
 
 bytes text(std::string_view s) {
   return bytes(s.begin(), s.end());
 }
 
-bytes header(std::uint16_t id, std::uint16_t flags, std::uint16_t qd, std::uint16_t an,
-             std::uint16_t ns, std::uint16_t ar) {
-  return u16(id) + u16(flags) + u16(qd) + u16(an) + u16(ns) + u16(ar);
-}
-
-// QR set, opcode QUERY, RD and RA set, RCODE in the low bits.
-constexpr std::uint16_t response_flags = 0x8180;
-
 // The answer record every test response carries: owner name compressed to the question.
 bytes a_record_for_question() {
   return bytes{0xc0, 0x0c} + u16(rr_type::a) + u16(class_in) + bytes{0, 0, 0x0e, 0x10} + u16(4) +
          bytes{192, 0, 2, 1};
-}
-
-bytes question(std::string_view name, std::uint16_t type = rr_type::a,
-               std::uint16_t qclass = class_in) {
-  return encode_name(name) + u16(type) + u16(qclass);
 }
 
 // A well-formed answer to encode_query("www.example.com", A) with the given id.
@@ -601,8 +581,7 @@ TEST(message_test, udp_answer_limit_is_512_or_the_edns_payload_size) {
   EXPECT_EQ(udp_answer_limit(opt_additional), 2048u);
   // Broken or short queries allow 512; nothing is read past the end.
   EXPECT_EQ(udp_answer_limit(bytes{1, 2, 3}), 512u);
-  bytes cut = opt_additional;
-  cut.resize(cut.size() - 7);
+  const bytes cut(opt_additional.begin(), opt_additional.end() - 7);
   EXPECT_EQ(udp_answer_limit(cut), 512u);
 }
 

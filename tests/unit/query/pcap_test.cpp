@@ -10,37 +10,25 @@
 
 #include <dnstransport/error.hpp>
 
+#include "error_text.hpp"
 #include "pcap_writer.hpp"
 #include "scratch_dir.hpp"
+#include "wire_bytes.hpp"
 
 namespace dnstransport {
 namespace {
 
 using namespace test_pcap;
+using error_text::contains;
+using error_text::setup_error_of;
+using wire_bytes::to_bytes;
 
 constexpr std::uint64_t second = 1'000'000'000;
 constexpr std::uint64_t t0 = 1'700'000'000 * second + 123'456'000;  // microsecond-exact
 
-bytes to_bytes(std::span<const std::uint8_t> span) {
-  return bytes(span.begin(), span.end());
-}
-
 // What the capture held, ids set to 0 as in every query set.
 bytes kept(std::string_view name, std::uint16_t type) {
   return dns_query(name, type, 0);
-}
-
-std::string setup_error_of(const auto& action) {
-  try {
-    action();
-  } catch (const setup_error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-bool contains(const std::string& haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string::npos;
 }
 
 // Every case the parser tells apart, on Ethernet: 16 records.

@@ -14,27 +14,16 @@
 
 #include <dnstransport/error.hpp>
 
+#include "error_text.hpp"
+#include "wire_bytes.hpp"
+
 namespace dnstransport {
 namespace {
 
-using bytes = std::vector<std::uint8_t>;
-
-bytes to_bytes(std::span<const std::uint8_t> span) {
-  return bytes(span.begin(), span.end());
-}
-
-std::string setup_error_of(const auto& action) {
-  try {
-    action();
-  } catch (const setup_error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-bool contains(const std::string& haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using error_text::contains;
+using error_text::setup_error_of;
+using wire_bytes::bytes;
+using wire_bytes::to_bytes;
 
 // Each query as a length-prefixed wire record.
 bytes wire_stream(const std::vector<bytes>& queries) {
@@ -170,11 +159,11 @@ TEST(query_source_test, text_without_queries) {
 
 TEST(query_source_test, wire_parse) {
   const bytes first = encode_query("a.example", rr_type::a);
-  const bytes second = encode_query("b.example", rr_type::aaaa);
-  const auto queries = parse_wire_queries(wire_stream({first, second}), "q.raw");
+  const bytes second_query = encode_query("b.example", rr_type::aaaa);
+  const auto queries = parse_wire_queries(wire_stream({first, second_query}), "q.raw");
   ASSERT_EQ(queries.size(), 2u);
   EXPECT_EQ(to_bytes(queries[0]), first);
-  EXPECT_EQ(to_bytes(queries[1]), second);
+  EXPECT_EQ(to_bytes(queries[1]), second_query);
   EXPECT_EQ(queries.origin(), "q.raw");
 }
 

@@ -26,14 +26,13 @@ namespace {
 constexpr std::uint32_t streams_before_settings = 100;
 
 // The connection's receive window: answers never wait for a WINDOW_UPDATE.
-constexpr std::int32_t connection_window = 1 << 24;
+constexpr std::int32_t doh_connection_window = 1 << 24;
 
 constexpr std::size_t max_dns_message = 65535;
 
-nghttp2_nv header(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
-          value.size(), NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
+// The request's names and values outlive its submission (the request keeps them).
+nghttp2_nv request_header(std::string_view name, std::string_view value) noexcept {
+  return header_field(name, value, NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE);
 }
 
 // "application/dns-message", in any case, with or without parameters. Every answer passes
@@ -95,7 +94,7 @@ bool doh_client::start_session() {
   const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
                                              {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1}};
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
-  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, connection_window);
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, doh_connection_window);
   return true;
 }
 
@@ -220,21 +219,21 @@ bool doh_client::submit_slot(slot_table::slot& s) {
     r.path += d.path.find('?') == std::string::npos ? "?dns=" : "&dns=";
     base64url_append(r.query, r.path);
     const nghttp2_nv headers[] = {
-        header(":method", "GET"),          header(":scheme", "https"),
-        header(":authority", d.authority), header(":path", r.path),
-        header("accept", doh_media_type),
+        request_header(":method", "GET"),          request_header(":scheme", "https"),
+        request_header(":authority", d.authority), request_header(":path", r.path),
+        request_header("accept", doh_media_type),
     };
     stream_id = nghttp2_submit_request(session_, nullptr, headers, std::size(headers), nullptr, &r);
   } else {
     r.length_text = std::to_string(r.query.size());
     const nghttp2_nv headers[] = {
-        header(":method", "POST"),
-        header(":scheme", "https"),
-        header(":authority", d.authority),
-        header(":path", d.path),
-        header("accept", doh_media_type),
-        header("content-type", doh_media_type),
-        header("content-length", r.length_text),
+        request_header(":method", "POST"),
+        request_header(":scheme", "https"),
+        request_header(":authority", d.authority),
+        request_header(":path", d.path),
+        request_header("accept", doh_media_type),
+        request_header("content-type", doh_media_type),
+        request_header("content-length", r.length_text),
     };
     nghttp2_data_provider body{};
     body.source.ptr = &r;

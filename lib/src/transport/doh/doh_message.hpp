@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nghttp2/nghttp2.h>
+
 namespace dnstransport::detail {
 
 inline constexpr std::string_view doh_media_type = "application/dns-message";
@@ -22,6 +24,16 @@ void base64url_append(std::span<const std::uint8_t> data, std::string& out);
 
 /// Decodes base64url with or without padding; nothing when `text` is not base64url.
 std::optional<std::vector<std::uint8_t>> base64url_decode(std::string_view text);
+
+// An HTTP/2 header field for nghttp2 (which never writes through the pointers). `flags`:
+// NGHTTP2_NV_FLAG_NONE lets nghttp2 copy name and value; NGHTTP2_NV_FLAG_NO_COPY_* when they
+// outlive the request.
+inline nghttp2_nv header_field(std::string_view name, std::string_view value,
+                               std::uint8_t flags) noexcept {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(), flags};
+}
 
 // Largest DNS message a request may carry (RFC 8484 §6: the DNS message size limit).
 inline constexpr std::size_t doh_max_message = 65535;

@@ -24,11 +24,9 @@ std::string_view as_view(const std::uint8_t* data, std::size_t size) noexcept {
   return {reinterpret_cast<const char*>(data), size};
 }
 
-nghttp2_nv header(std::string_view name, std::string_view value) noexcept {
-  // nghttp2 copies names and values when the response is submitted.
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
-          value.size(), NGHTTP2_NV_FLAG_NONE};
+// nghttp2 copies names and values when the response is submitted.
+nghttp2_nv response_header(std::string_view name, std::string_view value) noexcept {
+  return header_field(name, value, NGHTTP2_NV_FLAG_NONE);
 }
 
 std::string_view status_text(unsigned status) noexcept {
@@ -269,13 +267,13 @@ void server_doh_connection::respond(std::int32_t stream_id, request& r, unsigned
                                      static_cast<std::size_t>(end - length_text.data()));
   std::array<nghttp2_nv, 3> headers{};
   std::size_t count = 0;
-  headers[count++] = header(":status", status_text(status));
+  headers[count++] = response_header(":status", status_text(status));
   if (status == 200) {
-    headers[count++] = header("content-type", doh_media_type);
+    headers[count++] = response_header("content-type", doh_media_type);
   } else if (status == 405) {
-    headers[count++] = header("allow", "GET, POST");
+    headers[count++] = response_header("allow", "GET, POST");
   }
-  headers[count++] = header("content-length", length_view);
+  headers[count++] = response_header("content-length", length_view);
   int rv = 0;
   if (status == 200) {
     r.sent = 0;

@@ -26,8 +26,8 @@ namespace {
 
 // Enough for a few answers of any size per stream, and for every stream in flight together;
 // both grow as the client reads.
-constexpr std::uint64_t stream_window = 128 * 1024;
-constexpr std::uint64_t connection_window = 4 * 1024 * 1024;
+constexpr std::uint64_t client_stream_window = 128 * 1024;
+constexpr std::uint64_t client_connection_window = 4 * 1024 * 1024;
 constexpr std::uint64_t idle_timeout_ns = 30ull * 1'000'000'000u;
 
 }  // namespace
@@ -167,8 +167,8 @@ bool doq_client::create_connection(std::uint64_t now) {
   // The server opens no stream of its own in DoQ (RFC 9250, section 4.2): it gets none.
   params.initial_max_streams_bidi = 0;
   params.initial_max_streams_uni = 0;
-  params.initial_max_stream_data_bidi_local = stream_window;
-  params.initial_max_data = connection_window;
+  params.initial_max_stream_data_bidi_local = client_stream_window;
+  params.initial_max_data = client_connection_window;
   params.max_idle_timeout = idle_timeout_ns;
   if (ngtcp2_conn_client_new(&conn_, &dcid, &scid, &path_, NGTCP2_PROTO_VER_V1, &callbacks(),
                              &settings, &params, nullptr, this) != 0) {

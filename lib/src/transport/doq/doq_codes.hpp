@@ -1,13 +1,16 @@
 #pragma once
-// Internal: the error codes a DNS-over-QUIC connection carries, and their names as runs
-// report them: DoQ's application codes (RFC 9250, section 4.3) on streams and in
+// Internal: the ALPN name and the error codes a DNS-over-QUIC connection carries, and their names
+// as runs report them: DoQ's application codes (RFC 9250, section 4.3) on streams and in
 // CONNECTION_CLOSE, QUIC's transport codes (RFC 9000, section 20.1) in CONNECTION_CLOSE, and
 // TLS alerts carried as CRYPTO_ERROR (0x100 + alert).
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace dnstransport::detail {
+
+inline constexpr std::string_view doq_alpn = "doq";  // RFC 9250, section 4.1
 
 inline constexpr std::uint64_t doq_no_error = 0x0;
 inline constexpr std::uint64_t doq_internal_error = 0x1;

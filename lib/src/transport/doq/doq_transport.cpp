@@ -5,13 +5,12 @@
 #include <exception>
 
 #include "transport/doq/doq_client.hpp"
+#include "transport/doq/doq_codes.hpp"
 #include "transport/tls/gnutls_common.hpp"
 
 namespace dnstransport::detail {
 
 namespace {
-
-constexpr unsigned char doq_alpn[] = {'d', 'o', 'q'};  // RFC 9250, section 4.1
 
 tls_client_options quic_tls_options(const tls_client_options& tls) {
   tls_client_options o = tls;
@@ -45,7 +44,8 @@ gnutls_session_t doq_transport::new_session() const {
   } catch (const std::exception&) {
     ok = false;
   }
-  gnutls_datum_t alpn{const_cast<unsigned char*>(doq_alpn), sizeof doq_alpn};
+  gnutls_datum_t alpn{reinterpret_cast<unsigned char*>(const_cast<char*>(doq_alpn.data())),
+                      static_cast<unsigned int>(doq_alpn.size())};
   ok = ok && ngtcp2_crypto_gnutls_configure_client_session(session) == 0 &&
        gnutls_alpn_set_protocols(session, &alpn, 1, 0) == 0 &&
        (sni_.empty() ||

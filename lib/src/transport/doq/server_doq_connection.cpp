@@ -19,8 +19,8 @@ namespace {
 // Flow control: what a client may send on one stream before the responder has read it, and
 // on the whole connection. Both grow as data is consumed, so a query of any size (up to the
 // 65535 octets its length allows) gets through.
-constexpr std::uint64_t stream_window = 16 * 1024;
-constexpr std::uint64_t connection_window = 1024 * 1024;
+constexpr std::uint64_t server_stream_window = 16 * 1024;
+constexpr std::uint64_t server_connection_window = 1024 * 1024;
 constexpr std::uint64_t default_idle_timeout = 30 * NGTCP2_SECONDS;
 constexpr std::size_t max_packets_per_write = 64;
 
@@ -89,8 +89,8 @@ bool doq_connection::init(const ngtcp2_pkt_hd& header, const ngtcp2_path& path,
   const server_options& options = thread_.options();
   ngtcp2_transport_params params;
   ngtcp2_transport_params_default(&params);
-  params.initial_max_stream_data_bidi_remote = stream_window;
-  params.initial_max_data = connection_window;
+  params.initial_max_stream_data_bidi_remote = server_stream_window;
+  params.initial_max_data = server_connection_window;
   params.initial_max_streams_bidi = options.doq_max_streams;
   params.initial_max_streams_uni = 0;  // DoQ has no use for them (RFC 9250, section 4.2)
   params.max_idle_timeout = options.idle_timeout_seconds > 0

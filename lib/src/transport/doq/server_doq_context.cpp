@@ -11,13 +11,12 @@
 
 #include <dnstransport/error.hpp>
 
+#include "transport/doq/doq_codes.hpp"
 #include "transport/tls/gnutls_common.hpp"
 
 namespace dnstransport::detail {
 
 namespace {
-
-constexpr std::string_view doq_alpn = "doq";  // RFC 9250, section 4.1
 
 // The ClientHello has been read and ALPN negotiated: GNUTLS_ALPN_MANDATORY only refuses a
 // client that offers other protocols, so one that offers none is refused here (RFC 9250,

@@ -23,7 +23,7 @@
 namespace dnstransport::detail {
 namespace {
 
-bool is_certificate_alert(int alert) {
+bool is_gnutls_certificate_alert(int alert) {
   switch (alert) {
     case GNUTLS_A_BAD_CERTIFICATE:
     case GNUTLS_A_UNSUPPORTED_CERTIFICATE:
@@ -302,9 +302,9 @@ tls_io gnutls_connection::finish(int result) {
       // The peer picks the alert byte, so it may be no value of GnuTLS's enum: keep it as
       // an integer and ask for a name only within the enum's range.
       const int alert = static_cast<int>(gnutls_alert_get(session_));
-      const tls_failure kind = alert == GNUTLS_A_PROTOCOL_VERSION ? tls_failure::protocol_version
-                               : is_certificate_alert(alert)      ? tls_failure::certificate
-                                                                  : tls_failure::handshake_alert;
+      const tls_failure kind = alert == GNUTLS_A_PROTOCOL_VERSION   ? tls_failure::protocol_version
+                               : is_gnutls_certificate_alert(alert) ? tls_failure::certificate
+                                                                    : tls_failure::handshake_alert;
       const char* name = alert >= 0 && alert <= GNUTLS_A_MAX
                              ? gnutls_alert_get_name(static_cast<gnutls_alert_description_t>(alert))
                              : nullptr;

@@ -19,7 +19,7 @@ namespace dnstransport::detail {
 namespace {
 
 // Alerts a peer sends when it rejected our certificate.
-bool is_certificate_alert(int alert) {
+bool is_openssl_certificate_alert(int alert) {
   switch (alert) {
     case SSL_AD_BAD_CERTIFICATE:
     case SSL_AD_UNSUPPORTED_CERTIFICATE:
@@ -318,7 +318,7 @@ tls_failure openssl_connection::classify(unsigned long code) const {
   if (reason >= SSL_AD_REASON_OFFSET) {
     const int alert = reason - SSL_AD_REASON_OFFSET;
     if (alert == SSL_AD_PROTOCOL_VERSION) return tls_failure::protocol_version;
-    if (is_certificate_alert(alert)) return tls_failure::certificate;
+    if (is_openssl_certificate_alert(alert)) return tls_failure::certificate;
     return tls_failure::handshake_alert;
   }
   switch (reason) {
