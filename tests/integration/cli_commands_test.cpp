@@ -31,6 +31,7 @@
 #include <dnstransport/report.hpp>
 
 #include "child_process.hpp"
+#include "cli_runs.hpp"
 #include "hostile_server.hpp"
 #include "misbehaviour.hpp"
 #include "scratch_dir.hpp"
@@ -42,8 +43,6 @@ namespace dnstransport::hostile {
 namespace {
 
 using namespace std::chrono_literals;
-
-const std::string cli = DNSTRANSPORT_CLI_PATH;
 
 using hostile::contents;
 
@@ -205,13 +204,6 @@ TEST(cli_queries_test, the_built_in_set_as_text_and_wire_is_the_same_300_queries
     EXPECT_TRUE(std::equal(b.begin(), b.end(), messages[i].begin(), messages[i].end()))
         << "query " << i;
   }
-}
-
-void expect_refused(const std::vector<std::string>& arguments, const std::string& mentions) {
-  const process_result r = run_process(cli, arguments);
-  EXPECT_FALSE(r.timed_out);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find(mentions), std::string::npos) << "stderr: " << r.err;
 }
 
 TEST(cli_queries_test, bad_input_names_the_file_and_line) {

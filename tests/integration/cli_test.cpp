@@ -20,6 +20,7 @@
 #include <dnstransport/report.hpp>
 
 #include "child_process.hpp"
+#include "cli_runs.hpp"
 #include "in_ci.hpp"
 #include "scratch_dir.hpp"
 
@@ -29,8 +30,6 @@ namespace dnstransport::hostile {
 namespace {
 
 using namespace std::chrono_literals;
-
-const std::string cli = DNSTRANSPORT_CLI_PATH;
 
 struct usage_case {
   const char* name;

@@ -21,21 +21,9 @@
 namespace dnstransport {
 namespace {
 
-using namespace std::chrono_literals;
+using hostile::find_program;
 
-std::optional<std::string> find_program(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (!rest.empty()) {
-    const auto colon = rest.find(':');
-    const std::string directory(rest.substr(0, colon));
-    const std::string candidate = (directory.empty() ? "." : directory) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) break;
-    rest.remove_prefix(colon + 1);
-  }
-  return std::nullopt;
-}
+using namespace std::chrono_literals;
 
 bool in_ci() {
   const char* ci = std::getenv("CI");

@@ -37,7 +37,7 @@ load_spec doq_spec(std::uint16_t port) {
   return spec;
 }
 
-std::string setup_error_of(const load_spec& spec) {
+std::string run_setup_error(const load_spec& spec) {
   try {
     run_load(spec);
   } catch (const setup_error& e) {
@@ -155,17 +155,17 @@ TEST(doq_load_test, refused_0rtt_queries_are_sent_again_and_counted_once) {
 TEST(doq_load_test, usage_errors_name_the_flag_and_why) {
   load_spec spec = doq_spec(853);
   spec.tls.backend = tls_backend::openssl;
-  EXPECT_NE(setup_error_of(spec).find("runs on GnuTLS only"), std::string::npos);
+  EXPECT_NE(run_setup_error(spec).find("runs on GnuTLS only"), std::string::npos);
   spec = doq_spec(853);
   spec.tls.early_data = true;
-  EXPECT_NE(setup_error_of(spec).find("--early-data needs --tls-resume"), std::string::npos);
+  EXPECT_NE(run_setup_error(spec).find("--early-data needs --tls-resume"), std::string::npos);
   spec = doq_spec(853);
   spec.tls.max_version = tls_version::v1_2;
-  EXPECT_NE(setup_error_of(spec).find("TLS 1.3 only"), std::string::npos);
+  EXPECT_NE(run_setup_error(spec).find("TLS 1.3 only"), std::string::npos);
   spec = doq_spec(853);
   spec.transport = transport_kind::tcp;
   spec.tls.resume = spec.tls.early_data = true;
-  EXPECT_NE(setup_error_of(spec).find("--early-data: tcp has no TLS"), std::string::npos);
+  EXPECT_NE(run_setup_error(spec).find("--early-data: tcp has no TLS"), std::string::npos);
 }
 
 // Two responder threads, a DoQ socket each on one port: each connection (a new source port

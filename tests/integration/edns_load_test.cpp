@@ -18,15 +18,12 @@
 #include <dnstransport/report.hpp>
 #include <dnstransport/server.hpp>
 
+#include "scratch_dir.hpp"
+
 namespace dnstransport {
 namespace {
 
-// ctest runs tests in parallel processes: each gets its own certificate directory.
-std::string scratch_directory(const char* name) {
-  return (std::filesystem::path(::testing::TempDir()) /
-          (std::string(name) + "-" + std::to_string(getpid())))
-      .string();
-}
+using hostile::scratch_directory;
 
 std::string transport_param_name(const ::testing::TestParamInfo<transport_kind>& param) {
   return std::string(transport_name(param.param));
@@ -39,7 +36,7 @@ server_options listening_on(transport_kind t) {
   return o;
 }
 
-load_spec spec_for(const server& s, transport_kind t) {
+load_spec edns_spec_for(const server& s, transport_kind t) {
   load_spec spec;
   spec.transport = t;
   spec.port = s.port(t);
@@ -55,7 +52,7 @@ class edns_stream_test : public ::testing::TestWithParam<transport_kind> {};
 
 TEST_P(edns_stream_test, padded_queries_get_answers_padded_to_468_where_encrypted) {
   server responder(listening_on(GetParam()));
-  load_spec spec = spec_for(responder, GetParam());
+  load_spec spec = edns_spec_for(responder, GetParam());
   spec.clients = 2;
   spec.count = 300;
   spec.edns_keepalive = GetParam() != transport_kind::doq;
@@ -90,7 +87,7 @@ TEST_P(edns_stream_test, edns_figures_survive_the_json_round_trip) {
   server_options o = listening_on(GetParam());
   o.keepalive_timeout_seconds = 0.7;
   server responder(o);
-  load_spec spec = spec_for(responder, GetParam());
+  load_spec spec = edns_spec_for(responder, GetParam());
   spec.count = 50;
   spec.edns_keepalive = GetParam() != transport_kind::doq;
   spec.edns_padding_block = 64;
@@ -134,7 +131,7 @@ TEST_P(keepalive_test, every_answer_advertises_the_responders_keepalive) {
   server_options o = listening_on(GetParam());
   o.keepalive_timeout_seconds = 2.5;
   server responder(o);
-  load_spec spec = spec_for(responder, GetParam());
+  load_spec spec = edns_spec_for(responder, GetParam());
   spec.clients = 2;
   spec.outstanding = 10;
   spec.count = 300;
@@ -157,7 +154,7 @@ TEST_P(keepalive_test, idle_connections_close_after_the_advertised_timeout) {
   server_options o = listening_on(GetParam());
   o.keepalive_timeout_seconds = 0.2;
   server responder(o);
-  load_spec spec = spec_for(responder, GetParam());
+  load_spec spec = edns_spec_for(responder, GetParam());
   spec.clients = 1;
   spec.count = 4;
   spec.rate = 2;
@@ -184,7 +181,7 @@ TEST_P(keepalive_test, busy_connections_stay_open) {
   server_options o = listening_on(GetParam());
   o.keepalive_timeout_seconds = 2;
   server responder(o);
-  load_spec spec = spec_for(responder, GetParam());
+  load_spec spec = edns_spec_for(responder, GetParam());
   spec.clients = 2;
   spec.count = 20;
   spec.rate = 40;
@@ -205,7 +202,7 @@ INSTANTIATE_TEST_SUITE_P(edns_load_test, keepalive_test,
 // it, the cookie stays, and every query is padded all the same.
 TEST(edns_load_test, queries_with_their_own_opt_record_take_the_options) {
   server responder(listening_on(transport_kind::tls));
-  load_spec spec = spec_for(responder, transport_kind::tls);
+  load_spec spec = edns_spec_for(responder, transport_kind::tls);
   query_options options;
   options.edns.enabled = true;
   options.edns.dnssec_ok = true;
@@ -248,7 +245,7 @@ TEST(edns_load_test, echoed_options_are_read_as_they_are) {
   server_options o = listening_on(transport_kind::tls);
   o.mode = answer_mode::echo;
   server responder(o);
-  load_spec spec = spec_for(responder, transport_kind::tls);
+  load_spec spec = edns_spec_for(responder, transport_kind::tls);
   spec.count = 200;
   spec.edns_keepalive = true;
   spec.edns_padding_block = 128;

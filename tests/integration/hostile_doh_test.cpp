@@ -23,10 +23,6 @@
 namespace dnstransport::hostile {
 namespace {
 
-tls_backend other(tls_backend backend) {
-  return backend == tls_backend::openssl ? tls_backend::gnutls : tls_backend::openssl;
-}
-
 std::uint64_t cause(const std::map<std::string, std::uint64_t>& counts, const std::string& name) {
   const auto it = counts.find(name);
   return it == counts.end() ? 0 : it->second;
@@ -37,7 +33,7 @@ class hostile_doh_test : public ::testing::TestWithParam<tls_backend> {
   hostile_options server_options(std::vector<std::string> alpn = {"h2"}) const {
     hostile_options options;
     options.transport = transport_kind::doh;
-    options.tls.backend = other(GetParam());
+    options.tls.backend = other_backend(GetParam());
     options.tls.alpn = std::move(alpn);
     return options;
   }

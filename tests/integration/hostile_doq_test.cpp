@@ -17,13 +17,13 @@
 namespace dnstransport::hostile {
 namespace {
 
-server_options doq_server() {
+server_options doq_only_server() {
   server_options o;
   o.listen[transport_kind::doq] = endpoint{"127.0.0.1", 0};
   return o;
 }
 
-load_spec doq_spec(std::uint16_t port, std::uint64_t count) {
+load_spec hostile_doq_spec(std::uint16_t port, std::uint64_t count) {
   load_spec spec;
   spec.transport = transport_kind::doq;
   spec.tls.backend = tls_backend::gnutls;
@@ -41,11 +41,12 @@ std::uint64_t at(const std::map<std::string, std::uint64_t>& counts, const std::
 }
 
 TEST(hostile_doq_test, connection_close_after_n_queries_is_counted_by_its_error_code) {
-  server_options o = doq_server();
+  server_options o = doq_only_server();
   o.close_after_queries = 10;
   o.doq_close_code = 4;  // DOQ_EXCESSIVE_LOAD
   server responder(o);
-  const run_result r = run_checked(doq_spec(responder.port(transport_kind::doq), 100)).result;
+  const run_result r =
+      run_checked(hostile_doq_spec(responder.port(transport_kind::doq), 100)).result;
   // Every connection carries ten answers, then the server closes it; the client opens
   // another for the queries left.
   const std::uint64_t closes = at(r.quic.closes, "DOQ_EXCESSIVE_LOAD");
@@ -60,10 +61,11 @@ TEST(hostile_doq_test, connection_close_after_n_queries_is_counted_by_its_error_
 }
 
 TEST(hostile_doq_test, a_server_that_opens_a_stream_of_its_own_is_cut_off) {
-  server_options o = doq_server();
+  server_options o = doq_only_server();
   o.doq_open_stream_after = 10;
   server responder(o);
-  const run_result r = run_checked(doq_spec(responder.port(transport_kind::doq), 100)).result;
+  const run_result r =
+      run_checked(hostile_doq_spec(responder.port(transport_kind::doq), 100)).result;
   // The client granted the server no streams: its QUIC stack ends each connection with
   // STREAM_LIMIT_ERROR once the server opens one, after ten answers, and the client opens
   // another for the queries left.
@@ -82,10 +84,11 @@ TEST(hostile_doq_test, a_server_that_opens_a_stream_of_its_own_is_cut_off) {
 }
 
 TEST(hostile_doq_test, streams_reset_by_the_server_fail_those_queries_only) {
-  server_options o = doq_server();
+  server_options o = doq_only_server();
   o.doq_reset_every = 3;
   server responder(o);
-  const run_result r = run_checked(doq_spec(responder.port(transport_kind::doq), 90)).result;
+  const run_result r =
+      run_checked(hostile_doq_spec(responder.port(transport_kind::doq), 90)).result;
   EXPECT_EQ(r.queries_sent, 90u) << summary(r);
   EXPECT_EQ(r.connections.opened, 1u) << summary(r);  // a stream reset keeps the connection
   EXPECT_EQ(r.quic_failed, 30u) << summary(r);
@@ -95,10 +98,11 @@ TEST(hostile_doq_test, streams_reset_by_the_server_fail_those_queries_only) {
 }
 
 TEST(hostile_doq_test, an_answer_whose_length_lies_is_a_length_mismatch_not_an_answer) {
-  server_options o = doq_server();
+  server_options o = doq_only_server();
   o.doq_lie_every = 4;
   server responder(o);
-  const run_result r = run_checked(doq_spec(responder.port(transport_kind::doq), 40)).result;
+  const run_result r =
+      run_checked(hostile_doq_spec(responder.port(transport_kind::doq), 40)).result;
   EXPECT_EQ(r.queries_sent, 40u) << summary(r);
   EXPECT_EQ(r.quic_failed, 10u) << summary(r);
   EXPECT_EQ(at(r.quic_failures, "length_mismatch"), 10u) << summary(r);
@@ -107,10 +111,10 @@ TEST(hostile_doq_test, an_answer_whose_length_lies_is_a_length_mismatch_not_an_a
 }
 
 TEST(hostile_doq_test, a_server_that_forgets_its_connections_sends_stateless_resets) {
-  server_options o = doq_server();
+  server_options o = doq_only_server();
   o.doq_stateless_reset_after = 5;
   server responder(o);
-  load_spec spec = doq_spec(responder.port(transport_kind::doq), 30);
+  load_spec spec = hostile_doq_spec(responder.port(transport_kind::doq), 30);
   spec.outstanding = 1;  // the sixth query of a connection is the packet that gets the reset
   const run_result r = run_checked(spec).result;
   responder.stop();
@@ -129,11 +133,11 @@ TEST(hostile_doq_test, a_server_that_forgets_its_connections_sends_stateless_res
 // A server that grants its first 10 streams and never more (Knot DNS 3.2 does so with 100):
 // once every query is answered and none can be sent, the client replaces the connection.
 TEST(hostile_doq_test, a_server_that_grants_no_more_streams_gets_new_connections) {
-  server_options o = doq_server();
+  server_options o = doq_only_server();
   o.doq_max_streams = 10;
   o.doq_fixed_streams = true;
   server responder(o);
-  load_spec spec = doq_spec(responder.port(transport_kind::doq), 50);
+  load_spec spec = hostile_doq_spec(responder.port(transport_kind::doq), 50);
   const run_result r = run_checked(spec).result;
   EXPECT_EQ(r.responses_received, 50u) << summary(r);
   EXPECT_EQ(r.connections.opened, 5u) << summary(r);

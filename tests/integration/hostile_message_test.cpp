@@ -20,7 +20,7 @@ namespace {
 
 // `count` queries, each given all the time it needs: for cases where every query must end
 // in one bucket.
-load_spec counted(std::uint64_t count) {
+load_spec counted_patiently(std::uint64_t count) {
   load_spec spec;
   spec.count = count;
   spec.timeout_seconds = generous_timeout_seconds;
@@ -60,7 +60,7 @@ class hostile_message_test : public ::testing::TestWithParam<transport_variant> 
 };
 
 TEST_P(hostile_message_test, correct_answers_are_all_counted_answered) {
-  const run_result r = run_against(answer_all(), counted(400)).result;
+  const run_result r = run_against(answer_all(), counted_patiently(400)).result;
   EXPECT_EQ(r.queries_sent, 400u);
   expect_all_in(r.responses_received, r);
 }
@@ -79,19 +79,19 @@ TEST_P(hostile_message_test, wrong_id_is_unexpected_and_the_query_lost) {
 }
 
 TEST_P(hostile_message_test, qr_not_set_is_mismatched) {
-  const run_result r = run_against(qr_not_set(), counted(200)).result;
+  const run_result r = run_against(qr_not_set(), counted_patiently(200)).result;
   EXPECT_EQ(r.queries_sent, 200u);
   expect_all_in(r.mismatched, r);
 }
 
 TEST_P(hostile_message_test, wrong_question_is_mismatched) {
-  const run_result r = run_against(wrong_question(), counted(200)).result;
+  const run_result r = run_against(wrong_question(), counted_patiently(200)).result;
   EXPECT_EQ(r.queries_sent, 200u);
   expect_all_in(r.mismatched, r);
 }
 
 TEST_P(hostile_message_test, truncated_answers_are_counted_truncated_not_answered) {
-  const run_result r = run_against(truncated_answers(), counted(200)).result;
+  const run_result r = run_against(truncated_answers(), counted_patiently(200)).result;
   EXPECT_EQ(r.queries_sent, 200u);
   expect_all_in(r.truncated, r);
   EXPECT_EQ(r.responses_received, 0u);
@@ -102,7 +102,7 @@ TEST_P(hostile_message_test, truncated_answers_are_counted_truncated_not_answere
 // A server that answers every query with a neighbour's id: whatever the offset, no answer
 // may be counted (a client never has two queries with the same question in flight).
 TEST_P(hostile_message_test, answers_with_the_ad_bit_are_answers_counted_authenticated) {
-  const run_result r = run_against(authenticated_every_other(), counted(400)).result;
+  const run_result r = run_against(authenticated_every_other(), counted_patiently(400)).result;
   EXPECT_EQ(r.queries_sent, 400u);
   expect_all_in(r.responses_received, r);
   EXPECT_EQ(r.authenticated_answers, 200u);
@@ -149,7 +149,7 @@ TEST_P(hostile_message_test, a_list_of_few_questions_keeps_one_of_each_in_flight
         << r.warnings[0];
   }
   // And a correct server still gets every query answered.
-  load_spec spec = counted(300);
+  load_spec spec = counted_patiently(300);
   spec.queries = queries;
   spec.outstanding = 50;
   const run_result r = run_against(answer_all(), spec).result;
@@ -158,7 +158,7 @@ TEST_P(hostile_message_test, a_list_of_few_questions_keeps_one_of_each_in_flight
 }
 
 TEST_P(hostile_message_test, garbage_is_unexpected_and_short_answers_malformed) {
-  const run_result r = run_against(garbage_and_short(datagrams()), counted(200)).result;
+  const run_result r = run_against(garbage_and_short(datagrams()), counted_patiently(200)).result;
   EXPECT_EQ(r.queries_sent, 200u);
   expect_all_in(r.malformed, r);
   EXPECT_EQ(r.responses_received, 0u);
@@ -167,7 +167,7 @@ TEST_P(hostile_message_test, garbage_is_unexpected_and_short_answers_malformed) 
 }
 
 TEST_P(hostile_message_test, duplicate_answers_are_counted_once_and_as_duplicates) {
-  const run_result r = run_against(duplicate_answers(), counted(200)).result;
+  const run_result r = run_against(duplicate_answers(), counted_patiently(200)).result;
   EXPECT_EQ(r.queries_sent, 200u);
   expect_all_in(r.responses_received, r);
   // The last duplicates may arrive after the run ended.
@@ -190,13 +190,13 @@ TEST_P(hostile_message_test, answers_after_the_timeout_are_lost_then_late) {
 }
 
 TEST_P(hostile_message_test, compression_loop_is_malformed) {
-  const run_result r = run_against(compression_loop(), counted(200)).result;
+  const run_result r = run_against(compression_loop(), counted_patiently(200)).result;
   EXPECT_EQ(r.queries_sent, 200u);
   expect_all_in(r.malformed, r);
 }
 
 TEST_P(hostile_message_test, pointer_past_the_end_is_malformed) {
-  const run_result r = run_against(pointer_past_end(), counted(200)).result;
+  const run_result r = run_against(pointer_past_end(), counted_patiently(200)).result;
   EXPECT_EQ(r.queries_sent, 200u);
   expect_all_in(r.malformed, r);
 }
@@ -204,7 +204,7 @@ TEST_P(hostile_message_test, pointer_past_the_end_is_malformed) {
 TEST_P(hostile_message_test, the_largest_answers_are_answers_on_streams_and_oversized_on_udp) {
   // UDP: far over 512 (the queries carry no EDNS), a protocol violation; streams: the
   // largest message, which they may carry.
-  load_spec spec = counted(100);
+  load_spec spec = counted_patiently(100);
   spec.outstanding = 4;
   const run_result r = run_against(oversized_answers(datagrams() ? 4096 : 65535), spec).result;
   EXPECT_EQ(r.queries_sent, 100u);
@@ -220,7 +220,7 @@ TEST_P(hostile_message_test, the_largest_answers_are_answers_on_streams_and_over
 TEST_P(hostile_message_test, junk_carrying_the_right_id_is_malformed) {
   // UDP: the largest datagram a query without EDNS allows (a larger one is oversized, checked
   // first); 64 KiB frames over TLS take a while on a loaded machine: no query may time out.
-  load_spec spec = counted(100);
+  load_spec spec = counted_patiently(100);
   spec.outstanding = 4;
   const run_result r = run_against(junk_frames(datagrams() ? 512 : 65535), spec).result;
   EXPECT_EQ(r.queries_sent, 100u);

@@ -24,16 +24,12 @@
 namespace dnstransport::hostile {
 namespace {
 
-tls_backend other(tls_backend backend) {
-  return backend == tls_backend::openssl ? tls_backend::gnutls : tls_backend::openssl;
-}
-
 class hostile_tls_test : public ::testing::TestWithParam<tls_backend> {
  protected:
   hostile_options server_options(transport_kind transport = transport_kind::tls) const {
     hostile_options options;
     options.transport = transport;
-    options.tls.backend = other(GetParam());
+    options.tls.backend = other_backend(GetParam());
     return options;
   }
 

@@ -188,7 +188,7 @@ TEST(idle_clients_test, doq_connections_reopened_after_idling_send_their_query_i
 }
 #endif
 
-std::string setup_error_of(const load_spec& spec) {
+std::string validation_error(const load_spec& spec) {
   try {
     validate(spec);
   } catch (const setup_error& e) {
@@ -201,17 +201,17 @@ TEST(idle_clients_test, bad_settings_are_refused_naming_the_flag) {
   load_spec spec;
   spec.transport = transport_kind::tcp;
   spec.idle_seconds = -1;
-  EXPECT_NE(setup_error_of(spec).find("--idle"), std::string::npos);
+  EXPECT_NE(validation_error(spec).find("--idle"), std::string::npos);
   spec.idle_seconds = 1;
   spec.transport = transport_kind::udp;
-  EXPECT_NE(setup_error_of(spec).find("--idle applies to transports with connections"),
+  EXPECT_NE(validation_error(spec).find("--idle applies to transports with connections"),
             std::string::npos);
   spec.idle_seconds = 0;
   spec.client_rate = -0.5;
-  EXPECT_NE(setup_error_of(spec).find("--client-rate"), std::string::npos);
+  EXPECT_NE(validation_error(spec).find("--client-rate"), std::string::npos);
   spec.client_rate = 0.5;
   spec.rate = 100;
-  const std::string both = setup_error_of(spec);
+  const std::string both = validation_error(spec);
   EXPECT_NE(both.find("--rate"), std::string::npos) << both;
   EXPECT_NE(both.find("--client-rate"), std::string::npos) << both;
 }

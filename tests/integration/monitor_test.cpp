@@ -25,6 +25,7 @@
 #include <dnstransport/server.hpp>
 
 #include "child_process.hpp"
+#include "cli_runs.hpp"
 #include "scratch_dir.hpp"
 
 namespace dnstransport {
@@ -162,7 +163,7 @@ TEST(monitor_load_test, a_monitored_cgroup_gives_the_cpu_of_its_processes) {
 
 #ifdef DNSTRANSPORT_CLI_PATH
 
-const std::string cli = DNSTRANSPORT_CLI_PATH;
+using hostile::cli;
 
 using hostile::contents;
 

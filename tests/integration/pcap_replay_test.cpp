@@ -22,6 +22,7 @@
 #include <dnstransport/server.hpp>
 
 #include "child_process.hpp"
+#include "cli_runs.hpp"
 #include "hostile_server.hpp"
 #include "misbehaviour.hpp"
 #include "pcap_writer.hpp"
@@ -34,7 +35,7 @@ using namespace std::chrono_literals;
 using namespace test_pcap;
 
 constexpr std::uint64_t ms = 1'000'000;
-constexpr std::uint64_t t0 = 1'700'000'000'000'000'000;
+constexpr std::uint64_t capture_start = 1'700'000'000'000'000'000;
 
 // 12 queries from 3 clients over 0.5 s, among 14 packets: client 192.0.2.1 asks every
 // 100 ms over UDP (6), 2001:db8::1 under a VLAN tag every 200 ms from 50 ms (3), 192.0.2.2
@@ -49,35 +50,30 @@ bytes test_capture() {
   capture cap(link_ethernet);
   for (unsigned i = 0; i < 6; ++i) {
     cap.add(
-        t0 + i * 100 * ms,
+        capture_start + i * 100 * ms,
         ethernet(udp(a, server4, static_cast<std::uint16_t>(40000 + i), 53,
                      dns_query(fmt::format("a{}.example", i), 1, static_cast<std::uint16_t>(i)))));
   }
   for (unsigned i = 0; i < 3; ++i) {
     cap.add(
-        t0 + (50 + i * 200) * ms,
+        capture_start + (50 + i * 200) * ms,
         ethernet(udp(b, server6, 41000, 53, dns_query(fmt::format("b{}.example", i), 28, 1)), {7}));
   }
-  cap.add(t0 + 150 * ms,
+  cap.add(capture_start + 150 * ms,
           ethernet(tcp(c, server4, 50000, 53, 1,
                        framed({dns_query("c0.example", 1, 1), dns_query("c1.example", 15, 2)}))));
-  cap.add(t0 + 350 * ms,
+  cap.add(capture_start + 350 * ms,
           ethernet(tcp(c, server4, 50000, 53, 100, framed({dns_query("c2.example", 16, 3)}))));
-  cap.add(t0 + 10 * ms,
+  cap.add(capture_start + 10 * ms,
           ethernet(udp(server4, a, 53, 40000, as_response(dns_query("a0.example", 1, 0)))));
   const bytes cut = ethernet(udp(a, server4, 40009, 53, dns_query("cut.example", 1, 9)));
-  cap.add(t0 + 20 * ms, cut, cut.size() - 4);
-  cap.add(t0 + 30 * ms, ethernet(udp(a, server4, 123, 123, bytes(48, 0x23))));
+  cap.add(capture_start + 20 * ms, cut, cut.size() - 4);
+  cap.add(capture_start + 30 * ms, ethernet(udp(a, server4, 123, 123, bytes(48, 0x23))));
   return cap.data();
 }
 
 std::shared_ptr<const pcap_capture> read_test_capture() {
   return std::make_shared<const pcap_capture>(parse_pcap(test_capture(), "test.pcap"));
-}
-
-std::uint64_t accounted(const run_result& r) {
-  return r.responses_received + r.truncated + r.oversized + r.lost + r.lost_on_close + r.malformed +
-         r.mismatched + r.abandoned + r.http_failed + r.quic_failed;
 }
 
 load_spec capture_load(std::shared_ptr<const pcap_capture> capture, std::uint16_t port) {
@@ -110,7 +106,7 @@ TEST(pcap_replay_test, fast_replay_cycles_the_captured_queries) {
   const run_result r = run_load(spec);
   EXPECT_EQ(r.queries_sent, 60u);
   EXPECT_EQ(r.responses_received, 60u);
-  EXPECT_EQ(accounted(r), r.queries_sent);
+  EXPECT_EQ(queries_ended(r), r.queries_sent);
   EXPECT_EQ(r.clients, 2u);
   EXPECT_EQ(r.arrivals, arrival_mode::closed);
   EXPECT_EQ(r.query_origin, "test.pcap");
@@ -168,7 +164,7 @@ TEST(pcap_replay_test, timing_replay_sends_each_query_once_at_its_captured_time)
   EXPECT_EQ(r.queries_sent, 12u);
   EXPECT_EQ(r.queries_scheduled(), 12u);
   EXPECT_EQ(r.responses_received, 12u);
-  EXPECT_EQ(accounted(r), r.queries_sent);
+  EXPECT_EQ(queries_ended(r), r.queries_sent);
   ASSERT_TRUE(r.capture.has_value());
   EXPECT_EQ(r.capture->replay, replay_mode::timing);
   EXPECT_DOUBLE_EQ(r.capture->speed, 1);
@@ -206,7 +202,7 @@ TEST(pcap_replay_test, timing_replay_over_tcp_keeps_one_connection_per_client) {
   const run_result r = replay_timing(transport_kind::tcp, 2);
   EXPECT_EQ(r.queries_sent, 12u);
   EXPECT_EQ(r.responses_received, 12u);
-  EXPECT_EQ(accounted(r), r.queries_sent);
+  EXPECT_EQ(queries_ended(r), r.queries_sent);
   EXPECT_EQ(r.connections.opened, 3u);
   EXPECT_EQ(r.connections.answered, 12u);
   EXPECT_EQ(r.connections.failed, 0u);
@@ -219,9 +215,11 @@ TEST(pcap_replay_test, a_client_asking_again_waits_for_its_first_answer) {
   const address a = ip("192.0.2.1");
   const address server4 = ip("192.0.2.53");
   capture cap(link_ethernet);
-  cap.add(t0, ethernet(udp(a, server4, 40000, 53, dns_query("same.example", 1, 1))));
-  cap.add(t0 + 10 * ms, ethernet(udp(a, server4, 40001, 53, dns_query("same.example", 1, 2))));
-  cap.add(t0 + 20 * ms, ethernet(udp(a, server4, 40002, 53, dns_query("other.example", 1, 3))));
+  cap.add(capture_start, ethernet(udp(a, server4, 40000, 53, dns_query("same.example", 1, 1))));
+  cap.add(capture_start + 10 * ms,
+          ethernet(udp(a, server4, 40001, 53, dns_query("same.example", 1, 2))));
+  cap.add(capture_start + 20 * ms,
+          ethernet(udp(a, server4, 40002, 53, dns_query("other.example", 1, 3))));
   hostile::hostile_server responder({}, hostile::answer_all(40ms));
   const auto capture = std::make_shared<const pcap_capture>(parse_pcap(cap.data(), "same.pcap"));
   load_spec spec = capture_load(capture, responder.port());
@@ -280,12 +278,10 @@ TEST(pcap_replay_test, timing_replay_refuses_what_contradicts_the_capture) {
 
 #ifdef DNSTRANSPORT_CLI_PATH
 
-const std::string cli = DNSTRANSPORT_CLI_PATH;
+using hostile::cli;
 
 void expect_refused(const std::vector<std::string>& arguments, const std::string& mention) {
-  const hostile::process_result r = hostile::run_process(cli, arguments, 30s);
-  EXPECT_EQ(r.exit_code, 2) << fmt::format("{}", fmt::join(arguments, " ")) << "\n" << r.err;
-  EXPECT_NE(r.err.find(mention), std::string::npos) << r.err;
+  hostile::expect_refused(arguments, mention, 30s);
 }
 
 TEST(pcap_replay_cli_test, queries_converts_a_capture_and_says_what_it_held) {

@@ -18,19 +18,15 @@
 #include <dnstransport/tls.hpp>
 
 #include "responder/rate_limiter.hpp"
+#include "scratch_dir.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport {
 namespace {
 
-constexpr std::uint64_t ms = 1'000'000;  // nanoseconds
+using hostile::scratch_directory;
 
-// ctest runs tests in parallel processes: each gets its own certificate directory.
-std::string scratch_directory(const char* name) {
-  return (std::filesystem::path(::testing::TempDir()) /
-          (std::string(name) + "-" + std::to_string(getpid())))
-      .string();
-}
+constexpr std::uint64_t ns_per_ms = 1'000'000;  // nanoseconds
 
 TEST(rate_limit_test, the_burst_is_the_seconds_worth_asked_for_and_at_least_16) {
   EXPECT_EQ(detail::rate_limiter(4000, 0.02).burst(), 80u);
@@ -46,35 +42,36 @@ TEST(rate_limit_test, the_burst_is_the_seconds_worth_asked_for_and_at_least_16) 
 TEST(rate_limit_test, bucket_gives_its_burst_then_one_token_per_interval) {
   detail::rate_limiter limiter(1000);  // one per ms; a burst of 16 (more than 5 ms' worth)
   ASSERT_EQ(limiter.burst(), 16u);
-  const std::uint64_t t0 = detail::monotonic_ns() + 10 * ms;
+  const std::uint64_t t0 = detail::monotonic_ns() + 10 * ns_per_ms;
   EXPECT_EQ(limiter.take(100, t0), 16u);
   EXPECT_EQ(limiter.take(100, t0), 0u);
-  EXPECT_EQ(limiter.take(100, t0 + ms), 1u);
-  EXPECT_EQ(limiter.take(100, t0 + ms + ms / 2), 0u);
-  EXPECT_EQ(limiter.take(3, t0 + 3 * ms), 2u);
+  EXPECT_EQ(limiter.take(100, t0 + ns_per_ms), 1u);
+  EXPECT_EQ(limiter.take(100, t0 + ns_per_ms + ns_per_ms / 2), 0u);
+  EXPECT_EQ(limiter.take(3, t0 + 3 * ns_per_ms), 2u);
   // A long pause is credit for one burst only.
-  EXPECT_EQ(limiter.take(100, t0 + 1000 * ms), 16u);
+  EXPECT_EQ(limiter.take(100, t0 + 1000 * ns_per_ms), 16u);
 
   // Asked every 0.1 ms for a second: a thousand tokens, and the burst.
   std::uint64_t granted = 0;
-  const std::uint64_t t1 = t0 + 2000 * ms;
-  for (std::uint64_t t = t1; t < t1 + 1000 * ms; t += ms / 10) granted += limiter.take(1, t);
+  const std::uint64_t t1 = t0 + 2000 * ns_per_ms;
+  for (std::uint64_t t = t1; t < t1 + 1000 * ns_per_ms; t += ns_per_ms / 10)
+    granted += limiter.take(1, t);
   EXPECT_GE(granted, 1000u);
   EXPECT_LE(granted, 1000u + limiter.burst());
 }
 
 TEST(rate_limit_test, reservations_are_due_one_interval_apart) {
   detail::rate_limiter limiter(1000);
-  const std::uint64_t t0 = detail::monotonic_ns() + 10 * ms;
+  const std::uint64_t t0 = detail::monotonic_ns() + 10 * ns_per_ms;
   EXPECT_EQ(limiter.reserve(t0), t0);  // the burst is there now
   EXPECT_EQ(limiter.take(100, t0), 15u);
   // Each reservation holds a token of its own: no two waiters wake for the same one.
-  EXPECT_EQ(limiter.reserve(t0), t0 + ms);
-  EXPECT_EQ(limiter.reserve(t0), t0 + 2 * ms);
-  EXPECT_EQ(limiter.reserve(t0 + ms / 2), t0 + 3 * ms);
+  EXPECT_EQ(limiter.reserve(t0), t0 + ns_per_ms);
+  EXPECT_EQ(limiter.reserve(t0), t0 + 2 * ns_per_ms);
+  EXPECT_EQ(limiter.reserve(t0 + ns_per_ms / 2), t0 + 3 * ns_per_ms);
   // Reserved tokens are gone for UDP too.
-  EXPECT_EQ(limiter.take(100, t0 + 3 * ms), 0u);
-  EXPECT_EQ(limiter.take(100, t0 + 4 * ms), 1u);
+  EXPECT_EQ(limiter.take(100, t0 + 3 * ns_per_ms), 0u);
+  EXPECT_EQ(limiter.take(100, t0 + 4 * ns_per_ms), 1u);
 }
 
 // A load that offers far more than the limit, as fast as answers come, for two seconds.
@@ -150,7 +147,7 @@ void expect_answers_wait_and_none_is_lost(transport_kind t, server_options optio
   EXPECT_GT(st.rate_limited_delayed, 0u);
   EXPECT_EQ(st.rate_limited_dropped, 0u);
   // 80 queries in flight against 2000 answers/s: an answer waits about 40 ms.
-  EXPECT_GT(r.latency.percentile(50), 20 * ms);
+  EXPECT_GT(r.latency.percentile(50), 20 * ns_per_ms);
 }
 
 TEST(rate_limit_test, tcp_answers_wait_and_none_is_lost) {

@@ -18,7 +18,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr double limit = 4000;
+constexpr double responder_limit = 4000;
 
 search_spec search_of(transport_kind transport, std::uint16_t port) {
   search_spec spec;
@@ -29,7 +29,7 @@ search_spec search_of(transport_kind transport, std::uint16_t port) {
   spec.load.timeout_seconds = 1;
   spec.load.interval_seconds = 0;
   spec.load.tls.backend = tls_backend::gnutls;
-  spec.start_rate = limit / 4;
+  spec.start_rate = responder_limit / 4;
   spec.step_seconds = 0.5;
   spec.settle_seconds = 0.2;
   spec.repeats = 2;
@@ -41,7 +41,7 @@ struct limited_server {
   explicit limited_server(transport_kind transport) : responder(options(transport)) {}
   static server_options options(transport_kind transport) {
     server_options o;
-    o.rate_limit = limit;
+    o.rate_limit = responder_limit;
     // UDP: 20 ms' worth (80 queries, 4 % of a step). A sanitizer-built generator stalls for
     // 10-15 ms at times and then sends what it owes at once (under ThreadSanitizer at 3,600
     // q/s, 20-35 of 1,800 queries were dropped with the default 5 ms), while a step 10 % over
@@ -58,13 +58,14 @@ void expect_found(transport_kind transport, double tolerance) {
   limited_server s(transport);
   const search_result r = run_search(search_of(transport, s.responder.port(transport)));
   EXPECT_EQ(r.end_reason, "converged");
-  EXPECT_NEAR(r.max_rate, limit, limit * tolerance) << transport_name(transport);
+  EXPECT_NEAR(r.max_rate, responder_limit, responder_limit * tolerance)
+      << transport_name(transport);
   EXPECT_GT(r.failed_rate, r.max_rate);
   EXPECT_LE(r.failed_rate - r.max_rate, r.max_rate * 0.04 + 1e-9);
   // The ramp doubled from 1,000 to the first failure, then bisected.
   ASSERT_GE(r.steps.size(), 4u);
-  EXPECT_EQ(r.steps[0].rate, limit / 4);
-  EXPECT_EQ(r.steps[1].rate, limit / 2);
+  EXPECT_EQ(r.steps[0].rate, responder_limit / 4);
+  EXPECT_EQ(r.steps[1].rate, responder_limit / 2);
   EXPECT_TRUE(r.steps[0].passed);
   // Every step is accounted for, and the last bisection rate that passed passed twice.
   unsigned passes_at_max = 0;
@@ -97,7 +98,7 @@ TEST(search_test, a_latency_bound_fails_slow_steps) {
   spec.max_p99_ms = 20;
   spec.load.outstanding = 500;  // room for a long queue: only the latency bound fails it
   const search_result r = run_search(spec);
-  EXPECT_LE(r.max_rate, limit * 1.05);
+  EXPECT_LE(r.max_rate, responder_limit * 1.05);
   bool latency_failure = false;
   for (const auto& step : r.steps) {
     if (!step.passed && step.verdict.starts_with("p99")) latency_failure = true;
@@ -122,7 +123,7 @@ TEST(search_test, stop_and_max_time_end_the_search_with_its_steps) {
   EXPECT_TRUE(stopped.interrupted);
   EXPECT_EQ(stopped.end_reason, "interrupted");
   EXPECT_EQ(stopped.steps.size(), 2u);
-  EXPECT_EQ(stopped.max_rate, limit / 2);
+  EXPECT_EQ(stopped.max_rate, responder_limit / 2);
 
   spec = search_of(transport_kind::udp, s.responder.port(transport_kind::udp));
   spec.max_time_seconds = 1.5;  // three 0.5 s steps do not fit with the pauses
@@ -164,13 +165,13 @@ TEST(search_test, a_searched_sweep_compares_lossless_rates) {
   plan.duration_seconds = 0.5;
   plan.pause_seconds = 0.2;
   plan.search = true;
-  plan.search_criteria.start_rate = limit / 4;
+  plan.search_criteria.start_rate = responder_limit / 4;
   plan.search_criteria.precision = 0.04;
   const sweep_result r = run_sweep(plan);
   ASSERT_EQ(r.points.size(), 2u);
   for (const auto& p : r.points) {
     ASSERT_TRUE(p.search.has_value()) << describe(p.point);
-    EXPECT_NEAR(p.search->max_rate, limit, limit * 0.15) << describe(p.point);
+    EXPECT_NEAR(p.search->max_rate, responder_limit, responder_limit * 0.15) << describe(p.point);
     // The point's runs are the passing repetitions at the rate found: all answered.
     ASSERT_GE(p.repeats.size(), 2u);
     for (const auto& run : p.repeats) {
@@ -183,7 +184,7 @@ TEST(search_test, a_searched_sweep_compares_lossless_rates) {
   EXPECT_NEAR(r.percent_of_udp[0].percent, 100, 25);
   const sweep_result back = sweep_result_from_json(to_json(r), "sweep.json");
   EXPECT_TRUE(back.plan.search);
-  EXPECT_DOUBLE_EQ(back.plan.search_criteria.start_rate, limit / 4);
+  EXPECT_DOUBLE_EQ(back.plan.search_criteria.start_rate, responder_limit / 4);
   ASSERT_TRUE(back.points[1].search.has_value());
   EXPECT_DOUBLE_EQ(back.points[1].search->max_rate, r.points[1].search->max_rate);
   EXPECT_NE(format_tables(back).find("measured by search"), std::string::npos);

@@ -16,24 +16,15 @@
 
 #include "hostile_checks.hpp"
 #include "hostile_server.hpp"
+#include "scratch_dir.hpp"
 
 namespace dnstransport {
 namespace {
 
-// ctest runs tests in parallel processes: each gets its own certificate directory.
-std::string scratch_directory(const char* name) {
-  return (std::filesystem::path(::testing::TempDir()) /
-          (std::string(name) + "-" + std::to_string(getpid())))
-      .string();
-}
+using hostile::scratch_directory;
 
 std::string backend_name(const ::testing::TestParamInfo<tls_backend>& param) {
   return std::string(tls_backend_name(param.param));
-}
-
-std::uint64_t accounted(const run_result& r) {
-  return r.responses_received + r.truncated + r.oversized + r.lost + r.lost_on_close + r.malformed +
-         r.mismatched + r.abandoned;
 }
 
 server_options stream_server(transport_kind t) {
@@ -43,7 +34,7 @@ server_options stream_server(transport_kind t) {
   return o;
 }
 
-load_spec spec_for(const server& s, transport_kind t) {
+load_spec stream_spec_for(const server& s, transport_kind t) {
   load_spec spec;
   spec.transport = t;
   spec.port = t == transport_kind::tcp ? s.port(transport_kind::tcp) : s.port(transport_kind::tls);
@@ -55,7 +46,7 @@ load_spec spec_for(const server& s, transport_kind t) {
 
 TEST(stream_load_test, tcp_persistent_connections_answer_everything) {
   server responder(stream_server(transport_kind::tcp));
-  load_spec spec = spec_for(responder, transport_kind::tcp);
+  load_spec spec = stream_spec_for(responder, transport_kind::tcp);
   spec.clients = 4;
   spec.outstanding = 50;
   spec.count = 20000;
@@ -67,12 +58,12 @@ TEST(stream_load_test, tcp_persistent_connections_answer_everything) {
   EXPECT_EQ(r.connections.failed, 0u);
   EXPECT_EQ(r.connect_latency.count(), 4u);
   EXPECT_EQ(r.first_query_latency.count(), 4u);
-  EXPECT_EQ(accounted(r), r.queries_sent);
+  EXPECT_EQ(queries_ended(r), r.queries_sent);
 }
 
 TEST(stream_load_test, abortive_close_still_counts_everything) {
   server responder(stream_server(transport_kind::tcp));
-  load_spec spec = spec_for(responder, transport_kind::tcp);
+  load_spec spec = stream_spec_for(responder, transport_kind::tcp);
   spec.count = 200;
   spec.outstanding = 1;
   spec.queries_per_connection = 1;
@@ -86,7 +77,7 @@ TEST(stream_load_test, server_closing_mid_pipeline_is_counted_and_survived) {
   server_options o = stream_server(transport_kind::tcp);
   o.close_after_queries = 5;
   server responder(o);
-  load_spec spec = spec_for(responder, transport_kind::tcp);
+  load_spec spec = stream_spec_for(responder, transport_kind::tcp);
   spec.clients = 2;
   spec.outstanding = 20;
   spec.count = 1000;
@@ -94,14 +85,14 @@ TEST(stream_load_test, server_closing_mid_pipeline_is_counted_and_survived) {
   EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 10u);
   EXPECT_GT(r.lost_on_close, 0u);
   EXPECT_GT(r.responses_received, 100u);
-  EXPECT_EQ(accounted(r), r.queries_sent);
+  EXPECT_EQ(queries_ended(r), r.queries_sent);
 }
 
 TEST(stream_load_test, idle_timeout_closes_are_followed_by_reconnects) {
   server_options o = stream_server(transport_kind::tcp);
   o.idle_timeout_seconds = 0.05;
   server responder(o);
-  load_spec spec = spec_for(responder, transport_kind::tcp);
+  load_spec spec = stream_spec_for(responder, transport_kind::tcp);
   spec.rate = 2;  // one query every 500 ms: the server closes 50 ms after each answer
   spec.count = 4;
   spec.outstanding = 1;
@@ -114,14 +105,14 @@ TEST(stream_load_test, idle_timeout_closes_are_followed_by_reconnects) {
   EXPECT_EQ(r.connections.opened, 4u);
   EXPECT_GE(r.connections.closed_by_server, 3u);
   EXPECT_EQ(r.connections.closed_by_server + r.connections.closed_by_client, 4u);
-  EXPECT_EQ(accounted(r), r.queries_sent);
+  EXPECT_EQ(queries_ended(r), r.queries_sent);
 }
 
 TEST(stream_load_test, reversed_answers_are_matched_and_counted_out_of_order) {
   server_options o = stream_server(transport_kind::tcp);
   o.reverse_order = true;
   server responder(o);
-  load_spec spec = spec_for(responder, transport_kind::tcp);
+  load_spec spec = stream_spec_for(responder, transport_kind::tcp);
   spec.outstanding = 50;
   spec.count = 5000;
   const run_result r = hostile::run_checked(spec).result;
@@ -153,7 +144,7 @@ TEST(stream_load_test, refused_connections_are_failures_with_errno) {
 // and the 10 ms ticks.
 TEST(stream_load_test, tcp_one_query_in_flight_costs_a_wakeup_and_two_calls_per_answer) {
   server responder(stream_server(transport_kind::tcp));
-  load_spec spec = spec_for(responder, transport_kind::tcp);
+  load_spec spec = stream_spec_for(responder, transport_kind::tcp);
   spec.outstanding = 1;
   spec.count = 500;
   const run_result r = run_load(spec);
@@ -169,7 +160,7 @@ TEST(stream_load_test, tcp_one_query_in_flight_costs_a_wakeup_and_two_calls_per_
 // than one write per query, which alone costs one call per answer.
 TEST(stream_load_test, tcp_gathered_writes_cost_fewer_calls_per_answer_than_one_per_query) {
   server responder(stream_server(transport_kind::tcp));
-  load_spec spec = spec_for(responder, transport_kind::tcp);
+  load_spec spec = stream_spec_for(responder, transport_kind::tcp);
   spec.outstanding = 50;
   spec.count = 10000;
   const run_result gathered = run_load(spec);
@@ -192,7 +183,7 @@ TEST_P(tls_generator_test, library_reads_and_writes_are_counted) {
   server_options o = stream_server(transport_kind::tls);
   o.certificate_directory = scratch_directory("tls-generator");
   server responder(o);
-  load_spec spec = spec_for(responder, transport_kind::tls);
+  load_spec spec = stream_spec_for(responder, transport_kind::tls);
   spec.tls.backend = GetParam();
   spec.outstanding = 1;
   spec.count = 300;
@@ -210,7 +201,7 @@ TEST_P(tls_generator_test, one_read_per_answer) {
   server_options o = stream_server(transport_kind::tls);
   o.certificate_directory = scratch_directory("tls-read-ahead");
   server responder(o);
-  load_spec spec = spec_for(responder, transport_kind::tls);
+  load_spec spec = stream_spec_for(responder, transport_kind::tls);
   spec.tls.backend = GetParam();
   spec.outstanding = 1;
   spec.count = 1000;
@@ -243,7 +234,7 @@ TEST_P(tls_matrix_test, handshakes_answers_and_resumption) {
   o.tls_options.backend = server_backend;
   o.certificate_directory = scratch_directory("tls-matrix");
   server responder(o);
-  load_spec spec = spec_for(responder, transport_kind::tls);
+  load_spec spec = stream_spec_for(responder, transport_kind::tls);
   spec.tls.backend = client_backend;
   spec.tls.min_version = spec.tls.max_version = version;
   spec.tls.resume = resume;
@@ -291,7 +282,7 @@ TEST_P(tls_verify_test, right_ca_passes_wrong_ca_fails_every_handshake) {
   server responder(o);
   const auto wrong = generate_self_signed_certificate(dir / "other");
 
-  load_spec spec = spec_for(responder, transport_kind::tls);
+  load_spec spec = stream_spec_for(responder, transport_kind::tls);
   spec.tls.backend = GetParam();
   spec.tls.verify = true;
   spec.tls.server_name = "localhost";

@@ -26,7 +26,7 @@
 namespace dnstransport {
 namespace {
 
-std::filesystem::path scratch_directory(const char* name) {
+std::filesystem::path empty_directory(const char* name) {
   auto path = std::filesystem::path(::testing::TempDir()) /
               (std::string(name) + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(path);
@@ -44,7 +44,7 @@ struct responder_fixture : ::testing::Test {
           o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
           o.listen[transport_kind::tls] = endpoint{"127.0.0.1", 0};
           o.listen[transport_kind::doh] = endpoint{"127.0.0.1", 0};
-          o.certificate_directory = scratch_directory("sweep-certificate").string();
+          o.certificate_directory = empty_directory("sweep-certificate").string();
           return o;
         }()) {}
 
@@ -164,7 +164,7 @@ TEST_F(sweep_integration_test, stop_keeps_what_was_measured) {
 #ifdef DNSTRANSPORT_CLI_PATH
 
 // Runs the CLI with `arguments`, output into `log`; returns the exit status.
-int run_cli(const std::string& arguments, const std::filesystem::path& log) {
+int run_cli_logged(const std::string& arguments, const std::filesystem::path& log) {
   const std::string command =
       fmt::format("{} {} >{} 2>&1", DNSTRANSPORT_CLI_PATH, arguments, log.string());
   const int status = std::system(command.c_str());
@@ -172,13 +172,14 @@ int run_cli(const std::string& arguments, const std::filesystem::path& log) {
 }
 
 TEST(sweep_cli_test, sweep_and_report_write_json_csv_plots_and_index) {
-  const auto directory = scratch_directory("sweep-cli");
+  const auto directory = empty_directory("sweep-cli");
   const auto json = directory / "sweep.json";
-  ASSERT_EQ(run_cli("sweep --transports udp,tcp,tls --clients 1,2 --queries-per-connection "
-                    "1,unlimited --repeats 1 --duration 0.3 --pause 0 --outstanding 20 --json " +
-                        json.string(),
-                    directory / "sweep.log"),
-            0)
+  ASSERT_EQ(
+      run_cli_logged("sweep --transports udp,tcp,tls --clients 1,2 --queries-per-connection "
+                     "1,unlimited --repeats 1 --duration 0.3 --pause 0 --outstanding 20 --json " +
+                         json.string(),
+                     directory / "sweep.log"),
+      0)
       << contents(directory / "sweep.log");
   const sweep_result r = sweep_result_from_json(contents(json), json.string());
   EXPECT_EQ(r.points.size(), 10u);
@@ -192,8 +193,9 @@ TEST(sweep_cli_test, sweep_and_report_write_json_csv_plots_and_index) {
             std::string::npos);
 
   const auto report = directory / "report";
-  ASSERT_EQ(
-      run_cli("report " + json.string() + " --out " + report.string(), directory / "report.log"), 0)
+  ASSERT_EQ(run_cli_logged("report " + json.string() + " --out " + report.string(),
+                           directory / "report.log"),
+            0)
       << contents(directory / "report.log");
   const std::string index = contents(report / "index.html");
   EXPECT_NE(index.find("<table>"), std::string::npos);
@@ -215,28 +217,28 @@ TEST(sweep_cli_test, sweep_and_report_write_json_csv_plots_and_index) {
 }
 
 TEST(sweep_cli_test, report_of_two_saved_sweeps_overlays_them_and_lists_what_one_lacks) {
-  const auto directory = scratch_directory("compare-cli");
+  const auto directory = empty_directory("compare-cli");
   const std::string common = "--repeats 1 --duration 0.2 --pause 0 --outstanding 20 --quiet ";
   // A: udp, tcp and tls with 1 and 2 clients, labelled; B: no tls, but 4 clients as well.
-  ASSERT_EQ(run_cli("sweep --transports udp,tcp,tls --clients 1,2 --queries-per-connection "
-                    "1,unlimited --label 'server A' " +
-                        common + "--json " + (directory / "a.json").string(),
-                    directory / "a.log"),
+  ASSERT_EQ(run_cli_logged("sweep --transports udp,tcp,tls --clients 1,2 --queries-per-connection "
+                           "1,unlimited --label 'server A' " +
+                               common + "--json " + (directory / "a.json").string(),
+                           directory / "a.log"),
             0)
       << contents(directory / "a.log");
-  ASSERT_EQ(run_cli("sweep --transports udp,tcp --clients 1,2,4 --queries-per-connection "
-                    "1,unlimited " +
-                        common + "--json " + (directory / "b.json").string(),
-                    directory / "b.log"),
+  ASSERT_EQ(run_cli_logged("sweep --transports udp,tcp --clients 1,2,4 --queries-per-connection "
+                           "1,unlimited " +
+                               common + "--json " + (directory / "b.json").string(),
+                           directory / "b.log"),
             0)
       << contents(directory / "b.log");
   EXPECT_EQ(sweep_result_from_json(contents(directory / "a.json"), "a.json").plan.base.label,
             "server A");
 
   const auto report = directory / "report";
-  ASSERT_EQ(run_cli("report " + (directory / "a.json").string() + " " +
-                        (directory / "b.json").string() + " --out " + report.string(),
-                    directory / "report.log"),
+  ASSERT_EQ(run_cli_logged("report " + (directory / "a.json").string() + " " +
+                               (directory / "b.json").string() + " --out " + report.string(),
+                           directory / "report.log"),
             0)
       << contents(directory / "report.log");
   const std::string printed = contents(directory / "report.log");
@@ -272,22 +274,22 @@ TEST(sweep_cli_test, report_of_two_saved_sweeps_overlays_them_and_lists_what_one
 }
 
 TEST(sweep_cli_test, report_refuses_unreadable_and_foreign_files_by_name) {
-  const auto directory = scratch_directory("compare-cli-errors");
+  const auto directory = empty_directory("compare-cli-errors");
   std::ofstream(directory / "run.json") << "{\"schema\": \"dnstransport.run/1\"}";
   std::ofstream(directory / "broken.json") << "{\"schema\": ";
   const auto missing = (directory / "missing.json").string();
-  EXPECT_EQ(
-      run_cli("report " + (directory / "run.json").string() + " " + missing, directory / "a.log"),
-      2);
+  EXPECT_EQ(run_cli_logged("report " + (directory / "run.json").string() + " " + missing,
+                           directory / "a.log"),
+            2);
   EXPECT_NE(contents(directory / "a.log").find("single run"), std::string::npos);
-  EXPECT_EQ(
-      run_cli("report " + missing + " " + (directory / "run.json").string(), directory / "b.log"),
-      2);
+  EXPECT_EQ(run_cli_logged("report " + missing + " " + (directory / "run.json").string(),
+                           directory / "b.log"),
+            2);
   EXPECT_NE(contents(directory / "b.log").find("cannot read \"" + missing + "\""),
             std::string::npos)
       << contents(directory / "b.log");
-  EXPECT_EQ(run_cli("report " + (directory / "broken.json").string() + " " + missing,
-                    directory / "c.log"),
+  EXPECT_EQ(run_cli_logged("report " + (directory / "broken.json").string() + " " + missing,
+                           directory / "c.log"),
             2);
   EXPECT_NE(contents(directory / "c.log").find("broken.json: not valid JSON"), std::string::npos)
       << contents(directory / "c.log");
@@ -314,18 +316,19 @@ struct one_port_responder {
 };
 
 TEST(sweep_cli_test, a_sweep_of_two_targets_interleaves_them_and_reports_both) {
-  const auto directory = scratch_directory("targets-cli");
+  const auto directory = empty_directory("targets-cli");
   const one_port_responder plain(0);
   const one_port_responder closing(50);  // closes each TCP connection after 50 answers
   const auto json = directory / "two.json";
-  ASSERT_EQ(run_cli(fmt::format("sweep --target plain=127.0.0.1:{} --target closing=127.0.0.1:{} "
-                                "--transports udp,tcp --clients 1,2 --queries-per-connection "
-                                "unlimited --repeats 1 --duration 0.3 --pause 0 --outstanding 10 "
-                                "--json {}",
-                                plain.tcp.port(transport_kind::tcp),
-                                closing.tcp.port(transport_kind::tcp), json.string()),
-                    directory / "sweep.log"),
-            0)
+  ASSERT_EQ(
+      run_cli_logged(fmt::format("sweep --target plain=127.0.0.1:{} --target closing=127.0.0.1:{} "
+                                 "--transports udp,tcp --clients 1,2 --queries-per-connection "
+                                 "unlimited --repeats 1 --duration 0.3 --pause 0 --outstanding 10 "
+                                 "--json {}",
+                                 plain.tcp.port(transport_kind::tcp),
+                                 closing.tcp.port(transport_kind::tcp), json.string()),
+                     directory / "sweep.log"),
+      0)
       << contents(directory / "sweep.log");
   const sweep_result r = sweep_result_from_json(contents(json), json.string());
   ASSERT_EQ(r.plan.targets.size(), 2u);
@@ -355,8 +358,9 @@ TEST(sweep_cli_test, a_sweep_of_two_targets_interleaves_them_and_reports_both) {
   EXPECT_NE(printed.find("closing:"), std::string::npos);
 
   const auto report = directory / "report";
-  ASSERT_EQ(
-      run_cli("report " + json.string() + " --out " + report.string(), directory / "report.log"), 0)
+  ASSERT_EQ(run_cli_logged("report " + json.string() + " --out " + report.string(),
+                           directory / "report.log"),
+            0)
       << contents(directory / "report.log");
   const std::string tables = contents(report / "tables.txt");
   // The comparison table: a row per target and transport.
@@ -383,7 +387,7 @@ TEST(sweep_cli_test, a_sweep_of_two_targets_interleaves_them_and_reports_both) {
 }
 
 TEST(sweep_cli_test, bad_targets_exit_with_usage_status_naming_the_flag) {
-  const auto directory = scratch_directory("targets-cli-errors");
+  const auto directory = empty_directory("targets-cli-errors");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--target 127.0.0.1", "--target: \"127.0.0.1\" is not NAME=HOST"},
       {"--target a=127.0.0.1,tls=x", "--target a: \"x\" is not a positive number"},
@@ -394,7 +398,7 @@ TEST(sweep_cli_test, bad_targets_exit_with_usage_status_naming_the_flag) {
       {"--target a=127.0.0.1 --tls-port 853", "give a --target its ports"}};
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto log = directory / fmt::format("{}.log", i);
-    EXPECT_EQ(run_cli("sweep --transports udp --clients 1 " + cases[i].first, log), 2)
+    EXPECT_EQ(run_cli_logged("sweep --transports udp --clients 1 " + cases[i].first, log), 2)
         << cases[i].first;
     EXPECT_NE(contents(log).find(cases[i].second), std::string::npos)
         << cases[i].first << ": " << contents(log);
@@ -402,12 +406,13 @@ TEST(sweep_cli_test, bad_targets_exit_with_usage_status_naming_the_flag) {
 }
 
 TEST(sweep_cli_test, contradictions_and_foreign_files_exit_with_usage_status) {
-  const auto directory = scratch_directory("sweep-cli-errors");
-  EXPECT_EQ(run_cli("sweep --transports udp --queries-per-connection 10", directory / "a.log"), 2);
+  const auto directory = empty_directory("sweep-cli-errors");
+  EXPECT_EQ(
+      run_cli_logged("sweep --transports udp --queries-per-connection 10", directory / "a.log"), 2);
   EXPECT_NE(contents(directory / "a.log").find("UDP has no connections"), std::string::npos);
   // A run's JSON is reported on its own (its timeline); a broken one is refused by name.
   std::ofstream(directory / "run.json") << "{\"schema\": \"dnstransport.run/1\"}";
-  EXPECT_EQ(run_cli("report " + (directory / "run.json").string(), directory / "b.log"), 2);
+  EXPECT_EQ(run_cli_logged("report " + (directory / "run.json").string(), directory / "b.log"), 2);
   EXPECT_NE(contents(directory / "b.log").find((directory / "run.json").string() + ": "),
             std::string::npos)
       << contents(directory / "b.log");

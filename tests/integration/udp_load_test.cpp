@@ -17,11 +17,6 @@
 namespace dnstransport {
 namespace {
 
-std::uint64_t accounted(const run_result& r) {
-  return r.responses_received + r.truncated + r.oversized + r.lost + r.lost_on_close + r.malformed +
-         r.mismatched + r.abandoned;
-}
-
 // Long enough that no answer from the responder on loopback is ever lost to a busy machine.
 constexpr double generous_timeout = 10;
 
@@ -52,7 +47,7 @@ TEST(udp_load_test, every_query_answered_at_a_modest_rate) {
   EXPECT_EQ(r.responses_received, r.queries_sent);
   EXPECT_EQ(r.lost, 0u);
   EXPECT_EQ(r.malformed + r.mismatched + r.unexpected, 0u);
-  EXPECT_EQ(accounted(r), r.queries_sent);
+  EXPECT_EQ(queries_ended(r), r.queries_sent);
   EXPECT_EQ(r.latency.count(), r.responses_received);
   // 1000 queries per client at 1000/s: the last is due 0.999 s or later after the start, so
   // the rate is never exceeded; a busy machine may only make it slower.
@@ -253,7 +248,7 @@ TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
 
   for (const run_result* r : {&off, &on}) {
     ASSERT_EQ(r->responses_received, 20000u);
-    EXPECT_EQ(accounted(*r), r->queries_sent);
+    EXPECT_EQ(queries_ended(*r), r->queries_sent);
     EXPECT_EQ(r->latency.count(), r->responses_received);
     EXPECT_GT(r->latency.min(), 0u);
     EXPECT_LE(r->latency.max(), static_cast<std::uint64_t>(r->elapsed_seconds * 1e9));
@@ -322,7 +317,7 @@ TEST(udp_load_test, stop_flag_ends_the_run_early_with_results) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
   EXPECT_TRUE(r.interrupted);
   EXPECT_GT(r.responses_received, 0u);
-  EXPECT_EQ(accounted(r), r.queries_sent);
+  EXPECT_EQ(queries_ended(r), r.queries_sent);
 }
 
 // The JSON of a run whose figures are known beforehand: 2000 queries, of which the hostile

@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 namespace dnstransport::hostile {
@@ -144,6 +146,20 @@ process_result run_process(const std::string& program, const std::vector<std::st
                            std::chrono::milliseconds limit) {
   child_process child(program, arguments);
   return child.wait(limit);
+}
+
+std::optional<std::string> find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (!rest.empty()) {
+    const auto colon = rest.find(':');
+    const std::string directory(rest.substr(0, colon));
+    const std::string candidate = (directory.empty() ? "." : directory) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  return std::nullopt;
 }
 
 }  // namespace dnstransport::hostile

@@ -63,6 +63,9 @@ class child_process {
   std::chrono::steady_clock::time_point started_;
 };
 
+/// The first executable `name` in $PATH; nothing when there is none.
+std::optional<std::string> find_program(const std::string& name);
+
 /// Runs a program to its end (at most `limit`) and returns how it ended.
 process_result run_process(const std::string& program, const std::vector<std::string>& arguments,
                            std::chrono::milliseconds limit = std::chrono::seconds(20));

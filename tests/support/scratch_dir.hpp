@@ -15,6 +15,14 @@
 
 namespace dnstransport::hostile {
 
+/// A directory path of this process's own under the test temporary directory (ctest runs
+/// tests in parallel processes), not created: for a responder's certificates.
+inline std::string scratch_directory(const char* name) {
+  return (std::filesystem::path(::testing::TempDir()) /
+          (std::string(name) + "-" + std::to_string(getpid())))
+      .string();
+}
+
 /// The whole file at `path`; empty when it cannot be read.
 inline std::string contents(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

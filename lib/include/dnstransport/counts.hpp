@@ -53,6 +53,15 @@ struct query_counts {
   std::uint64_t duplicates = 0;  ///< second answer to a query already answered
 };
 
+/// The queries that ended in one of the outcomes of a sent query: answered, truncated,
+/// oversized, lost, lost on close, malformed, mismatched, abandoned, failed over HTTP or
+/// QUIC. Each query sent after the warm-up ends in exactly one, so a finished run has
+/// `queries_ended(r) == r.queries_sent`.
+inline std::uint64_t queries_ended(const query_counts& c) noexcept {
+  return c.responses_received + c.truncated + c.oversized + c.lost + c.lost_on_close + c.malformed +
+         c.mismatched + c.abandoned + c.http_failed + c.quic_failed;
+}
+
 /// One count of a group of counts: which member it is and how it is shown.
 template <typename Counts>
 struct count_description {
