@@ -36,7 +36,7 @@ class client_base;
 class worker;
 
 // A transport as the engine sees it: it makes the clients of a run, on the worker threads.
-// One is built per run from the transport's own settings (load/transports.cpp) and shared
+// One is built per run from the transport's own settings (registry/transports.cpp) and shared
 // read-only by the workers.
 class client_transport {
  public:
@@ -197,6 +197,21 @@ class client_base {
 
   // After the warm-up: what happens now is counted.
   bool measuring(std::uint64_t now) const noexcept;
+
+  // What a client that keeps connections (streams, QUIC) knows of the one it has open.
+  struct connection_tally {
+    std::uint64_t started_ns = 0;  // when its set-up began
+    std::uint64_t sent = 0;        // queries sent on it
+    std::uint64_t highest_sequence_answered = 0;
+    bool any_answered = false;
+    bool counted = false;  // set-up began after the warm-up: the connection is counted
+  };
+  // A new connection's set-up begins at `now`.
+  void begin_connection(connection_tally& t, std::uint64_t now) const noexcept;
+  // An exchange on the connection completed (`c`; nothing when it matched no query), its
+  // answer taken at `end_ns`: an answer that overtook an earlier query's is out of order, and
+  // a counted connection counts its answers and its first query's latency from its set-up.
+  void count_on_connection(connection_tally& t, const completion& c, std::uint64_t end_ns) noexcept;
 
   // Counts every query sent before `now - timeout` as lost.
   void expire(std::uint64_t now) noexcept;
@@ -420,6 +435,22 @@ inline early_data_counters& client_base::early_counts() noexcept {
 }
 inline bool client_base::measuring(std::uint64_t now) const noexcept {
   return now >= owner_.plan().measure_start_ns;
+}
+inline void client_base::begin_connection(connection_tally& t, std::uint64_t now) const noexcept {
+  t = connection_tally{.started_ns = now, .counted = measuring(now)};
+}
+inline void client_base::count_on_connection(connection_tally& t, const completion& c,
+                                             std::uint64_t end_ns) noexcept {
+  if (!c.matched) return;
+  if (t.any_answered && c.sequence < t.highest_sequence_answered) {
+    if (t.counted) ++counts().out_of_order;
+  } else {
+    t.highest_sequence_answered = c.sequence;
+    t.any_answered = true;
+  }
+  if (!t.counted || !c.answered) return;
+  ++connections().answered;
+  if (c.first_on_connection) connections().first_query_latency.record(end_ns - t.started_ns);
 }
 
 }  // namespace dnstransport::detail

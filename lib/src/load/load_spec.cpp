@@ -12,7 +12,7 @@
 #include <dnstransport/cpus.hpp>
 #include <dnstransport/error.hpp>
 
-#include "load/transports.hpp"
+#include "registry/transports.hpp"
 #include "transport/tls/tls_backend.hpp"
 
 namespace dnstransport {

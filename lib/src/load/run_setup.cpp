@@ -15,7 +15,7 @@
 #include <dnstransport/text.hpp>
 
 #include "load/load_steps.hpp"
-#include "load/transports.hpp"
+#include "registry/transports.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport::detail {

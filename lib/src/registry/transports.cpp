@@ -1,4 +1,4 @@
-#include "load/transports.hpp"
+#include "registry/transports.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 #pragma once
 // Internal: what a transport gives the responder (its listener half, beside its client in
 // transport/<name>/) and the helpers its listeners share. A transport registers a
-// listener_factory with its client (load/transports.cpp); server/ makes, from the settings,
+// listener_factory with its client (registry/transports.cpp); server/ makes, from the settings,
 // what every thread's listener of it shares once, then one listener per thread.
 
 #include <sys/socket.h>

@@ -8,7 +8,7 @@
 
 #include <dnstransport/error.hpp>
 
-#include "load/transports.hpp"
+#include "registry/transports.hpp"
 
 namespace dnstransport::detail {
 

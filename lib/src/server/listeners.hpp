@@ -1,6 +1,6 @@
 #pragma once
 // Internal: the responder's listeners, one per transport and thread, made from each
-// transport's registered listener_factory (load/transports.cpp; the listeners themselves are
+// transport's registered listener_factory (registry/transports.cpp; the listeners themselves are
 // in transport/<name>/). What every thread's listeners of a responder share (the TLS
 // contexts, made once from one certificate) is a listener_contexts.
 

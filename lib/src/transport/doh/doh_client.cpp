@@ -130,7 +130,7 @@ std::uint32_t doh_client::stream_room(std::uint64_t now) noexcept {
   if (goaway_ || session_ == nullptr) return 0;
   std::uint64_t allowance = std::min<std::uint64_t>(send_allowance(now), free_.size());
   const std::uint64_t limit = settings().queries_per_connection;
-  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, sent_on_connection_));
+  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, tally_.sent));
   const std::uint32_t server_limit =
       settings_received_
           ? nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
@@ -195,7 +195,7 @@ bool doh_client::submit(std::uint64_t now) {
   if (submit_slot(s)) return true;
   // Stream ids used up (2^30 requests): the connection is replaced like after a GOAWAY.
   return_slot(s);
-  --sent_on_connection_;
+  --tally_.sent;
   goaway_ = true;
   return false;
 }
@@ -364,7 +364,7 @@ void doh_client::connection_ended() noexcept {
 }
 
 void doh_client::session_failed(const char* what, int error) {
-  if (counted_) {
+  if (tally_.counted) {
     connections().record_failure(
         "http2_error", last_error_.empty()
                            ? fmt::format("{}: {} ({})", what, nghttp2_strerror(error), error)
@@ -396,8 +396,7 @@ void doh_client::finish(request& r, std::uint64_t now) {
   } else if (r.answer.empty()) {
     fail_exchange(r.id, now, "empty_body");
   } else {
-    count_on_connection(on_answer(r.id, r.answer, now, 0, arrived_), now,
-                        arrived_ != 0 ? arrived_ : now);
+    count_answer(on_answer(r.id, r.answer, now, 0, arrived_), now, arrived_ != 0 ? arrived_ : now);
   }
 }
 
@@ -463,7 +462,7 @@ int doh_client::on_frame(nghttp2_session*, const nghttp2_frame* frame, void* use
       return 0;
     case NGHTTP2_GOAWAY:
       // A graceful shutdown sends two: the connection counts once.
-      if (!self.goaway_ && self.counted_) ++self.connections().goaway;
+      if (!self.goaway_ && self.tally_.counted) ++self.connections().goaway;
       self.goaway_ = true;
       self.goaway_last_stream_ = frame->goaway.last_stream_id;
       return 0;

@@ -27,34 +27,15 @@ constexpr auto linger_time = std::chrono::seconds(2);
 server_doh_connection::server_doh_connection(server_thread& owner,
                                              boost::asio::ip::tcp::socket socket,
                                              stream_acceptor& streams)
-    : owner_(owner),
-      socket_(std::move(socket)),
+    : accepted_stream(owner, std::move(socket)),
       linger_timer_(owner.io()),
       rate_timer_(owner.io()),
       in_(read_size) {
-  boost::system::error_code ec;
-  socket_.non_blocking(true, ec);
-  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
   stream_ = streams.open(socket_.native_handle());
-  last_activity_ns_ = monotonic_ns();
 }
 
 server_doh_connection::~server_doh_connection() {
   if (session_ != nullptr) nghttp2_session_del(session_);
-}
-
-void server_doh_connection::start() {
-  step();
-}
-
-void server_doh_connection::wait(boost::asio::socket_base::wait_type type) {
-  if (waiting_ || closed_) return;
-  waiting_ = true;
-  socket_.async_wait(type, [self = shared_from_this()](const boost::system::error_code& ec) {
-    self->waiting_ = false;
-    if (ec || self->closed_) return;
-    self->step();
-  });
 }
 
 void server_doh_connection::step() {
@@ -64,8 +45,11 @@ void server_doh_connection::step() {
     return;
   }
   if (handshaking_) {
-    do_handshake();
-    if (handshaking_ || closed_) return;
+    if (!handshake(*stream_)) return;
+    if (!start_session()) {
+      close();
+      return;
+    }
   }
   // Output not yet written goes first: no more is read until the stream took it.
   if (!flush() || written_ < out_.size()) return;
@@ -81,32 +65,6 @@ void server_doh_connection::step() {
     return;
   }
   wait(boost::asio::socket_base::wait_read);
-}
-
-void server_doh_connection::do_handshake() {
-  switch (stream_->handshake()) {
-    case stream_io::done:
-      handshaking_ = false;
-      if (const tls_connection* tls = stream_->tls()) {
-        if (tls->resumed()) owner_.counters.tls_resumed.fetch_add(1, std::memory_order_relaxed);
-        if (tls->early_data() == early_data_status::accepted) {
-          owner_.counters.tls_early_data.fetch_add(1, std::memory_order_relaxed);
-        }
-      }
-      if (!start_session()) close();
-      return;
-    case stream_io::want_read:
-      wait(boost::asio::socket_base::wait_read);
-      return;
-    case stream_io::want_write:
-      wait(boost::asio::socket_base::wait_write);
-      return;
-    case stream_io::closed:
-    case stream_io::failed:
-      owner_.counters.tls_handshakes_failed.fetch_add(1, std::memory_order_relaxed);
-      close();
-      return;
-  }
 }
 
 bool server_doh_connection::read_requests() {
@@ -154,29 +112,15 @@ bool server_doh_connection::flush() {
     }
     const iovec piece{out_.data() + written_, out_.size() - written_};
     std::size_t n = 0;
-    switch (stream_->write({&piece, 1}, n)) {
-      case stream_io::done:
-        written_ += n;
-        break;
-      case stream_io::want_read:
-        wait(boost::asio::socket_base::wait_read);
-        return true;
-      case stream_io::want_write:
-        wait(boost::asio::socket_base::wait_write);
-        return true;
-      case stream_io::closed:
-      case stream_io::failed:
-        close();
-        return false;
-    }
+    const stream_io io = stream_->write({&piece, 1}, n);
+    if (io != stream_io::done) return wait_as(io);
+    written_ += n;
   }
 }
 
 void server_doh_connection::check_idle(std::uint64_t now) {
-  const double timeout = owner_.options().idle_timeout_seconds;
   // Answers waiting for the rate limit: the client waits for them, it is not idle.
-  if (timeout <= 0 || closed_ || lingering_ || !delayed_.empty()) return;
-  if (now - last_activity_ns_ < seconds_to_ns(timeout)) return;
+  if (lingering_ || !delayed_.empty() || !idle_past_timeout(now)) return;
   if (session_ == nullptr) {
     close();
     return;
@@ -232,9 +176,7 @@ void server_doh_connection::close() {
   linger_timer_.cancel();
   rate_timer_.cancel();
   stream_.reset();
-  boost::system::error_code ec;
-  socket_.close(ec);
-  owner_.forget(this);
+  close_socket();
 }
 
 }  // namespace dnstransport::detail

@@ -3,7 +3,7 @@
 // on the same byte_stream as the other listeners, then HTTP/2 through an nghttp2 server
 // session fed from the stream's reads (nghttp2_session_mem_recv) and drained into its
 // writes (nghttp2_session_mem_send). Every request is a stream of its own; many run at once
-// on one connection. Readiness waits are the same Asio waits as server_connection's. Under a
+// on one connection. Its life (waits, handshake, idle timeout) is accepted_stream's. Under a
 // rate limit (server_options::rate_limit) an answer whose token is not due yet waits in a
 // queue, in order, for a timer; the client's streams stay open meanwhile, so
 // SETTINGS_MAX_CONCURRENT_STREAMS bounds how many wait.
@@ -23,14 +23,14 @@
 
 #include "responder/server_thread.hpp"
 #include "transport/doh/doh_message.hpp"
+#include "transport/stream/accepted_stream.hpp"
 #include "transport/stream/byte_stream.hpp"
 
 struct nghttp2_session;
 
 namespace dnstransport::detail {
 
-class server_doh_connection : public accepted_connection,
-                              public std::enable_shared_from_this<server_doh_connection> {
+class server_doh_connection : public accepted_stream<server_doh_connection> {
  public:
   server_doh_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
                         stream_acceptor& streams);
@@ -38,7 +38,6 @@ class server_doh_connection : public accepted_connection,
   server_doh_connection(const server_doh_connection&) = delete;
   server_doh_connection& operator=(const server_doh_connection&) = delete;
 
-  void start() override;
   void check_idle(std::uint64_t now) override;
 
   // One HTTP/2 request stream; reused from a free list once the stream closes.
@@ -47,15 +46,13 @@ class server_doh_connection : public accepted_connection,
  private:
   friend struct doh_callbacks;
 
-  void wait(boost::asio::socket_base::wait_type type);
-  void step();
-  void do_handshake();
+  void step() override;
   bool start_session();  // false when nghttp2 could not be set up
   bool read_requests();  // false when the connection closed
   bool flush();          // false when the connection closed
   void finish_close();
   void linger();
-  void close();
+  void close() override;
 
   request* take_request();
   void release(request* r);
@@ -68,8 +65,6 @@ class server_doh_connection : public accepted_connection,
   void forget_delayed(const request* r);
   void respond(std::int32_t stream_id, request& r, unsigned status);
 
-  server_thread& owner_;
-  boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer linger_timer_;
   boost::asio::steady_timer rate_timer_;  // for the first of delayed_
   std::unique_ptr<byte_stream> stream_;
@@ -87,14 +82,9 @@ class server_doh_connection : public accepted_connection,
   };
   std::deque<delayed_answer> delayed_;
   std::uint64_t answered_ = 0;
-  std::uint64_t last_activity_ns_ = 0;
   std::int32_t goaway_last_stream_ = 0;
-  bool goaway_ = false;  // GOAWAY submitted: answer streams up to goaway_last_stream_ only
-  bool handshaking_ = true;
-  bool closing_ = false;    // stop reading, flush, then close
+  bool goaway_ = false;     // GOAWAY submitted: answer streams up to goaway_last_stream_ only
   bool lingering_ = false;  // FIN sent: discard input until the peer's FIN, then close
-  bool closed_ = false;
-  bool waiting_ = false;
 };
 
 // What one request stream has received and the answer it is given.

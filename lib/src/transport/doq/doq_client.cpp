@@ -67,7 +67,7 @@ void doq_client::on_readable() {
       if (error == EINTR) continue;
       if (error == EAGAIN || error == EWOULDBLOCK) break;
       // A pending ICMP error (ECONNREFUSED: nothing listens on the port) is reported once.
-      if (counted_) connections().record_socket_error("udp receive", error);
+      if (tally_.counted) connections().record_socket_error("udp receive", error);
       if (error == ECONNREFUSED) continue;
       break;
     }
@@ -75,7 +75,7 @@ void doq_client::on_readable() {
     now_ = clock.monotonic_now;
     last_activity_ns_ = now_;
     for (int i = 0; i < n; ++i) {
-      if (counted_) ++quic().packets_received;
+      if (tally_.counted) ++quic().packets_received;
       // ngtcp2 keeps its own clock (now_, never going back); answers the packet completes
       // are timed by its stamp.
       arrived_ = clock.received(msgs[i].msg_hdr);
@@ -85,7 +85,7 @@ void doq_client::on_readable() {
                                               msgs[i].msg_len, now_);
       if (result == 0) continue;
       if (result == NGTCP2_ERR_DISCARD_PKT) {
-        if (counted_) ++quic().stray_packets;
+        if (tally_.counted) ++quic().stray_packets;
         continue;
       }
       arrived_ = 0;
@@ -173,7 +173,7 @@ void doq_client::fill(std::uint64_t now) {
   }
   std::uint64_t allowance = std::min<std::uint64_t>(send_allowance(now), room);
   const std::uint64_t limit = transport_.settings().queries_per_connection;
-  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, sent_on_connection_));
+  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, tally_.sent));
   if (!plan().gather_writes) allowance = std::min<std::uint64_t>(allowance, 1);
   for (; allowance > 0; --allowance) {
     request& r = new_request();
@@ -182,8 +182,8 @@ void doq_client::fill(std::uint64_t now) {
       return;
     }
     slot_table::slot& s = take_slot(now);
-    s.first_on_connection = sent_on_connection_ == 0;
-    ++sent_on_connection_;
+    s.first_on_connection = tally_.sent == 0;
+    ++tally_.sent;
     last_activity_ns_ = now;
     r.id = s.id;
     r.query_index = s.query_index;
@@ -326,7 +326,7 @@ void doq_client::send_packets(std::span<const iovec> packets) {
       if (error == EINTR) continue;
       // A full socket buffer or an ICMP error loses these packets as the network would;
       // QUIC's loss recovery sends them again.
-      if (error != EAGAIN && error != EWOULDBLOCK && counted_) {
+      if (error != EAGAIN && error != EWOULDBLOCK && tally_.counted) {
         connections().record_socket_error("udp send", error);
       }
       break;
@@ -334,7 +334,7 @@ void doq_client::send_packets(std::span<const iovec> packets) {
     for (int k = 0; k < n; ++k) sent_packets += packets_in[done + static_cast<std::size_t>(k)];
     done += static_cast<std::size_t>(n);
   }
-  if (counted_) quic().packets_sent += sent_packets;
+  if (tally_.counted) quic().packets_sent += sent_packets;
 }
 
 void doq_client::cancel_expired() {
@@ -362,22 +362,7 @@ void doq_client::receive(request& r, bool fin, std::span<const std::uint8_t> dat
     fail_exchange(r.id, now_, doq_stream_failure_name(got), exchange_layer::quic);
     return;
   }
-  count_on_connection(on_answer(r.id, r.answer.message(), now_, 0, arrived_));
-}
-
-void doq_client::count_on_connection(const completion& c) {
-  if (!c.matched) return;
-  if (any_answered_ && c.sequence < highest_sequence_answered_) {
-    if (counted_) ++counts().out_of_order;
-  } else {
-    highest_sequence_answered_ = c.sequence;
-    any_answered_ = true;
-  }
-  if (!counted_) return;
-  if (c.answered) ++connections().answered;
-  if (c.first_on_connection && c.answered) {
-    connections().first_query_latency.record(now_ - connection_started_ns_);
-  }
+  count_on_connection(tally_, on_answer(r.id, r.answer.message(), now_, 0, arrived_), now_);
 }
 
 // ngtcp2's stream callbacks.
@@ -412,7 +397,7 @@ int doq_client::on_stream_close(ngtcp2_conn* conn, std::uint32_t, std::int64_t s
   auto& self = *static_cast<doq_client*>(user_data);
   auto* r = static_cast<request*>(stream_user_data);
   if (r == nullptr) return 0;
-  if (self.counted_) {
+  if (self.tally_.counted) {
     self.quic().stream_packets_lost += ngtcp2_conn_get_stream_loss_count(conn, stream_id);
   }
   if (!r->done) {

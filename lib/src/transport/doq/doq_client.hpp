@@ -123,7 +123,6 @@ class doq_client final : public client_base {
   // DOQ_REQUEST_CANCELLED), so a server that never answers does not hold the stream limit.
   void cancel_expired();
   void receive(request& r, bool fin, std::span<const std::uint8_t> data);
-  void count_on_connection(const completion& c);
   request& new_request();
   void free_request(request& r) noexcept;
 
@@ -187,20 +186,16 @@ class doq_client final : public client_base {
 
   conn_state state_ = conn_state::idle;
   std::uint64_t generation_ = 0;  // of the connection; stale waits and timers check it
-  std::uint64_t connection_started_ns_ = 0;
-  std::uint64_t sent_on_connection_ = 0;
+  connection_tally tally_;
   // The connection's last sign of use: the handshake done, a query sent, packets read.
   std::uint64_t last_activity_ns_ = 0;
-  std::uint64_t highest_sequence_answered_ = 0;
   std::uint64_t now_ = 0;            // the time of the packets being processed, for the callbacks
   std::uint64_t arrived_ = 0;        // the packet's kernel receive stamp (monotonic; 0: none)
   std::uint64_t timer_at_ = 0;       // when timer_ fires (0: not armed)
   std::uint64_t starved_since_ = 0;  // no stream credit, nothing in flight, since (0: not)
   std::uint64_t streams_limit_ = 0;  // the server's stream limit so far on this connection
   bool streams_raised_ = false;      // the server has raised it (MAX_STREAMS) at least once
-  bool any_answered_ = false;
-  bool counted_ = false;        // set-up began after the warm-up: the connection is counted
-  bool in_setup_ = false;       // counted in the worker's set-ups in flight
+  bool in_setup_ = false;            // counted in the worker's set-ups in flight
   bool early_ = false;          // queries may go before the handshake ends (in 0-RTT once keys are)
   bool early_keys_ = false;     // GnuTLS made 0-RTT keys: queries opened early go in 0-RTT
   bool early_counted_ = false;  // queries went in 0-RTT on a counted connection

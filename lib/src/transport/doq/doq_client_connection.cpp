@@ -60,7 +60,7 @@ void doq_client::tick(std::uint64_t now) {
     }
     expire(now);
     cancel_expired();
-    if (now - connection_started_ns_ >= plan().timeout_ns) {
+    if (now - tally_.started_ns >= plan().timeout_ns) {
       fail_connection("quic_handshake_timeout", "DoQ handshake: no answer within the timeout");
     }
     return;
@@ -79,7 +79,7 @@ void doq_client::tick(std::uint64_t now) {
     }
     if (const std::uint64_t idle = transport_.settings().idle_timeout_ns;
         idle != 0 && close_if_idle(now, idle)) {
-      if (counted_) ++connections().closed_idle;
+      if (tally_.counted) ++connections().closed_idle;
       return;
     }
     // A server that never grants more streams than its first limit (Knot DNS 3.2 allows
@@ -92,7 +92,7 @@ void doq_client::tick(std::uint64_t now) {
       if (starved_since_ == 0) {
         starved_since_ = now;
       } else if (now - starved_since_ >= 3 * ngtcp2_conn_get_pto(conn_)) {
-        if (counted_) ++quic().streams_exhausted;
+        if (tally_.counted) ++quic().streams_exhausted;
         close(true);
         connect(now);
         return;
@@ -114,7 +114,7 @@ void doq_client::abandon() {
 
 bool doq_client::connection_done() const noexcept {
   const std::uint64_t limit = transport_.settings().queries_per_connection;
-  return limit != 0 && sent_on_connection_ >= limit && slots_.empty();
+  return limit != 0 && tally_.sent >= limit && slots_.empty();
 }
 
 int doq_client::open_socket() {
@@ -187,17 +187,13 @@ void doq_client::connect(std::uint64_t now) {
   in_setup_ = true;
   ++generation_;
   state_ = conn_state::handshaking;
-  connection_started_ns_ = now;
-  counted_ = measuring(now);
-  sent_on_connection_ = 0;
-  highest_sequence_answered_ = 0;
-  any_answered_ = false;
+  begin_connection(tally_, now);
   early_ = false;
   early_keys_ = false;
   early_counted_ = false;
   stateless_reset_ = false;
   if (const int error = open_socket(); error != 0) {
-    if (counted_) {
+    if (tally_.counted) {
       ++connections().failed;
       connections().record_socket_error("udp socket", error);
     }
@@ -227,7 +223,7 @@ void doq_client::connect(std::uint64_t now) {
     fill(now);
     if (!write(now)) return;
     // Offered when queries went early (at the end of a run none may); judged only then.
-    early_counted_ = counted_ && sent_on_connection_ > 0;
+    early_counted_ = tally_.counted && tally_.sent > 0;
     if (early_counted_) ++early_counts().offered;
   } else if (early_) {
     // The ticket allows no early data: the queries opened wait for the handshake.
@@ -246,9 +242,9 @@ int doq_client::handshake_completed() {
   last_activity_ns_ = now;
   connection_up();
   failed_in_a_row_ = 0;
-  if (counted_) {
+  if (tally_.counted) {
     ++connections().opened;
-    connections().handshake_latency.record(now - connection_started_ns_);
+    connections().handshake_latency.record(now - tally_.started_ns);
     ++(gnutls_session_is_resumed(session_) != 0 ? connections().handshakes_resumed
                                                 : connections().handshakes_full);
   }
@@ -279,7 +275,7 @@ int doq_client::handshake_completed() {
 }
 
 void doq_client::fail_connection(const std::string& cause, const std::string& message) {
-  if (counted_) {
+  if (tally_.counted) {
     ++connections().failed;
     connections().record_failure(cause, message);
   }
@@ -318,12 +314,12 @@ void doq_client::connection_broke(int error) {
     message = fmt::format(
         "DoQ: the server closed the connection ({}{}{})", cause, close.reasonlen > 0 ? ": " : "",
         std::string(reinterpret_cast<const char*>(close.reason), close.reasonlen));
-    if (!handshaking && counted_) {
+    if (!handshaking && tally_.counted) {
       ++quic().closes[cause];
       ++(stateless_reset_ ? connections().reset_by_server : connections().closed_by_server);
     }
   } else if (error == NGTCP2_ERR_RECV_VERSION_NEGOTIATION) {
-    if (counted_) ++quic().version_negotiation;
+    if (tally_.counted) ++quic().version_negotiation;
     cause = "quic_version_negotiation";
     message = "DoQ: the server answered with Version Negotiation (it does not speak QUIC v1)";
   } else if (error == NGTCP2_ERR_CRYPTO) {
@@ -340,7 +336,7 @@ void doq_client::connection_broke(int error) {
     cause = fmt::format("quic_{}", quic_transport_error_name(close.error_code));
     message = fmt::format("DoQ: {} ({})", ngtcp2_strerror(error), cause);
     write_connection_close(close);
-    if (!handshaking && counted_) {
+    if (!handshaking && tally_.counted) {
       ++connections().reset_by_server;
       connections().record_failure(cause, message);
     }
@@ -355,7 +351,8 @@ void doq_client::connection_broke(int error) {
 }
 
 void doq_client::close(bool count) {
-  if (count && counted_ && state_ == conn_state::established) ++connections().closed_by_client;
+  if (count && tally_.counted && state_ == conn_state::established)
+    ++connections().closed_by_client;
   if (conn_ != nullptr && state_ != conn_state::idle) {
     ngtcp2_connection_close_error close;
     ngtcp2_connection_close_error_default(&close);
@@ -391,7 +388,7 @@ void doq_client::end_connection() {
   connection_down();
   fail_in_flight(false);
   if (conn_ != nullptr) {
-    if (counted_) {
+    if (tally_.counted) {
       ngtcp2_conn_stat stat;
       ngtcp2_conn_get_conn_stat(conn_, &stat);
       quic_counters& q = quic();
@@ -405,7 +402,7 @@ void doq_client::end_connection() {
     }
     for (request& r : requests_) {
       if (!r.in_use) continue;
-      if (counted_ && r.stream >= 0) {
+      if (tally_.counted && r.stream >= 0) {
         quic().stream_packets_lost += ngtcp2_conn_get_stream_loss_count(conn_, r.stream);
       }
     }
@@ -507,7 +504,7 @@ int doq_client::on_handshake_completed(ngtcp2_conn*, void* user_data) {
 
 int doq_client::on_recv_retry(ngtcp2_conn* conn, const ngtcp2_pkt_hd* header, void* user_data) {
   auto& self = *static_cast<doq_client*>(user_data);
-  if (self.counted_) ++self.quic().retries;
+  if (self.tally_.counted) ++self.quic().retries;
   return ngtcp2_crypto_recv_retry_cb(conn, header, user_data);
 }
 
@@ -523,7 +520,7 @@ int doq_client::on_stateless_reset(ngtcp2_conn*, const ngtcp2_pkt_stateless_rese
                                    void* user_data) {
   auto& self = *static_cast<doq_client*>(user_data);
   self.stateless_reset_ = true;
-  if (self.counted_) ++self.quic().stateless_resets;
+  if (self.tally_.counted) ++self.quic().stateless_resets;
   return 0;
 }
 

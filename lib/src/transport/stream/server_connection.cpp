@@ -13,38 +13,16 @@ namespace dnstransport::detail {
 server_connection::server_connection(server_thread& owner, boost::asio::ip::tcp::socket socket,
                                      stream_acceptor& streams, std::atomic<std::uint64_t>& queries,
                                      const answer_edns& edns)
-    : owner_(owner),
-      socket_(std::move(socket)),
+    : accepted_stream(owner, std::move(socket)),
       rate_timer_(owner.io()),
       queries_(queries),
       edns_(edns) {
-  boost::system::error_code ec;
-  socket_.non_blocking(true, ec);
-  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
   channel_.open(streams.open(socket_.native_handle()));
-  last_activity_ns_ = monotonic_ns();
-}
-
-void server_connection::start() {
-  step();
-}
-
-void server_connection::wait(boost::asio::socket_base::wait_type type) {
-  if (waiting_ || closed_) return;
-  waiting_ = true;
-  socket_.async_wait(type, [self = shared_from_this()](const boost::system::error_code& ec) {
-    self->waiting_ = false;
-    if (ec || self->closed_) return;
-    self->step();
-  });
 }
 
 void server_connection::step() {
   if (closed_) return;
-  if (handshaking_) {
-    do_handshake();
-    if (handshaking_ || closed_) return;
-  }
+  if (handshaking_ && !handshake(channel_.stream())) return;
   // Answers not yet written go first: no more is read until the stream took them, which
   // holds back a client that sends faster than it reads.
   if (!flush() || channel_.output_pending()) return;
@@ -61,32 +39,6 @@ void server_connection::step() {
     return;
   }
   if (!channel_.output_pending() && held_.empty()) wait(boost::asio::socket_base::wait_read);
-}
-
-void server_connection::do_handshake() {
-  byte_stream& stream = channel_.stream();
-  switch (stream.handshake()) {
-    case stream_io::done:
-      handshaking_ = false;
-      if (const tls_connection* tls = stream.tls()) {
-        if (tls->resumed()) owner_.counters.tls_resumed.fetch_add(1, std::memory_order_relaxed);
-        if (tls->early_data() == early_data_status::accepted) {
-          owner_.counters.tls_early_data.fetch_add(1, std::memory_order_relaxed);
-        }
-      }
-      return;
-    case stream_io::want_read:
-      wait(boost::asio::socket_base::wait_read);
-      return;
-    case stream_io::want_write:
-      wait(boost::asio::socket_base::wait_write);
-      return;
-    case stream_io::closed:
-    case stream_io::failed:
-      owner_.counters.tls_handshakes_failed.fetch_add(1, std::memory_order_relaxed);
-      close();
-      return;
-  }
 }
 
 bool server_connection::read_queries() {
@@ -178,31 +130,14 @@ void server_connection::send_held() {
 }
 
 bool server_connection::flush() {
-  switch (channel_.flush()) {
-    case stream_io::done:
-      return true;
-    case stream_io::want_read:
-      wait(boost::asio::socket_base::wait_read);
-      return true;
-    case stream_io::want_write:
-      wait(boost::asio::socket_base::wait_write);
-      return true;
-    case stream_io::closed:
-    case stream_io::failed:
-      close();
-      return false;
-  }
-  return true;
+  return wait_as(channel_.flush());
 }
 
 void server_connection::check_idle(std::uint64_t now) {
-  const double timeout = owner_.options().idle_timeout_seconds;
   // A connection whose answer waits for the rate limit is not idle: its client waits.
-  if (timeout <= 0 || closed_ || !held_.empty()) return;
-  if (now - last_activity_ns_ >= seconds_to_ns(timeout)) {
-    closing_ = true;
-    step();
-  }
+  if (!held_.empty() || !idle_past_timeout(now)) return;
+  closing_ = true;
+  step();
 }
 
 void server_connection::finish_close() {
@@ -215,9 +150,7 @@ void server_connection::close() {
   closed_ = true;
   rate_timer_.cancel();
   channel_.close();
-  boost::system::error_code ec;
-  socket_.close(ec);
-  owner_.forget(this);
+  close_socket();
 }
 
 }  // namespace dnstransport::detail

@@ -15,12 +15,12 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "responder/server_thread.hpp"
+#include "transport/stream/accepted_stream.hpp"
 #include "transport/stream/message_channel.hpp"
 
 namespace dnstransport::detail {
 
-class server_connection : public accepted_connection,
-                          public std::enable_shared_from_this<server_connection> {
+class server_connection : public accepted_stream<server_connection> {
  public:
   // `queries` counts the answers of this listener (TCP or TLS), `edns` says what they give
   // back to the queries' EDNS options.
@@ -28,14 +28,11 @@ class server_connection : public accepted_connection,
                     stream_acceptor& streams, std::atomic<std::uint64_t>& queries,
                     const answer_edns& edns);
 
-  void start() override;
   void check_idle(std::uint64_t now) override;
-  void close();
+  void close() override;
 
  private:
-  void wait(boost::asio::socket_base::wait_type type);
-  void step();
-  void do_handshake();
+  void step() override;
   bool read_queries();  // false when the connection closed
   bool answer_buffered();
   // Rate limit: false when the answer in the scratch (`size` octets) must wait; it is then
@@ -45,19 +42,12 @@ class server_connection : public accepted_connection,
   bool flush();  // false when the connection closed
   void finish_close();
 
-  server_thread& owner_;
-  boost::asio::ip::tcp::socket socket_;
   message_channel channel_;
   boost::asio::steady_timer rate_timer_;
   std::vector<std::uint8_t> held_;  // an answer waiting for its token; empty: none
   std::atomic<std::uint64_t>& queries_;
   const answer_edns& edns_;
   std::uint64_t answered_ = 0;
-  std::uint64_t last_activity_ns_ = 0;
-  bool handshaking_ = true;
-  bool closing_ = false;  // stop reading, flush, then close
-  bool closed_ = false;
-  bool waiting_ = false;
 };
 
 }  // namespace dnstransport::detail

@@ -166,35 +166,23 @@ bool stream_client::take_messages(std::uint64_t now, std::uint64_t arrived) {
     const auto r = channel_.next(message);
     if (r == frame_reader::result::need_more) return true;
     if (r == frame_reader::result::zero_length) {
-      if (counted_) ++connections().failures["zero_length_frame"];
+      if (tally_.counted) ++connections().failures["zero_length_frame"];
       server_closed(true);
       return false;
     }
     ++taken_since_wakeup_;
-    count_on_connection(on_message(message, now, false, arrived), now, arrived);
+    count_answer(on_message(message, now, false, arrived), now, arrived);
   }
 }
 
-void stream_client::count_on_connection(const completion& c, std::uint64_t now,
-                                        std::uint64_t arrived) {
+void stream_client::count_answer(const completion& c, std::uint64_t now, std::uint64_t arrived) {
   if (!c.matched) return;
   last_activity_ns_ = now;
   latency_low_ns_ = c.latency_ns <= latency_low_ns_ || latency_low_ns_ == 0
                         ? c.latency_ns
                         : latency_low_ns_ + (c.latency_ns - latency_low_ns_) / 16;
   if (c.keepalive_timeout >= 0) keepalive_timeout_ = c.keepalive_timeout;
-  if (any_answered_ && c.sequence < highest_sequence_answered_) {
-    if (counted_) ++counts().out_of_order;
-  } else {
-    highest_sequence_answered_ = c.sequence;
-    any_answered_ = true;
-  }
-  if (!counted_) return;
-  if (c.answered) ++connections().answered;
-  if (c.first_on_connection && c.answered) {
-    const std::uint64_t end = arrived > connection_started_ns_ ? arrived : now;
-    connections().first_query_latency.record(end - connection_started_ns_);
-  }
+  count_on_connection(tally_, c, arrived > tally_.started_ns ? arrived : now);
 }
 
 void stream_client::established(std::uint64_t now) {
@@ -207,7 +195,7 @@ void stream_client::fill(std::uint64_t now) {
   if (state_ != conn_state::established || channel_.output_pending()) return;
   std::uint64_t allowance = send_allowance(now);
   const std::uint64_t limit = settings().queries_per_connection;
-  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, sent_on_connection_));
+  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, tally_.sent));
   if (!plan().gather_writes) allowance = std::min<std::uint64_t>(allowance, 1);
   while (allowance > 0) {
     const unsigned batch = static_cast<unsigned>(std::min<std::uint64_t>(allowance, max_gather));
@@ -216,15 +204,15 @@ void stream_client::fill(std::uint64_t now) {
     if (channel_.output_pending()) return;
     if (!plan().gather_writes) {
       allowance = std::min<std::uint64_t>(send_allowance(now), 1);
-      if (limit != 0 && sent_on_connection_ >= limit) allowance = 0;
+      if (limit != 0 && tally_.sent >= limit) allowance = 0;
     }
   }
 }
 
 slot_table::slot& stream_client::next_query(std::uint64_t now) {
   slot_table::slot& s = take_slot(now);
-  s.first_on_connection = sent_on_connection_ == 0;
-  ++sent_on_connection_;
+  s.first_on_connection = tally_.sent == 0;
+  ++tally_.sent;
   last_activity_ns_ = now;
   return s;
 }

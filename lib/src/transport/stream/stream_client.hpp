@@ -74,7 +74,7 @@ class stream_client : public client_base {
   // The connection has carried what it should: close it (and open the next).
   virtual bool connection_done() const noexcept {
     const std::uint64_t limit = settings().queries_per_connection;
-    return limit != 0 && sent_on_connection_ >= limit && slots_.empty();
+    return limit != 0 && tally_.sent >= limit && slots_.empty();
   }
   // The connection is gone (closed, reset, failed): drop what belonged to it.
   virtual void connection_ended() noexcept {}
@@ -132,7 +132,7 @@ class stream_client : public client_base {
   // stamp (`now` where the stream has none).
   bool take_messages(std::uint64_t now, std::uint64_t arrived);
   // Counts an answer on the connection (answers per connection, first query + set-up).
-  void count_on_connection(const completion& c, std::uint64_t now, std::uint64_t arrived);
+  void count_answer(const completion& c, std::uint64_t now, std::uint64_t arrived);
   slot_table::slot& next_query(std::uint64_t now);
   // Writes `batch` queries in one gathered write; the channel keeps what the stream did not
   // take. False if the connection died.
@@ -148,20 +148,17 @@ class stream_client : public client_base {
   std::array<std::array<std::uint8_t, frame_prefix_size + 2>, max_gather> heads_{};
   conn_state state_ = conn_state::idle;
   std::uint64_t generation_ = 0;
-  std::uint64_t connection_started_ns_ = 0;
+  connection_tally tally_;
   std::uint64_t handshake_started_ns_ = 0;
-  std::uint64_t sent_on_connection_ = 0;
   // The connection's last sign of use: established, a query sent, the socket ready (an
   // answer read). close_if_idle measures from it.
   std::uint64_t last_activity_ns_ = 0;
   std::uint64_t connections_made_ = 0;
-  std::uint64_t highest_sequence_answered_ = 0;
   std::int32_t keepalive_timeout_ = -1;  // the server's last TIMEOUT (100 ms units); -1: none
   // Coalescing: messages taken since the last wake-up, and a low estimate of the answers'
   // latency (follows a lower latency at once, a higher one slowly).
   unsigned taken_since_wakeup_ = 0;
   std::uint64_t latency_low_ns_ = 0;
-  bool any_answered_ = false;
   bool delay_pending_ = false;  // the worker will call read_delayed()
   bool draining_ = false;       // in read_delayed(): read every record that came
   bool read_posted_ = false;    // read_soon() is pending
@@ -173,7 +170,6 @@ class stream_client : public client_base {
   // A deferred Fast Open connection whose SYN-ACK has not come yet: it is neither opened
   // nor its connect latency known; the first readiness after it tells (confirm_syn).
   bool syn_pending_ = false;
-  bool counted_ = false;  // set-up began after the warm-up: the connection is counted
 
   unsigned failed_in_a_row_ = 0;  // connects/handshakes failed since the last success
 };

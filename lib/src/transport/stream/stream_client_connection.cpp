@@ -30,14 +30,14 @@ void stream_client::tick(std::uint64_t now) {
       close(true);
       return;
     }
-    if (now - connection_started_ns_ >= plan().timeout_ns) {
+    if (now - tally_.started_ns >= plan().timeout_ns) {
       fail_connection(state_ == conn_state::connecting || syn_pending_ ? std::string("tcp connect")
                                                                        : handshake_name(),
                       ETIMEDOUT);
     }
     return;
   }
-  if (syn_pending_ && now - connection_started_ns_ >= plan().timeout_ns) {
+  if (syn_pending_ && now - tally_.started_ns >= plan().timeout_ns) {
     // The SYN that carried the first query was never answered.
     syn_pending_ = false;
     fail_connection("tcp connect", ETIMEDOUT);
@@ -53,7 +53,7 @@ void stream_client::tick(std::uint64_t now) {
     // in units of 100 ms).
     if (settings().honour_keepalive && keepalive_timeout_ >= 0 &&
         close_if_idle(now, static_cast<std::uint64_t>(keepalive_timeout_) * 100'000'000)) {
-      if (counted_) ++connections().closed_idle_keepalive;
+      if (tally_.counted) ++connections().closed_idle_keepalive;
       return;
     }
     if (connection_done()) {
@@ -63,7 +63,7 @@ void stream_client::tick(std::uint64_t now) {
     }
     if (const std::uint64_t idle = settings().idle_timeout_ns;
         idle != 0 && close_if_idle(now, idle)) {
-      if (counted_) ++connections().closed_idle;
+      if (tally_.counted) ++connections().closed_idle;
       return;
     }
     fill(now);
@@ -90,12 +90,8 @@ void stream_client::connect(std::uint64_t now) {
   in_setup_ = true;
   ++generation_;
   state_ = conn_state::connecting;
-  connection_started_ns_ = now;
   // A connection whose set-up began in the warm-up is left out of every connection figure.
-  counted_ = measuring(now);
-  sent_on_connection_ = 0;
-  highest_sequence_answered_ = 0;
-  any_answered_ = false;
+  begin_connection(tally_, now);
   last_activity_ns_ = now;
   keepalive_timeout_ = -1;
   waiting_read_ = waiting_write_ = false;
@@ -134,9 +130,9 @@ bool stream_client::confirm_syn(std::uint64_t now) {
   if (socket_->established()) {
     syn_pending_ = false;
     connection_up();
-    if (counted_) {
+    if (tally_.counted) {
       ++connections().opened;
-      connections().connect_latency.record(now - connection_started_ns_);
+      connections().connect_latency.record(now - tally_.started_ns);
     }
     return true;
   }
@@ -150,9 +146,9 @@ bool stream_client::confirm_syn(std::uint64_t now) {
 
 void stream_client::on_connected(std::uint64_t now) {
   if (!syn_pending_) connection_up();
-  if (counted_ && !syn_pending_) {
+  if (tally_.counted && !syn_pending_) {
     ++connections().opened;
-    connections().connect_latency.record(now - connection_started_ns_);
+    connections().connect_latency.record(now - tally_.started_ns);
   }
   channel_.open(socket_->open_stream(transport_.connector(),
                                      settings().resume ? ticket_.get() : nullptr,
@@ -171,7 +167,7 @@ bool stream_client::send_early(std::uint64_t now) {
   early_ = true;
   if (!fill_early(now, room)) return false;
   // Counted as offered only when queries went early (the run may have sent its last).
-  early_counted_ = counted_ && sent_on_connection_ > 0;
+  early_counted_ = tally_.counted && tally_.sent > 0;
   if (early_counted_) ++early_counts().offered;
   return true;
 }
@@ -228,7 +224,7 @@ void stream_client::handshake(std::uint64_t now) {
         // The last handshake step does the expensive crypto: read the clock after it, so
         // neither the handshake nor the first query's send time is back-dated.
         now = monotonic_ns();
-        if (counted_) {
+        if (tally_.counted) {
           connections().handshake_latency.record(now - handshake_started_ns_);
           const tls_connection* tls = stream.tls();
           ++(tls != nullptr && tls->resumed() ? connections().handshakes_resumed
@@ -261,7 +257,7 @@ void stream_client::handshake(std::uint64_t now) {
 }
 
 void stream_client::fail_connection(const std::string& what, int error) {
-  if (counted_) {
+  if (tally_.counted) {
     ++connections().failed;
     connections().record_socket_error(what.c_str(), error);
   }
@@ -270,7 +266,7 @@ void stream_client::fail_connection(const std::string& what, int error) {
 
 void stream_client::fail_connection(const std::string& what, const std::string& cause,
                                     const std::string& message) {
-  if (counted_) {
+  if (tally_.counted) {
     ++connections().failed;
     connections().record_failure(cause, fmt::format("{}: {}", what, message));
   }
@@ -297,7 +293,7 @@ void stream_client::server_closed(bool reset) {
     return;
   }
   auto& c = connections();
-  if (counted_) ++(reset ? c.reset_by_server : c.closed_by_server);
+  if (tally_.counted) ++(reset ? c.reset_by_server : c.closed_by_server);
   fail_in_flight(false);
   drop_socket();
   state_ = conn_state::idle;
@@ -306,7 +302,7 @@ void stream_client::server_closed(bool reset) {
 }
 
 void stream_client::close(bool count) {
-  if (count && counted_ && state_ != conn_state::idle && state_ != conn_state::connecting) {
+  if (count && tally_.counted && state_ != conn_state::idle && state_ != conn_state::connecting) {
     ++connections().closed_by_client;
   }
   if (state_ == conn_state::established && !settings().close_with_rst) {
@@ -343,7 +339,7 @@ void stream_client::drop_socket(bool abortive) {
   // Kept for the next connection, whose connector may reuse it (plain TCP does).
   if (auto closed = channel_.close()) spare_stream_ = std::move(closed);
   // Whether the SYN carried the first query is known once the SYN-ACK came back.
-  if (sent_on_connection_ > 0 && counted_ && socket_->syn_data_accepted()) {
+  if (tally_.sent > 0 && tally_.counted && socket_->syn_data_accepted()) {
     ++connections().fastopen_data_in_syn;
   }
   syn_pending_ = false;
