@@ -10,6 +10,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include <fmt/format.h>
 #include <boost/json.hpp>
 
 #include <dnstransport/error.hpp>
@@ -230,7 +231,7 @@ void set_distinct(S& s, std::span<const detail::field_description<S>> fields, in
         [&](auto member) {
           using value = std::remove_cvref_t<decltype(s.*member)>;
           if constexpr (std::is_same_v<value, std::string>) {
-            s.*member = "v" + std::to_string(n);
+            s.*member = fmt::format("v{}", n);
           } else if constexpr (std::is_same_v<value, bool>) {
             s.*member = !(s.*member);
           } else {
