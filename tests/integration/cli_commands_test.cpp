@@ -240,12 +240,12 @@ TEST_P(cli_serve_test, answers_every_transport_and_stops_cleanly_on_a_signal) {
   for (const transport_kind t : {transport_kind::udp, transport_kind::tcp, transport_kind::tls}) {
     SCOPED_TRACE(std::string(transport_name(t)));
     load_spec spec;
-    spec.transport = t;
-    spec.port = server.port(t);
-    spec.clients = 2;
-    spec.outstanding = 10;
-    spec.count = 300;
-    spec.timeout_seconds = 10;
+    spec.target.transport = t;
+    spec.target.port = server.port(t);
+    spec.traffic.clients = 2;
+    spec.traffic.outstanding = 10;
+    spec.traffic.count = 300;
+    spec.traffic.timeout_seconds = 10;
     const run_result r = run_load(spec);
     // Answered means a correct answer to the question asked (checked by the library), and
     // the responder's answers are NOERROR with records, or NODATA.

@@ -30,10 +30,10 @@ server_options doq_server(bool early_data = true) {
 
 load_spec doq_spec(std::uint16_t port) {
   load_spec spec;
-  spec.transport = transport_kind::doq;
+  spec.target.transport = transport_kind::doq;
   spec.tls.backend = tls_backend::gnutls;
-  spec.port = port;
-  spec.timeout_seconds = generous_timeout_seconds;
+  spec.target.port = port;
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
   return spec;
 }
 
@@ -51,8 +51,8 @@ std::string run_setup_error(const load_spec& spec) {
 TEST(doq_load_test, generator_counts_its_calls_and_wakeups) {
   server responder(doq_server());
   load_spec spec = doq_spec(responder.port(transport_kind::doq));
-  spec.outstanding = 1;
-  spec.count = 300;
+  spec.traffic.outstanding = 1;
+  spec.traffic.count = 300;
   const run_result r = run_checked(spec).result;
   ASSERT_EQ(r.responses_received, 300u) << summary(r);
   EXPECT_GE(r.generator.syscalls, 2 * 300u);
@@ -64,9 +64,9 @@ TEST(doq_load_test, generator_counts_its_calls_and_wakeups) {
 TEST(doq_load_test, persistent_connections_carry_many_streams_each) {
   server responder(doq_server());
   load_spec spec = doq_spec(responder.port(transport_kind::doq));
-  spec.clients = 4;
-  spec.outstanding = 50;
-  spec.count = 20000;
+  spec.traffic.clients = 4;
+  spec.traffic.outstanding = 50;
+  spec.traffic.count = 20000;
   const run_result r = run_checked(spec).result;
   expect_all_in(r.responses_received, r);
   EXPECT_EQ(r.queries_sent, 20000u);
@@ -84,10 +84,10 @@ TEST(doq_load_test, persistent_connections_carry_many_streams_each) {
 TEST(doq_load_test, one_query_per_connection_opens_a_connection_per_query) {
   server responder(doq_server());
   load_spec spec = doq_spec(responder.port(transport_kind::doq));
-  spec.clients = 4;
-  spec.outstanding = 1;
-  spec.queries_per_connection = 1;
-  spec.count = 200;
+  spec.traffic.clients = 4;
+  spec.traffic.outstanding = 1;
+  spec.connections.queries_per_connection = 1;
+  spec.traffic.count = 200;
   const run_result r = run_checked(spec).result;
   expect_all_in(r.responses_received, r);
   EXPECT_EQ(r.connections.opened, 200u) << summary(r);
@@ -105,10 +105,10 @@ TEST(doq_load_test, one_query_per_connection_opens_a_connection_per_query) {
 TEST(doq_load_test, resumption_with_early_data_sends_the_query_in_0rtt) {
   server responder(doq_server());
   load_spec spec = doq_spec(responder.port(transport_kind::doq));
-  spec.clients = 2;
-  spec.outstanding = 1;
-  spec.queries_per_connection = 1;
-  spec.count = 100;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 1;
+  spec.connections.queries_per_connection = 1;
+  spec.traffic.count = 100;
   spec.tls.resume = true;
   spec.tls.early_data = true;
   const run_result r = run_checked(spec).result;
@@ -133,10 +133,10 @@ TEST(doq_load_test, resumption_with_early_data_sends_the_query_in_0rtt) {
 TEST(doq_load_test, refused_0rtt_queries_are_sent_again_and_counted_once) {
   server responder(doq_server(false));
   load_spec spec = doq_spec(responder.port(transport_kind::doq));
-  spec.clients = 2;
-  spec.outstanding = 1;
-  spec.queries_per_connection = 1;
-  spec.count = 40;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 1;
+  spec.connections.queries_per_connection = 1;
+  spec.traffic.count = 40;
   spec.tls.resume = true;
   spec.tls.early_data = true;
   const run_result r = run_checked(spec).result;
@@ -158,14 +158,16 @@ TEST(doq_load_test, usage_errors_name_the_flag_and_why) {
   EXPECT_NE(run_setup_error(spec).find("runs on GnuTLS only"), std::string::npos);
   spec = doq_spec(853);
   spec.tls.early_data = true;
-  EXPECT_NE(run_setup_error(spec).find("--early-data needs --tls-resume"), std::string::npos);
+  EXPECT_NE(run_setup_error(spec).find("load_spec::tls.early_data needs load_spec::tls.resume"),
+            std::string::npos);
   spec = doq_spec(853);
   spec.tls.max_version = tls_version::v1_2;
   EXPECT_NE(run_setup_error(spec).find("TLS 1.3 only"), std::string::npos);
   spec = doq_spec(853);
-  spec.transport = transport_kind::tcp;
+  spec.target.transport = transport_kind::tcp;
   spec.tls.resume = spec.tls.early_data = true;
-  EXPECT_NE(run_setup_error(spec).find("--early-data: tcp has no TLS"), std::string::npos);
+  EXPECT_NE(run_setup_error(spec).find("load_spec::tls.early_data: tcp has no TLS"),
+            std::string::npos);
 }
 
 // Two responder threads, a DoQ socket each on one port: each connection (a new source port
@@ -175,10 +177,10 @@ TEST(doq_load_test, several_responder_threads_share_tickets_and_serve_every_conn
   o.threads = 2;
   server responder(o);
   load_spec spec = doq_spec(responder.port(transport_kind::doq));
-  spec.clients = 2;
-  spec.outstanding = 1;
-  spec.queries_per_connection = 1;
-  spec.count = 100;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 1;
+  spec.connections.queries_per_connection = 1;
+  spec.traffic.count = 100;
   spec.tls.resume = true;
   spec.tls.early_data = true;
   const run_result r = run_checked(spec).result;
@@ -186,9 +188,9 @@ TEST(doq_load_test, several_responder_threads_share_tickets_and_serve_every_conn
   EXPECT_EQ(r.handshakes_resumed, 98u) << summary(r);
   EXPECT_EQ(r.early_data.accepted, 98u) << summary(r);
   load_spec persistent = doq_spec(responder.port(transport_kind::doq));
-  persistent.clients = 8;
-  persistent.outstanding = 20;
-  persistent.count = 8000;
+  persistent.traffic.clients = 8;
+  persistent.traffic.outstanding = 20;
+  persistent.traffic.count = 8000;
   const run_result p = run_checked(persistent).result;
   expect_all_in(p.responses_received, p);
   EXPECT_EQ(p.connections.opened, 8u) << summary(p);
@@ -204,10 +206,10 @@ TEST(doq_load_test, a_retry_before_every_connection_is_followed_and_counted) {
   o.doq_retry = true;
   server responder(o);
   load_spec spec = doq_spec(responder.port(transport_kind::doq));
-  spec.clients = 2;
-  spec.outstanding = 5;
-  spec.count = 40;
-  spec.queries_per_connection = 10;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 5;
+  spec.traffic.count = 40;
+  spec.connections.queries_per_connection = 10;
   spec.tls.resume = true;
   spec.tls.early_data = true;  // 0-RTT goes again after the Retry, with the new Initial
   const run_result r = run_checked(spec).result;
@@ -225,9 +227,9 @@ TEST(doq_load_test, a_silent_server_ends_every_attempt_as_a_handshake_timeout) {
   hostile_server server(
       {}, [](std::span<const std::uint8_t>, std::uint64_t) { return std::vector<reply>{}; });
   load_spec spec = doq_spec(server.port());
-  spec.clients = 2;
-  spec.count = 10;
-  spec.timeout_seconds = 0.3;
+  spec.traffic.clients = 2;
+  spec.traffic.count = 10;
+  spec.traffic.timeout_seconds = 0.3;
   const run_result r = run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 0u) << summary(r);  // nothing goes before the handshake
   EXPECT_GE(r.connections.failed, 6u);          // 3 attempts per client, then it gives up
@@ -253,9 +255,9 @@ TEST(doq_load_test, version_negotiation_only_is_counted_and_named) {
     return std::vector<reply>{r};
   });
   load_spec spec = doq_spec(server.port());
-  spec.clients = 1;
-  spec.count = 10;
-  spec.timeout_seconds = 1;
+  spec.traffic.clients = 1;
+  spec.traffic.count = 10;
+  spec.traffic.timeout_seconds = 1;
   const run_result r = run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 0u) << summary(r);
   EXPECT_EQ(r.connections.failed, 3u) << summary(r);

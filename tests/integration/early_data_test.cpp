@@ -52,17 +52,17 @@ class early_data_test : public ::testing::TestWithParam<early_case> {
   load_spec spec_for(const server& s) const {
     const auto [transport, client, server_backend] = GetParam();
     load_spec spec;
-    spec.transport = transport;
-    spec.port = transport == transport_kind::doh ? s.port(transport_kind::doh)
-                                                 : s.port(transport_kind::tls);
+    spec.target.transport = transport;
+    spec.target.port = transport == transport_kind::doh ? s.port(transport_kind::doh)
+                                                        : s.port(transport_kind::tls);
     spec.tls.backend = client;
     spec.tls.resume = true;
     spec.tls.early_data = true;
-    spec.clients = 2;
-    spec.outstanding = 1;
-    spec.queries_per_connection = 1;
-    spec.count = 60;
-    spec.timeout_seconds = hostile::generous_timeout_seconds;
+    spec.traffic.clients = 2;
+    spec.traffic.outstanding = 1;
+    spec.connections.queries_per_connection = 1;
+    spec.traffic.count = 60;
+    spec.traffic.timeout_seconds = hostile::generous_timeout_seconds;
     return spec;
   }
 };
@@ -88,9 +88,9 @@ TEST_P(early_data_test, queries_ride_in_0rtt_and_are_answered_once) {
 TEST_P(early_data_test, several_queries_fit_in_the_early_data) {
   server responder(responder_options());
   load_spec spec = spec_for(responder);
-  spec.outstanding = 4;
-  spec.queries_per_connection = 8;
-  spec.count = 80;
+  spec.traffic.outstanding = 4;
+  spec.connections.queries_per_connection = 8;
+  spec.traffic.count = 80;
   const run_result r = run_checked(spec).result;
   expect_all_in(r.responses_received, r);
   // 40 queries per client, 8 per connection: five connections each, the first in full.
@@ -112,10 +112,10 @@ TEST_P(early_data_test, early_data_stops_at_the_tickets_limit) {
     for (int label = 0; label < 4; ++label) name += std::string(60, 'a' + (i + label) % 26) + ".";
     text += name + "example. A\n";
   }
-  spec.queries = std::make_shared<const query_set>(parse_text_queries(text, "long names"));
-  spec.outstanding = 100;
-  spec.queries_per_connection = 200;
-  spec.count = 800;
+  spec.traffic.queries = std::make_shared<const query_set>(parse_text_queries(text, "long names"));
+  spec.traffic.outstanding = 100;
+  spec.connections.queries_per_connection = 200;
+  spec.traffic.count = 800;
   const run_result r = run_checked(spec).result;
   expect_all_in(r.responses_received, r);
   EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
@@ -165,18 +165,19 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(early_data_usage_test, needs_a_tls_transport_tls_13_and_resumption) {
   load_spec spec;
-  spec.transport = transport_kind::tcp;
+  spec.target.transport = transport_kind::tcp;
   spec.tls.resume = true;
   spec.tls.early_data = true;
-  spec.count = 1;
+  spec.traffic.count = 1;
   try {
     run_load(spec);
     ADD_FAILURE() << "--early-data over tcp was accepted";
   } catch (const setup_error& e) {
-    EXPECT_NE(std::string(e.what()).find("--early-data: tcp has no TLS"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("load_spec::tls.early_data: tcp has no TLS"),
+              std::string::npos)
         << e.what();
   }
-  spec.transport = transport_kind::tls;
+  spec.target.transport = transport_kind::tls;
   spec.tls.max_version = tls_version::v1_2;
   try {
     run_load(spec);

@@ -38,12 +38,12 @@ server_options listening_on(transport_kind t) {
 
 load_spec edns_spec_for(const server& s, transport_kind t) {
   load_spec spec;
-  spec.transport = t;
-  spec.port = s.port(t);
+  spec.target.transport = t;
+  spec.target.port = s.port(t);
   if (t == transport_kind::doq) spec.tls.backend = tls_backend::gnutls;
   // The responder answers everything: a long timeout costs nothing and no busy machine
   // turns an answer into a loss.
-  spec.timeout_seconds = 10;
+  spec.traffic.timeout_seconds = 10;
   return spec;
 }
 
@@ -53,10 +53,10 @@ class edns_stream_test : public ::testing::TestWithParam<transport_kind> {};
 TEST_P(edns_stream_test, padded_queries_get_answers_padded_to_468_where_encrypted) {
   server responder(listening_on(GetParam()));
   load_spec spec = edns_spec_for(responder, GetParam());
-  spec.clients = 2;
-  spec.count = 300;
-  spec.edns_keepalive = GetParam() != transport_kind::doq;
-  spec.edns_padding_block = 128;
+  spec.traffic.clients = 2;
+  spec.traffic.count = 300;
+  spec.traffic.edns_keepalive = GetParam() != transport_kind::doq;
+  spec.traffic.edns_padding_block = 128;
   const run_result r = run_load(spec);
   ASSERT_EQ(r.responses_received, 300u);
   EXPECT_EQ(r.edns.padding_block, 128);
@@ -88,9 +88,9 @@ TEST_P(edns_stream_test, edns_figures_survive_the_json_round_trip) {
   o.keepalive_timeout_seconds = 0.7;
   server responder(o);
   load_spec spec = edns_spec_for(responder, GetParam());
-  spec.count = 50;
-  spec.edns_keepalive = GetParam() != transport_kind::doq;
-  spec.edns_padding_block = 64;
+  spec.traffic.count = 50;
+  spec.traffic.edns_keepalive = GetParam() != transport_kind::doq;
+  spec.traffic.edns_padding_block = 64;
   const run_result r = run_load(spec);
   const std::string text = to_json(r);
   const run_result back = run_result_from_json(text, "edns.json");
@@ -105,7 +105,7 @@ TEST_P(edns_stream_test, edns_figures_survive_the_json_round_trip) {
   EXPECT_EQ(to_json(back), text);
   // The table says it too.
   const std::string table = format_table(r);
-  if (spec.edns_keepalive) {
+  if (spec.traffic.edns_keepalive) {
     EXPECT_NE(table.find("0.7 to 0.7 s"), std::string::npos) << table;
   }
   if (GetParam() != transport_kind::tcp) {
@@ -132,10 +132,10 @@ TEST_P(keepalive_test, every_answer_advertises_the_responders_keepalive) {
   o.keepalive_timeout_seconds = 2.5;
   server responder(o);
   load_spec spec = edns_spec_for(responder, GetParam());
-  spec.clients = 2;
-  spec.outstanding = 10;
-  spec.count = 300;
-  spec.edns_keepalive = true;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 10;
+  spec.traffic.count = 300;
+  spec.traffic.edns_keepalive = true;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.responses_received, 300u);
   EXPECT_TRUE(r.edns.keepalive_sent);
@@ -155,11 +155,11 @@ TEST_P(keepalive_test, idle_connections_close_after_the_advertised_timeout) {
   o.keepalive_timeout_seconds = 0.2;
   server responder(o);
   load_spec spec = edns_spec_for(responder, GetParam());
-  spec.clients = 1;
-  spec.count = 4;
-  spec.rate = 2;
-  spec.edns_keepalive = true;
-  spec.honour_keepalive = true;
+  spec.traffic.clients = 1;
+  spec.traffic.count = 4;
+  spec.traffic.rate = 2;
+  spec.traffic.edns_keepalive = true;
+  spec.connections.honour_keepalive = true;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.responses_received, 4u);
   EXPECT_EQ(r.connections.opened, 4u);
@@ -169,7 +169,7 @@ TEST_P(keepalive_test, idle_connections_close_after_the_advertised_timeout) {
   EXPECT_EQ(r.edns.keepalive_answers, 4u);
 
   // Not honoured: one connection carries the four queries.
-  spec.honour_keepalive = false;
+  spec.connections.honour_keepalive = false;
   const run_result kept = run_load(spec);
   EXPECT_EQ(kept.responses_received, 4u);
   EXPECT_EQ(kept.connections.opened, 1u);
@@ -182,11 +182,11 @@ TEST_P(keepalive_test, busy_connections_stay_open) {
   o.keepalive_timeout_seconds = 2;
   server responder(o);
   load_spec spec = edns_spec_for(responder, GetParam());
-  spec.clients = 2;
-  spec.count = 20;
-  spec.rate = 40;
-  spec.edns_keepalive = true;
-  spec.honour_keepalive = true;
+  spec.traffic.clients = 2;
+  spec.traffic.count = 20;
+  spec.traffic.rate = 40;
+  spec.traffic.edns_keepalive = true;
+  spec.connections.honour_keepalive = true;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.responses_received, 20u);
   EXPECT_EQ(r.connections.opened, 2u);
@@ -209,10 +209,10 @@ TEST(edns_load_test, queries_with_their_own_opt_record_take_the_options) {
   options.edns.options.push_back({10, {1, 2, 3, 4, 5, 6, 7, 8}});  // a client cookie
   auto queries = std::make_shared<query_set>(default_queries(options));
   queries->set_origin("cookies.raw");
-  spec.queries = queries;
-  spec.count = 400;
-  spec.edns_keepalive = true;
-  spec.edns_padding_block = 128;
+  spec.traffic.queries = queries;
+  spec.traffic.count = 400;
+  spec.traffic.edns_keepalive = true;
+  spec.traffic.edns_padding_block = 128;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.responses_received, 400u);
   EXPECT_EQ(r.edns.keepalive_answers, 400u);
@@ -227,13 +227,13 @@ TEST(edns_load_test, queries_with_their_own_opt_record_take_the_options) {
   signed_queries->add(encode_query("example.org", rr_type::a));
   signed_queries->add(tsig);
   signed_queries->set_origin("signed.raw");
-  spec.queries = signed_queries;
+  spec.traffic.queries = signed_queries;
   try {
     run_load(spec);
     ADD_FAILURE() << "a TSIG-signed query was padded";
   } catch (const setup_error& e) {
     const std::string message = e.what();
-    EXPECT_NE(message.find("--edns-padding"), std::string::npos) << message;
+    EXPECT_NE(message.find("load_spec::traffic.edns_padding_block"), std::string::npos) << message;
     EXPECT_NE(message.find("query 2 of signed.raw"), std::string::npos) << message;
     EXPECT_NE(message.find("TSIG"), std::string::npos) << message;
   }
@@ -246,9 +246,9 @@ TEST(edns_load_test, echoed_options_are_read_as_they_are) {
   o.mode = answer_mode::echo;
   server responder(o);
   load_spec spec = edns_spec_for(responder, transport_kind::tls);
-  spec.count = 200;
-  spec.edns_keepalive = true;
-  spec.edns_padding_block = 128;
+  spec.traffic.count = 200;
+  spec.traffic.edns_keepalive = true;
+  spec.traffic.edns_padding_block = 128;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.responses_received, 200u);
   EXPECT_EQ(r.malformed, 0u);
@@ -260,26 +260,30 @@ TEST(edns_load_test, echoed_options_are_read_as_they_are) {
 
 TEST(edns_load_test, keepalive_where_rfcs_forbid_it_is_refused) {
   load_spec spec;
-  spec.port = 53;
-  spec.edns_keepalive = true;
+  spec.target.port = 53;
+  spec.traffic.edns_keepalive = true;
   for (const auto t : {transport_kind::udp, transport_kind::doq}) {
-    spec.transport = t;
+    spec.target.transport = t;
     if (t == transport_kind::doq) spec.tls.backend = tls_backend::gnutls;
     try {
       validate(spec);
       ADD_FAILURE() << transport_name(t) << " accepted --edns-keepalive";
     } catch (const setup_error& e) {
-      EXPECT_NE(std::string(e.what()).find("--edns-keepalive"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("load_spec::traffic.edns_keepalive applies to"),
+                std::string::npos)
+          << e.what();
     }
   }
-  spec.transport = transport_kind::tcp;
-  spec.edns_keepalive = false;
-  spec.honour_keepalive = true;
+  spec.target.transport = transport_kind::tcp;
+  spec.traffic.edns_keepalive = false;
+  spec.connections.honour_keepalive = true;
   try {
     validate(spec);
     ADD_FAILURE() << "--honour-keepalive accepted without --edns-keepalive";
   } catch (const setup_error& e) {
-    EXPECT_NE(std::string(e.what()).find("--honour-keepalive"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("load_spec::connections.honour_keepalive needs"),
+              std::string::npos)
+        << e.what();
   }
 }
 

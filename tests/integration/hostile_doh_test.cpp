@@ -40,15 +40,17 @@ class hostile_doh_test : public ::testing::TestWithParam<tls_backend> {
 
   // Two clients, five streams in flight each; a count of 200 queries unless given.
   load_spec client_spec(const hostile_server& server, load_spec spec = {}) const {
-    spec.transport = transport_kind::doh;
-    spec.port = server.port();
+    spec.target.transport = transport_kind::doh;
+    spec.target.port = server.port();
     spec.tls.backend = GetParam();
-    if (spec.count == 0 && spec.duration_seconds == load_spec{}.duration_seconds) spec.count = 200;
-    if (spec.timeout_seconds == load_spec{}.timeout_seconds) {
-      spec.timeout_seconds = generous_timeout_seconds;
+    if (spec.traffic.count == 0 &&
+        spec.traffic.duration_seconds == load_spec{}.traffic.duration_seconds)
+      spec.traffic.count = 200;
+    if (spec.traffic.timeout_seconds == load_spec{}.traffic.timeout_seconds) {
+      spec.traffic.timeout_seconds = generous_timeout_seconds;
     }
-    spec.clients = 2;
-    spec.outstanding = 5;
+    spec.traffic.clients = 2;
+    spec.traffic.outstanding = 5;
     return spec;
   }
 };
@@ -58,7 +60,7 @@ TEST_P(hostile_doh_test, a_well_behaved_server_answers_every_query_by_post_and_g
     SCOPED_TRACE(std::string(doh_method_name(method)));
     hostile_server server(server_options(), serve_doh(doh_answer_all()));
     load_spec spec;
-    spec.doh_request = method;
+    spec.target.doh_request = method;
     const run_result r = run_checked(client_spec(server, spec)).result;
     EXPECT_EQ(r.queries_sent, 200u);
     expect_all_in(r.responses_received, r);
@@ -137,7 +139,7 @@ TEST_P(hostile_doh_test, goaway_mid_run_loses_the_unprocessed_streams_and_the_ru
     peer.close();
   });
   load_spec spec;
-  spec.count = 300;
+  spec.traffic.count = 300;
   const run_result r = run_checked(client_spec(server, spec)).result;
   EXPECT_GT(r.connections.goaway, 2u) << summary(r);
   EXPECT_GT(r.connections.opened, 2u) << summary(r);  // replaced, the run went on
@@ -174,8 +176,8 @@ TEST_P(hostile_doh_test, a_limit_of_one_stream_is_kept_once_the_server_said_so) 
 TEST_P(hostile_doh_test, a_server_that_never_sends_settings_loses_the_queries_to_timeouts) {
   hostile_server server(server_options(), [](stream_peer& peer) { peer.discard_until_gone(); });
   load_spec spec;
-  spec.duration_seconds = 0.3;
-  spec.timeout_seconds = 0.5;
+  spec.traffic.duration_seconds = 0.3;
+  spec.traffic.timeout_seconds = 0.5;
   const run_result r = run_checked(client_spec(server, spec)).result;
   EXPECT_GT(r.queries_sent, 0u);
   EXPECT_EQ(r.lost, r.queries_sent) << summary(r);
@@ -201,8 +203,8 @@ TEST_P(hostile_doh_test, http_1_1_on_the_wire_after_h2_is_an_http2_error) {
     peer.discard_until_gone();
   });
   load_spec spec;
-  spec.duration_seconds = 0.3;
-  spec.timeout_seconds = 0.5;
+  spec.traffic.duration_seconds = 0.3;
+  spec.traffic.timeout_seconds = 0.5;
   const run_result r = run_checked(client_spec(server, spec)).result;
   EXPECT_EQ(r.responses_received, 0u) << summary(r);
   EXPECT_GT(cause(r.connections.failures, "http2_error"), 0u) << summary(r);

@@ -25,13 +25,13 @@ server_options doq_only_server() {
 
 load_spec hostile_doq_spec(std::uint16_t port, std::uint64_t count) {
   load_spec spec;
-  spec.transport = transport_kind::doq;
+  spec.target.transport = transport_kind::doq;
   spec.tls.backend = tls_backend::gnutls;
-  spec.port = port;
-  spec.clients = 1;
-  spec.outstanding = 4;
-  spec.count = count;
-  spec.timeout_seconds = 3;
+  spec.target.port = port;
+  spec.traffic.clients = 1;
+  spec.traffic.outstanding = 4;
+  spec.traffic.count = count;
+  spec.traffic.timeout_seconds = 3;
   return spec;
 }
 
@@ -115,7 +115,8 @@ TEST(hostile_doq_test, a_server_that_forgets_its_connections_sends_stateless_res
   o.doq_stateless_reset_after = 5;
   server responder(o);
   load_spec spec = hostile_doq_spec(responder.port(transport_kind::doq), 30);
-  spec.outstanding = 1;  // the sixth query of a connection is the packet that gets the reset
+  spec.traffic.outstanding =
+      1;  // the sixth query of a connection is the packet that gets the reset
   const run_result r = run_checked(spec).result;
   responder.stop();
   EXPECT_GE(r.quic.stateless_resets, 1u) << summary(r);

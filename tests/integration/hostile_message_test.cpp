@@ -22,8 +22,8 @@ namespace {
 // in one bucket.
 load_spec counted_patiently(std::uint64_t count) {
   load_spec spec;
-  spec.count = count;
-  spec.timeout_seconds = generous_timeout_seconds;
+  spec.traffic.count = count;
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
   return spec;
 }
 
@@ -40,15 +40,17 @@ class hostile_message_test : public ::testing::TestWithParam<transport_variant> 
     options.transport = v.transport;
     options.tls.backend = v.server;
     hostile_server server(options, script);
-    spec.transport = v.transport;
-    spec.port = server.port();
+    spec.target.transport = v.transport;
+    spec.target.port = server.port();
     spec.tls.backend = v.client;
-    if (spec.count == 0 && spec.duration_seconds == load_spec{}.duration_seconds) {
-      spec.duration_seconds = 0.3;
+    if (spec.traffic.count == 0 &&
+        spec.traffic.duration_seconds == load_spec{}.traffic.duration_seconds) {
+      spec.traffic.duration_seconds = 0.3;
     }
-    if (spec.timeout_seconds == load_spec{}.timeout_seconds) spec.timeout_seconds = 0.3;
-    spec.clients = 2;
-    if (spec.outstanding == load_spec{}.outstanding) spec.outstanding = 10;
+    if (spec.traffic.timeout_seconds == load_spec{}.traffic.timeout_seconds)
+      spec.traffic.timeout_seconds = 0.3;
+    spec.traffic.clients = 2;
+    if (spec.traffic.outstanding == load_spec{}.traffic.outstanding) spec.traffic.outstanding = 10;
     bounded_run run = run_checked(spec);
     const run_result& r = run.result;
     EXPECT_GT(r.queries_sent, 0u);
@@ -67,7 +69,7 @@ TEST_P(hostile_message_test, correct_answers_are_all_counted_answered) {
 
 TEST_P(hostile_message_test, wrong_id_is_unexpected_and_the_query_lost) {
   load_spec spec;
-  spec.count = 40;
+  spec.traffic.count = 40;
   const run_result r = run_against(wrong_id(), spec).result;
   EXPECT_EQ(r.queries_sent, 40u);
   EXPECT_EQ(r.responses_received, 0u);
@@ -113,9 +115,9 @@ TEST_P(hostile_message_test, answers_with_a_neighbours_id_are_never_counted) {
   for (const std::uint16_t offset : {1, 2, 3, 16, 255, 256, 257, 0x4000, 0x8000, 0xffff}) {
     SCOPED_TRACE(fmt::format("id offset {}", offset));
     load_spec spec;
-    spec.count = 300;
-    spec.outstanding = 50;
-    spec.timeout_seconds = 0.2;
+    spec.traffic.count = 300;
+    spec.traffic.outstanding = 50;
+    spec.traffic.timeout_seconds = 0.2;
     const run_result r = run_against(id_offset(offset), spec).result;
     EXPECT_EQ(r.queries_sent, 300u);
     EXPECT_EQ(r.responses_received, 0u);
@@ -137,10 +139,10 @@ TEST_P(hostile_message_test, a_list_of_few_questions_keeps_one_of_each_in_flight
   for (const std::uint16_t offset : {1, 2, 0xffff}) {
     SCOPED_TRACE(fmt::format("id offset {}", offset));
     load_spec spec;
-    spec.queries = queries;
-    spec.count = 30;
-    spec.outstanding = 50;
-    spec.timeout_seconds = 0.2;
+    spec.traffic.queries = queries;
+    spec.traffic.count = 30;
+    spec.traffic.outstanding = 50;
+    spec.traffic.timeout_seconds = 0.2;
     const run_result r = run_against(id_offset(offset), spec).result;
     EXPECT_EQ(r.queries_sent, 30u);
     EXPECT_EQ(r.responses_received, 0u);
@@ -150,8 +152,8 @@ TEST_P(hostile_message_test, a_list_of_few_questions_keeps_one_of_each_in_flight
   }
   // And a correct server still gets every query answered.
   load_spec spec = counted_patiently(300);
-  spec.queries = queries;
-  spec.outstanding = 50;
+  spec.traffic.queries = queries;
+  spec.traffic.outstanding = 50;
   const run_result r = run_against(answer_all(), spec).result;
   EXPECT_EQ(r.queries_sent, 300u);
   expect_all_in(r.responses_received, r);
@@ -180,7 +182,7 @@ TEST_P(hostile_message_test, answers_after_the_timeout_are_lost_then_late) {
   // Five rounds of 20 queries, each lost after 0.3 s; the answers come 0.45 s after their
   // query, while the next round is in flight (only the last round's may come after the end).
   load_spec spec;
-  spec.count = 100;
+  spec.traffic.count = 100;
   const run_result r = run_against(answer_all(std::chrono::milliseconds(450)), spec).result;
   EXPECT_EQ(r.queries_sent, 100u);
   EXPECT_EQ(r.responses_received, 0u);
@@ -205,7 +207,7 @@ TEST_P(hostile_message_test, the_largest_answers_are_answers_on_streams_and_over
   // UDP: far over 512 (the queries carry no EDNS), a protocol violation; streams: the
   // largest message, which they may carry.
   load_spec spec = counted_patiently(100);
-  spec.outstanding = 4;
+  spec.traffic.outstanding = 4;
   const run_result r = run_against(oversized_answers(datagrams() ? 4096 : 65535), spec).result;
   EXPECT_EQ(r.queries_sent, 100u);
   if (datagrams()) {
@@ -221,7 +223,7 @@ TEST_P(hostile_message_test, junk_carrying_the_right_id_is_malformed) {
   // UDP: the largest datagram a query without EDNS allows (a larger one is oversized, checked
   // first); 64 KiB frames over TLS take a while on a loaded machine: no query may time out.
   load_spec spec = counted_patiently(100);
-  spec.outstanding = 4;
+  spec.traffic.outstanding = 4;
   const run_result r = run_against(junk_frames(datagrams() ? 512 : 65535), spec).result;
   EXPECT_EQ(r.queries_sent, 100u);
   expect_all_in(r.malformed, r);
@@ -231,8 +233,8 @@ TEST_P(hostile_message_test, answering_only_some_queries_loses_the_rest) {
   // The answered half comes at once, so a one-second timeout only ever expires the dropped
   // half, however loaded the machine.
   load_spec spec;
-  spec.count = 40;
-  spec.timeout_seconds = 1;
+  spec.traffic.count = 40;
+  spec.traffic.timeout_seconds = 1;
   const run_result r = run_against(answer_every_other(), spec).result;
   EXPECT_EQ(r.queries_sent, 40u);
   EXPECT_EQ(r.responses_received, 20u) << summary(r);

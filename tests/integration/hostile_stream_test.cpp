@@ -20,7 +20,7 @@ namespace {
 // machine, so every case below sees its connections set up and ended.
 load_spec counted(std::uint64_t count) {
   load_spec spec;
-  spec.count = count;
+  spec.traffic.count = count;
   return spec;
 }
 
@@ -39,15 +39,17 @@ class hostile_stream_test : public ::testing::TestWithParam<transport_variant> {
     options.tls.backend = v.server;
     options.tls_handshake = !raw;
     hostile_server server(options, script);
-    spec.transport = v.transport;
-    spec.port = server.port();
+    spec.target.transport = v.transport;
+    spec.target.port = server.port();
     spec.tls.backend = v.client;
-    if (spec.count == 0 && spec.duration_seconds == load_spec{}.duration_seconds) {
-      spec.duration_seconds = 0.3;
+    if (spec.traffic.count == 0 &&
+        spec.traffic.duration_seconds == load_spec{}.traffic.duration_seconds) {
+      spec.traffic.duration_seconds = 0.3;
     }
-    if (spec.timeout_seconds == load_spec{}.timeout_seconds) spec.timeout_seconds = 0.3;
-    if (spec.clients == load_spec{}.clients) spec.clients = 2;
-    if (spec.outstanding == load_spec{}.outstanding) spec.outstanding = 10;
+    if (spec.traffic.timeout_seconds == load_spec{}.traffic.timeout_seconds)
+      spec.traffic.timeout_seconds = 0.3;
+    if (spec.traffic.clients == load_spec{}.traffic.clients) spec.traffic.clients = 2;
+    if (spec.traffic.outstanding == load_spec{}.traffic.outstanding) spec.traffic.outstanding = 10;
     return run_checked(spec);
   }
 };
@@ -112,10 +114,10 @@ TEST_P(hostile_stream_test, zero_length_prefix_drops_the_connection) {
 
 TEST_P(hostile_stream_test, one_byte_at_a_time_is_slow_but_answered) {
   load_spec spec;
-  spec.count = 40;
-  spec.timeout_seconds = generous_timeout_seconds;
-  spec.clients = 1;
-  spec.outstanding = 2;
+  spec.traffic.count = 40;
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
+  spec.traffic.clients = 1;
+  spec.traffic.outstanding = 2;
   const run_result r = run_against(one_byte_at_a_time(std::chrono::microseconds(100)), spec).result;
   EXPECT_EQ(r.queries_sent, 40u);
   expect_all_in(r.responses_received, r);
@@ -123,8 +125,8 @@ TEST_P(hostile_stream_test, one_byte_at_a_time_is_slow_but_answered) {
 
 TEST_P(hostile_stream_test, reverse_order_is_legitimate_and_counted_out_of_order) {
   load_spec spec;
-  spec.count = 400;
-  spec.timeout_seconds = generous_timeout_seconds;
+  spec.traffic.count = 400;
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
   const run_result r = run_against(reverse_order(10), spec).result;
   EXPECT_EQ(r.queries_sent, 400u);
   expect_all_in(r.responses_received, r);
@@ -134,8 +136,8 @@ TEST_P(hostile_stream_test, reverse_order_is_legitimate_and_counted_out_of_order
 
 TEST_P(hostile_stream_test, one_at_a_time_is_legitimate_and_in_order) {
   load_spec spec;
-  spec.count = 200;
-  spec.timeout_seconds = generous_timeout_seconds;
+  spec.traffic.count = 200;
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
   const run_result r = run_against(one_at_a_time(std::chrono::microseconds(200)), spec).result;
   EXPECT_EQ(r.queries_sent, 200u);
   expect_all_in(r.responses_received, r);
@@ -147,11 +149,11 @@ TEST_P(hostile_stream_test, idle_close_is_closed_by_server_then_reconnected) {
   // 0 and 1 s from the first, 0.5 and 1.5 s from the second. The server closes a connection
   // 100 ms after its last answer, long before the client's next query.
   load_spec spec;
-  spec.clients = 2;
-  spec.outstanding = 1;
-  spec.rate = 2;
-  spec.count = 4;
-  spec.timeout_seconds = generous_timeout_seconds;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 1;
+  spec.traffic.rate = 2;
+  spec.traffic.count = 4;
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
   const run_result r = run_against(idle_close(std::chrono::milliseconds(100)), spec).result;
   EXPECT_EQ(r.queries_sent, 4u);
   expect_all_in(r.responses_received, r);
@@ -167,12 +169,12 @@ TEST_P(hostile_stream_test, idle_close_is_closed_by_server_then_reconnected) {
 
 TEST_P(hostile_stream_test, paced_client_connects_when_it_has_a_query_to_send) {
   load_spec spec;
-  spec.clients = 2;
-  spec.outstanding = 1;
-  spec.rate = 20;  // a query every 100 ms per client, 50 ms apart, one per connection
-  spec.queries_per_connection = 1;
-  spec.count = 10;
-  spec.timeout_seconds = generous_timeout_seconds;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 1;
+  spec.traffic.rate = 20;  // a query every 100 ms per client, 50 ms apart, one per connection
+  spec.connections.queries_per_connection = 1;
+  spec.traffic.count = 10;
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
   const run_result r = run_against(close_after(1'000'000), spec).result;
   EXPECT_EQ(r.queries_sent, 10u);
   expect_all_in(r.responses_received, r);
@@ -184,7 +186,7 @@ TEST_P(hostile_stream_test, paced_client_connects_when_it_has_a_query_to_send) {
 
 TEST_P(hostile_stream_test, count_mode_ends_when_every_set_up_fails) {
   load_spec spec;
-  spec.count = 1000;
+  spec.traffic.count = 1000;
   const run_result r = run_against(reset_on_accept(), spec, true).result;
   EXPECT_EQ(r.responses_received, 0u);
   if (tls()) {
@@ -229,7 +231,7 @@ TEST_P(hostile_stream_test, flood_of_unsolicited_messages_does_not_stall_the_run
 // of TLS records before it lets the worker's timers run.
 TEST_P(hostile_stream_test, flood_with_coalescing_does_not_stall_the_run) {
   load_spec spec = counted(50);
-  spec.coalesce_us = 100;
+  spec.generator.coalesce_us = 100;
   const run_result r = run_against(flood(1000), spec).result;
   EXPECT_EQ(r.queries_sent, 50u);
   EXPECT_EQ(queries_ended(r), r.queries_sent) << summary(r);
@@ -251,10 +253,10 @@ TEST_P(hostile_stream_test, coalesced_reads_take_late_answers_in_fewer_wakeups) 
                    answer_all_spread(std::chrono::milliseconds(40), std::chrono::milliseconds(20)));
   };
   load_spec spec = counted(8000);
-  spec.outstanding = 800;
-  spec.timeout_seconds = generous_timeout_seconds;
+  spec.traffic.outstanding = 800;
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
   const run_result off = run_against(late, spec).result;
-  spec.coalesce_us = 500;
+  spec.generator.coalesce_us = 500;
   const run_result on = run_against(late, spec).result;
   for (const run_result* r : {&off, &on}) {
     ASSERT_EQ(r->responses_received, 8000u) << summary(*r);
@@ -285,7 +287,7 @@ TEST_P(hostile_stream_test, queries_per_connection_survive_a_closing_server) {
   // Five queries per connection, of which the server answers three and closes: 40
   // connections, each with three answers and two queries lost on close.
   load_spec spec = counted(200);
-  spec.queries_per_connection = 5;
+  spec.connections.queries_per_connection = 5;
   const run_result r = run_against(close_after(3), spec).result;
   EXPECT_EQ(r.queries_sent, 200u);
   EXPECT_EQ(r.connections.opened, 40u) << summary(r);
@@ -302,11 +304,11 @@ TEST(hostile_stream_test, count_mode_ends_when_connections_are_refused) {
     port = closed_soon.port();
   }
   load_spec spec;
-  spec.transport = transport_kind::tcp;
-  spec.port = port;
-  spec.count = 1000;
-  spec.clients = 2;
-  spec.timeout_seconds = 0.2;
+  spec.target.transport = transport_kind::tcp;
+  spec.target.port = port;
+  spec.traffic.count = 1000;
+  spec.traffic.clients = 2;
+  spec.traffic.timeout_seconds = 0.2;
   const run_result r = run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 0u);
   EXPECT_GT(r.connections.failures.at("ECONNREFUSED"), 0u);

@@ -37,13 +37,14 @@ class hostile_tls_test : public ::testing::TestWithParam<tls_backend> {
   // count), 0.5 s timeout unless given: a handshake under a sanitizer on a busy machine can
   // take a while.
   load_spec client_spec(const hostile_server& server, load_spec spec = {}) const {
-    spec.transport = transport_kind::tls;
-    spec.port = server.port();
+    spec.target.transport = transport_kind::tls;
+    spec.target.port = server.port();
     spec.tls.backend = GetParam();
-    if (spec.count == 0) spec.duration_seconds = 0.3;
-    if (spec.timeout_seconds == load_spec{}.timeout_seconds) spec.timeout_seconds = 0.5;
-    spec.clients = 2;
-    spec.outstanding = 5;
+    if (spec.traffic.count == 0) spec.traffic.duration_seconds = 0.3;
+    if (spec.traffic.timeout_seconds == load_spec{}.traffic.timeout_seconds)
+      spec.traffic.timeout_seconds = 0.5;
+    spec.traffic.clients = 2;
+    spec.traffic.outstanding = 5;
     return spec;
   }
 
@@ -69,16 +70,16 @@ class hostile_tls_test : public ::testing::TestWithParam<tls_backend> {
                                                 const std::filesystem::path& ca) const {
     load_spec spec;
     spec.tls.server_name = name;
-    spec.count = 20;
-    spec.timeout_seconds = generous_timeout_seconds;
+    spec.traffic.count = 20;
+    spec.traffic.timeout_seconds = generous_timeout_seconds;
     const run_result unverified = run_checked(client_spec(server, spec)).result;
     EXPECT_EQ(unverified.queries_sent, 20u) << unverified.connections.first_failure;
     expect_all_in(unverified.responses_received, unverified);
 
     spec.tls.verify = true;
     spec.tls.ca_file = ca;
-    spec.count = 100;
-    spec.timeout_seconds = load_spec{}.timeout_seconds;
+    spec.traffic.count = 100;
+    spec.traffic.timeout_seconds = load_spec{}.traffic.timeout_seconds;
     run_result verified = run_checked(client_spec(server, spec)).result;
     expect_every_set_up_failed(verified, "tls_certificate");
     return verified;
@@ -88,7 +89,7 @@ class hostile_tls_test : public ::testing::TestWithParam<tls_backend> {
 TEST_P(hostile_tls_test, plain_dns_on_the_tls_port_is_not_tls) {
   hostile_server server(server_options(transport_kind::tcp), plain_dns_reply());
   load_spec spec;
-  spec.count = 100;
+  spec.traffic.count = 100;
   const run_result r = run_checked(client_spec(server, spec)).result;
   expect_every_set_up_failed(r, "tls_not_tls");
 }
@@ -100,8 +101,8 @@ TEST_P(hostile_tls_test, handshake_that_never_finishes_times_out) {
   // In count mode each client gives up after three set-ups in a row failed: exactly three
   // handshake timeouts per client, whatever the timing.
   load_spec spec;
-  spec.count = 100;
-  spec.timeout_seconds = 0.15;
+  spec.traffic.count = 100;
+  spec.traffic.timeout_seconds = 0.15;
   const run_result r = run_checked(client_spec(server, spec)).result;
   EXPECT_EQ(r.queries_sent, 0u);
   EXPECT_EQ(r.connections.opened, 6u) << summary(r);
@@ -113,7 +114,7 @@ TEST_P(hostile_tls_test, handshake_that_never_finishes_times_out) {
 
   // For a duration: handshakes still going when the run ends are closed, not left uncounted
   // (how many timed out before depends on the timing).
-  spec.count = 0;
+  spec.traffic.count = 0;
   const run_result d = run_checked(client_spec(server, spec)).result;
   EXPECT_EQ(d.queries_sent, 0u);
   EXPECT_EQ(failures(d, "ETIMEDOUT"), d.connections.failed) << summary(d);
@@ -126,7 +127,7 @@ TEST_P(hostile_tls_test, close_before_the_handshake_is_a_failed_connection) {
   options.tls_handshake = false;
   hostile_server server(options, close_after_client_hello());
   load_spec spec;
-  spec.count = 100;
+  spec.traffic.count = 100;
   const run_result r = run_checked(client_spec(server, spec)).result;
   expect_every_set_up_failed(r, "tls_closed");
 }
@@ -136,7 +137,7 @@ TEST_P(hostile_tls_test, count_mode_ends_when_every_handshake_fails) {
   options.tls.min_version = options.tls.max_version = tls_version::v1_2;
   hostile_server server(options, answer_all());
   load_spec spec;
-  spec.count = 1000;
+  spec.traffic.count = 1000;
   spec.tls.min_version = spec.tls.max_version = tls_version::v1_3;
   const run_result r = run_checked(client_spec(server, spec)).result;
   expect_every_set_up_failed(r, "tls_protocol_version");
@@ -146,7 +147,7 @@ TEST_P(hostile_tls_test, close_right_after_the_handshake) {
   // Count mode: the run goes on until 200 queries are sent, however slow the machine.
   hostile_server server(server_options(), close_at_once());
   load_spec spec;
-  spec.count = 200;
+  spec.traffic.count = 200;
   const run_result r = run_checked(client_spec(server, spec)).result;
   EXPECT_GT(r.queries_sent, 0u);
   EXPECT_EQ(r.responses_received, 0u);
@@ -158,7 +159,7 @@ TEST_P(hostile_tls_test, close_right_after_the_handshake) {
 TEST_P(hostile_tls_test, alert_mid_stream_resets_the_connection) {
   hostile_server server(server_options(), alert_after(2));
   load_spec spec;
-  spec.count = 200;
+  spec.traffic.count = 200;
   const run_result r = run_checked(client_spec(server, spec)).result;
   EXPECT_EQ(r.queries_sent, 200u);
   EXPECT_GT(r.responses_received, 0u);
@@ -181,8 +182,8 @@ TEST_P(hostile_tls_test, version_only_servers_against_each_client_setting) {
       load_spec spec;
       spec.tls.min_version = spec.tls.max_version = client_version;
       const bool common = !client_version || *client_version == server_version;
-      spec.count = common ? 20 : 100;
-      if (common) spec.timeout_seconds = generous_timeout_seconds;
+      spec.traffic.count = common ? 20 : 100;
+      if (common) spec.traffic.timeout_seconds = generous_timeout_seconds;
       const run_result r = run_checked(client_spec(server, spec)).result;
       if (common) {
         EXPECT_EQ(r.queries_sent, 20u);
@@ -228,14 +229,15 @@ TEST(hostile_tls_tickets_test, a_gnutls_client_reads_past_hundreds_of_tickets_in
   options.tls.tickets_per_handshake = 300;
   hostile_server server(options, one_at_a_time(microseconds{0}));
   load_spec spec;
-  spec.transport = transport_kind::tls;
-  spec.port = server.port();
+  spec.target.transport = transport_kind::tls;
+  spec.target.port = server.port();
   spec.tls.backend = tls_backend::gnutls;
-  spec.clients = 2;
-  spec.outstanding = 1;
-  spec.count = 60;
-  spec.queries_per_connection = 3;  // twenty connections, each flooded with tickets first
-  spec.timeout_seconds = generous_timeout_seconds;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 1;
+  spec.traffic.count = 60;
+  spec.connections.queries_per_connection =
+      3;  // twenty connections, each flooded with tickets first
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
   const run_result r = run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 60u) << summary(r);
   expect_all_in(r.responses_received, r);

@@ -20,16 +20,16 @@ namespace {
 // given all the time it needs.
 load_spec udp_spec(std::uint16_t port, std::uint16_t payload = 0) {
   load_spec spec;
-  spec.port = port;
-  spec.clients = 2;
-  spec.outstanding = 10;
-  spec.count = 200;
-  spec.timeout_seconds = generous_timeout_seconds;
+  spec.target.port = port;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 10;
+  spec.traffic.count = 200;
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
   if (payload != 0) {
     query_options options;
     options.edns.enabled = true;
     options.edns.udp_payload_size = payload;
-    spec.queries = std::make_shared<const query_set>(default_queries(options));
+    spec.traffic.queries = std::make_shared<const query_set>(default_queries(options));
   }
   return spec;
 }
@@ -102,7 +102,7 @@ struct udp_and_tcp {
 TEST(hostile_udp, truncated_answers_retried_over_tcp_count_the_tcp_answer) {
   udp_and_tcp server(truncated_answers(), answer_all());
   load_spec spec = udp_spec(server.udp.port());
-  spec.tc_retry_tcp = true;
+  spec.traffic.tc_retry_tcp = true;
   const run_result r = run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 200u);
   EXPECT_EQ(r.tc_retried, 200u);
@@ -117,7 +117,7 @@ TEST(hostile_udp, truncated_answers_retried_over_tcp_count_the_tcp_answer) {
 TEST(hostile_udp, only_the_truncated_half_is_retried) {
   udp_and_tcp server(truncated_every_other(), answer_all());
   load_spec spec = udp_spec(server.udp.port());
-  spec.tc_retry_tcp = true;
+  spec.traffic.tc_retry_tcp = true;
   const run_result r = run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 200u);
   expect_all_in(r.responses_received, r);
@@ -129,7 +129,7 @@ TEST(hostile_udp, only_the_truncated_half_is_retried) {
 TEST(hostile_udp, a_retry_the_tcp_server_answers_wrongly_is_counted_by_that_answer) {
   udp_and_tcp server(truncated_answers(), wrong_question());
   load_spec spec = udp_spec(server.udp.port());
-  spec.tc_retry_tcp = true;
+  spec.traffic.tc_retry_tcp = true;
   const run_result r = run_checked(spec).result;
   EXPECT_EQ(r.tc_retried, 200u);
   EXPECT_EQ(r.tc_retry_answered, 0u);
@@ -152,8 +152,8 @@ TEST(hostile_udp, retries_with_no_tcp_listener_are_lost_and_the_run_ends) {
     }
   }
   load_spec spec = udp_spec(udp->port());
-  spec.tc_retry_tcp = true;
-  spec.timeout_seconds = 0.3;
+  spec.traffic.tc_retry_tcp = true;
+  spec.traffic.timeout_seconds = 0.3;
   const run_result r = run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 200u);
   EXPECT_EQ(r.tc_retried, 200u);
@@ -165,8 +165,8 @@ TEST(hostile_udp, retries_with_no_tcp_listener_are_lost_and_the_run_ends) {
 
 TEST(hostile_udp, tc_retry_is_refused_for_stream_transports) {
   load_spec spec;
-  spec.transport = transport_kind::tcp;
-  spec.tc_retry_tcp = true;
+  spec.target.transport = transport_kind::tcp;
+  spec.traffic.tc_retry_tcp = true;
   EXPECT_THROW(validate(spec), setup_error);
 }
 

@@ -54,15 +54,15 @@ std::uint16_t port_of(const server& s, transport_kind t) {
 
 load_spec idle_spec(const server& s, transport_kind t, double idle_seconds) {
   load_spec spec;
-  spec.transport = t;
-  spec.port = port_of(s, t);
+  spec.target.transport = t;
+  spec.target.port = port_of(s, t);
   if (t == transport_kind::doq) spec.tls.backend = tls_backend::gnutls;
-  spec.clients = clients;
-  spec.outstanding = 1;
-  spec.client_rate = client_rate;
-  spec.idle_seconds = idle_seconds;
-  spec.duration_seconds = run_seconds;
-  spec.timeout_seconds = generous_timeout_seconds;
+  spec.traffic.clients = clients;
+  spec.traffic.outstanding = 1;
+  spec.traffic.client_rate = client_rate;
+  spec.connections.idle_seconds = idle_seconds;
+  spec.traffic.duration_seconds = run_seconds;
+  spec.traffic.timeout_seconds = generous_timeout_seconds;
   return spec;
 }
 
@@ -199,32 +199,36 @@ std::string validation_error(const load_spec& spec) {
 
 TEST(idle_clients_test, bad_settings_are_refused_naming_the_flag) {
   load_spec spec;
-  spec.transport = transport_kind::tcp;
-  spec.idle_seconds = -1;
-  EXPECT_NE(validation_error(spec).find("--idle"), std::string::npos);
-  spec.idle_seconds = 1;
-  spec.transport = transport_kind::udp;
-  EXPECT_NE(validation_error(spec).find("--idle applies to transports with connections"),
+  spec.target.transport = transport_kind::tcp;
+  spec.connections.idle_seconds = -1;
+  EXPECT_NE(validation_error(spec).find("load_spec::connections.idle_seconds must be"),
             std::string::npos);
-  spec.idle_seconds = 0;
-  spec.client_rate = -0.5;
-  EXPECT_NE(validation_error(spec).find("--client-rate"), std::string::npos);
-  spec.client_rate = 0.5;
-  spec.rate = 100;
+  spec.connections.idle_seconds = 1;
+  spec.target.transport = transport_kind::udp;
+  EXPECT_NE(validation_error(spec).find(
+                "load_spec::connections.idle_seconds applies to transports with connections"),
+            std::string::npos);
+  spec.connections.idle_seconds = 0;
+  spec.traffic.client_rate = -0.5;
+  EXPECT_NE(validation_error(spec).find("load_spec::traffic.client_rate must be"),
+            std::string::npos);
+  spec.traffic.client_rate = 0.5;
+  spec.traffic.rate = 100;
   const std::string both = validation_error(spec);
-  EXPECT_NE(both.find("--rate"), std::string::npos) << both;
-  EXPECT_NE(both.find("--client-rate"), std::string::npos) << both;
+  EXPECT_NE(both.find("load_spec::traffic.rate and load_spec::traffic.client_rate"),
+            std::string::npos)
+      << both;
 }
 
 TEST(idle_clients_test, the_total_rate_is_the_clients_times_the_client_rate) {
   load_spec spec;
-  spec.clients = 10000;
-  spec.client_rate = 0.2;
+  spec.traffic.clients = 10000;
+  spec.traffic.client_rate = 0.2;
   EXPECT_DOUBLE_EQ(total_rate(spec), 2000.0);
-  spec.client_rate = 0;
-  spec.rate = 500;
+  spec.traffic.client_rate = 0;
+  spec.traffic.rate = 500;
   EXPECT_DOUBLE_EQ(total_rate(spec), 500.0);
-  spec.rate = 0;
+  spec.traffic.rate = 0;
   EXPECT_EQ(total_rate(spec), 0.0);
 }
 

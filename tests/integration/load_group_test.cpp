@@ -115,13 +115,13 @@ class load_group_test : public ::testing::Test {
 
   load_spec spec(transport_kind t) const {
     load_spec s;
-    s.transport = t;
-    s.port = t == transport_kind::udp ? responder_.port(transport_kind::udp)
-                                      : responder_.port(transport_kind::tcp);
-    s.clients = 5;
-    s.outstanding = 4;
-    s.count = 999;
-    s.timeout_seconds = 10;
+    s.target.transport = t;
+    s.target.port = t == transport_kind::udp ? responder_.port(transport_kind::udp)
+                                             : responder_.port(transport_kind::tcp);
+    s.traffic.clients = 5;
+    s.traffic.outstanding = 4;
+    s.traffic.count = 999;
+    s.traffic.timeout_seconds = 10;
     return s;
   }
 
@@ -181,18 +181,24 @@ TEST_F(load_group_test, every_member_sends_its_share_and_gets_the_same_merged_re
 
 TEST_F(load_group_test, a_member_that_cannot_run_stops_every_member_with_its_reason) {
   std::vector<std::string> errors(2);
+  std::vector<std::vector<std::string>> named(2);
   as_members(2, [&](unsigned rank, std::shared_ptr<load_group> member) {
     load_spec s = spec(transport_kind::udp);
     s.group = member;
-    if (rank == 1) s.sources = {"not-an-address"};
+    if (rank == 1) s.connections.sources = {"not-an-address"};
     try {
       run_load(s);
     } catch (const setup_error& e) {
       errors[rank] = e.what();
+      // The setting stays marked across members, for each caller to name in its own words.
+      named[rank] = e.settings();
     }
   });
   for (const auto& e : errors) {
-    EXPECT_EQ(e, "rank 1: --source: \"not-an-address\" is not an IP address");
+    EXPECT_EQ(e, "rank 1: load_spec::connections.sources: \"not-an-address\" is not an IP address");
+  }
+  for (const auto& settings : named) {
+    EXPECT_EQ(settings, std::vector<std::string>{"load_spec::connections.sources"});
   }
 }
 
@@ -228,7 +234,7 @@ TEST_F(load_group_test, a_sweep_steps_every_member_through_the_same_points) {
   as_members(2, [&](unsigned rank, std::shared_ptr<load_group> member) {
     sweep_plan plan;
     plan.base = spec(transport_kind::udp);
-    plan.base.count = 0;
+    plan.base.traffic.count = 0;
     plan.base.group = member;
     plan.transports = {sweep_transport{transport_kind::udp, std::nullopt}};
     plan.clients = {2, 4};
@@ -263,8 +269,8 @@ TEST_F(load_group_test, a_search_takes_the_same_steps_on_every_member) {
   as_members(2, [&](unsigned rank, std::shared_ptr<load_group> member) {
     search_spec s;
     s.load = spec(transport_kind::udp);
-    s.load.count = 0;
-    s.load.clients = 2;
+    s.load.traffic.count = 0;
+    s.load.traffic.clients = 2;
     s.load.group = member;
     s.start_rate = 2000;
     s.max_rate = 8000;

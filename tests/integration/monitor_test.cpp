@@ -43,12 +43,12 @@ server_options tcp_and_udp() {
 TEST(monitor_load_test, a_monitored_responder_shows_its_cpu_and_every_connection) {
   server responder(tcp_and_udp());
   load_spec spec;
-  spec.transport = transport_kind::tcp;
-  spec.port = responder.port(transport_kind::tcp);
-  spec.clients = 4;
-  spec.outstanding = 10;
-  spec.duration_seconds = 0.5;
-  spec.monitor_pids = {getpid()};  // the responder runs in this process
+  spec.target.transport = transport_kind::tcp;
+  spec.target.port = responder.port(transport_kind::tcp);
+  spec.traffic.clients = 4;
+  spec.traffic.outstanding = 10;
+  spec.traffic.duration_seconds = 0.5;
+  spec.monitor.pids = {getpid()};  // the responder runs in this process
   const run_result r = run_load(spec);
   ASSERT_GT(r.responses_received, 0u);
   const auto& usage = r.server_usage;
@@ -80,11 +80,11 @@ TEST(monitor_load_test, a_monitored_process_that_exits_is_reported_and_the_run_g
   }
   std::thread reaper([child] { waitpid(child, nullptr, 0); });
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.clients = 2;
-  spec.outstanding = 10;
-  spec.duration_seconds = 0.6;
-  spec.monitor_pids = {child};
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 10;
+  spec.traffic.duration_seconds = 0.6;
+  spec.monitor.pids = {child};
   const run_result r = run_load(spec);
   reaper.join();
   EXPECT_GT(r.responses_received, 0u);
@@ -99,12 +99,13 @@ TEST(monitor_load_test, a_pid_that_names_no_process_is_refused_before_sending) {
   if (child == 0) _exit(0);
   waitpid(child, nullptr, 0);
   load_spec spec;
-  spec.monitor_pids = {child};
+  spec.monitor.pids = {child};
   try {
     validate(spec);
     FAIL() << "a pid that is gone was accepted";
   } catch (const setup_error& e) {
-    EXPECT_NE(std::string(e.what()).find(fmt::format("--monitor-pid {}: no such process", child)),
+    EXPECT_NE(std::string(e.what()).find(
+                  fmt::format("load_spec::monitor.pids {}: no such process", child)),
               std::string::npos)
         << e.what();
   }
@@ -138,12 +139,12 @@ TEST(monitor_load_test, a_monitored_cgroup_gives_the_cpu_of_its_processes) {
   std::ofstream(group / "cgroup.procs") << child << std::flush;
   server responder(tcp_and_udp());
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.clients = 1;
-  spec.outstanding = 10;
-  spec.rate = 1000;
-  spec.duration_seconds = 0.5;
-  spec.monitor_cgroups = {group.string()};
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.clients = 1;
+  spec.traffic.outstanding = 10;
+  spec.traffic.rate = 1000;
+  spec.traffic.duration_seconds = 0.5;
+  spec.monitor.cgroups = {group.string()};
   const run_result r = run_load(spec);
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
@@ -157,7 +158,7 @@ TEST(monitor_load_test, a_monitored_cgroup_gives_the_cpu_of_its_processes) {
   const run_result back = run_result_from_json(to_json(r), "run.json");
   EXPECT_EQ(back.server_usage.cgroups, r.server_usage.cgroups);
 
-  spec.monitor_cgroups = {(root / "no-such-cgroup-here").string()};
+  spec.monitor.cgroups = {(root / "no-such-cgroup-here").string()};
   EXPECT_THROW(validate(spec), setup_error);
 }
 

@@ -42,13 +42,13 @@ hostile::message_script stall_between_300_and_500_ms() {
 
 load_spec stalled_load(std::uint16_t port, arrival_mode mode, unsigned outstanding) {
   load_spec spec;
-  spec.port = port;
-  spec.clients = 1;
-  spec.outstanding = outstanding;
-  spec.rate = 1000;
-  spec.arrivals = mode;
-  spec.duration_seconds = 1;
-  spec.timeout_seconds = 5;
+  spec.target.port = port;
+  spec.traffic.clients = 1;
+  spec.traffic.outstanding = outstanding;
+  spec.traffic.rate = 1000;
+  spec.traffic.arrivals = mode;
+  spec.traffic.duration_seconds = 1;
+  spec.traffic.timeout_seconds = 5;
   return spec;
 }
 
@@ -85,12 +85,12 @@ TEST(open_loop_test, a_stalled_server_shows_its_real_delay_only_in_open_loop) {
 TEST(open_loop_test, queries_the_outstanding_limit_stops_are_counted_as_not_sent) {
   hostile::hostile_server responder({}, hostile::answer_all(20ms));
   load_spec spec;
-  spec.port = responder.port();
-  spec.clients = 1;
-  spec.outstanding = 2;
-  spec.rate = 1000;
-  spec.duration_seconds = 0.5;
-  spec.timeout_seconds = 5;
+  spec.target.port = responder.port();
+  spec.traffic.clients = 1;
+  spec.traffic.outstanding = 2;
+  spec.traffic.rate = 1000;
+  spec.traffic.duration_seconds = 0.5;
+  spec.traffic.timeout_seconds = 5;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.queries_scheduled(), 500u);  // one every ms for 0.5 s, from 0 ms
   EXPECT_EQ(r.queries_sent + r.not_sent_outstanding, 500u);
@@ -111,14 +111,14 @@ TEST(open_loop_test, queries_the_outstanding_limit_stops_are_counted_as_not_sent
 // those are counted as not sent (timeout), and the run still ends in time.
 TEST(open_loop_test, queries_waiting_for_a_connection_past_the_timeout_are_not_sent) {
   load_spec spec;
-  spec.transport = transport_kind::tcp;
-  spec.server = "127.0.0.1";
-  spec.port = 9;  // discard: nothing listens on loopback
-  spec.clients = 2;
-  spec.outstanding = 10;
-  spec.rate = 200;
-  spec.duration_seconds = 0.5;
-  spec.timeout_seconds = 0.2;
+  spec.target.transport = transport_kind::tcp;
+  spec.target.server = "127.0.0.1";
+  spec.target.port = 9;  // discard: nothing listens on loopback
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 10;
+  spec.traffic.rate = 200;
+  spec.traffic.duration_seconds = 0.5;
+  spec.traffic.timeout_seconds = 0.2;
   const auto started = std::chrono::steady_clock::now();
   const run_result r = run_load(spec);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 3s);
@@ -137,13 +137,13 @@ TEST(open_loop_test, poisson_arrivals_vary_per_interval_where_constant_ones_do_n
   server responder(options);
   auto sent_per_row = [&](arrival_mode mode) {
     load_spec spec;
-    spec.port = responder.port(transport_kind::udp);
-    spec.clients = 2;
-    spec.rate = 4000;
-    spec.arrivals = mode;
-    spec.duration_seconds = 1;
-    spec.interval_seconds = 0.1;
-    spec.timeout_seconds = 5;
+    spec.target.port = responder.port(transport_kind::udp);
+    spec.traffic.clients = 2;
+    spec.traffic.rate = 4000;
+    spec.traffic.arrivals = mode;
+    spec.traffic.duration_seconds = 1;
+    spec.output.interval_seconds = 0.1;
+    spec.traffic.timeout_seconds = 5;
     const run_result r = run_load(spec);
     EXPECT_EQ(r.responses_received, r.queries_sent);
     std::vector<std::uint64_t> sent;
@@ -169,13 +169,13 @@ TEST(open_loop_test, timeline_rows_add_up_to_the_run) {
   options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   server responder(options);
   load_spec spec;
-  spec.transport = transport_kind::tcp;
-  spec.port = responder.port(transport_kind::tcp);
-  spec.clients = 3;
-  spec.rate = 3000;
-  spec.duration_seconds = 1;
-  spec.interval_seconds = 0.25;
-  spec.timeout_seconds = 5;
+  spec.target.transport = transport_kind::tcp;
+  spec.target.port = responder.port(transport_kind::tcp);
+  spec.traffic.clients = 3;
+  spec.traffic.rate = 3000;
+  spec.traffic.duration_seconds = 1;
+  spec.output.interval_seconds = 0.25;
+  spec.traffic.timeout_seconds = 5;
   const run_result r = run_load(spec);
   ASSERT_GE(r.timeline.size(), 4u);
   ASSERT_LE(r.timeline.size(), 5u);
@@ -218,13 +218,14 @@ TEST(open_loop_test, a_client_with_no_query_left_keeps_its_connection_to_the_end
   options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   server responder(options);
   load_spec spec;
-  spec.transport = transport_kind::tcp;
-  spec.port = responder.port(transport_kind::tcp);
-  spec.clients = 1;
-  spec.rate = 4;  // at 0, 0.25, 0.5 and 0.75 s: the last answer comes ~0.25 s before the end
-  spec.duration_seconds = 1;
-  spec.interval_seconds = 0.25;
-  spec.timeout_seconds = 5;
+  spec.target.transport = transport_kind::tcp;
+  spec.target.port = responder.port(transport_kind::tcp);
+  spec.traffic.clients = 1;
+  spec.traffic.rate =
+      4;  // at 0, 0.25, 0.5 and 0.75 s: the last answer comes ~0.25 s before the end
+  spec.traffic.duration_seconds = 1;
+  spec.output.interval_seconds = 0.25;
+  spec.traffic.timeout_seconds = 5;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.queries_sent, 4u);
   EXPECT_EQ(r.responses_received, 4u);
@@ -240,11 +241,11 @@ TEST(open_loop_test, no_timeline_with_interval_zero_and_bad_intervals_refused) {
   options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   server responder(options);
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.count = 100;
-  spec.interval_seconds = 0;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.count = 100;
+  spec.output.interval_seconds = 0;
   EXPECT_TRUE(run_load(spec).timeline.empty());
-  spec.interval_seconds = 0.001;
+  spec.output.interval_seconds = 0.001;
   EXPECT_THROW(validate(spec), setup_error);
 }
 

@@ -78,11 +78,11 @@ std::shared_ptr<const pcap_capture> read_test_capture() {
 
 load_spec capture_load(std::shared_ptr<const pcap_capture> capture, std::uint16_t port) {
   load_spec spec;
-  spec.port = port;
-  spec.queries = std::shared_ptr<const query_set>(capture, &capture->queries);
-  spec.capture = std::move(capture);
-  spec.timeout_seconds = 5;
-  spec.interval_seconds = 0;
+  spec.target.port = port;
+  spec.traffic.queries = std::shared_ptr<const query_set>(capture, &capture->queries);
+  spec.traffic.capture = std::move(capture);
+  spec.traffic.timeout_seconds = 5;
+  spec.output.interval_seconds = 0;
   return spec;
 }
 
@@ -101,8 +101,8 @@ TEST(pcap_replay_test, fast_replay_cycles_the_captured_queries) {
   options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   server responder(options);
   load_spec spec = capture_load(read_test_capture(), responder.port(transport_kind::udp));
-  spec.clients = 2;
-  spec.count = 60;
+  spec.traffic.clients = 2;
+  spec.traffic.count = 60;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.queries_sent, 60u);
   EXPECT_EQ(r.responses_received, 60u);
@@ -144,12 +144,12 @@ run_result replay_timing(transport_kind transport, double speed, double duration
   load_spec spec =
       capture_load(capture, transport == transport_kind::udp ? responder.port(transport_kind::udp)
                                                              : responder.port(transport_kind::tcp));
-  spec.transport = transport;
-  spec.replay = replay_mode::timing;
-  spec.replay_speed = speed;
-  spec.clients = 3;
-  spec.duration_seconds = duration;
-  spec.interval_seconds = 0.1 / speed;
+  spec.target.transport = transport;
+  spec.traffic.replay = replay_mode::timing;
+  spec.traffic.replay_speed = speed;
+  spec.traffic.clients = 3;
+  spec.traffic.duration_seconds = duration;
+  spec.output.interval_seconds = 0.1 / speed;
   return run_load(spec);
 }
 
@@ -223,9 +223,9 @@ TEST(pcap_replay_test, a_client_asking_again_waits_for_its_first_answer) {
   hostile::hostile_server responder({}, hostile::answer_all(40ms));
   const auto capture = std::make_shared<const pcap_capture>(parse_pcap(cap.data(), "same.pcap"));
   load_spec spec = capture_load(capture, responder.port());
-  spec.replay = replay_mode::timing;
-  spec.clients = 1;
-  spec.duration_seconds = 0;
+  spec.traffic.replay = replay_mode::timing;
+  spec.traffic.clients = 1;
+  spec.traffic.duration_seconds = 0;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.queries_sent, 3u);
   EXPECT_EQ(r.responses_received, 3u);
@@ -249,9 +249,9 @@ TEST(pcap_replay_test, timing_replay_refuses_what_contradicts_the_capture) {
   const auto capture = read_test_capture();
   const auto refused = [&](auto change, std::string_view mention) {
     load_spec spec = capture_load(capture, 53);
-    spec.replay = replay_mode::timing;
-    spec.clients = 3;
-    spec.duration_seconds = 0;
+    spec.traffic.replay = replay_mode::timing;
+    spec.traffic.clients = 3;
+    spec.traffic.duration_seconds = 0;
     change(spec);
     try {
       validate(spec);
@@ -260,20 +260,21 @@ TEST(pcap_replay_test, timing_replay_refuses_what_contradicts_the_capture) {
       EXPECT_NE(std::string(e.what()).find(mention), std::string::npos) << e.what();
     }
   };
-  refused([](load_spec& s) { s.clients = 8; }, "--clients 8");
-  refused([](load_spec& s) { s.rate = 100; }, "--rate");
-  refused([](load_spec& s) { s.count = 100; }, "--count");
-  refused([](load_spec& s) { s.replay_speed = 0; }, "--speed");
-  refused([](load_spec& s) { s.capture = nullptr; }, "needs a capture");
-  refused([](load_spec& s) { s.replay = replay_mode::fast; }, "--duration");
+  refused([](load_spec& s) { s.traffic.clients = 8; }, "load_spec::traffic.clients 8");
+  refused([](load_spec& s) { s.traffic.rate = 100; }, "load_spec::traffic.rate");
+  refused([](load_spec& s) { s.traffic.count = 100; }, "load_spec::traffic.count");
+  refused([](load_spec& s) { s.traffic.replay_speed = 0; }, "load_spec::traffic.replay_speed");
+  refused([](load_spec& s) { s.traffic.capture = nullptr; }, "needs a packet capture");
+  refused([](load_spec& s) { s.traffic.replay = replay_mode::fast; },
+          "load_spec::traffic.duration_seconds");
   refused(
       [](load_spec& s) {
-        s.replay = replay_mode::fast;
-        s.duration_seconds = 1;
-        s.rate = 100;
-        s.arrivals = arrival_mode::replay;
+        s.traffic.replay = replay_mode::fast;
+        s.traffic.duration_seconds = 1;
+        s.traffic.rate = 100;
+        s.traffic.arrivals = arrival_mode::replay;
       },
-      "--replay timing");
+      "load_spec::traffic.replay timing");
 }
 
 #ifdef DNSTRANSPORT_CLI_PATH

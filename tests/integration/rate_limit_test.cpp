@@ -77,14 +77,14 @@ TEST(rate_limit_test, reservations_are_due_one_interval_apart) {
 // A load that offers far more than the limit, as fast as answers come, for two seconds.
 load_spec saturating_load(transport_kind transport, std::uint16_t port, double timeout) {
   load_spec spec;
-  spec.transport = transport;
-  spec.port = port;
-  spec.arrivals = arrival_mode::closed;
-  spec.rate = 0;
-  spec.clients = 4;
-  spec.outstanding = 20;
-  spec.duration_seconds = 2;
-  spec.timeout_seconds = timeout;
+  spec.target.transport = transport;
+  spec.target.port = port;
+  spec.traffic.arrivals = arrival_mode::closed;
+  spec.traffic.rate = 0;
+  spec.traffic.clients = 4;
+  spec.traffic.outstanding = 20;
+  spec.traffic.duration_seconds = 2;
+  spec.traffic.timeout_seconds = timeout;
   return spec;
 }
 
@@ -101,8 +101,8 @@ TEST(rate_limit_test, udp_over_the_limit_is_dropped) {
   // for their timeouts together, and the responder would see a burst every 0.2 s and silence
   // in between, which no limit with a small burst can turn into 2000 answers per second.
   load_spec spec = saturating_load(transport_kind::udp, responder.port(transport_kind::udp), 0.2);
-  spec.rate = 2 * limit;
-  spec.outstanding = 200;
+  spec.traffic.rate = 2 * limit;
+  spec.traffic.outstanding = 200;
   const run_result r = run_load(spec);
   responder.stop();
   const server_stats st = responder.stats();
@@ -124,7 +124,7 @@ void expect_answers_wait_and_none_is_lost(transport_kind t, server_options optio
   options.rate_limit = limit;
   server responder(options);
   load_spec spec = saturating_load(t, responder.port(t), 5);
-  spec.duration_seconds = seconds;
+  spec.traffic.duration_seconds = seconds;
   if (t == transport_kind::doq) spec.tls.backend = tls_backend::gnutls;
   const run_result r = run_load(spec);
   responder.stop();
@@ -188,7 +188,7 @@ TEST(rate_limit_test, no_limit_answers_at_once) {
 
   for (const transport_kind t : {transport_kind::udp, transport_kind::tcp}) {
     load_spec spec = saturating_load(t, responder.port(t), 10);
-    spec.count = 20000;
+    spec.traffic.count = 20000;
     const run_result r = run_load(spec);
     EXPECT_EQ(r.responses_received, 20000u);
   }

@@ -22,12 +22,12 @@ constexpr double responder_limit = 4000;
 
 search_spec search_of(transport_kind transport, std::uint16_t port) {
   search_spec spec;
-  spec.load.transport = transport;
-  spec.load.port = port;
-  spec.load.clients = 2;
-  spec.load.outstanding = 50;
-  spec.load.timeout_seconds = 1;
-  spec.load.interval_seconds = 0;
+  spec.load.target.transport = transport;
+  spec.load.target.port = port;
+  spec.load.traffic.clients = 2;
+  spec.load.traffic.outstanding = 50;
+  spec.load.traffic.timeout_seconds = 1;
+  spec.load.output.interval_seconds = 0;
   spec.load.tls.backend = tls_backend::gnutls;
   spec.start_rate = responder_limit / 4;
   spec.step_seconds = 0.5;
@@ -96,7 +96,7 @@ TEST(search_test, a_latency_bound_fails_slow_steps) {
   limited_server s(transport_kind::tcp);
   search_spec spec = search_of(transport_kind::tcp, s.responder.port(transport_kind::tcp));
   spec.max_p99_ms = 20;
-  spec.load.outstanding = 500;  // room for a long queue: only the latency bound fails it
+  spec.load.traffic.outstanding = 500;  // room for a long queue: only the latency bound fails it
   const search_result r = run_search(spec);
   EXPECT_LE(r.max_rate, responder_limit * 1.05);
   bool latency_failure = false;
@@ -152,10 +152,10 @@ TEST(search_test, a_searched_sweep_compares_lossless_rates) {
   o.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
   server responder(o);
   sweep_plan plan;
-  plan.base.port = responder.port(transport_kind::udp);
-  plan.base.timeout_seconds = 1;
-  plan.base.outstanding = 50;
-  plan.base.interval_seconds = 0;
+  plan.base.target.port = responder.port(transport_kind::udp);
+  plan.base.traffic.timeout_seconds = 1;
+  plan.base.traffic.outstanding = 50;
+  plan.base.output.interval_seconds = 0;
   plan.ports[transport_kind::udp] = responder.port(transport_kind::udp);
   plan.ports[transport_kind::tcp] = responder.port(transport_kind::tcp);
   plan.transports = {{transport_kind::udp, std::nullopt}, {transport_kind::tcp, std::nullopt}};
@@ -193,7 +193,7 @@ TEST(search_test, a_searched_sweep_compares_lossless_rates) {
 TEST(search_test, bad_criteria_are_refused_naming_the_flag) {
   const auto refused = [](auto change, std::string_view flag) {
     search_spec spec;
-    spec.load.port = 5300;
+    spec.load.target.port = 5300;
     change(spec);
     try {
       validate(spec);
@@ -202,15 +202,17 @@ TEST(search_test, bad_criteria_are_refused_naming_the_flag) {
       EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
     }
   };
-  refused([](search_spec& s) { s.min_answered_percent = 0; }, "--min-answered");
-  refused([](search_spec& s) { s.min_answered_percent = 101; }, "--min-answered");
-  refused([](search_spec& s) { s.start_rate = 0; }, "--start-rate");
-  refused([](search_spec& s) { s.repeats = 0; }, "--repeats");
-  refused([](search_spec& s) { s.precision = 1; }, "--precision");
-  refused([](search_spec& s) { s.max_time_seconds = -1; }, "--max-time");
-  refused([](search_spec& s) { s.load.arrivals = arrival_mode::closed; }, "--arrivals");
-  refused([](search_spec& s) { s.load.count = 10; }, "--count");
-  refused([](search_spec& s) { s.load.clients = 0; }, "--clients");
+  refused([](search_spec& s) { s.min_answered_percent = 0; }, "search_spec::min_answered_percent");
+  refused([](search_spec& s) { s.min_answered_percent = 101; },
+          "search_spec::min_answered_percent");
+  refused([](search_spec& s) { s.start_rate = 0; }, "search_spec::start_rate");
+  refused([](search_spec& s) { s.repeats = 0; }, "search_spec::repeats");
+  refused([](search_spec& s) { s.precision = 1; }, "search_spec::precision");
+  refused([](search_spec& s) { s.max_time_seconds = -1; }, "search_spec::max_time_seconds");
+  refused([](search_spec& s) { s.load.traffic.arrivals = arrival_mode::closed; },
+          "load_spec::traffic.arrivals");
+  refused([](search_spec& s) { s.load.traffic.count = 10; }, "load_spec::traffic.count");
+  refused([](search_spec& s) { s.load.traffic.clients = 0; }, "load_spec::traffic.clients");
 }
 
 }  // namespace

@@ -36,20 +36,21 @@ server_options stream_server(transport_kind t) {
 
 load_spec stream_spec_for(const server& s, transport_kind t) {
   load_spec spec;
-  spec.transport = t;
-  spec.port = t == transport_kind::tcp ? s.port(transport_kind::tcp) : s.port(transport_kind::tls);
+  spec.target.transport = t;
+  spec.target.port =
+      t == transport_kind::tcp ? s.port(transport_kind::tcp) : s.port(transport_kind::tls);
   // The responder answers everything: a long timeout costs nothing and no busy machine
   // turns an answer into a loss.
-  spec.timeout_seconds = 10;
+  spec.traffic.timeout_seconds = 10;
   return spec;
 }
 
 TEST(stream_load_test, tcp_persistent_connections_answer_everything) {
   server responder(stream_server(transport_kind::tcp));
   load_spec spec = stream_spec_for(responder, transport_kind::tcp);
-  spec.clients = 4;
-  spec.outstanding = 50;
-  spec.count = 20000;
+  spec.traffic.clients = 4;
+  spec.traffic.outstanding = 50;
+  spec.traffic.count = 20000;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.queries_sent, 20000u);
   EXPECT_EQ(r.responses_received, 20000u);
@@ -64,10 +65,10 @@ TEST(stream_load_test, tcp_persistent_connections_answer_everything) {
 TEST(stream_load_test, abortive_close_still_counts_everything) {
   server responder(stream_server(transport_kind::tcp));
   load_spec spec = stream_spec_for(responder, transport_kind::tcp);
-  spec.count = 200;
-  spec.outstanding = 1;
-  spec.queries_per_connection = 1;
-  spec.close = close_mode::rst;
+  spec.traffic.count = 200;
+  spec.traffic.outstanding = 1;
+  spec.connections.queries_per_connection = 1;
+  spec.connections.close = close_mode::rst;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.responses_received, 200u);
   EXPECT_EQ(r.connections.opened, 200u);
@@ -78,9 +79,9 @@ TEST(stream_load_test, server_closing_mid_pipeline_is_counted_and_survived) {
   o.close_after_queries = 5;
   server responder(o);
   load_spec spec = stream_spec_for(responder, transport_kind::tcp);
-  spec.clients = 2;
-  spec.outstanding = 20;
-  spec.count = 1000;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 20;
+  spec.traffic.count = 1000;
   const run_result r = hostile::run_checked(spec).result;
   EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 10u);
   EXPECT_GT(r.lost_on_close, 0u);
@@ -93,10 +94,10 @@ TEST(stream_load_test, idle_timeout_closes_are_followed_by_reconnects) {
   o.idle_timeout_seconds = 0.05;
   server responder(o);
   load_spec spec = stream_spec_for(responder, transport_kind::tcp);
-  spec.rate = 2;  // one query every 500 ms: the server closes 50 ms after each answer
-  spec.count = 4;
-  spec.outstanding = 1;
-  spec.timeout_seconds = 10;
+  spec.traffic.rate = 2;  // one query every 500 ms: the server closes 50 ms after each answer
+  spec.traffic.count = 4;
+  spec.traffic.outstanding = 1;
+  spec.traffic.timeout_seconds = 10;
   const run_result r = hostile::run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 4u);
   EXPECT_EQ(r.responses_received, 4u);
@@ -113,8 +114,8 @@ TEST(stream_load_test, reversed_answers_are_matched_and_counted_out_of_order) {
   o.reverse_order = true;
   server responder(o);
   load_spec spec = stream_spec_for(responder, transport_kind::tcp);
-  spec.outstanding = 50;
-  spec.count = 5000;
+  spec.traffic.outstanding = 50;
+  spec.traffic.count = 5000;
   const run_result r = hostile::run_checked(spec).result;
   EXPECT_EQ(r.responses_received, 5000u);
   EXPECT_GT(r.out_of_order, 0u);
@@ -125,10 +126,10 @@ TEST(stream_load_test, refused_connections_are_failures_with_errno) {
   // connects in a row.
   const hostile::unlistened_tcp_port closed;
   load_spec spec;
-  spec.transport = transport_kind::tcp;
-  spec.port = closed.port();
-  spec.clients = 2;
-  spec.count = 100;
+  spec.target.transport = transport_kind::tcp;
+  spec.target.port = closed.port();
+  spec.traffic.clients = 2;
+  spec.traffic.count = 100;
   const run_result r = hostile::run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 0u);
   EXPECT_EQ(r.connections.opened, 0u);
@@ -145,8 +146,8 @@ TEST(stream_load_test, refused_connections_are_failures_with_errno) {
 TEST(stream_load_test, tcp_one_query_in_flight_costs_a_wakeup_and_two_calls_per_answer) {
   server responder(stream_server(transport_kind::tcp));
   load_spec spec = stream_spec_for(responder, transport_kind::tcp);
-  spec.outstanding = 1;
-  spec.count = 500;
+  spec.traffic.outstanding = 1;
+  spec.traffic.count = 500;
   const run_result r = run_load(spec);
   ASSERT_EQ(r.responses_received, 500u);
   EXPECT_GE(r.generator.syscalls, 2 * 500u);
@@ -161,10 +162,10 @@ TEST(stream_load_test, tcp_one_query_in_flight_costs_a_wakeup_and_two_calls_per_
 TEST(stream_load_test, tcp_gathered_writes_cost_fewer_calls_per_answer_than_one_per_query) {
   server responder(stream_server(transport_kind::tcp));
   load_spec spec = stream_spec_for(responder, transport_kind::tcp);
-  spec.outstanding = 50;
-  spec.count = 10000;
+  spec.traffic.outstanding = 50;
+  spec.traffic.count = 10000;
   const run_result gathered = run_load(spec);
-  spec.gather_writes = false;
+  spec.generator.gather_writes = false;
   const run_result one_by_one = run_load(spec);
   ASSERT_EQ(gathered.responses_received, 10000u);
   ASSERT_EQ(one_by_one.responses_received, 10000u);
@@ -185,8 +186,8 @@ TEST_P(tls_generator_test, library_reads_and_writes_are_counted) {
   server responder(o);
   load_spec spec = stream_spec_for(responder, transport_kind::tls);
   spec.tls.backend = GetParam();
-  spec.outstanding = 1;
-  spec.count = 300;
+  spec.traffic.outstanding = 1;
+  spec.traffic.count = 300;
   const run_result r = run_load(spec);
   ASSERT_EQ(r.responses_received, 300u) << r.connections.first_failure;
   EXPECT_GE(r.generator.syscalls, 2 * 300u);
@@ -203,8 +204,8 @@ TEST_P(tls_generator_test, one_read_per_answer) {
   server responder(o);
   load_spec spec = stream_spec_for(responder, transport_kind::tls);
   spec.tls.backend = GetParam();
-  spec.outstanding = 1;
-  spec.count = 1000;
+  spec.traffic.outstanding = 1;
+  spec.traffic.count = 1000;
   const run_result r = run_load(spec);
   ASSERT_EQ(r.responses_received, 1000u) << r.connections.first_failure;
   EXPECT_GE(r.syscalls_per_answer(), 2);
@@ -238,11 +239,11 @@ TEST_P(tls_matrix_test, handshakes_answers_and_resumption) {
   spec.tls.backend = client_backend;
   spec.tls.min_version = spec.tls.max_version = version;
   spec.tls.resume = resume;
-  spec.clients = 2;
-  spec.outstanding = 5;
-  spec.count = 100;
-  spec.queries_per_connection = 10;
-  spec.timeout_seconds = 10;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 5;
+  spec.traffic.count = 100;
+  spec.connections.queries_per_connection = 10;
+  spec.traffic.timeout_seconds = 10;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.responses_received, 100u) << r.connections.first_failure;
   // 50 queries per client, 10 per connection: five connections each, one after the other.
@@ -287,25 +288,25 @@ TEST_P(tls_verify_test, right_ca_passes_wrong_ca_fails_every_handshake) {
   spec.tls.verify = true;
   spec.tls.server_name = "localhost";
   spec.tls.ca_file = responder.certificate().certificate_file;
-  spec.count = 20;
-  spec.queries_per_connection = 1;
+  spec.traffic.count = 20;
+  spec.connections.queries_per_connection = 1;
   const run_result good = run_load(spec);
   EXPECT_EQ(good.responses_received, 20u) << good.connections.first_failure;
   // The chain is the same on every connection: verified in full once (or once per client
   // whose first handshake ran before another's verdict was in), then taken as verified.
   EXPECT_GE(good.connections.certificates_verified, 1u);
-  EXPECT_LE(good.connections.certificates_verified, spec.clients);
+  EXPECT_LE(good.connections.certificates_verified, spec.traffic.clients);
   EXPECT_EQ(good.connections.certificates_verified + good.connections.certificates_reused, 20u);
 
   // Each client gives up after three handshakes in a row failed (count mode).
   spec.tls.ca_file = wrong.certificate_file;
   const run_result bad = hostile::run_checked(spec).result;
   EXPECT_EQ(bad.queries_sent, 0u);
-  EXPECT_EQ(bad.connections.failed, 3u * spec.clients);
-  EXPECT_EQ(bad.connections.failures.at("tls_certificate"), 3u * spec.clients);
+  EXPECT_EQ(bad.connections.failed, 3u * spec.traffic.clients);
+  EXPECT_EQ(bad.connections.failures.at("tls_certificate"), 3u * spec.traffic.clients);
   EXPECT_FALSE(bad.connections.first_failure.empty());
   // A chain that failed is never taken as verified: each handshake checked it again.
-  EXPECT_EQ(bad.connections.certificates_verified, 3u * spec.clients);
+  EXPECT_EQ(bad.connections.certificates_verified, 3u * spec.traffic.clients);
   EXPECT_EQ(bad.connections.certificates_reused, 0u);
 }
 
@@ -316,13 +317,13 @@ INSTANTIATE_TEST_SUITE_P(stream_load_test, tls_verify_test,
 TEST(stream_load_test, tls_client_against_plain_tcp_port_fails_as_not_tls) {
   server responder(stream_server(transport_kind::tcp));
   load_spec spec;
-  spec.transport = transport_kind::tls;
-  spec.port = responder.port(transport_kind::tcp);
+  spec.target.transport = transport_kind::tls;
+  spec.target.port = responder.port(transport_kind::tcp);
   // The responder waits for the rest of a "message" whose length is the ClientHello's
   // first two bytes, so the handshake times out, three times per client (count mode).
-  spec.clients = 2;
-  spec.count = 100;
-  spec.timeout_seconds = 0.3;
+  spec.traffic.clients = 2;
+  spec.traffic.count = 100;
+  spec.traffic.timeout_seconds = 0.3;
   const run_result r = hostile::run_checked(spec).result;
   EXPECT_EQ(r.queries_sent, 0u);
   EXPECT_EQ(r.connections.failed, 6u);

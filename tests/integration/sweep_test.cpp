@@ -61,7 +61,7 @@ struct responder_fixture : ::testing::Test {
     plan.repeats = 1;
     plan.duration_seconds = 0.3;
     plan.pause_seconds = 0;
-    plan.base.outstanding = 20;
+    plan.base.traffic.outstanding = 20;
     return plan;
   }
 
@@ -232,7 +232,7 @@ TEST(sweep_cli_test, report_of_two_saved_sweeps_overlays_them_and_lists_what_one
                            directory / "b.log"),
             0)
       << contents(directory / "b.log");
-  EXPECT_EQ(sweep_result_from_json(contents(directory / "a.json"), "a.json").plan.base.label,
+  EXPECT_EQ(sweep_result_from_json(contents(directory / "a.json"), "a.json").plan.base.output.label,
             "server A");
 
   const auto report = directory / "report";
@@ -409,7 +409,11 @@ TEST(sweep_cli_test, contradictions_and_foreign_files_exit_with_usage_status) {
   const auto directory = empty_directory("sweep-cli-errors");
   EXPECT_EQ(
       run_cli_logged("sweep --transports udp --queries-per-connection 10", directory / "a.log"), 2);
-  EXPECT_NE(contents(directory / "a.log").find("UDP has no connections"), std::string::npos);
+  EXPECT_NE(
+      contents(directory / "a.log")
+          .find("--queries-per-connection: values other than 'unlimited' need a transport with "
+                "connections (tcp, tls, doh, doq) in --transports"),
+      std::string::npos);
   // A run's JSON is reported on its own (its timeline); a broken one is refused by name.
   std::ofstream(directory / "run.json") << "{\"schema\": \"dnstransport.run/1\"}";
   EXPECT_EQ(run_cli_logged("report " + (directory / "run.json").string(), directory / "b.log"), 2);

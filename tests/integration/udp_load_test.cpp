@@ -31,16 +31,16 @@ TEST(udp_load_test, every_query_answered_at_a_modest_rate) {
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.clients = 4;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.clients = 4;
   // Room for 200 ms of a client's arrivals: a worker descheduled for a while on a busy
   // machine (a CI run's parallel tests) admits the queries that came due meanwhile at once,
   // and one past the room would be counted as not sent, which is not what this test is about
   // (with 20 it failed once in a CI run: 3,932 sent).
-  spec.outstanding = 200;
-  spec.rate = 4000;
-  spec.count = 4000;
-  spec.timeout_seconds = generous_timeout;
+  spec.traffic.outstanding = 200;
+  spec.traffic.rate = 4000;
+  spec.traffic.count = 4000;
+  spec.traffic.timeout_seconds = generous_timeout;
   const run_result r = run_load(spec);
 
   EXPECT_EQ(r.queries_sent, 4000u);
@@ -67,12 +67,12 @@ TEST(udp_load_test, count_mode_sends_exactly_count) {
   server responder(options);
 
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.clients = 3;
-  spec.threads = 2;
-  spec.outstanding = 50;
-  spec.count = 10000;
-  spec.timeout_seconds = generous_timeout;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.clients = 3;
+  spec.generator.threads = 2;
+  spec.traffic.outstanding = 50;
+  spec.traffic.count = 10000;
+  spec.traffic.timeout_seconds = generous_timeout;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.queries_sent, 10000u);
   EXPECT_EQ(r.responses_received, 10000u);
@@ -91,11 +91,11 @@ TEST(udp_load_test, nothing_listening_is_loss_not_a_crash) {
     port = probe.port(transport_kind::udp);
   }
   load_spec spec;
-  spec.port = port;
-  spec.clients = 2;
-  spec.outstanding = 5;
-  spec.count = 40;
-  spec.timeout_seconds = 0.3;
+  spec.target.port = port;
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 5;
+  spec.traffic.count = 40;
+  spec.traffic.timeout_seconds = 0.3;
   const run_result r = hostile::run_checked(spec).result;
   EXPECT_EQ(r.responses_received, 0u);
   EXPECT_EQ(r.queries_sent, r.lost);
@@ -108,11 +108,11 @@ TEST(udp_load_test, warmup_is_left_out_of_the_figures) {
   // 0.5 s of warm-up at 2000 queries/s, then 1000 measured queries: the count is of
   // measured queries, and the warm-up's are sent but counted nowhere.
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.rate = 2000;
-  spec.warmup_seconds = 0.5;
-  spec.count = 1000;
-  spec.timeout_seconds = generous_timeout;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.rate = 2000;
+  spec.traffic.warmup_seconds = 0.5;
+  spec.traffic.count = 1000;
+  spec.traffic.timeout_seconds = generous_timeout;
   const run_result r = run_load(spec);
   responder.stop();
   const std::uint64_t warmup_queries =
@@ -137,12 +137,12 @@ TEST(udp_load_test, paced_clients_are_spread_over_the_interval) {
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.clients = 100;
-  spec.outstanding = 1;
-  spec.rate = 100;
-  spec.count = 100;
-  spec.timeout_seconds = generous_timeout;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.clients = 100;
+  spec.traffic.outstanding = 1;
+  spec.traffic.rate = 100;
+  spec.traffic.count = 100;
+  spec.traffic.timeout_seconds = generous_timeout;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.queries_sent, 100u);
   EXPECT_EQ(r.responses_received, r.queries_sent);
@@ -153,12 +153,12 @@ TEST(udp_load_test, one_datagram_per_call_still_answers_everything) {
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.clients = 2;
-  spec.outstanding = 50;
-  spec.count = 2000;
-  spec.timeout_seconds = generous_timeout;
-  spec.gather_writes = false;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 50;
+  spec.traffic.count = 2000;
+  spec.traffic.timeout_seconds = generous_timeout;
+  spec.generator.gather_writes = false;
   const run_result r = run_load(spec);
   EXPECT_EQ(r.queries_sent, 2000u);
   EXPECT_EQ(r.responses_received, 2000u);
@@ -173,10 +173,10 @@ TEST(udp_load_test, one_query_in_flight_costs_a_wakeup_and_two_calls_per_answer)
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.outstanding = 1;
-  spec.count = 2000;
-  spec.timeout_seconds = generous_timeout;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.outstanding = 1;
+  spec.traffic.count = 2000;
+  spec.traffic.timeout_seconds = generous_timeout;
   const run_result r = run_load(spec);
   ASSERT_EQ(r.responses_received, 2000u);
   EXPECT_GE(r.generator.syscalls, 2 * 2000u);
@@ -197,10 +197,10 @@ TEST(udp_load_test, gathered_sends_and_batched_receives_cost_well_under_two_call
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.outstanding = 100;
-  spec.count = 20000;
-  spec.timeout_seconds = generous_timeout;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.outstanding = 100;
+  spec.traffic.count = 20000;
+  spec.traffic.timeout_seconds = generous_timeout;
   const run_result r = run_load(spec);
   ASSERT_EQ(r.responses_received, 20000u);
   EXPECT_GE(r.syscalls_per_answer(), 2.0 / 32);
@@ -215,11 +215,11 @@ TEST(udp_load_test, warmup_calls_are_left_out_of_the_generator_figures) {
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.outstanding = 1;
-  spec.warmup_seconds = 0.3;
-  spec.duration_seconds = 0.3;
-  spec.timeout_seconds = generous_timeout;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.outstanding = 1;
+  spec.traffic.warmup_seconds = 0.3;
+  spec.traffic.duration_seconds = 0.3;
+  spec.traffic.timeout_seconds = generous_timeout;
   const run_result r = run_load(spec);
   responder.stop();
   ASSERT_GT(r.responses_received, 0u);
@@ -237,13 +237,13 @@ TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
   server responder(udp_only());
 
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.clients = 2;
-  spec.outstanding = 100;
-  spec.count = 20000;
-  spec.timeout_seconds = generous_timeout;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.clients = 2;
+  spec.traffic.outstanding = 100;
+  spec.traffic.count = 20000;
+  spec.traffic.timeout_seconds = generous_timeout;
   const run_result off = run_load(spec);
-  spec.coalesce_us = 1000;
+  spec.generator.coalesce_us = 1000;
   const run_result on = run_load(spec);
 
   for (const run_result* r : {&off, &on}) {
@@ -278,20 +278,22 @@ TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
 // back.
 TEST(udp_load_test, coalescing_is_refused_beyond_udp_and_10_ms) {
   load_spec spec;
-  spec.coalesce_us = 10001;
+  spec.generator.coalesce_us = 10001;
   try {
     run_load(spec);
     ADD_FAILURE() << "no error";
   } catch (const setup_error& e) {
-    EXPECT_NE(std::string(e.what()).find("--coalesce-us"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("load_spec::generator.coalesce_us must be at most"),
+              std::string::npos)
+        << e.what();
   }
-  spec.coalesce_us = 50;
-  spec.transport = transport_kind::doh;
+  spec.generator.coalesce_us = 50;
+  spec.target.transport = transport_kind::doh;
   try {
     run_load(spec);
     ADD_FAILURE() << "no error";
   } catch (const setup_error& e) {
-    EXPECT_NE(std::string(e.what()).find("--coalesce-us applies to --transport udp"),
+    EXPECT_NE(std::string(e.what()).find("load_spec::generator.coalesce_us applies to udp"),
               std::string::npos)
         << e.what();
   }
@@ -302,13 +304,13 @@ TEST(udp_load_test, stop_flag_ends_the_run_early_with_results) {
 
   std::atomic<bool> stop{false};
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.duration_seconds = 30;
-  spec.rate = 1000;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.duration_seconds = 30;
+  spec.traffic.rate = 1000;
   spec.stop = &stop;
-  spec.progress_interval_seconds = 0.1;
+  spec.output.progress_interval_seconds = 0.1;
   int calls = 0;
-  spec.on_progress = [&](const load_progress&) {
+  spec.output.on_progress = [&](const load_progress&) {
     if (++calls == 3) stop = true;
   };
   const auto started = std::chrono::steady_clock::now();
@@ -326,11 +328,11 @@ TEST(udp_load_test, stop_flag_ends_the_run_early_with_results) {
 TEST(udp_load_test, json_carries_the_known_figures_and_reads_back) {
   hostile::hostile_server responder({}, hostile::truncated_every_other());
   load_spec spec;
-  spec.port = responder.port();
-  spec.clients = 3;
-  spec.outstanding = 7;
-  spec.count = 2000;
-  spec.timeout_seconds = generous_timeout;
+  spec.target.port = responder.port();
+  spec.traffic.clients = 3;
+  spec.traffic.outstanding = 7;
+  spec.traffic.count = 2000;
+  spec.traffic.timeout_seconds = generous_timeout;
   const run_result r = hostile::run_checked(spec).result;
   const std::string text = to_json(r);
 
@@ -390,13 +392,13 @@ TEST(udp_load_test, json_carries_the_known_figures_and_reads_back) {
 
 TEST(udp_load_test, bad_specs_are_refused_before_sending) {
   load_spec spec;
-  spec.clients = 0;
+  spec.traffic.clients = 0;
   EXPECT_THROW(run_load(spec), setup_error);
-  spec.clients = 1;
-  spec.queries_per_connection = 10;
+  spec.traffic.clients = 1;
+  spec.connections.queries_per_connection = 10;
   EXPECT_THROW(run_load(spec), setup_error);
-  spec.queries_per_connection = 0;
-  spec.server = "no-such-host.invalid";
+  spec.connections.queries_per_connection = 0;
+  spec.target.server = "no-such-host.invalid";
   EXPECT_THROW(run_load(spec), setup_error);
 }
 

@@ -32,15 +32,15 @@ TEST_P(warmup_test, connections_of_the_warmup_are_left_out) {
 
   // 0.4 s of warm-up, then 200 measured queries (50 per client), one per connection.
   load_spec spec;
-  spec.transport = transport;
-  spec.port = transport == transport_kind::tcp ? responder.port(transport_kind::tcp)
-                                               : responder.port(transport_kind::tls);
-  spec.clients = 4;
-  spec.outstanding = 1;
-  spec.queries_per_connection = 1;
-  spec.warmup_seconds = 0.4;
-  spec.count = 200;
-  spec.timeout_seconds = 10;
+  spec.target.transport = transport;
+  spec.target.port = transport == transport_kind::tcp ? responder.port(transport_kind::tcp)
+                                                      : responder.port(transport_kind::tls);
+  spec.traffic.clients = 4;
+  spec.traffic.outstanding = 1;
+  spec.connections.queries_per_connection = 1;
+  spec.traffic.warmup_seconds = 0.4;
+  spec.traffic.count = 200;
+  spec.traffic.timeout_seconds = 10;
   spec.tls.resume = true;
   const run_result r = run_load(spec);
   const auto& c = r.connections;
@@ -63,13 +63,13 @@ TEST_P(warmup_test, connections_of_the_warmup_are_left_out) {
   // ... and the answers of the window include at most one per client whose connection
   // was set up in the warm-up.
   EXPECT_LE(c.answered, r.responses_received) << what;
-  EXPECT_LE(r.responses_received, c.answered + spec.clients) << what;
+  EXPECT_LE(r.responses_received, c.answered + spec.traffic.clients) << what;
   EXPECT_EQ(r.connect_latency.count(), c.opened) << what;
   EXPECT_EQ(r.first_query_latency.count(), c.answered) << what;
   EXPECT_EQ(r.queries_per_connection_achieved(), 1.0) << what;
   // The warm-up's connections are not in the figures, but the responder accepted them.
   responder.stop();
-  EXPECT_GT(responder.stats().connections_accepted, c.opened + spec.clients) << what;
+  EXPECT_GT(responder.stats().connections_accepted, c.opened + spec.traffic.clients) << what;
   if (transport == transport_kind::tls) {
     EXPECT_EQ(r.handshakes_full + r.handshakes_resumed, c.opened) << what;
     EXPECT_EQ(r.handshake_latency.count(), c.opened) << what;

@@ -16,9 +16,9 @@ int main() {
   server responder(options);
 
   load_spec spec;
-  spec.port = responder.port(transport_kind::udp);
-  spec.count = 100;
-  spec.outstanding = 10;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.count = 100;
+  spec.traffic.outstanding = 10;
   const run_result result = run_load(spec);
   std::printf("%llu of %llu answered\n", static_cast<unsigned long long>(result.responses_received),
               static_cast<unsigned long long>(result.queries_sent));

@@ -86,8 +86,9 @@ inline void expect_all_in(std::uint64_t bucket, const run_result& r) {
 /// timeout for the last queries, and slack for a loaded (or sanitized) machine.
 inline double allowed_seconds(const load_spec& spec, double count_seconds = 3) {
   constexpr double slack = 0.5;
-  return spec.warmup_seconds + (spec.count != 0 ? count_seconds : spec.duration_seconds) +
-         spec.timeout_seconds + slack;
+  return spec.traffic.warmup_seconds +
+         (spec.traffic.count != 0 ? count_seconds : spec.traffic.duration_seconds) +
+         spec.traffic.timeout_seconds + slack;
 }
 
 /// Runs `spec` and checks what must hold whatever the server did: run_load returns in

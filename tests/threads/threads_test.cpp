@@ -48,14 +48,14 @@ TEST_P(threads_test, two_engine_threads_against_two_responder_threads_answer_eve
   server responder(o);
 
   load_spec spec;
-  spec.transport = c.transport;
-  spec.port = responder.port(c.transport);
-  spec.threads = 2;
-  spec.clients = 4;
-  spec.outstanding = 8;
-  spec.count = 2000;
-  spec.timeout_seconds = 10;
-  if (c.transport != transport_kind::udp) spec.queries_per_connection = 25;
+  spec.target.transport = c.transport;
+  spec.target.port = responder.port(c.transport);
+  spec.generator.threads = 2;
+  spec.traffic.clients = 4;
+  spec.traffic.outstanding = 8;
+  spec.traffic.count = 2000;
+  spec.traffic.timeout_seconds = 10;
+  if (c.transport != transport_kind::udp) spec.connections.queries_per_connection = 25;
   spec.tls.backend = c.client_backend;
   spec.tls.resume = true;
   const run_result r = run_load(spec);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -57,6 +58,80 @@ void install_signal_handlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+std::string flag_of_setting(std::string_view path) {
+  // The settings the library's rules name, and the flags that set them.
+  static constexpr std::pair<std::string_view, std::string_view> flags[] = {
+      {"load_spec::target.server", "--server"},
+      {"load_spec::target.port", "--server's port"},
+      {"load_spec::target.transport", "--transport"},
+      {"load_spec::target.doh_path", "--doh-path"},
+      {"load_spec::target.doh_request", "--doh-method"},
+      {"load_spec::traffic.clients", "--clients"},
+      {"load_spec::traffic.outstanding", "--outstanding"},
+      {"load_spec::traffic.duration_seconds", "--duration"},
+      {"load_spec::traffic.count", "--count"},
+      {"load_spec::traffic.timeout_seconds", "--timeout"},
+      {"load_spec::traffic.warmup_seconds", "--warmup"},
+      {"load_spec::traffic.rate", "--rate"},
+      {"load_spec::traffic.client_rate", "--client-rate"},
+      {"load_spec::traffic.arrivals", "--arrivals"},
+      {"load_spec::traffic.queries", "--queries"},
+      {"load_spec::traffic.capture", "--queries FILE.pcap"},
+      {"load_spec::traffic.replay", "--replay"},
+      {"load_spec::traffic.replay_speed", "--speed"},
+      {"load_spec::traffic.tc_retry_tcp", "--tc-retry tcp"},
+      {"load_spec::traffic.edns_keepalive", "--edns-keepalive"},
+      {"load_spec::traffic.edns_padding_block", "--edns-padding"},
+      {"load_spec::connections.queries_per_connection", "--queries-per-connection"},
+      {"load_spec::connections.idle_seconds", "--idle"},
+      {"load_spec::connections.close", "--close"},
+      {"load_spec::connections.tcp_nodelay", "--no-nodelay"},
+      {"load_spec::connections.tcp_fastopen", "--tcp-fastopen"},
+      {"load_spec::connections.honour_keepalive", "--honour-keepalive"},
+      {"load_spec::connections.sources", "--source"},
+      {"load_spec::generator.threads", "--threads"},
+      {"load_spec::generator.cpus", "--cpus"},
+      {"load_spec::generator.gather_writes", "--one-write-per-query"},
+      {"load_spec::generator.coalesce_us", "--coalesce-us"},
+      {"load_spec::tls.backend", "--tls-backend"},
+      {"load_spec::tls.min_version", "--tls-min-version"},
+      {"load_spec::tls.max_version", "--tls-max-version"},
+      {"load_spec::tls.server_name", "--sni"},
+      {"load_spec::tls.alpn", "--alpn"},
+      {"load_spec::tls.verify", "--verify"},
+      {"load_spec::tls.ca_file", "--ca-file"},
+      {"load_spec::tls.priority", "--tls-priority"},
+      {"load_spec::tls.resume", "--tls-resume"},
+      {"load_spec::tls.early_data", "--early-data"},
+      {"load_spec::monitor.pids", "--monitor-pid"},
+      {"load_spec::monitor.cgroups", "--monitor-cgroup"},
+      {"load_spec::monitor.command", "--monitor-command"},
+      {"load_spec::output.label", "--label"},
+      {"load_spec::output.interval_seconds", "--interval"},
+      {"search_spec::min_answered_percent", "--min-answered"},
+      {"search_spec::max_p99_ms", "--max-p99"},
+      {"search_spec::start_rate", "--start-rate"},
+      {"search_spec::max_rate", "--max-rate"},
+      {"search_spec::step_seconds", "--duration"},
+      {"search_spec::settle_seconds", "--settle"},
+      {"search_spec::repeats", "--repeats"},
+      {"search_spec::precision", "--precision"},
+      {"search_spec::max_time_seconds", "--max-time"},
+      {"sweep_plan::transports", "--transports"},
+      {"sweep_plan::clients", "--clients"},
+      {"sweep_plan::queries_per_connection", "--queries-per-connection"},
+      {"sweep_plan::repeats", "--repeats"},
+      {"sweep_plan::duration_seconds", "--duration"},
+      {"sweep_plan::pause_seconds", "--pause"},
+      {"sweep_plan::targets", "--target"},
+      {"sweep_plan::search", "--search"},
+  };
+  for (const auto& [setting_path, flag] : flags) {
+    if (setting_path == path) return std::string(flag);
+  }
+  return std::string(path);
+}
+
 double idle_seconds_of(const run_options& o) {
   if (!o.idle) return 0;
   if (!(*o.idle > 0)) {
@@ -96,7 +171,7 @@ void set_queries(load_spec& spec, const run_options& o, const query_options& que
       throw setup_error("--pcap-port applies to a capture (--queries FILE.pcap)");
     if (!o.replay.empty()) throw setup_error("--replay applies to a capture (--queries FILE.pcap)");
     if (o.speed != 1) throw setup_error("--speed applies to --replay timing");
-    spec.queries = std::make_shared<const query_set>(
+    spec.traffic.queries = std::make_shared<const query_set>(
         o.queries_file.empty() ? default_queries(query)
                                : load_query_file(o.queries_file, format, query));
     return;
@@ -105,10 +180,10 @@ void set_queries(load_spec& spec, const run_options& o, const query_options& que
   if (!replay) throw setup_error(fmt::format("--replay: \"{}\" is not fast or timing", o.replay));
   auto read = std::make_shared<const pcap_capture>(
       read_pcap(o.queries_file, pcap_options_of(o.pcap_ports)));
-  spec.queries = std::shared_ptr<const query_set>(read, &read->queries);
-  spec.capture = read;
-  spec.replay = *replay;
-  spec.replay_speed = o.speed;
+  spec.traffic.queries = std::shared_ptr<const query_set>(read, &read->queries);
+  spec.traffic.capture = read;
+  spec.traffic.replay = *replay;
+  spec.traffic.replay_speed = o.speed;
   if (*replay != replay_mode::timing) {
     if (o.speed != 1) throw setup_error("--speed applies to --replay timing");
     return;
@@ -119,8 +194,8 @@ void set_queries(load_spec& spec, const run_options& o, const query_options& que
         "and {} has {}; leave --clients out",
         o.clients, o.queries_file, read->sources.size()));
   }
-  spec.clients = static_cast<unsigned>(read->sources.size());
-  if (!o.duration_given) spec.duration_seconds = 0;
+  spec.traffic.clients = static_cast<unsigned>(read->sources.size());
+  if (!o.duration_given) spec.traffic.duration_seconds = 0;
 }
 
 }  // namespace
@@ -129,7 +204,7 @@ namespace {
 
 void set_target(load_spec& spec, const run_options& o) {
   spec.group = job_group;
-  spec.label = o.label;
+  spec.output.label = o.label;
   const auto transport = parse_transport(o.transport);
   if (!transport) {
     std::vector<std::string_view> names;
@@ -137,26 +212,27 @@ void set_target(load_spec& spec, const run_options& o) {
     throw setup_error(
         fmt::format("--transport: \"{}\" is not one of {}", o.transport, fmt::join(names, ", ")));
   }
-  spec.transport = *transport;
+  spec.target.transport = *transport;
   if (!o.server.empty()) {
     const endpoint where =
-        parse_endpoint(o.server, traits_of(spec.transport).default_port, "--server");
-    spec.server = where.address;
-    spec.port = where.port;
-    if (spec.port == 0) throw setup_error("--server: port 0 is not a port a server listens on");
+        parse_endpoint(o.server, traits_of(spec.target.transport).default_port, "--server");
+    spec.target.server = where.address;
+    spec.target.port = where.port;
+    if (spec.target.port == 0)
+      throw setup_error("--server: port 0 is not a port a server listens on");
   }
 }
 
 void set_pace(load_spec& spec, const run_options& o) {
-  spec.clients = o.clients;
-  spec.outstanding = o.outstanding;
-  spec.duration_seconds = o.duration;
-  spec.count = o.count;
-  spec.timeout_seconds = o.timeout;
-  spec.warmup_seconds = o.warmup;
-  spec.rate = o.rate;
-  spec.client_rate = o.client_rate;
-  spec.idle_seconds = idle_seconds_of(o);
+  spec.traffic.clients = o.clients;
+  spec.traffic.outstanding = o.outstanding;
+  spec.traffic.duration_seconds = o.duration;
+  spec.traffic.count = o.count;
+  spec.traffic.timeout_seconds = o.timeout;
+  spec.traffic.warmup_seconds = o.warmup;
+  spec.traffic.rate = o.rate;
+  spec.traffic.client_rate = o.client_rate;
+  spec.connections.idle_seconds = idle_seconds_of(o);
   if (!o.arrivals.empty()) {
     const auto mode = parse_arrival_mode(o.arrivals);
     if (!mode) {
@@ -168,29 +244,29 @@ void set_pace(load_spec& spec, const run_options& o) {
           "--arrivals {} needs --rate or --client-rate (queries per second to schedule)",
           o.arrivals));
     }
-    spec.arrivals = *mode;
+    spec.traffic.arrivals = *mode;
   }
-  spec.interval_seconds = o.interval;
-  spec.threads = o.threads;
-  if (!o.cpus.empty()) spec.cpus = parse_cpu_list(o.cpus, "--cpus");
+  spec.output.interval_seconds = o.interval;
+  spec.generator.threads = o.threads;
+  if (!o.cpus.empty()) spec.generator.cpus = parse_cpu_list(o.cpus, "--cpus");
 }
 
 void set_connections(load_spec& spec, const run_options& o) {
-  spec.queries_per_connection = parse_queries_per_connection(o.queries_per_connection);
+  spec.connections.queries_per_connection = parse_queries_per_connection(o.queries_per_connection);
   if (o.close == "fin") {
-    spec.close = close_mode::fin;
+    spec.connections.close = close_mode::fin;
   } else if (o.close == "rst") {
-    spec.close = close_mode::rst;
+    spec.connections.close = close_mode::rst;
   } else {
     throw setup_error(fmt::format("--close: \"{}\" is not fin or rst", o.close));
   }
-  spec.sources = o.sources;
-  spec.tcp_fastopen = o.tcp_fastopen;
-  spec.tcp_nodelay = !o.no_nodelay;
-  spec.gather_writes = !o.one_write_per_query;
-  spec.coalesce_us = o.coalesce_us;
+  spec.connections.sources = o.sources;
+  spec.connections.tcp_fastopen = o.tcp_fastopen;
+  spec.connections.tcp_nodelay = !o.no_nodelay;
+  spec.generator.gather_writes = !o.one_write_per_query;
+  spec.generator.coalesce_us = o.coalesce_us;
   if (o.tc_retry == "tcp") {
-    spec.tc_retry_tcp = true;
+    spec.traffic.tc_retry_tcp = true;
   } else if (o.tc_retry != "none") {
     throw setup_error(fmt::format("--tc-retry: \"{}\" is not none or tcp", o.tc_retry));
   }
@@ -205,16 +281,16 @@ void set_edns_and_queries(load_spec& spec, const run_options& o) {
     throw setup_error("--edns-payload must be between 512 and 65535");
   }
   query.edns.udp_payload_size = static_cast<std::uint16_t>(o.edns_payload);
-  spec.edns_keepalive = o.edns_keepalive;
-  if (!o.edns_padding.empty()) spec.edns_padding_block = parse_edns_padding(o.edns_padding);
-  spec.honour_keepalive = o.honour_keepalive;
+  spec.traffic.edns_keepalive = o.edns_keepalive;
+  if (!o.edns_padding.empty()) spec.traffic.edns_padding_block = parse_edns_padding(o.edns_padding);
+  spec.connections.honour_keepalive = o.honour_keepalive;
   set_queries(spec, o, query);
 }
 
 void set_tls(load_spec& spec, const run_options& o) {
-  const std::string backend_name = !o.tls_backend.empty()                  ? o.tls_backend
-                                   : traits_of(spec.transport).gnutls_only ? "gnutls"
-                                                                           : "openssl";
+  const std::string backend_name = !o.tls_backend.empty()                         ? o.tls_backend
+                                   : traits_of(spec.target.transport).gnutls_only ? "gnutls"
+                                                                                  : "openssl";
   const auto backend = parse_tls_backend(backend_name);
   if (!backend) {
     throw setup_error(fmt::format("--tls-backend: \"{}\" is not openssl or gnutls", o.tls_backend));
@@ -245,21 +321,21 @@ void set_tls(load_spec& spec, const run_options& o) {
   if (!method) {
     throw setup_error(fmt::format("--doh-method: \"{}\" is not post or get", o.doh_method));
   }
-  spec.doh_request = *method;
-  spec.doh_path = o.doh_path;
+  spec.target.doh_request = *method;
+  spec.target.doh_path = o.doh_path;
 }
 
 void set_monitoring(load_spec& spec, const run_options& o) {
-  spec.monitor_pids = o.monitor_pids;
-  spec.monitor_cgroups = o.monitor_cgroups;
+  spec.monitor.pids = o.monitor_pids;
+  spec.monitor.cgroups = o.monitor_cgroups;
   if (o.monitor_commands.size() > 1) {
     throw setup_error(fmt::format(
         "--monitor-command: given {} times; a run reads one command (give it several --pid)",
         o.monitor_commands.size()));
   }
   if (!o.monitor_commands.empty()) {
-    spec.monitor_command = o.monitor_commands.front();
-    if (spec.monitor_command.find_first_not_of(" \t") == std::string::npos) {
+    spec.monitor.command = o.monitor_commands.front();
+    if (spec.monitor.command.find_first_not_of(" \t") == std::string::npos) {
       throw setup_error("--monitor-command: the command is empty");
     }
   }
@@ -289,11 +365,12 @@ std::unique_ptr<builtin_responder> start_builtin_server(const run_options& o, lo
   s.mode = *mode;
   if (!o.server_cpus.empty()) {
     s.cpus = parse_cpu_list(o.server_cpus, "--server-cpus");
-  } else if (!spec.cpus.empty()) {
+  } else if (!spec.generator.cpus.empty()) {
     // Keep the responder off the client's CPUs when there is a CPU left for it.
     const unsigned n = std::thread::hardware_concurrency();
     for (unsigned c = 0; c < n; ++c) {
-      if (std::find(spec.cpus.begin(), spec.cpus.end(), static_cast<int>(c)) == spec.cpus.end()) {
+      if (std::find(spec.generator.cpus.begin(), spec.generator.cpus.end(), static_cast<int>(c)) ==
+          spec.generator.cpus.end()) {
         s.cpus.push_back(static_cast<int>(c));
       }
     }
@@ -308,12 +385,12 @@ std::unique_ptr<builtin_responder> start_builtin_server(const run_options& o, lo
   }
   s.tls_options.backend = *backend;
   for (const transport_kind t : transports) s.listen[t] = endpoint{"127.0.0.1", 0};
-  s.doh_path = spec.doh_path;
+  s.doh_path = spec.target.doh_path;
   auto responder = o.server_process ? builtin_responder::start_process(s)
                                     : std::make_unique<builtin_responder>(s);
-  spec.server = "127.0.0.1";
-  spec.port = responder->port(spec.transport);
-  if (responder->pid() > 0) spec.monitor_pids.push_back(responder->pid());
+  spec.target.server = "127.0.0.1";
+  spec.target.port = responder->port(spec.target.transport);
+  if (responder->pid() > 0) spec.monitor.pids.push_back(responder->pid());
   return responder;
 }
 

@@ -135,6 +135,11 @@ pcap_options pcap_options_of(const std::vector<std::uint16_t>& ports);
 /// --idle in seconds: 0 when absent; throws setup_error naming it unless positive.
 double idle_seconds_of(const run_options& options);
 
+/// The flag (with its value where the setting is one value of it: "--tc-retry tcp") that sets
+/// a library setting a setup_error names ("load_spec::traffic.rate" gives "--rate"); the
+/// path itself for a setting no flag sets.
+std::string flag_of_setting(std::string_view path);
+
 /// Builds the spec (without server address when the built-in responder is used).
 /// Throws setup_error naming the flag for a bad value.
 load_spec make_load_spec(const run_options& options);

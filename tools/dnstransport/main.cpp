@@ -125,8 +125,9 @@ int main(int argc, char** argv) {
     }
     return leave(exit_usage);
   } catch (const setup_error& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return leave(exit_usage, e.what());
+    const std::string message = e.message_naming(flag_of_setting);
+    fmt::print(stderr, "error: {}\n", message);
+    return leave(exit_usage, message);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     if (rank_error_fd >= 0) {

@@ -31,22 +31,22 @@ action add_run_command(CLI::App& app) {
     require_server_under_mpirun(!o.server.empty());
     std::unique_ptr<builtin_responder> responder;
     if (o.server.empty()) {
-      responder = start_builtin_server(o, spec, {spec.transport});
+      responder = start_builtin_server(o, spec, {spec.target.transport});
       if (!o.quiet) {
         fmt::print(stderr,
                    "no --server given: using the built-in responder on 127.0.0.1:{} ({}, {}, "
                    "{})\n",
-                   spec.port, transport_name(spec.transport), counted(o.server_threads, "thread"),
-                   responder->where());
+                   spec.target.port, transport_name(spec.target.transport),
+                   counted(o.server_threads, "thread"), responder->where());
       }
     }
-    if (traits_of(spec.transport).has_tls && !spec.tls.verify && !o.quiet) {
+    if (traits_of(spec.target.transport).has_tls && !spec.tls.verify && !o.quiet) {
       fmt::print(stderr,
                  "note: TLS certificate verification is off; use --verify --ca-file FILE "
                  "[--sni NAME] to check the server's certificate\n");
     }
     progress_printer progress(!o.quiet && (o.progress || stderr_is_terminal()));
-    spec.on_progress = [&progress](const load_progress& p) { progress(p); };
+    spec.output.on_progress = [&progress](const load_progress& p) { progress(p); };
     spec.stop = &stop_requested;
     const run_result result = run_load(spec);
     progress.finish();

@@ -145,12 +145,12 @@ action add_search_command(CLI::App& app) {
     std::unique_ptr<builtin_responder> responder;
     if (f->run.server.empty()) {
       validate(spec);  // before starting anything
-      responder = start_builtin_server(f->run, spec.load, {spec.load.transport});
+      responder = start_builtin_server(f->run, spec.load, {spec.load.target.transport});
       if (!quiet) {
         fmt::print(stderr,
                    "no --server given: searching the built-in responder on 127.0.0.1:{} ({}); "
                    "its limit is this machine's, give --server for a real one\n",
-                   spec.load.port, responder->where());
+                   spec.load.target.port, responder->where());
       }
     }
     validate(spec);

@@ -216,7 +216,7 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
   // --idle is for the points with connections (point_spec); the base is a UDP spec.
   base.idle.reset();
   plan.base = make_load_spec(base);
-  plan.base.idle_seconds = idle_seconds_of(o);
+  plan.base.connections.idle_seconds = idle_seconds_of(o);
   plan.base.stop = &stop_requested;
   plan.command_line = std::move(command);
   const bool preset = !f.preset.empty();
@@ -269,7 +269,7 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
     }
     for (const auto& text : f.targets) plan.targets.push_back(parse_sweep_target(text));
     for (const auto& text : o.monitor_commands) give_monitor_command(plan, text);
-    plan.base.server = plan.targets.front().server;
+    plan.base.target.server = plan.targets.front().server;
     plan.ports = plan.targets.front().ports;
     plan.target_description = fmt::format("{} targets", plan.targets.size());
   }
@@ -376,9 +376,10 @@ action add_sweep_command(CLI::App& app, std::string command) {
     const auto [json_path, csv_path] = output_paths(*o, *f);
     const auto responder = set_target(plan, *o, *f);
     if (!o->quiet) {
-      const std::string each = plan.base.count != 0 ? fmt::format("{} queries", plan.base.count)
-                                                    : fmt::format("{:g} s", plan.duration_seconds);
-      std::string against = plan.base.server;
+      const std::string each = plan.base.traffic.count != 0
+                                   ? fmt::format("{} queries", plan.base.traffic.count)
+                                   : fmt::format("{:g} s", plan.duration_seconds);
+      std::string against = plan.base.target.server;
       if (!plan.targets.empty()) {
         against.clear();
         for (const auto& t : plan.targets) {

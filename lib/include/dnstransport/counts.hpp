@@ -106,9 +106,9 @@ struct connection_counts {
   std::uint64_t answered = 0;          ///< answers these connections carried
   std::uint64_t closed_by_client = 0;  ///< we closed after queries_per_connection or at the end
   /// We closed after the keepalive timeout the server advertised with nothing to do
-  /// (load_spec::honour_keepalive); like closed_idle, not counted in closed_by_client.
+  /// (load_spec::connections.honour_keepalive); like closed_idle, not counted in closed_by_client.
   std::uint64_t closed_idle_keepalive = 0;
-  std::uint64_t closed_idle = 0;  ///< we closed after load_spec::idle_seconds with nothing to do
+  std::uint64_t closed_idle = 0;  ///< we closed after load_spec::connections.idle_seconds with nothing to do
   std::uint64_t closed_by_server = 0;      ///< EOF from the server (FIN or TLS close_notify)
   std::uint64_t reset_by_server = 0;       ///< connection reset or other socket error while open
   std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete

@@ -45,7 +45,7 @@ std::string_view doh_method_name(doh_method method) noexcept;
 /// Method from "post"/"get" (any case); nothing otherwise.
 std::optional<doh_method> parse_doh_method(std::string_view name) noexcept;
 
-/// How queries are scheduled when load_spec::rate is set.
+/// How queries are scheduled when load_spec::traffic.rate is set.
 enum class arrival_mode {
   /// Open loop: evenly spaced sends at the rate, whatever the answers do; latency runs from
   /// each query's scheduled time.
@@ -68,7 +68,7 @@ std::string_view arrival_mode_name(arrival_mode mode) noexcept;
 /// Mode from its name; nothing for an unknown one.
 std::optional<arrival_mode> parse_arrival_mode(std::string_view name) noexcept;
 
-/// How the queries of a packet capture (load_spec::capture) are sent (`--replay`).
+/// How the queries of a packet capture (load_spec::traffic.capture) are sent (`--replay`).
 enum class replay_mode {
   /// As a query list: every client cycles through the capture's queries, like any query
   /// file, at the pace the run asks for (closed loop, or --rate).
@@ -101,15 +101,19 @@ struct load_progress {
   double recent_qps = 0;  ///< answers per second over the last interval
 };
 
-/// Everything one load needs.
-struct load_spec {
+/// What is measured: the server, how it is reached, and over which transport.
+struct target_settings {
   std::string server = "127.0.0.1";  ///< IPv4 or IPv6 address, or a host name resolved once
-  /// A name for what is measured ("unbound 1.17, 1 thread"), kept in the result and its JSON
-  /// (`--label`); reports name the result by it. Empty: no name.
-  std::string label;
   std::uint16_t port = 53;
   transport_kind transport = transport_kind::udp;
+  /// DoH: the path of the server's URI template (RFC 8484 §3), and the request method. The
+  /// client always offers ALPN "h2", whatever tls.alpn says.
+  std::string doh_path = "/dns-query";
+  doh_method doh_request = doh_method::post;
+};
 
+/// How many queries, which ones, at what pace and for how long.
+struct traffic_settings {
   unsigned clients = 1;          ///< each client has its own socket and source port
   unsigned outstanding = 100;    ///< queries in flight per client (at most 65536)
   double duration_seconds = 10;  ///< measured time, after the warm-up
@@ -117,102 +121,127 @@ struct load_spec {
   double timeout_seconds = 2;    ///< a query unanswered this long is lost
   double warmup_seconds = 0;     ///< sent and answered but left out of every figure
   double rate = 0;               ///< queries per second over all clients; 0: no limit
-  /// Queries per second of each client (`--client-rate`; 0.2 = one query every 5 s): the
-  /// load is then clients × client_rate, scheduled like `rate` (client i of n starts i/n of
-  /// a period late). Give `rate` or this, not both (total_rate).
+  /// Queries per second of each client (0.2 = one query every 5 s): the load is then
+  /// clients × client_rate, scheduled like `rate` (client i of n starts i/n of a period
+  /// late). Give `rate` or this, not both (total_rate).
   double client_rate = 0;
-  /// How `rate` is spread in time (`--arrivals`); ignored without a rate. Open loop: a query
-  /// whose scheduled time comes while its client has `outstanding` queries in flight or
-  /// waiting is not sent (run_result::not_sent_outstanding).
+  /// How `rate` is spread in time; ignored without a rate. Open loop: a query whose
+  /// scheduled time comes while its client has `outstanding` queries in flight or waiting is
+  /// not sent (run_result::not_sent_outstanding).
   arrival_mode arrivals = arrival_mode::constant;
-  /// Length of one row of the run's timeline (`--interval`); 0: no timeline.
-  double interval_seconds = 1;
-  unsigned threads = 1;   ///< worker threads, each with its own share of clients
-  std::vector<int> cpus;  ///< pin worker i to cpus[i % size]; empty: no pinning
 
   /// Queries to send, cycled through by every client from its own starting point; the
   /// built-in default set when null.
   std::shared_ptr<const query_set> queries;
-  /// The packet capture the queries came from (`--queries FILE.pcap`), or null. With it,
-  /// `queries` must be the capture's own (&capture->queries), and the result reports what
-  /// the capture held.
+  /// The packet capture the queries came from, or null. With it, `queries` must be the
+  /// capture's own (&capture->queries), and the result reports what the capture held.
   std::shared_ptr<const pcap_capture> capture;
-  /// How the capture is replayed (`--replay`). With replay_mode::timing, `clients` must be
-  /// the number of the capture's source addresses, there is no rate and no count, and a
-  /// duration of 0 means the whole capture.
+  /// How the capture is replayed. With replay_mode::timing, `clients` must be the number of
+  /// the capture's source addresses, there is no rate and no count, and a duration of 0
+  /// means the whole capture.
   replay_mode replay = replay_mode::fast;
-  /// replay_mode::timing: how much faster than captured (`--speed`; 2: twice as fast).
+  /// replay_mode::timing: how much faster than captured (2: twice as fast).
   double replay_speed = 1;
 
-  /// TCP and TLS: queries answered (or lost) on one connection before the client closes it
-  /// and opens a new one; 0 keeps the connection for the whole run.
+  /// UDP: retry a truncated (TC=1) answer's query over TCP to the same server and port, as
+  /// a stub resolver would; the retry's outcome is the query's outcome. false: a truncated
+  /// answer is counted in `truncated` and is not an answer.
+  bool tc_retry_tcp = false;
+  /// Send edns-tcp-keepalive (RFC 7828) in every query: tcp, tls and doh only (RFC 7828
+  /// forbids it over UDP, RFC 9250 §5.5.2 over DoQ). The timeouts the answers advertise are
+  /// in run_result::edns.
+  bool edns_keepalive = false;
+  /// Pad every query with a padding option (RFC 7830) to a multiple of this many octets
+  /// (RFC 8467 recommends 128); 0: no padding. Meant for the encrypted transports; over udp
+  /// and tcp the run warns. The answers' padding is in run_result::edns.
+  std::uint16_t edns_padding_block = 0;
+};
+
+/// How clients hold their connections (TCP, DoT, DoH, DoQ) and bind their sockets.
+struct connection_settings {
+  /// Queries answered (or lost) on one connection before the client closes it and opens a
+  /// new one; 0 keeps the connection for the whole run.
   std::uint64_t queries_per_connection = 0;
-  /// TCP, TLS, DoH and DoQ (`--idle`): a client whose connection has had nothing in flight
-  /// and nothing to send for this many seconds closes it (as `close` says; DoQ with
-  /// CONNECTION_CLOSE), and opens a new one when its next query is due (resumed with
-  /// tls.resume; with 0-RTT under tls.early_data), as a stub resolver does between bursts.
-  /// Checked on the worker's 10 ms tick. 0: a connection is kept while there is work.
+  /// A client whose connection has had nothing in flight and nothing to send for this many
+  /// seconds closes it (as `close` says; DoQ with CONNECTION_CLOSE), and opens a new one
+  /// when its next query is due (resumed with tls.resume; with 0-RTT under
+  /// tls.early_data), as a stub resolver does between bursts. Checked on the worker's 10 ms
+  /// tick. 0: a connection is kept while there is work.
   double idle_seconds = 0;
   close_mode close = close_mode::fin;
   bool tcp_nodelay = true;    ///< TCP_NODELAY on client sockets
   bool tcp_fastopen = false;  ///< send the first query in the SYN where the kernel allows
+  /// With traffic.edns_keepalive: a tcp/tls/doh client closes its connection once it has
+  /// been idle (nothing in flight, nothing to send) for the timeout the server last
+  /// advertised on it, and opens a new one for its next query; counted in
+  /// connection_stats::closed_idle_keepalive.
+  bool honour_keepalive = false;
   /// Source addresses client sockets bind to, spread round-robin; empty: the kernel picks,
   /// except towards loopback with TCP/TLS, where 127.0.0.1-127.0.0.16 are used to widen the
   /// ephemeral port space.
   std::vector<std::string> sources;
+};
+
+/// How the generator itself runs: its threads, CPUs and system calls.
+struct generator_settings {
+  unsigned threads = 1;   ///< worker threads, each with its own share of clients
+  std::vector<int> cpus;  ///< pin worker i to cpus[i % size]; empty: no pinning
   /// Send all queries that are ready in one system call: one gather write per TCP/TLS
   /// connection, one sendmmsg of many datagrams for UDP. false: one call per query.
   bool gather_writes = true;
-  /// UDP: retry a truncated (TC=1) answer's query over TCP to the same server and port, as
-  /// a stub resolver would (`--tc-retry tcp`); the retry's outcome is the query's outcome.
-  /// false: a truncated answer is counted in `truncated` and is not an answer.
-  bool tc_retry_tcp = false;
-  /// UDP, TCP, DoT: coalesced receiving (`--coalesce-us`). A client whose read found fewer
-  /// than 8 answers while at least 8 are in flight reads again after this many microseconds
-  /// (one timer per worker thread) instead of waiting for its socket at once: fewer wake-ups
-  /// and system calls per answer under load. Latencies run to the kernel's receive stamp
+  /// UDP, TCP, DoT: coalesced receiving. A client whose read found fewer than 8 answers
+  /// while at least 8 are in flight reads again after this many microseconds (one timer per
+  /// worker thread) instead of waiting for its socket at once: fewer wake-ups and system
+  /// calls per answer under load. Latencies run to the kernel's receive stamp
   /// (SO_TIMESTAMPNS) either way: UDP each datagram's, so a delay does not change them; TCP
   /// and DoT the newest segment's of the read (one stamp per read), so a stream read is
   /// delayed by at most 1/20 of the client's recent latency (none below 10 us), which moves
   /// latencies by at most 5 %. 0: off (every read waits for readiness).
   unsigned coalesce_us = 0;
-  /// Send edns-tcp-keepalive (RFC 7828) in every query (`--edns-keepalive`): tcp, tls and
-  /// doh only (RFC 7828 forbids it over UDP, RFC 9250 §5.5.2 over DoQ). The timeouts the
-  /// answers advertise are in run_result::edns.
-  bool edns_keepalive = false;
-  /// Pad every query with a padding option (RFC 7830) to a multiple of this many octets
-  /// (`--edns-padding block:N`; RFC 8467 recommends 128); 0: no padding. Meant for the
-  /// encrypted transports; over udp and tcp the run warns. The answers' padding is in
-  /// run_result::edns.
-  std::uint16_t edns_padding_block = 0;
-  /// With edns_keepalive: a tcp/tls/doh client closes its connection once it has been idle
-  /// (nothing in flight, nothing to send) for the timeout the server last advertised on it,
-  /// and opens a new one for its next query (`--honour-keepalive`); counted in
-  /// connection_stats::closed_idle_keepalive.
-  bool honour_keepalive = false;
-  tls_client_options tls;
-  /// DoH: the path of the server's URI template (RFC 8484 §3), and the request method. The
-  /// client always offers ALPN "h2", whatever tls.alpn says.
-  std::string doh_path = "/dns-query";
-  doh_method doh_request = doh_method::post;
+};
 
-  /// Processes of the server, on this machine, whose CPU, memory, descriptors, threads and
-  /// TCP connections on `port` are read from /proc during the measured window
-  /// (`--monitor-pid`); the result's `server_usage` holds what they spent. Empty: not monitored.
-  std::vector<int> monitor_pids;
-  /// cgroup v2 directories of the server (`--monitor-cgroup`, e.g.
-  /// /sys/fs/cgroup/system.slice/unbound.service): CPU from cpu.stat, memory from
-  /// memory.current, descriptors and threads of the processes in it.
-  std::vector<std::string> monitor_cgroups;
+/// The server's processes whose use of CPU, memory, descriptors and connections is read
+/// during the measured window; the result's `server_usage` holds what they spent.
+struct monitor_settings {
+  /// Processes of the server, on this machine, read from /proc (and their TCP connections
+  /// on target.port). Empty: none.
+  std::vector<int> pids;
+  /// cgroup v2 directories of the server (e.g. /sys/fs/cgroup/system.slice/unbound.service):
+  /// CPU from cpu.stat, memory from memory.current, descriptors and threads of the
+  /// processes in it.
+  std::vector<std::string> cgroups;
   /// A command whose standard output is `dnstransport monitor` lines, typically
-  /// `ssh HOST dnstransport monitor --pid N --interval 0.5` for a server on another machine
-  /// (`--monitor-command`). It is started (through /bin/sh) for each load, must give a first
-  /// reading within 15 s, and is stopped when the load ends.
-  std::string monitor_command;
+  /// `ssh HOST dnstransport monitor --pid N --interval 0.5` for a server on another machine.
+  /// It is started (through /bin/sh) for each load, must give a first reading within 15 s,
+  /// and is stopped when the load ends.
+  std::string command;
 
+  /// Whether anything is monitored.
+  bool any() const noexcept { return !pids.empty() || !cgroups.empty() || !command.empty(); }
+};
+
+/// What the run reports while it runs and how its result is named and cut in time.
+struct output_settings {
+  /// A name for what is measured ("unbound 1.17, 1 thread"), kept in the result and its
+  /// JSON; reports name the result by it. Empty: no name.
+  std::string label;
+  /// Length of one row of the run's timeline; 0: no timeline.
+  double interval_seconds = 1;
   /// Called from the thread that called run_load, about every progress_interval seconds.
   std::function<void(const load_progress&)> on_progress;
   double progress_interval_seconds = 1;
+};
+
+/// Everything one load needs, in parts. A rule a setting breaks is reported by validate (and
+/// run_load) as a setup_error naming it by its path from here ("load_spec::traffic.rate").
+struct load_spec {
+  target_settings target;
+  traffic_settings traffic;
+  connection_settings connections;
+  generator_settings generator;
+  tls_client_options tls;
+  monitor_settings monitor;
+  output_settings output;
 
   /// When set to true (e.g. from a signal handler), the load stops within about 50 ms:
   /// queries still in flight are counted as abandoned and the result is returned as usual
@@ -255,8 +284,8 @@ struct connection_stats : connection_counts {
   connection_stats& operator+=(const connection_stats& other);
 };
 
-/// What the answers' OPT records said, when the queries asked (load_spec::edns_keepalive,
-/// load_spec::edns_padding_block). Counted over responses_received.
+/// What the answers' OPT records said, when the queries asked (load_spec::traffic.edns_keepalive,
+/// load_spec::traffic.edns_padding_block). Counted over responses_received.
 struct edns_stats {
   bool keepalive_sent = false;          ///< the queries carried edns-tcp-keepalive
   std::uint16_t padding_block = 0;      ///< the queries were padded to multiples of this; 0: not
@@ -354,7 +383,7 @@ struct rank_result {
 /// count only connections opened after the warm-up.
 struct run_result : query_counts {
   // What was run.
-  std::string label;  ///< load_spec::label
+  std::string label;  ///< load_spec::output.label
   std::string server;
   std::uint16_t port = 0;
   transport_kind transport = transport_kind::udp;
@@ -364,14 +393,14 @@ struct run_result : query_counts {
   unsigned threads = 0;
   std::uint64_t queries_per_connection = 0;
   double rate = 0;           ///< queries per second over all clients (total_rate); 0: no limit
-  double client_rate = 0;    ///< load_spec::client_rate, when the rate was given per client
-  double idle_seconds = 0;   ///< load_spec::idle_seconds
-  unsigned coalesce_us = 0;  ///< load_spec::coalesce_us
+  double client_rate = 0;    ///< load_spec::traffic.client_rate, when the rate was given per client
+  double idle_seconds = 0;   ///< load_spec::connections.idle_seconds
+  unsigned coalesce_us = 0;  ///< load_spec::generator.coalesce_us
   /// How queries were scheduled: the spec's mode with a rate, `closed` without one.
   arrival_mode arrivals = arrival_mode::closed;
   std::string query_origin;
   std::size_t query_count_in_set = 0;
-  /// Set when the queries came from a packet capture (load_spec::capture).
+  /// Set when the queries came from a packet capture (load_spec::traffic.capture).
   std::optional<capture_summary> capture;
 
   // Per query: the counts are query_counts (counts.hpp), which this extends.
@@ -411,10 +440,10 @@ struct run_result : query_counts {
 
   connection_stats connections;
   early_data_stats early_data;  ///< TLS transports with --early-data
-  edns_stats edns;              ///< with load_spec::edns_keepalive or edns_padding_block
+  edns_stats edns;              ///< with load_spec::traffic.edns_keepalive or edns_padding_block
   quic_stats quic;              ///< DoQ only
   process_usage
-      server_usage;  ///< what the monitored server processes spent (load_spec::monitor_pids)
+      server_usage;  ///< what the monitored server processes spent (load_spec::monitor.pids)
   generator_stats generator;  ///< the generator's own wake-ups and system calls
   std::uint64_t handshakes_full = 0;
   std::uint64_t handshakes_resumed = 0;

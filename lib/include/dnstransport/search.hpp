@@ -37,7 +37,7 @@ struct search_spec {
   double max_time_seconds = 0;  ///< no step starts that would end after this; 0: no bound
   /// Called after each step, from the thread that called run_search.
   std::function<void(const struct search_step&)> on_step;
-  /// Progress of the step that runs (load_spec::on_progress).
+  /// Progress of the step that runs (load_spec::output.on_progress).
   std::function<void(const load_progress&)> on_progress;
   const std::atomic<bool>* stop = nullptr;  ///< set: the search ends, keeping its steps
 };

@@ -43,7 +43,7 @@ struct point_summary {
   std::uint64_t connections_failed = 0;
   double max_thread_cpu_share = 0;  ///< highest over the repeats
   bool client_bound = false;        ///< max_thread_cpu_share >= client_bound_cpu_share
-  /// The monitored server's CPU over the repeats that monitored it (load_spec::monitor_pids),
+  /// The monitored server's CPU over the repeats that monitored it (load_spec::monitor.pids),
   /// and the answers of those repeats; server_monitored is false when none did.
   bool server_monitored = false;
   double server_cpu_seconds = 0;

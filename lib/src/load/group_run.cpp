@@ -128,29 +128,30 @@ load_spec share_of(const load_spec& spec, unsigned rank, unsigned size) {
   if (size == 0 || rank >= size) {
     throw setup_error(fmt::format("rank {} of a group of {} processes", rank, size));
   }
-  if (spec.clients < size) {
-    throw setup_error(fmt::format(
-        "--clients {} cannot be shared by {} processes: give at least one client per process",
-        spec.clients, size));
+  if (spec.traffic.clients < size) {
+    throw setup_error(
+        fmt::format("{} {} cannot be shared by {} processes: give at least one client per process",
+                    setting("load_spec::traffic.clients"), spec.traffic.clients, size));
   }
   load_spec mine = spec;
-  mine.clients = static_cast<unsigned>(part_of(spec.clients, rank, size));
+  mine.traffic.clients = static_cast<unsigned>(part_of(spec.traffic.clients, rank, size));
   // The rate follows the clients, so that every client sends at the same pace.
-  if (spec.rate > 0) {
-    mine.rate = spec.rate * static_cast<double>(mine.clients) / static_cast<double>(spec.clients);
+  if (spec.traffic.rate > 0) {
+    mine.traffic.rate = spec.traffic.rate * static_cast<double>(mine.traffic.clients) /
+                        static_cast<double>(spec.traffic.clients);
   }
-  if (spec.count > 0) mine.count = part_of(spec.count, rank, size);
-  if (spec.sources.size() >= size) {
-    mine.sources.clear();
-    for (std::size_t i = rank; i < spec.sources.size(); i += size) {
-      mine.sources.push_back(spec.sources[i]);
+  if (spec.traffic.count > 0) mine.traffic.count = part_of(spec.traffic.count, rank, size);
+  if (spec.connections.sources.size() >= size) {
+    mine.connections.sources.clear();
+    for (std::size_t i = rank; i < spec.connections.sources.size(); i += size) {
+      mine.connections.sources.push_back(spec.connections.sources[i]);
     }
   }
-  if (mine.threads > mine.clients) mine.threads = mine.clients;
+  if (mine.generator.threads > mine.traffic.clients) mine.generator.threads = mine.traffic.clients;
   if (rank != 0) {
-    mine.monitor_pids.clear();
-    mine.monitor_cgroups.clear();
-    mine.monitor_command.clear();
+    mine.monitor.pids.clear();
+    mine.monitor.cgroups.clear();
+    mine.monitor.command.clear();
   }
   return mine;
 }

@@ -6,6 +6,7 @@
 #include <exception>
 #include <functional>
 
+#include <dnstransport/error.hpp>
 #include <dnstransport/group.hpp>
 
 #include "load/load_steps.hpp"
@@ -32,9 +33,9 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
     return result;
   }
   plan.start_ns = monotonic_ns();
-  plan.measure_start_ns = plan.start_ns + seconds_to_ns(spec.warmup_seconds);
-  plan.send_end_ns = spec.count == 0 && spec.duration_seconds > 0
-                         ? plan.measure_start_ns + seconds_to_ns(spec.duration_seconds)
+  plan.measure_start_ns = plan.start_ns + seconds_to_ns(spec.traffic.warmup_seconds);
+  plan.send_end_ns = spec.traffic.count == 0 && spec.traffic.duration_seconds > 0
+                         ? plan.measure_start_ns + seconds_to_ns(spec.traffic.duration_seconds)
                          : UINT64_MAX;
   watch.start();
   watch.run(workers);
@@ -75,16 +76,21 @@ run_result run_in_group(const load_spec& spec) {
     load_spec mine = share_of(spec, group.rank(), group.size());
     mine.group = nullptr;
     own = run_alone(mine, ready);
+  } catch (const setup_error& e) {
+    // A member that cannot run tells the others, so none waits for it; the settings its
+    // message names stay marked, for each member's caller to name in its own words.
+    if (!told) group.start_together(e.marked_message(), false, group_start_wait_seconds);
+    throw;
   } catch (const std::exception& e) {
-    // A member that cannot run tells the others, so none waits for it.
     if (!told) group.start_together(e.what(), false, group_start_wait_seconds);
     throw;
   }
   const double wait =
       own.interrupted
           ? group_interrupted_wait_seconds
-          : spec.timeout_seconds + group_result_margin_seconds +
-                (spec.count > 0 || spec.duration_seconds == 0 ? own.elapsed_seconds : 0);
+          : spec.traffic.timeout_seconds + group_result_margin_seconds +
+                (spec.traffic.count > 0 || spec.traffic.duration_seconds == 0 ? own.elapsed_seconds
+                                                                              : 0);
   run_result merged = merge_results(group.gather(own, wait), group.hosts());
   detail::add_open_loop_warnings(merged);
   detail::add_warmup_warning(merged, spec);

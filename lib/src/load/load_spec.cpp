@@ -78,197 +78,229 @@ std::optional<replay_mode> parse_replay_mode(std::string_view name) noexcept {
 }
 
 double total_rate(const load_spec& spec) noexcept {
-  if (spec.rate > 0) return spec.rate;
-  if (spec.client_rate > 0) return spec.client_rate * spec.clients;
+  if (spec.traffic.rate > 0) return spec.traffic.rate;
+  if (spec.traffic.client_rate > 0) return spec.traffic.client_rate * spec.traffic.clients;
   return 0;
 }
 
 namespace {
 
-// --coalesce-us: a delay past a few milliseconds would only hold slots and the next sends
-// back; 10 ms is already far past what gathers answers.
+// A setting of load_spec as a setup_error names it: named("traffic.rate").
+std::string named(std::string_view path) {
+  return setting(fmt::format("load_spec::{}", path));
+}
+
+// A delay past a few milliseconds would only hold slots and the next sends back; 10 ms is
+// already far past what gathers answers.
 constexpr unsigned max_coalesce_us = 10000;
 
 // A capture's queries, and replaying them with their timing.
 void validate_replay(const load_spec& spec) {
-  if (spec.capture && spec.queries.get() != &spec.capture->queries) {
-    throw setup_error("load_spec: queries must be the capture's own when a capture is given");
+  const traffic_settings& t = spec.traffic;
+  if (t.capture && t.queries.get() != &t.capture->queries) {
+    throw setup_error(fmt::format("{} must be the capture's own when {} is given",
+                                  named("traffic.queries"), named("traffic.capture")));
   }
-  if (spec.replay == replay_mode::fast) return;
-  if (!spec.capture) throw setup_error("--replay timing needs a capture (--queries FILE.pcap)");
-  if (spec.rate > 0) {
+  if (t.replay == replay_mode::fast) return;
+  const std::string replay = named("traffic.replay");
+  if (!t.capture) {
     throw setup_error(
-        "--rate does not apply to --replay timing: the capture's times are the schedule (use "
-        "--speed to scale them)");
+        fmt::format("{} timing needs a packet capture ({})", replay, named("traffic.capture")));
   }
-  if (spec.count != 0) {
-    throw setup_error(
-        "--count does not apply to --replay timing: the capture's queries are sent once each");
-  }
-  if (!(spec.replay_speed > 0) || !std::isfinite(spec.replay_speed)) {
-    throw setup_error(fmt::format("--speed must be greater than 0 (got {})", spec.replay_speed));
-  }
-  if (spec.clients != spec.capture->sources.size()) {
+  if (t.rate > 0) {
     throw setup_error(fmt::format(
-        "--clients {}: with --replay timing each source address of the capture is one client "
-        "({} in {})",
-        spec.clients, spec.capture->sources.size(), spec.capture->queries.origin()));
+        "{} does not apply to {} timing: the capture's times are the schedule ({} scales them)",
+        named("traffic.rate"), replay, named("traffic.replay_speed")));
+  }
+  if (t.count != 0) {
+    throw setup_error(
+        fmt::format("{} does not apply to {} timing: the capture's queries are sent once each",
+                    named("traffic.count"), replay));
+  }
+  if (!(t.replay_speed > 0) || !std::isfinite(t.replay_speed)) {
+    throw setup_error(fmt::format("{} must be greater than 0 (got {})",
+                                  named("traffic.replay_speed"), t.replay_speed));
+  }
+  if (t.clients != t.capture->sources.size()) {
+    throw setup_error(fmt::format(
+        "{} {}: with {} timing each source address of the capture is one client ({} in {})",
+        named("traffic.clients"), t.clients, replay, t.capture->sources.size(),
+        t.capture->queries.origin()));
   }
 }
 
-}  // namespace
-
-namespace {
-
 // How much load, for how long, and the monitored processes.
 void validate_size(const load_spec& spec) {
-  if (spec.clients == 0) throw setup_error("--clients must be at least 1");
-  if (spec.outstanding == 0 || spec.outstanding > 65536) {
-    throw setup_error(
-        fmt::format("--outstanding must be between 1 and 65536 (got {})", spec.outstanding));
+  const traffic_settings& t = spec.traffic;
+  if (t.clients == 0) throw setup_error(named("traffic.clients") + " must be at least 1");
+  if (t.outstanding == 0 || t.outstanding > 65536) {
+    throw setup_error(fmt::format("{} must be between 1 and 65536 (got {})",
+                                  named("traffic.outstanding"), t.outstanding));
   }
-  if (spec.threads == 0) throw setup_error("--threads must be at least 1");
-  for (const auto& cgroup : spec.monitor_cgroups) {
+  if (spec.generator.threads == 0) {
+    throw setup_error(named("generator.threads") + " must be at least 1");
+  }
+  for (const auto& cgroup : spec.monitor.cgroups) {
     if (!sample_cgroup(cgroup)) {
-      throw setup_error(fmt::format(
-          "--monitor-cgroup {}: not a readable cgroup v2 directory (no cpu.stat with user_usec)",
-          cgroup));
+      throw setup_error(
+          fmt::format("{} {}: not a readable cgroup v2 directory (no cpu.stat with user_usec)",
+                      named("monitor.cgroups"), cgroup));
     }
   }
-  for (int pid : spec.monitor_pids) {
+  for (int pid : spec.monitor.pids) {
     if (!sample_process(pid)) {
-      throw setup_error(fmt::format("--monitor-pid {}: no such process on this machine", pid));
+      throw setup_error(
+          fmt::format("{} {}: no such process on this machine", named("monitor.pids"), pid));
     }
   }
   // A count this large is what a negative number becomes once read as unsigned.
-  if (spec.count > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    throw setup_error(fmt::format("--count must be a positive number of queries (got {})",
-                                  static_cast<std::int64_t>(spec.count)));
+  if (t.count > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    throw setup_error(fmt::format("{} must be a positive number of queries (got {})",
+                                  named("traffic.count"), static_cast<std::int64_t>(t.count)));
   }
   // A timing replay runs for its capture when no duration is given.
-  const bool whole_capture = spec.replay == replay_mode::timing && spec.duration_seconds == 0;
-  if (spec.count == 0 && !(spec.duration_seconds > 0) && !whole_capture) {
-    throw setup_error("--duration must be greater than 0 seconds (or give --count)");
+  const bool whole_capture = t.replay == replay_mode::timing && t.duration_seconds == 0;
+  if (t.count == 0 && !(t.duration_seconds > 0) && !whole_capture) {
+    throw setup_error(fmt::format("{} must be greater than 0 seconds (or give {})",
+                                  named("traffic.duration_seconds"), named("traffic.count")));
   }
-  if (!(spec.timeout_seconds > 0)) throw setup_error("--timeout must be greater than 0 seconds");
-  if (spec.warmup_seconds < 0) throw setup_error("--warmup cannot be negative");
+  if (!(t.timeout_seconds > 0)) {
+    throw setup_error(named("traffic.timeout_seconds") + " must be greater than 0 seconds");
+  }
+  if (t.warmup_seconds < 0) {
+    throw setup_error(named("traffic.warmup_seconds") + " cannot be negative");
+  }
 }
 
 // The rate and how it is spread in time.
 void validate_pace(const load_spec& spec) {
-  if (!(spec.rate >= 0)) throw setup_error("--rate cannot be negative");
-  if (spec.arrivals == arrival_mode::replay) {
+  const traffic_settings& t = spec.traffic;
+  const std::string rate = named("traffic.rate");
+  const std::string client_rate = named("traffic.client_rate");
+  if (!(t.rate >= 0)) throw setup_error(rate + " cannot be negative");
+  if (t.arrivals == arrival_mode::replay) {
+    throw setup_error(fmt::format("{} replay is not chosen by {}: give a capture with {} timing",
+                                  named("traffic.arrivals"), named("traffic.arrivals"),
+                                  named("traffic.replay")));
+  }
+  if (!(t.client_rate >= 0) || std::isinf(t.client_rate)) {
     throw setup_error(
-        "--arrivals replay is not chosen by --arrivals: give a capture with --replay timing");
+        fmt::format("{} must be a positive number of queries per second per client (got {})",
+                    client_rate, t.client_rate));
   }
-  if (!(spec.client_rate >= 0) || std::isinf(spec.client_rate)) {
-    throw setup_error(fmt::format(
-        "--client-rate must be a positive number of queries per second per client (got {})",
-        spec.client_rate));
-  }
-  if (spec.rate > 0 && spec.client_rate > 0) {
+  if (t.rate > 0 && t.client_rate > 0) {
     throw setup_error(
-        "--rate and --client-rate both set the load's rate (in total, or per client): give one");
+        fmt::format("{} and {} both set the load's rate (in total, or per client): give one", rate,
+                    client_rate));
   }
-  if (!(spec.interval_seconds == 0 || spec.interval_seconds >= 0.01)) {
-    throw setup_error(
-        fmt::format("--interval must be at least 0.01 seconds, or 0 for no timeline (got {})",
-                    spec.interval_seconds));
+  const double interval = spec.output.interval_seconds;
+  if (!(interval == 0 || interval >= 0.01)) {
+    throw setup_error(fmt::format("{} must be at least 0.01 seconds, or 0 for no timeline (got {})",
+                                  named("output.interval_seconds"), interval));
   }
-  if (spec.port == 0) throw setup_error("the server port cannot be 0");
+  if (spec.target.port == 0) throw setup_error(named("target.port") + " cannot be 0");
 }
 
 void validate_connections(const load_spec& spec, const transport_traits& traits) {
-  if (!traits.has_connections && spec.queries_per_connection != 0) {
-    throw setup_error(
-        fmt::format("--queries-per-connection applies to transports with connections ({} has none)",
-                    traits.name));
+  const connection_settings& c = spec.connections;
+  if (!traits.has_connections && c.queries_per_connection != 0) {
+    throw setup_error(fmt::format("{} applies to transports with connections ({} has none)",
+                                  named("connections.queries_per_connection"), traits.name));
   }
-  if (!(spec.idle_seconds >= 0) || std::isinf(spec.idle_seconds)) {
+  const std::string idle = named("connections.idle_seconds");
+  if (!(c.idle_seconds >= 0) || std::isinf(c.idle_seconds)) {
     throw setup_error(
-        fmt::format("--idle must be a positive number of seconds (got {})", spec.idle_seconds));
+        fmt::format("{} must be a positive number of seconds (got {})", idle, c.idle_seconds));
   }
-  if (!traits.has_connections && spec.idle_seconds > 0) {
-    throw setup_error(fmt::format("--idle applies to transports with connections ({}; {} has none)",
-                                  transport_names_where(&transport_traits::has_connections),
+  if (!traits.has_connections && c.idle_seconds > 0) {
+    throw setup_error(fmt::format("{} applies to transports with connections ({}; {} has none)",
+                                  idle, transport_names_where(&transport_traits::has_connections),
                                   traits.name));
   }
-  if (spec.tc_retry_tcp && traits.has_connections) {
-    throw setup_error(
-        "--tc-retry tcp applies to --transport udp only (truncation is a UDP matter)");
+  if (spec.traffic.tc_retry_tcp && traits.has_connections) {
+    throw setup_error(fmt::format("{} applies to udp only (truncation is a UDP matter)",
+                                  named("traffic.tc_retry_tcp")));
   }
-  if (spec.coalesce_us != 0 && !traits.coalescable) {
-    throw setup_error(fmt::format("--coalesce-us applies to --transport {} only (not {})",
+  const std::string coalesce = named("generator.coalesce_us");
+  if (spec.generator.coalesce_us != 0 && !traits.coalescable) {
+    throw setup_error(fmt::format("{} applies to {} only (not {})", coalesce,
                                   transport_names_where(&transport_traits::coalescable),
                                   traits.name));
   }
-  if (spec.coalesce_us > max_coalesce_us) {
-    throw setup_error(
-        fmt::format("--coalesce-us must be at most {} (microseconds a read may wait; got {})",
-                    max_coalesce_us, spec.coalesce_us));
+  if (spec.generator.coalesce_us > max_coalesce_us) {
+    throw setup_error(fmt::format("{} must be at most {} (microseconds a read may wait; got {})",
+                                  coalesce, max_coalesce_us, spec.generator.coalesce_us));
   }
-  check_cpus(spec.cpus, "--cpus");
+  check_cpus(spec.generator.cpus, named("generator.cpus"));
 }
 
 void validate_tls(const load_spec& spec, const transport_traits& traits) {
-  if (!spec.tls.ca_file.empty() && !spec.tls.verify) {
-    throw setup_error("--ca-file is only used with --verify");
+  const tls_client_options& tls = spec.tls;
+  if (!tls.ca_file.empty() && !tls.verify) {
+    throw setup_error(
+        fmt::format("{} is only used with {}", named("tls.ca_file"), named("tls.verify")));
   }
   if (traits.has_tls) {
-    detail::check_version_range(spec.tls.min_version, spec.tls.max_version);
+    detail::check_version_range(tls.min_version, tls.max_version);
     const auto available = available_tls_backends();
-    if (std::find(available.begin(), available.end(), spec.tls.backend) == available.end()) {
-      throw setup_error(fmt::format("TLS backend {} is not compiled into this build",
-                                    tls_backend_name(spec.tls.backend)));
+    if (std::find(available.begin(), available.end(), tls.backend) == available.end()) {
+      throw setup_error(fmt::format("{} {} is not compiled into this build", named("tls.backend"),
+                                    tls_backend_name(tls.backend)));
     }
   }
-  if (traits.gnutls_only && spec.tls.backend != tls_backend::gnutls) {
+  if (traits.gnutls_only && tls.backend != tls_backend::gnutls) {
     throw setup_error(fmt::format(
-        "--tls-backend {}: {} runs on GnuTLS only (ngtcp2's crypto helper; Debian's OpenSSL 3.0 "
-        "has no QUIC API): leave --tls-backend out or give gnutls",
-        tls_backend_name(spec.tls.backend), traits.name));
+        "{} {}: {} runs on GnuTLS only (ngtcp2's crypto helper; Debian's OpenSSL 3.0 has no "
+        "QUIC API): leave it out or give gnutls",
+        named("tls.backend"), tls_backend_name(tls.backend), traits.name));
   }
-  if (traits.tls13_only && spec.tls.max_version == tls_version::v1_2) {
+  const std::string max_version = named("tls.max_version");
+  if (traits.tls13_only && tls.max_version == tls_version::v1_2) {
+    throw setup_error(fmt::format("{} 1.2: {} carries TLS 1.3 only", max_version, traits.name));
+  }
+  const std::string early_data = named("tls.early_data");
+  if (tls.early_data && !traits.has_tls) {
+    throw setup_error(fmt::format("{}: {} has no TLS (0-RTT applies to {})", early_data,
+                                  traits.name, transport_names_where(&transport_traits::has_tls)));
+  }
+  if (tls.early_data && tls.max_version == tls_version::v1_2) {
     throw setup_error(
-        fmt::format("--tls-version/--tls-max-version 1.2: {} carries TLS 1.3 only", traits.name));
+        fmt::format("{} needs TLS 1.3 ({} 1.2 has no 0-RTT)", early_data, max_version));
   }
-  if (spec.tls.early_data && !traits.has_tls) {
-    throw setup_error(
-        fmt::format("--early-data: {} has no TLS (0-RTT applies to tls, doh, doq)", traits.name));
-  }
-  if (spec.tls.early_data && spec.tls.max_version == tls_version::v1_2) {
-    throw setup_error("--early-data needs TLS 1.3 (--tls-max-version 1.2 has no 0-RTT)");
-  }
-  if (spec.tls.early_data && !spec.tls.resume) {
-    throw setup_error("--early-data needs --tls-resume (0-RTT rides on a resumed session)");
+  if (tls.early_data && !tls.resume) {
+    throw setup_error(fmt::format("{} needs {} (0-RTT rides on a resumed session)", early_data,
+                                  named("tls.resume")));
   }
 }
 
 // The queries and the EDNS options added to them, and the transport's own rules.
 void validate_queries(const load_spec& spec, const transport_traits& traits) {
-  if (spec.queries && spec.queries->empty()) throw setup_error("the query set is empty");
+  if (spec.traffic.queries && spec.traffic.queries->empty()) {
+    throw setup_error(named("traffic.queries") + ": the query set is empty");
+  }
   validate_replay(spec);
-  if (spec.edns_keepalive && !traits.over_tcp) {
+  const std::string keepalive = named("traffic.edns_keepalive");
+  if (spec.traffic.edns_keepalive && !traits.over_tcp) {
     throw setup_error(fmt::format(
-        "--edns-keepalive applies to {}, not {}: {}",
+        "{} applies to {}, not {}: {}", keepalive,
         transport_names_where(&transport_traits::over_tcp), traits.name,
         traits.has_connections
             ? "RFC 9250 (section 5.5.2) forbids edns-tcp-keepalive over DNS over QUIC, whose "
               "idle timeout is QUIC's own"
             : "RFC 7828 forbids edns-tcp-keepalive over UDP"));
   }
-  if (spec.honour_keepalive && !spec.edns_keepalive) {
-    throw setup_error(
-        "--honour-keepalive needs --edns-keepalive: servers advertise an idle timeout only "
-        "to queries that carry the option");
+  if (spec.connections.honour_keepalive && !spec.traffic.edns_keepalive) {
+    throw setup_error(fmt::format(
+        "{} needs {}: servers advertise an idle timeout only to queries that carry the option",
+        named("connections.honour_keepalive"), keepalive));
   }
-  if (const auto check = detail::registered_transport(spec.transport).check) check(spec);
+  if (const auto check = detail::registered_transport(spec.target.transport).check) check(spec);
 }
 
 }  // namespace
 
 void validate(const load_spec& spec) {
-  const transport_traits& traits = traits_of(spec.transport);
+  const transport_traits& traits = traits_of(spec.target.transport);
   validate_size(spec);
   validate_pace(spec);
   validate_connections(spec, traits);

@@ -141,8 +141,10 @@ void fill_timeline(run_result& result, const std::vector<std::unique_ptr<worker>
 // were set up inside it (not replacing ones the server closed), their set-up is in the
 // figures. Under mpirun, the ranks' connection storms then overlap the window.
 void add_warmup_warning(run_result& r, const load_spec& spec) {
-  if (spec.warmup_seconds <= 0 || r.open_loop() || !traits_of(spec.transport).has_connections ||
-      spec.queries_per_connection != 0 || spec.idle_seconds > 0 || spec.honour_keepalive) {
+  if (spec.traffic.warmup_seconds <= 0 || r.open_loop() ||
+      !traits_of(spec.target.transport).has_connections ||
+      spec.connections.queries_per_connection != 0 || spec.connections.idle_seconds > 0 ||
+      spec.connections.honour_keepalive) {
     return;
   }
   const auto& c = r.connections;
@@ -153,7 +155,7 @@ void add_warmup_warning(run_result& r, const load_spec& spec) {
       "before every client's connection was open, so set-up costs are in the figures; give a "
       "longer --warmup",
       counted(c.opened - replaced, "connection") + (c.opened - replaced == 1 ? " was" : " were"),
-      spec.warmup_seconds));
+      spec.traffic.warmup_seconds));
 }
 
 void add_open_loop_warnings(run_result& r) {
@@ -211,7 +213,7 @@ std::uint64_t add_workers(run_result& result, const std::vector<std::unique_ptr<
   const std::uint64_t sending_end =
       std::min(result.interrupted ? ends.stop_ns : ends.end_ns, plan.send_end_ns);
   std::uint64_t window_end = result.interrupted ? ends.stop_ns : sending_end;
-  if (spec.count != 0 && last_answer != 0 && !result.interrupted) window_end = last_answer;
+  if (spec.traffic.count != 0 && last_answer != 0 && !result.interrupted) window_end = last_answer;
   window_end = std::max(window_end, last_answer);
   result.elapsed_seconds = window_end > plan.measure_start_ns
                                ? static_cast<double>(window_end - plan.measure_start_ns) / 1e9

@@ -34,10 +34,11 @@ void ensure_descriptors(unsigned clients) {
   raised.rlim_cur = std::min(wanted, limit.rlim_max);
   setrlimit(RLIMIT_NOFILE, &raised);
   if (raised.rlim_cur < wanted) {
-    throw setup_error(fmt::format(
-        "--clients {} needs about {} file descriptors but the limit is {} (hard limit {}); "
-        "raise it with `ulimit -n {}` (as root, or in /etc/security/limits.conf)",
-        clients, wanted, limit.rlim_cur, limit.rlim_max, wanted));
+    throw setup_error(
+        fmt::format("{} {} needs about {} file descriptors but the limit is {} (hard limit {}); "
+                    "raise it with `ulimit -n {}` (as root, or in /etc/security/limits.conf)",
+                    setting("load_spec::traffic.clients"), clients, wanted, limit.rlim_cur,
+                    limit.rlim_max, wanted));
   }
 }
 
@@ -54,12 +55,13 @@ void ensure_ports(unsigned clients, std::size_t source_count) {
   const std::uint64_t sources = std::max<std::size_t>(source_count, 1);
   if (clients <= ports * sources) return;
   throw setup_error(fmt::format(
-      "--clients {}: every client holds a local port, but the ephemeral port range "
+      "{} {}: every client holds a local port, but the ephemeral port range "
       "(net.ipv4.ip_local_port_range = {} {}) gives {} ports x {} = {}; widen "
-      "it (e.g. sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\") or give more --source "
-      "addresses",
-      clients, low, high, ports, counted(sources, "source address", "source addresses"),
-      ports * sources));
+      "it (e.g. sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\") or give more source "
+      "addresses ({})",
+      setting("load_spec::traffic.clients"), clients, low, high, ports,
+      counted(sources, "source address", "source addresses"), ports * sources,
+      setting("load_spec::connections.sources")));
 }
 
 boost::asio::ip::address resolve(const std::string& host) {
@@ -70,8 +72,9 @@ boost::asio::ip::address resolve(const std::string& host) {
   boost::asio::ip::tcp::resolver resolver(io);
   auto results = resolver.resolve(host, "", ec);
   if (ec || results.empty()) {
-    throw setup_error(
-        fmt::format("--server: cannot resolve \"{}\": {}", host, ec ? ec.message() : "no address"));
+    throw setup_error(fmt::format("{}: cannot resolve \"{}\": {}",
+                                  setting("load_spec::target.server"), host,
+                                  ec ? ec.message() : "no address"));
   }
   return results.begin()->endpoint().address();
 }
@@ -79,19 +82,20 @@ boost::asio::ip::address resolve(const std::string& host) {
 std::vector<boost::asio::ip::address> source_addresses(const load_spec& spec,
                                                        const boost::asio::ip::address& server) {
   std::vector<boost::asio::ip::address> sources;
-  for (const auto& text : spec.sources) {
+  for (const auto& text : spec.connections.sources) {
     boost::system::error_code ec;
     auto address = boost::asio::ip::make_address(text, ec);
-    if (ec) throw setup_error(fmt::format("--source: \"{}\" is not an IP address", text));
+    const std::string named = setting("load_spec::connections.sources");
+    if (ec) throw setup_error(fmt::format("{}: \"{}\" is not an IP address", named, text));
     if (address.is_v4() != server.is_v4()) {
-      throw setup_error(fmt::format("--source {} is not of the same family as the server {}", text,
+      throw setup_error(fmt::format("{} {} is not of the same family as the server {}", named, text,
                                     server.to_string()));
     }
     sources.push_back(address);
   }
   // Towards IPv4 loopback, 16 source addresses give 16 times the ephemeral ports, so a run
   // at one query per connection does not stall on TIME_WAIT.
-  if (sources.empty() && traits_of(spec.transport).has_connections && server.is_v4() &&
+  if (sources.empty() && traits_of(spec.target.transport).has_connections && server.is_v4() &&
       server.is_loopback()) {
     for (unsigned i = 1; i <= 16; ++i) {
       sources.push_back(boost::asio::ip::address_v4(0x7f000000u + i));
@@ -134,17 +138,18 @@ std::shared_ptr<const query_set> with_edns_options(const query_set& queries,
                                                    const load_spec& spec) {
   edns_config edns;
   edns.enabled = true;
-  edns.padding_block = spec.edns_padding_block;
-  if (spec.edns_keepalive) edns.options.push_back({edns_option_code::tcp_keepalive, {}});
+  edns.padding_block = spec.traffic.edns_padding_block;
+  if (spec.traffic.edns_keepalive) edns.options.push_back({edns_option_code::tcp_keepalive, {}});
   auto out = std::make_shared<query_set>();
   for (std::size_t i = 0; i < queries.size(); ++i) {
     try {
       out->add(add_edns_options(queries[i], edns));
     } catch (const std::invalid_argument& e) {
-      throw setup_error(
-          fmt::format("{}: query {} of {} cannot take the option: {}",
-                      spec.edns_padding_block != 0 ? "--edns-padding" : "--edns-keepalive", i + 1,
-                      queries.origin(), e.what()));
+      throw setup_error(fmt::format(
+          "{}: query {} of {} cannot take the option: {}",
+          setting(spec.traffic.edns_padding_block != 0 ? "load_spec::traffic.edns_padding_block"
+                                                       : "load_spec::traffic.edns_keepalive"),
+          i + 1, queries.origin(), e.what()));
     }
   }
   out->set_origin(queries.origin());
@@ -176,7 +181,7 @@ void plan_replay(const pcap_capture& capture, double speed, detail::run_plan& pl
 }
 
 capture_summary summarize(const load_spec& spec) {
-  const pcap_capture& c = *spec.capture;
+  const pcap_capture& c = *spec.traffic.capture;
   capture_summary s;
   s.counts = c.counts;
   s.clients = c.sources.size();
@@ -184,8 +189,8 @@ capture_summary summarize(const load_spec& spec) {
     const auto [first, last] = std::minmax_element(c.times_ns.begin(), c.times_ns.end());
     s.span_seconds = static_cast<double>(*last - *first) / 1e9;
   }
-  s.replay = spec.replay;
-  s.speed = spec.replay == replay_mode::timing ? spec.replay_speed : 1;
+  s.replay = spec.traffic.replay;
+  s.speed = spec.traffic.replay == replay_mode::timing ? spec.traffic.replay_speed : 1;
   return s;
 }
 
@@ -195,48 +200,49 @@ namespace {
 
 // What was run, as the result says it: the settings, the query set, and the set-up's warnings.
 void describe_run(run_result& result, const load_spec& spec, const query_set& queries) {
-  result.label = spec.label;
-  result.server = spec.server;
-  result.port = spec.port;
-  result.transport = spec.transport;
-  if (traits_of(spec.transport).has_tls) {
+  result.label = spec.output.label;
+  result.server = spec.target.server;
+  result.port = spec.target.port;
+  result.transport = spec.target.transport;
+  if (traits_of(spec.target.transport).has_tls) {
     result.tls_backend = std::string(tls_backend_name(spec.tls.backend));
   }
-  result.clients = spec.clients;
-  result.outstanding = spec.outstanding;
-  result.queries_per_connection = spec.queries_per_connection;
-  result.idle_seconds = spec.idle_seconds;
-  result.coalesce_us = spec.coalesce_us;
+  result.clients = spec.traffic.clients;
+  result.outstanding = spec.traffic.outstanding;
+  result.queries_per_connection = spec.connections.queries_per_connection;
+  result.idle_seconds = spec.connections.idle_seconds;
+  result.coalesce_us = spec.generator.coalesce_us;
   result.query_origin = queries.origin();
   result.query_count_in_set = queries.size();
-  if (spec.capture) result.capture = summarize(spec);
-  result.edns.keepalive_sent = spec.edns_keepalive;
-  result.edns.padding_block = spec.edns_padding_block;
-  result.interval_seconds = spec.interval_seconds;
-  if (spec.edns_padding_block != 0 && !traits_of(spec.transport).has_tls) {
+  if (spec.traffic.capture) result.capture = summarize(spec);
+  result.edns.keepalive_sent = spec.traffic.edns_keepalive;
+  result.edns.padding_block = spec.traffic.edns_padding_block;
+  result.interval_seconds = spec.output.interval_seconds;
+  if (spec.traffic.edns_padding_block != 0 && !traits_of(spec.target.transport).has_tls) {
     result.warnings.push_back(fmt::format(
         "--edns-padding over {}: the queries travel in clear, so padding hides nothing (RFC "
         "8467 pads encrypted messages), and servers need not pad their answers",
-        traits_of(spec.transport).name));
+        traits_of(spec.target.transport).name));
   }
 }
 
 // When queries are sent: closed loop, on a schedule at a rate, or on a capture's clock.
 void plan_arrivals(run_plan& plan, run_result& result, const load_spec& spec) {
   const double rate = total_rate(spec);
-  plan.rate_per_client = spec.rate > 0 ? spec.rate / spec.clients : spec.client_rate;
+  plan.rate_per_client =
+      spec.traffic.rate > 0 ? spec.traffic.rate / spec.traffic.clients : spec.traffic.client_rate;
   if (rate > 0) {
-    plan.arrivals = spec.arrivals == arrival_mode::constant  ? run_plan::schedule::constant
-                    : spec.arrivals == arrival_mode::poisson ? run_plan::schedule::poisson
-                                                             : run_plan::schedule::closed;
+    plan.arrivals = spec.traffic.arrivals == arrival_mode::constant  ? run_plan::schedule::constant
+                    : spec.traffic.arrivals == arrival_mode::poisson ? run_plan::schedule::poisson
+                                                                     : run_plan::schedule::closed;
     result.rate = rate;
-    result.client_rate = spec.client_rate;
-    result.arrivals = spec.arrivals;
+    result.client_rate = spec.traffic.client_rate;
+    result.arrivals = spec.traffic.arrivals;
   }
-  if (spec.capture && spec.replay == replay_mode::timing) {
+  if (spec.traffic.capture && spec.traffic.replay == replay_mode::timing) {
     plan.arrivals = run_plan::schedule::replay;
     result.arrivals = arrival_mode::replay;
-    plan_replay(*spec.capture, spec.replay_speed, plan);
+    plan_replay(*spec.traffic.capture, spec.traffic.replay_speed, plan);
   }
 }
 
@@ -246,16 +252,17 @@ void plan_queries(run_plan& plan, run_result& result, const load_spec& spec,
                   const query_set& queries) {
   plan.distinct_questions = number_questions(queries, plan.question_of);
   // A replayed client sends what its source sent; it has no choice of questions to widen.
-  if (plan.distinct_questions < spec.outstanding && plan.arrivals != run_plan::schedule::replay) {
+  if (plan.distinct_questions < spec.traffic.outstanding &&
+      plan.arrivals != run_plan::schedule::replay) {
     result.warnings.push_back(fmt::format(
         "at most {} queries in flight per client, not --outstanding {}: the query list has {}, "
         "and a client never has two queries with the same question in "
         "flight (so that an answer carrying another query's id cannot pass the question check)",
-        plan.distinct_questions, spec.outstanding,
+        plan.distinct_questions, spec.traffic.outstanding,
         counted(plan.distinct_questions, "distinct question")));
   }
   plan.read_edns_options = result.edns.requested();
-  if (!traits_of(spec.transport).has_connections) {
+  if (!traits_of(spec.target.transport).has_connections) {
     plan.udp_answer_limits.reserve(queries.size());
     for (std::size_t i = 0; i < queries.size(); ++i) {
       plan.udp_answer_limits.push_back(udp_answer_limit(queries[i]));
@@ -267,50 +274,51 @@ void plan_queries(run_plan& plan, run_result& result, const load_spec& spec,
 
 std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   validate(spec);
-  const auto server_address = resolve(spec.server);
+  const auto server_address = resolve(spec.target.server);
   const auto sources = source_addresses(spec, server_address);
-  ensure_ports(spec.clients, sources.size());
-  ensure_descriptors(spec.clients);
+  ensure_ports(spec.traffic.clients, sources.size());
+  ensure_descriptors(spec.traffic.clients);
   auto prepared = std::make_unique<prepared_load>();
   run_result& result = prepared->result;
   std::shared_ptr<const query_set>& queries = prepared->queries;
-  queries = spec.queries;
+  queries = spec.traffic.queries;
   if (!queries) queries = std::make_shared<const query_set>(default_queries());
-  if (spec.edns_keepalive || spec.edns_padding_block != 0) {
+  if (spec.traffic.edns_keepalive || spec.traffic.edns_padding_block != 0) {
     queries = with_edns_options(*queries, spec);
   }
   describe_run(result, spec, *queries);
 
-  const unsigned threads = std::min(spec.threads, spec.clients);
-  if (threads < spec.threads) {
-    result.warnings.push_back(fmt::format(
-        "--threads {} reduced to {}: a thread needs at least one client", spec.threads, threads));
+  const unsigned threads = std::min(spec.generator.threads, spec.traffic.clients);
+  if (threads < spec.generator.threads) {
+    result.warnings.push_back(
+        fmt::format("--threads {} reduced to {}: a thread needs at least one client",
+                    spec.generator.threads, threads));
   }
   result.threads = threads;
   prepared->threads = threads;
 
-  prepared->transport = registered_transport(spec.transport).make(spec);
+  prepared->transport = registered_transport(spec.target.transport).make(spec);
 
   run_plan& plan = prepared->plan;
   plan.transport = prepared->transport.get();
   plan.queries = queries.get();
-  plan.clients = spec.clients;
-  plan.outstanding = spec.outstanding;
-  plan.gather_writes = spec.gather_writes;
-  plan.coalesce_ns = std::uint64_t{spec.coalesce_us} * 1000;
+  plan.clients = spec.traffic.clients;
+  plan.outstanding = spec.traffic.outstanding;
+  plan.gather_writes = spec.generator.gather_writes;
+  plan.coalesce_ns = std::uint64_t{spec.generator.coalesce_us} * 1000;
   plan.server_address = server_address;
-  plan.server_port = spec.port;
+  plan.server_port = spec.target.port;
   plan.sources = sources;
-  plan.timeout_ns = seconds_to_ns(spec.timeout_seconds);
-  plan.interval_ns = seconds_to_ns(spec.interval_seconds);
+  plan.timeout_ns = seconds_to_ns(spec.traffic.timeout_seconds);
+  plan.interval_ns = seconds_to_ns(spec.output.interval_seconds);
   plan.connections_gauge = &prepared->connections_gauge;
   plan_arrivals(plan, result, spec);
   // What the run is planned to last, for progress and the monitor's readings: a timing
   // replay without a duration lasts as long as its capture, at its speed.
   prepared->duration_seconds =
-      spec.duration_seconds > 0 || !result.capture
-          ? spec.duration_seconds
-          : result.capture->span_seconds / spec.replay_speed + spec.timeout_seconds;
+      spec.traffic.duration_seconds > 0 || !result.capture
+          ? spec.traffic.duration_seconds
+          : result.capture->span_seconds / spec.traffic.replay_speed + spec.traffic.timeout_seconds;
   plan_queries(plan, result, spec, *queries);
   return prepared;
 }
@@ -321,11 +329,12 @@ std::vector<std::unique_ptr<worker>> make_workers(const load_spec& spec, run_pla
   for (unsigned w = 0; w < threads; ++w) {
     std::vector<unsigned> indices;
     std::vector<std::uint64_t> quotas;
-    for (unsigned c = w; c < spec.clients; c += threads) {
+    for (unsigned c = w; c < spec.traffic.clients; c += threads) {
       indices.push_back(c);
-      quotas.push_back(spec.count == 0
+      quotas.push_back(spec.traffic.count == 0
                            ? UINT64_MAX
-                           : spec.count / spec.clients + (c < spec.count % spec.clients ? 1 : 0));
+                           : spec.traffic.count / spec.traffic.clients +
+                                 (c < spec.traffic.count % spec.traffic.clients ? 1 : 0));
     }
     workers.push_back(std::make_unique<worker>(plan, std::move(indices), std::move(quotas)));
   }

@@ -28,15 +28,17 @@ constexpr double monitor_interval_max = 1.0;
 run_watch::run_watch(const load_spec& spec, run_plan& plan, double duration_seconds)
     : spec_(spec),
       plan_(plan),
-      monitor_(spec.monitor_pids, spec.monitor_cgroups, spec.monitor_command,
-               traits_of(spec.transport).over_tcp ? spec.port : 0),
-      monitor_interval_(std::clamp(spec.count == 0 ? duration_seconds / 10 : monitor_interval_max,
-                                   monitor_interval_min, monitor_interval_max)),
-      planned_seconds_(spec.count == 0 ? spec.warmup_seconds + duration_seconds : 0),
-      progress_period_(seconds_to_ns(std::max(0.05, spec.progress_interval_seconds))) {}
+      monitor_(spec.monitor.pids, spec.monitor.cgroups, spec.monitor.command,
+               traits_of(spec.target.transport).over_tcp ? spec.target.port : 0),
+      monitor_interval_(
+          std::clamp(spec.traffic.count == 0 ? duration_seconds / 10 : monitor_interval_max,
+                     monitor_interval_min, monitor_interval_max)),
+      planned_seconds_(spec.traffic.count == 0 ? spec.traffic.warmup_seconds + duration_seconds
+                                               : 0),
+      progress_period_(seconds_to_ns(std::max(0.05, spec.output.progress_interval_seconds))) {}
 
 void run_watch::start() {
-  if (monitor_.active() && spec_.warmup_seconds <= 0) monitor_.sample();
+  if (monitor_.active() && spec_.traffic.warmup_seconds <= 0) monitor_.sample();
   next_monitor_sample_ = plan_.measure_start_ns + seconds_to_ns(monitor_interval_);
   next_progress_ = previous_progress_ = plan_.start_ns;
   next_progress_ += progress_period_;
@@ -47,7 +49,8 @@ void run_watch::run(std::vector<std::unique_ptr<worker>>& workers) {
   std::vector<std::thread> pool;
   for (std::size_t w = 0; w < workers.size(); ++w) {
     pool.emplace_back([&, w] {
-      if (!spec_.cpus.empty()) pin_current_thread(spec_.cpus[w % spec_.cpus.size()]);
+      if (!spec_.generator.cpus.empty())
+        pin_current_thread(spec_.generator.cpus[w % spec_.generator.cpus.size()]);
       workers[w]->run();
       finished.fetch_add(1, std::memory_order_release);
     });
@@ -60,7 +63,7 @@ void run_watch::run(std::vector<std::unique_ptr<worker>>& workers) {
       for (auto& w : workers) w->request_stop();
     }
     read_server(now);
-    if (spec_.on_progress && now >= next_progress_) report_progress(now, workers);
+    if (spec_.output.on_progress && now >= next_progress_) report_progress(now, workers);
   }
   for (auto& t : pool) t.join();
 }
@@ -94,7 +97,7 @@ void run_watch::report_progress(std::uint64_t now,
   previous_received_ = p.responses_received;
   previous_progress_ = now;
   next_progress_ = now + progress_period_;
-  spec_.on_progress(p);
+  spec_.output.on_progress(p);
 }
 
 void run_watch::close_window(std::uint64_t window_end) {

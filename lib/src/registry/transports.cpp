@@ -27,19 +27,19 @@ namespace {
 
 stream_settings stream_settings_of(const load_spec& spec) {
   stream_settings s;
-  s.queries_per_connection = spec.queries_per_connection;
-  s.close_with_rst = spec.close == close_mode::rst;
-  s.tcp_nodelay = spec.tcp_nodelay;
-  s.tcp_fastopen = spec.tcp_fastopen;
+  s.queries_per_connection = spec.connections.queries_per_connection;
+  s.close_with_rst = spec.connections.close == close_mode::rst;
+  s.tcp_nodelay = spec.connections.tcp_nodelay;
+  s.tcp_fastopen = spec.connections.tcp_fastopen;
   s.resume = spec.tls.resume;
-  s.honour_keepalive = spec.honour_keepalive;
-  s.idle_timeout_ns = seconds_to_ns(spec.idle_seconds);
+  s.honour_keepalive = spec.connections.honour_keepalive;
+  s.idle_timeout_ns = seconds_to_ns(spec.connections.idle_seconds);
   return s;
 }
 
 std::unique_ptr<client_transport> make_udp(const load_spec& spec) {
   std::unique_ptr<stream_transport> tc_retry;
-  if (spec.tc_retry_tcp) {
+  if (spec.traffic.tc_retry_tcp) {
     // One TCP connection per UDP client, kept while the client may still need it.
     tc_retry = std::make_unique<stream_transport>(stream_settings_of(spec), make_tcp_connector());
   }
@@ -58,18 +58,19 @@ std::unique_ptr<client_transport> make_tls(const load_spec& spec) {
 // :authority names the server as the user gave it (or its SNI name); the port only when it
 // is not 443.
 std::string authority_of(const load_spec& spec) {
-  const std::string& host = spec.tls.server_name.empty() ? spec.server : spec.tls.server_name;
+  const std::string& host =
+      spec.tls.server_name.empty() ? spec.target.server : spec.tls.server_name;
   const bool bracket = host.find(':') != std::string::npos && host.front() != '[';
-  const std::string port = spec.port == 443 ? "" : fmt::format(":{}", spec.port);
+  const std::string port = spec.target.port == 443 ? "" : fmt::format(":{}", spec.target.port);
   return bracket ? fmt::format("[{}]{}", host, port) : fmt::format("{}{}", host, port);
 }
 
 void check_doh(const load_spec& spec) {
-  if (spec.doh_path.empty() || spec.doh_path.front() != '/' ||
-      spec.doh_path.find_first_of(" #\r\n") != std::string::npos) {
+  if (spec.target.doh_path.empty() || spec.target.doh_path.front() != '/' ||
+      spec.target.doh_path.find_first_of(" #\r\n") != std::string::npos) {
     throw setup_error(
-        fmt::format("--doh-path: \"{}\" is not a URI path (it starts with / and has no space or #)",
-                    spec.doh_path));
+        fmt::format("{}: \"{}\" is not a URI path (it starts with / and has no space or #)",
+                    setting("load_spec::target.doh_path"), spec.target.doh_path));
   }
 }
 
@@ -77,8 +78,8 @@ std::unique_ptr<client_transport> make_doh(const load_spec& spec) {
   tls_client_options tls = spec.tls;
   tls.alpn = {"h2"};
   doh_settings doh;
-  doh.path = spec.doh_path;
-  doh.use_get = spec.doh_request == doh_method::get;
+  doh.path = spec.target.doh_path;
+  doh.use_get = spec.target.doh_request == doh_method::get;
   doh.authority = authority_of(spec);
   return std::make_unique<doh_transport>(stream_settings_of(spec), std::move(doh),
                                          make_tls_connector(make_tls_client_context(tls)));
@@ -96,10 +97,10 @@ constexpr listener_factory doq_listener_factory{};
 std::unique_ptr<client_transport> make_doq(const load_spec& spec) {
 #if DNSTRANSPORT_HAVE_DOQ
   doq_settings doq;
-  doq.queries_per_connection = spec.queries_per_connection;
+  doq.queries_per_connection = spec.connections.queries_per_connection;
   doq.resume = spec.tls.resume;
   doq.early_data = spec.tls.early_data;
-  doq.idle_timeout_ns = seconds_to_ns(spec.idle_seconds);
+  doq.idle_timeout_ns = seconds_to_ns(spec.connections.idle_seconds);
   return std::make_unique<doq_transport>(doq, spec.tls);
 #else
   (void)spec;

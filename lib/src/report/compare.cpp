@@ -37,7 +37,7 @@ std::vector<sweep_result> split_by_target(const sweep_result& r) {
   for (const auto& target : r.plan.targets) {
     sweep_result one = r;
     one.plan.targets.clear();
-    one.plan.base.server = target.server;
+    one.plan.base.target.server = target.server;
     one.plan.ports = target.ports;
     one.plan.target_description = target.description;
     one.planned_points = r.planned_points / r.plan.targets.size();
@@ -59,7 +59,7 @@ std::vector<compared_sweep> comparison_of(
     const std::vector<std::pair<std::string, sweep_result>>& files) {
   std::vector<compared_sweep> sweeps;
   for (const auto& [source, result] : files) {
-    std::string name = result.plan.base.label;
+    std::string name = result.plan.base.output.label;
     if (name.empty()) name = std::filesystem::path(source).stem().string();
     if (result.plan.targets.empty()) {
       sweeps.push_back({name, source, result});

@@ -86,7 +86,7 @@ void add_qps_against_clients(const sweep_result& r, plot_set& into) {
       data + fmt::format("set title {}\n", gnuplot_string(s.title)) +
       fmt::format("set xlabel {}\n",
                   gnuplot_string(fmt::format("concurrent clients (each keeps {} queries in flight)",
-                                             r.plan.base.outstanding))) +
+                                             r.plan.base.traffic.outstanding))) +
       fmt::format("set ylabel {}\n",
                   gnuplot_string(axis.label + ", mean of the repeats; bars: min to max")) +
       "set logscale x 2\n" + clients_tics(clients) +

@@ -175,18 +175,19 @@ std::vector<std::string> sweep_description(const sweep_result& r) {
     per_connection.push_back(queries_per_connection_name(n));
   }
   std::vector<std::string> lines;
-  if (!p.base.label.empty()) lines.push_back("label: " + p.base.label);
+  if (!p.base.output.label.empty()) lines.push_back("label: " + p.base.output.label);
   lines.push_back(fmt::format("dnstransport {} sweep started {}, took {:.1f} s{}", r.tool_version,
                               r.started_at, r.elapsed_seconds,
                               r.interrupted ? " (interrupted)" : ""));
-  lines.push_back(fmt::format("target: {}{}, ports {}", p.base.server,
+  lines.push_back(fmt::format("target: {}{}, ports {}", p.base.target.server,
                               p.target_description.empty() ? "" : " (" + p.target_description + ")",
                               fmt::join(ports, ", ")));
   lines.push_back(fmt::format("machine: {} CPUs{}, {}", r.machine.cpus,
                               r.machine.cpu_model.empty() ? "" : " (" + r.machine.cpu_model + ")",
                               r.machine.kernel));
-  const std::string run_length = p.base.count != 0 ? fmt::format("{} queries", p.base.count)
-                                                   : fmt::format("{:g} s", p.duration_seconds);
+  const std::string run_length = p.base.traffic.count != 0
+                                     ? fmt::format("{} queries", p.base.traffic.count)
+                                     : fmt::format("{:g} s", p.duration_seconds);
   lines.push_back(fmt::format(
       "grid: transports {} x clients {} x queries/connection {} (tcp/tls) = {} points, {} "
       "of {} each, {:g} s pause",
@@ -195,8 +196,9 @@ std::vector<std::string> sweep_description(const sweep_result& r) {
   lines.push_back(
       fmt::format("each run: {} outstanding per client, {}, timeout {:g} s, warm-up {:g} s, "
                   "queries: {} ({})",
-                  p.base.outstanding, counted(p.base.threads, "thread"), p.base.timeout_seconds,
-                  p.base.warmup_seconds, r.query_origin, r.query_count));
+                  p.base.traffic.outstanding, counted(p.base.generator.threads, "thread"),
+                  p.base.traffic.timeout_seconds, p.base.traffic.warmup_seconds, r.query_origin,
+                  r.query_count));
   if (p.search) {
     const search_spec& c = p.search_criteria;
     lines.push_back(fmt::format(
@@ -205,7 +207,7 @@ std::vector<std::string> sweep_description(const sweep_result& r) {
         "the edge, precision {:g} %; so TCP/TLS as % of UDP compares lossless rates",
         c.min_answered_percent,
         c.max_p99_ms > 0 ? fmt::format(", p99 within {:g} ms", c.max_p99_ms) : std::string(),
-        arrival_mode_name(p.base.arrivals), run_length, p.repeats, c.precision * 100));
+        arrival_mode_name(p.base.traffic.arrivals), run_length, p.repeats, c.precision * 100));
   }
   if (!p.command_line.empty()) lines.push_back("command: " + p.command_line);
   return lines;

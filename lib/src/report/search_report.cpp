@@ -26,7 +26,7 @@ json::object search_criteria_to_json(const search_spec& c) {
           {"repeats", c.repeats},
           {"precision", detail::stable(c.precision)},
           {"max_time_seconds", detail::stable(c.max_time_seconds)},
-          {"arrivals", arrival_mode_name(c.load.arrivals)}};
+          {"arrivals", arrival_mode_name(c.load.traffic.arrivals)}};
 }
 
 search_spec search_criteria_from_json(const json::object& o) {
@@ -42,7 +42,7 @@ search_spec search_criteria_from_json(const json::object& o) {
   c.max_time_seconds = detail::number_at(o, "max_time_seconds");
   const auto mode = parse_arrival_mode(detail::string_at(o, "arrivals"));
   if (!mode) throw std::invalid_argument("unknown \"arrivals\"");
-  c.load.arrivals = *mode;
+  c.load.traffic.arrivals = *mode;
   return c;
 }
 

@@ -185,7 +185,7 @@ std::string to_json(const sweep_result& r) {
   for (const auto& w : r.warnings) warnings.emplace_back(w);
   const json::object document{
       {"schema", sweep_schema},
-      {"label", r.plan.base.label},
+      {"label", r.plan.base.output.label},
       {"tool_version", r.tool_version},
       {"library_version", library_version()},
       {"started_at", r.started_at},
@@ -230,7 +230,7 @@ sweep_result sweep_result_from_json(std::string_view text, std::string_view sour
     detail::plan_from_json(detail::object_at(o, "plan"), r);
     // Sweeps written before labels existed have none.
     if (const auto* label = o.if_contains("label"); label != nullptr && label->is_string()) {
-      r.plan.base.label = label->get_string();
+      r.plan.base.output.label = label->get_string();
     }
     for (const auto& p : detail::array_at(o, "points")) {
       r.points.push_back(point_from_json(p));

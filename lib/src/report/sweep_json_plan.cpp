@@ -67,63 +67,65 @@ tls_client_options tls_from_json(const json::object& o) {
 }
 
 json::object options_to_json(const load_spec& s) {
-  return {{"outstanding", s.outstanding},
-          {"count", s.count},
-          {"timeout_seconds", stable(s.timeout_seconds)},
-          {"warmup_seconds", stable(s.warmup_seconds)},
-          {"rate", stable(s.rate)},
-          {"client_rate", stable(s.client_rate)},
-          {"idle_seconds", stable(s.idle_seconds)},
-          {"coalesce_us", s.coalesce_us},
-          {"arrivals", arrival_mode_name(s.arrivals)},
-          {"interval_seconds", stable(s.interval_seconds)},
-          {"threads", s.threads},
-          {"cpus", ints_to_json(s.cpus)},
-          {"monitor_pids", ints_to_json(s.monitor_pids)},
-          {"monitor_cgroups", strings_to_json(s.monitor_cgroups)},
-          {"monitor_command", s.monitor_command},
-          {"close", s.close == close_mode::rst ? "rst" : "fin"},
-          {"tcp_nodelay", s.tcp_nodelay},
-          {"tcp_fastopen", s.tcp_fastopen},
-          {"sources", strings_to_json(s.sources)},
-          {"gather_writes", s.gather_writes},
-          {"tls", tls_to_json(s.tls)},
-          {"doh", {{"path", s.doh_path}, {"method", doh_method_name(s.doh_request)}}}};
+  return {
+      {"outstanding", s.traffic.outstanding},
+      {"count", s.traffic.count},
+      {"timeout_seconds", stable(s.traffic.timeout_seconds)},
+      {"warmup_seconds", stable(s.traffic.warmup_seconds)},
+      {"rate", stable(s.traffic.rate)},
+      {"client_rate", stable(s.traffic.client_rate)},
+      {"idle_seconds", stable(s.connections.idle_seconds)},
+      {"coalesce_us", s.generator.coalesce_us},
+      {"arrivals", arrival_mode_name(s.traffic.arrivals)},
+      {"interval_seconds", stable(s.output.interval_seconds)},
+      {"threads", s.generator.threads},
+      {"cpus", ints_to_json(s.generator.cpus)},
+      {"monitor_pids", ints_to_json(s.monitor.pids)},
+      {"monitor_cgroups", strings_to_json(s.monitor.cgroups)},
+      {"monitor_command", s.monitor.command},
+      {"close", s.connections.close == close_mode::rst ? "rst" : "fin"},
+      {"tcp_nodelay", s.connections.tcp_nodelay},
+      {"tcp_fastopen", s.connections.tcp_fastopen},
+      {"sources", strings_to_json(s.connections.sources)},
+      {"gather_writes", s.generator.gather_writes},
+      {"tls", tls_to_json(s.tls)},
+      {"doh", {{"path", s.target.doh_path}, {"method", doh_method_name(s.target.doh_request)}}}};
 }
 
 void options_from_json(const json::object& o, load_spec& s) {
-  s.outstanding = static_cast<unsigned>(count_at(o, "outstanding"));
-  s.count = count_at(o, "count");
-  s.timeout_seconds = number_at(o, "timeout_seconds");
-  s.warmup_seconds = number_at(o, "warmup_seconds");
-  s.rate = number_at(o, "rate");
+  s.traffic.outstanding = static_cast<unsigned>(count_at(o, "outstanding"));
+  s.traffic.count = count_at(o, "count");
+  s.traffic.timeout_seconds = number_at(o, "timeout_seconds");
+  s.traffic.warmup_seconds = number_at(o, "warmup_seconds");
+  s.traffic.rate = number_at(o, "rate");
   // Files from before per-client rates and idle connections had neither.
-  if (o.contains("client_rate")) s.client_rate = number_at(o, "client_rate");
-  if (o.contains("idle_seconds")) s.idle_seconds = number_at(o, "idle_seconds");
-  if (o.contains("coalesce_us")) s.coalesce_us = static_cast<unsigned>(count_at(o, "coalesce_us"));
+  if (o.contains("client_rate")) s.traffic.client_rate = number_at(o, "client_rate");
+  if (o.contains("idle_seconds")) s.connections.idle_seconds = number_at(o, "idle_seconds");
+  if (o.contains("coalesce_us"))
+    s.generator.coalesce_us = static_cast<unsigned>(count_at(o, "coalesce_us"));
   if (const auto* mode = o.if_contains("arrivals"); mode != nullptr && mode->is_string()) {
-    s.arrivals = parse_arrival_mode(mode->get_string()).value_or(arrival_mode::constant);
+    s.traffic.arrivals = parse_arrival_mode(mode->get_string()).value_or(arrival_mode::constant);
   }
-  if (o.contains("interval_seconds")) s.interval_seconds = number_at(o, "interval_seconds");
-  s.threads = static_cast<unsigned>(count_at(o, "threads"));
-  s.cpus.clear();
-  for (const auto& c : array_at(o, "cpus")) s.cpus.push_back(json::value_to<int>(c));
-  s.monitor_pids = ints_from_json(o, "monitor_pids");
+  if (o.contains("interval_seconds")) s.output.interval_seconds = number_at(o, "interval_seconds");
+  s.generator.threads = static_cast<unsigned>(count_at(o, "threads"));
+  s.generator.cpus.clear();
+  for (const auto& c : array_at(o, "cpus")) s.generator.cpus.push_back(json::value_to<int>(c));
+  s.monitor.pids = ints_from_json(o, "monitor_pids");
   if (const auto* cgroups = o.if_contains("monitor_cgroups"); cgroups && cgroups->is_array()) {
-    s.monitor_cgroups = strings_from_json(cgroups->get_array());
+    s.monitor.cgroups = strings_from_json(cgroups->get_array());
   }
   if (const auto* command = o.if_contains("monitor_command"); command && command->is_string()) {
-    s.monitor_command = command->get_string();
+    s.monitor.command = command->get_string();
   }
-  s.close = string_at(o, "close") == "rst" ? close_mode::rst : close_mode::fin;
-  s.tcp_nodelay = bool_at(o, "tcp_nodelay");
-  s.tcp_fastopen = bool_at(o, "tcp_fastopen");
-  s.sources = strings_from_json(array_at(o, "sources"));
-  s.gather_writes = bool_at(o, "gather_writes");
+  s.connections.close = string_at(o, "close") == "rst" ? close_mode::rst : close_mode::fin;
+  s.connections.tcp_nodelay = bool_at(o, "tcp_nodelay");
+  s.connections.tcp_fastopen = bool_at(o, "tcp_fastopen");
+  s.connections.sources = strings_from_json(array_at(o, "sources"));
+  s.generator.gather_writes = bool_at(o, "gather_writes");
   s.tls = tls_from_json(object_at(o, "tls"));
   if (const auto* doh = o.if_contains("doh"); doh != nullptr && doh->is_object()) {
-    s.doh_path = string_at(doh->get_object(), "path");
-    s.doh_request =
+    s.target.doh_path = string_at(doh->get_object(), "path");
+    s.target.doh_request =
         parse_doh_method(string_at(doh->get_object(), "method")).value_or(doh_method::post);
   }
 }
@@ -222,13 +224,13 @@ void ports_from_json(const json::object& o, sweep_ports& ports) {
 }  // namespace
 
 json::object target_to_json(const sweep_plan& plan) {
-  return {{"server", plan.base.server},
+  return {{"server", plan.base.target.server},
           {"ports", ports_to_json(plan.ports)},
           {"description", plan.target_description}};
 }
 
 void target_from_json(const json::object& o, sweep_plan& plan) {
-  plan.base.server = string_at(o, "server");
+  plan.base.target.server = string_at(o, "server");
   ports_from_json(object_at(o, "ports"), plan.ports);
   plan.target_description = string_at(o, "description");
 }

@@ -18,40 +18,53 @@ std::string_view search_phase_name(search_phase phase) noexcept {
   return phase == search_phase::bisect ? "bisect" : "ramp";
 }
 
+namespace {
+
+// A setting of search_spec as a setup_error names it: named("start_rate").
+std::string named(std::string_view member) {
+  return setting(fmt::format("search_spec::{}", member));
+}
+
+}  // namespace
+
 void validate(const search_spec& spec) {
   if (!(spec.min_answered_percent > 0 && spec.min_answered_percent <= 100)) {
-    throw setup_error(
-        fmt::format("--min-answered must be a percentage above 0 and at most 100 "
-                    "(got {})",
-                    spec.min_answered_percent));
+    throw setup_error(fmt::format("{} must be a percentage above 0 and at most 100 (got {})",
+                                  named("min_answered_percent"), spec.min_answered_percent));
   }
-  if (!(spec.max_p99_ms >= 0)) throw setup_error("--max-p99 cannot be negative");
+  if (!(spec.max_p99_ms >= 0)) throw setup_error(named("max_p99_ms") + " cannot be negative");
   if (!(spec.start_rate > 0)) {
-    throw setup_error(
-        fmt::format("--start-rate must be above 0 queries per second (got {})", spec.start_rate));
+    throw setup_error(fmt::format("{} must be above 0 queries per second (got {})",
+                                  named("start_rate"), spec.start_rate));
   }
-  if (!(spec.max_rate >= 0)) throw setup_error("--max-rate cannot be negative");
+  if (!(spec.max_rate >= 0)) throw setup_error(named("max_rate") + " cannot be negative");
   if (!(spec.step_seconds > 0)) {
-    throw setup_error("--duration (seconds per step) must be greater than 0");
+    throw setup_error(named("step_seconds") + " (seconds per step) must be greater than 0");
   }
-  if (!(spec.settle_seconds >= 0)) throw setup_error("--settle cannot be negative");
-  if (spec.repeats == 0) throw setup_error("--repeats must be at least 1");
+  if (!(spec.settle_seconds >= 0)) {
+    throw setup_error(named("settle_seconds") + " cannot be negative");
+  }
+  if (spec.repeats == 0) throw setup_error(named("repeats") + " must be at least 1");
   if (!(spec.precision > 0 && spec.precision < 1)) {
-    throw setup_error(
-        fmt::format("--precision must be a fraction between 0 and 1 (got {})", spec.precision));
+    throw setup_error(fmt::format("{} must be a fraction between 0 and 1 (got {})",
+                                  named("precision"), spec.precision));
   }
-  if (!(spec.max_time_seconds >= 0)) throw setup_error("--max-time cannot be negative");
-  if (spec.load.arrivals == arrival_mode::closed) {
-    throw setup_error(
-        "--arrivals closed: search offers each rate open-loop (constant or poisson arrivals), "
-        "so that a server that falls behind shows it");
+  if (!(spec.max_time_seconds >= 0)) {
+    throw setup_error(named("max_time_seconds") + " cannot be negative");
   }
-  if (spec.load.count != 0) {
-    throw setup_error("--count does not apply to search: each step runs for --duration seconds");
+  if (spec.load.traffic.arrivals == arrival_mode::closed) {
+    throw setup_error(fmt::format(
+        "{} closed: search offers each rate open-loop (constant or poisson arrivals), so that "
+        "a server that falls behind shows it",
+        setting("load_spec::traffic.arrivals")));
+  }
+  if (spec.load.traffic.count != 0) {
+    throw setup_error(fmt::format("{} does not apply to search: each step runs for {} seconds",
+                                  setting("load_spec::traffic.count"), named("step_seconds")));
   }
   load_spec step = spec.load;
-  step.rate = spec.start_rate;
-  step.duration_seconds = spec.step_seconds;
+  step.traffic.rate = spec.start_rate;
+  step.traffic.duration_seconds = spec.step_seconds;
   validate(step);
 }
 
@@ -100,7 +113,7 @@ class searcher {
     result_.criteria.on_step = nullptr;
     result_.criteria.on_progress = nullptr;
     result_.criteria.stop = nullptr;
-    result_.criteria.load.on_progress = nullptr;
+    result_.criteria.load.output.on_progress = nullptr;
     result_.criteria.load.stop = nullptr;
   }
 
@@ -176,7 +189,7 @@ class searcher {
         lockstep_ ? lockstep_elapsed_ : static_cast<double>(monotonic_ns() - started_) / 1e9;
     const double settle_first = result_.steps.empty() ? 0 : spec_.settle_seconds;
     if (spec_.max_time_seconds > 0 &&
-        elapsed + settle_first + spec_.load.warmup_seconds + spec_.step_seconds >
+        elapsed + settle_first + spec_.load.traffic.warmup_seconds + spec_.step_seconds >
             spec_.max_time_seconds) {
       out_of_time_ = true;
       return std::nullopt;
@@ -187,11 +200,11 @@ class searcher {
       return std::nullopt;
     }
     load_spec load = spec_.load;
-    load.rate = rate;
-    load.count = 0;
-    load.duration_seconds = spec_.step_seconds;
+    load.traffic.rate = rate;
+    load.traffic.count = 0;
+    load.traffic.duration_seconds = spec_.step_seconds;
     load.stop = spec_.stop;
-    load.on_progress = spec_.on_progress;
+    load.output.on_progress = spec_.on_progress;
     search_step s;
     s.index = static_cast<unsigned>(result_.steps.size());
     s.phase = phase;
@@ -211,7 +224,7 @@ class searcher {
     s.verdict = verdict_of(spec_, r, s.passed);
     result_.steps.push_back(s);
     if (spec_.on_step) spec_.on_step(result_.steps.back());
-    lockstep_elapsed_ += settle_first + spec_.load.warmup_seconds + r.elapsed_seconds;
+    lockstep_elapsed_ += settle_first + spec_.load.traffic.warmup_seconds + r.elapsed_seconds;
     // A member that went missing ends the search like a stop.
     if (r.interrupted || r.ranks_missing() > 0) {
       interrupted_ = true;

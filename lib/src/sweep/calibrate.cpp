@@ -56,16 +56,16 @@ std::vector<calibration_result> calibrate(const calibration_options& options) {
     server responder(responder_options);
 
     load_spec spec;
-    spec.transport = c.transport;
-    spec.port = responder.port(c.transport);
+    spec.target.transport = c.transport;
+    spec.target.port = responder.port(c.transport);
     spec.tls.backend = c.backend;
     spec.tls.resume = c.resume || c.early_data;
     spec.tls.early_data = c.early_data;
-    spec.queries_per_connection = c.queries_per_connection;
-    spec.clients = options.clients;
-    spec.outstanding = c.queries_per_connection == 1 ? 1 : options.outstanding;
-    spec.duration_seconds = options.duration_seconds;
-    spec.cpus = options.client_cpus;
+    spec.connections.queries_per_connection = c.queries_per_connection;
+    spec.traffic.clients = options.clients;
+    spec.traffic.outstanding = c.queries_per_connection == 1 ? 1 : options.outstanding;
+    spec.traffic.duration_seconds = options.duration_seconds;
+    spec.generator.cpus = options.client_cpus;
     spec.stop = options.stop;
 
     calibration_result r;

@@ -234,51 +234,68 @@ std::string describe(const sweep_point& point) {
   return text;
 }
 
-std::vector<sweep_point> expand(const sweep_plan& plan) {
-  if (plan.transports.empty()) throw setup_error("--transports: no transport to sweep");
-  if (plan.clients.empty()) throw setup_error("--clients: no client count to sweep");
+namespace {
+
+// A setting of sweep_plan as a setup_error names it: named("clients").
+std::string named(std::string_view member) {
+  return setting(fmt::format("sweep_plan::{}", member));
+}
+
+// The rules a sweep's own settings follow (the load's are validate(load_spec)'s).
+void check_plan(const sweep_plan& plan) {
+  const std::string transports = named("transports");
+  const std::string clients = named("clients");
+  const std::string per_connection = named("queries_per_connection");
+  if (plan.transports.empty()) throw setup_error(transports + ": no transport to sweep");
+  if (plan.clients.empty()) throw setup_error(clients + ": no client count to sweep");
   if (plan.queries_per_connection.empty()) {
-    throw setup_error("--queries-per-connection: no value to sweep");
+    throw setup_error(per_connection + ": no value to sweep");
   }
-  reject_repeats<sweep_transport>(plan.transports, "--transports", sweep_transport_name);
-  reject_repeats<unsigned>(plan.clients, "--clients",
+  reject_repeats<sweep_transport>(plan.transports, transports, sweep_transport_name);
+  reject_repeats<unsigned>(plan.clients, clients,
                            [](const unsigned& n) { return std::to_string(n); });
-  reject_repeats<std::uint64_t>(plan.queries_per_connection, "--queries-per-connection",
+  reject_repeats<std::uint64_t>(plan.queries_per_connection, per_connection,
                                 queries_per_connection_name);
   if (std::find(plan.clients.begin(), plan.clients.end(), 0u) != plan.clients.end()) {
-    throw setup_error("--clients: 0 is not a number of clients");
+    throw setup_error(clients + ": 0 is not a number of clients");
   }
   for (const auto& t : plan.transports) {
     if (t.backend.has_value() != traits_of(t.transport).has_tls) {
       throw setup_error(
-          fmt::format("--transports: {} cannot have a TLS library", transport_name(t.transport)));
+          fmt::format("{}: {} cannot have a TLS library", transports, transport_name(t.transport)));
     }
   }
-  if (plan.repeats == 0) throw setup_error("--repeats must be at least 1");
-  if (plan.base.count == 0 && !(plan.duration_seconds > 0)) {
-    throw setup_error("--duration must be greater than 0 seconds");
+  if (plan.repeats == 0) throw setup_error(named("repeats") + " must be at least 1");
+  if (plan.base.traffic.count == 0 && !(plan.duration_seconds > 0)) {
+    throw setup_error(named("duration_seconds") + " must be greater than 0 seconds");
   }
-  if (!(plan.pause_seconds >= 0)) throw setup_error("--pause cannot be negative");
+  if (!(plan.pause_seconds >= 0)) throw setup_error(named("pause_seconds") + " cannot be negative");
   const bool finite_values =
       std::any_of(plan.queries_per_connection.begin(), plan.queries_per_connection.end(),
                   [](std::uint64_t n) { return n != 0; });
   if (finite_values && !has_stream_transport(plan)) {
-    throw setup_error(
-        "--queries-per-connection: UDP has no connections; values other than 'unlimited' need "
-        "tcp or tls in --transports");
+    throw setup_error(fmt::format(
+        "{}: values other than 'unlimited' need a transport with connections ({}) in {}",
+        per_connection, transport_names_where(&transport_traits::has_connections), transports));
   }
-
+  const std::string targets = named("targets");
   for (const auto& t : plan.targets) {
-    if (t.name.empty()) throw setup_error("--target: a target has no name");
+    if (t.name.empty()) throw setup_error(targets + ": a target has no name");
   }
   for (std::size_t i = 0; i < plan.targets.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (plan.targets[i].name == plan.targets[j].name) {
-        throw setup_error(fmt::format("--target: the name {} appears twice", plan.targets[i].name));
+        throw setup_error(
+            fmt::format("{}: the name {} appears twice", targets, plan.targets[i].name));
       }
     }
   }
+}
 
+}  // namespace
+
+std::vector<sweep_point> expand(const sweep_plan& plan) {
+  check_plan(plan);
   std::vector<sweep_point> grid;
   for (const auto& transport : plan.transports) {
     for (const unsigned clients : plan.clients) {
@@ -306,25 +323,25 @@ std::vector<sweep_point> expand(const sweep_plan& plan) {
 
 load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
   load_spec spec = plan.base;
-  spec.transport = point.transport.transport;
-  spec.port = plan.ports[spec.transport];
+  spec.target.transport = point.transport.transport;
+  spec.target.port = plan.ports[spec.target.transport];
   for (const auto& t : plan.targets) {
     if (t.name != point.target) continue;
-    spec.server = t.server;
-    spec.port = t.ports[spec.transport];
-    spec.monitor_pids = t.monitor_pids;
-    spec.monitor_cgroups = t.monitor_cgroups;
-    spec.monitor_command = t.monitor_command;
+    spec.target.server = t.server;
+    spec.target.port = t.ports[spec.target.transport];
+    spec.monitor.pids = t.monitor_pids;
+    spec.monitor.cgroups = t.monitor_cgroups;
+    spec.monitor.command = t.monitor_command;
   }
   if (point.transport.backend) spec.tls.backend = *point.transport.backend;
-  spec.clients = point.clients;
-  spec.queries_per_connection = point.queries_per_connection;
+  spec.traffic.clients = point.clients;
+  spec.connections.queries_per_connection = point.queries_per_connection;
   // --idle concerns the transports with connections; UDP points of the same sweep run without.
-  if (!traits_of(spec.transport).has_connections) spec.idle_seconds = 0;
+  if (!traits_of(spec.target.transport).has_connections) spec.connections.idle_seconds = 0;
   // --coalesce-us concerns the transports whose reads it can delay; the others run without.
-  if (!traits_of(spec.transport).coalescable) spec.coalesce_us = 0;
-  spec.duration_seconds = plan.duration_seconds;
-  spec.on_progress = nullptr;
+  if (!traits_of(spec.target.transport).coalescable) spec.generator.coalesce_us = 0;
+  spec.traffic.duration_seconds = plan.duration_seconds;
+  spec.output.on_progress = nullptr;
   return spec;
 }
 

@@ -47,7 +47,8 @@ void pause_unless_stopped(double seconds, const std::atomic<bool>* stop) {
 class eta_estimator {
  public:
   eta_estimator(const sweep_plan& plan, std::size_t runs)
-      : planned_run_seconds_(plan.base.warmup_seconds + plan.duration_seconds + plan.pause_seconds),
+      : planned_run_seconds_(plan.base.traffic.warmup_seconds + plan.duration_seconds +
+                             plan.pause_seconds),
         runs_(runs) {}
 
   void run_done(double wall_seconds) {
@@ -80,7 +81,7 @@ search_spec point_search_spec(const sweep_plan& plan, const sweep_point& point,
   search_spec spec = plan.search_criteria;
   spec.load = point_spec(plan, point);
   spec.load.stop = nullptr;
-  spec.load.on_progress = nullptr;
+  spec.load.output.on_progress = nullptr;
   spec.step_seconds = plan.duration_seconds;
   spec.settle_seconds = plan.pause_seconds;
   spec.repeats = plan.repeats;
@@ -94,14 +95,17 @@ search_spec point_search_spec(const sweep_plan& plan, const sweep_point& point,
 // point's spec validated before the first run.
 sweep_plan prepare(const sweep_plan& plan, const std::vector<sweep_point>& points) {
   sweep_plan prepared = plan;
-  if (!prepared.base.queries) {
-    prepared.base.queries = std::make_shared<const query_set>(default_queries());
+  if (!prepared.base.traffic.queries) {
+    prepared.base.traffic.queries = std::make_shared<const query_set>(default_queries());
   }
   for (const auto& point : points) validate(point_spec(prepared, point));
   if (plan.search) {
-    if (plan.base.rate != 0 || plan.base.client_rate != 0) {
-      throw setup_error(fmt::format("{} with --search: the search chooses the rates (--start-rate)",
-                                    plan.base.rate != 0 ? "--rate" : "--client-rate"));
+    if (plan.base.traffic.rate != 0 || plan.base.traffic.client_rate != 0) {
+      throw setup_error(
+          fmt::format("{} with {}: the search chooses the rates (from {})",
+                      setting(plan.base.traffic.rate != 0 ? "load_spec::traffic.rate"
+                                                          : "load_spec::traffic.client_rate"),
+                      setting("sweep_plan::search"), setting("search_spec::start_rate")));
     }
     for (const auto& point : points) validate(point_search_spec(prepared, point, nullptr));
   }
@@ -155,9 +159,9 @@ class sweep_runner {
   void describe_sweep() {
     result_.plan = prepared_;
     result_.plan.base.stop = nullptr;
-    result_.plan.base.on_progress = nullptr;
-    result_.query_origin = prepared_.base.queries->origin();
-    result_.query_count = prepared_.base.queries->size();
+    result_.plan.base.output.on_progress = nullptr;
+    result_.query_origin = prepared_.base.traffic.queries->origin();
+    result_.query_count = prepared_.base.traffic.queries->size();
     result_.tool_version = std::string(library_version());
     result_.machine = this_machine();
     result_.started_at = utc_now();
@@ -219,7 +223,7 @@ class sweep_runner {
       load_spec spec = point_spec(prepared_, measured.point);
       spec.stop = stop_;
       if (callbacks_.on_progress) {
-        spec.on_progress = [this, run_start](const load_progress& p) {
+        spec.output.on_progress = [this, run_start](const load_progress& p) {
           progress_.run = p;
           report(seconds_since(run_start), true);
         };

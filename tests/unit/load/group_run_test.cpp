@@ -13,58 +13,61 @@ namespace {
 
 TEST(share_of, deals_clients_rate_count_and_sources_as_evenly_as_the_totals_allow) {
   load_spec spec;
-  spec.clients = 10;
-  spec.rate = 1000;
-  spec.count = 101;
-  spec.threads = 4;
-  spec.sources = {"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"};
-  spec.monitor_pids = {42};
+  spec.traffic.clients = 10;
+  spec.traffic.rate = 1000;
+  spec.traffic.count = 101;
+  spec.generator.threads = 4;
+  spec.connections.sources = {"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"};
+  spec.monitor.pids = {42};
   unsigned clients = 0;
   double rate = 0;
   std::uint64_t count = 0;
   std::vector<std::string> sources;
   for (unsigned r = 0; r < 3; ++r) {
     const load_spec mine = share_of(spec, r, 3);
-    clients += mine.clients;
-    rate += mine.rate;
-    count += mine.count;
-    sources.insert(sources.end(), mine.sources.begin(), mine.sources.end());
-    EXPECT_EQ(mine.clients, r == 0 ? 4u : 3u);
-    EXPECT_DOUBLE_EQ(mine.rate, 1000.0 * mine.clients / 10);  // the same pace per client
-    EXPECT_EQ(mine.count, r < 2 ? 34u : 33u);
-    EXPECT_EQ(mine.threads, std::min(4u, mine.clients));
+    clients += mine.traffic.clients;
+    rate += mine.traffic.rate;
+    count += mine.traffic.count;
+    sources.insert(sources.end(), mine.connections.sources.begin(), mine.connections.sources.end());
+    EXPECT_EQ(mine.traffic.clients, r == 0 ? 4u : 3u);
+    EXPECT_DOUBLE_EQ(mine.traffic.rate,
+                     1000.0 * mine.traffic.clients / 10);  // the same pace per client
+    EXPECT_EQ(mine.traffic.count, r < 2 ? 34u : 33u);
+    EXPECT_EQ(mine.generator.threads, std::min(4u, mine.traffic.clients));
     // Only member 0 reads the server's processes.
-    EXPECT_EQ(mine.monitor_pids.size(), r == 0 ? 1u : 0u);
+    EXPECT_EQ(mine.monitor.pids.size(), r == 0 ? 1u : 0u);
   }
   EXPECT_EQ(clients, 10u);
   EXPECT_DOUBLE_EQ(rate, 1000);
   EXPECT_EQ(count, 101u);
   std::sort(sources.begin(), sources.end());
-  EXPECT_EQ(sources, spec.sources);  // each address used by exactly one member
-  EXPECT_EQ(share_of(spec, 1, 3).sources, (std::vector<std::string>{"127.0.0.2", "127.0.0.5"}));
+  EXPECT_EQ(sources, spec.connections.sources);  // each address used by exactly one member
+  EXPECT_EQ(share_of(spec, 1, 3).connections.sources,
+            (std::vector<std::string>{"127.0.0.2", "127.0.0.5"}));
 }
 
 TEST(share_of, keeps_every_source_and_the_per_client_rate_when_they_cannot_be_dealt) {
   load_spec spec;
-  spec.clients = 4;
-  spec.client_rate = 0.5;
-  spec.sources = {"127.0.0.1"};
+  spec.traffic.clients = 4;
+  spec.traffic.client_rate = 0.5;
+  spec.connections.sources = {"127.0.0.1"};
   const load_spec mine = share_of(spec, 1, 2);
-  EXPECT_EQ(mine.clients, 2u);
-  EXPECT_EQ(mine.client_rate, 0.5);
-  EXPECT_EQ(mine.rate, 0);
-  EXPECT_EQ(mine.sources, spec.sources);
+  EXPECT_EQ(mine.traffic.clients, 2u);
+  EXPECT_EQ(mine.traffic.client_rate, 0.5);
+  EXPECT_EQ(mine.traffic.rate, 0);
+  EXPECT_EQ(mine.connections.sources, spec.connections.sources);
 }
 
 TEST(share_of, refuses_fewer_clients_than_members) {
   load_spec spec;
-  spec.clients = 2;
+  spec.traffic.clients = 2;
   try {
     share_of(spec, 0, 3);
     FAIL() << "no error";
   } catch (const setup_error& e) {
-    EXPECT_NE(std::string(e.what()).find("--clients 2 cannot be shared by 3 processes"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("load_spec::traffic.clients 2 cannot be shared by 3 processes"),
+        std::string::npos)
         << e.what();
   }
 }

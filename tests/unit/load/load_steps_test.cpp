@@ -15,16 +15,16 @@ namespace {
 
 load_spec udp_spec() {
   load_spec spec;
-  spec.server = "127.0.0.1";
-  spec.port = 5300;
-  spec.clients = 4;
-  spec.outstanding = 10;
+  spec.target.server = "127.0.0.1";
+  spec.target.port = 5300;
+  spec.traffic.clients = 4;
+  spec.traffic.outstanding = 10;
   return spec;
 }
 
 TEST(make_run_plan_test, a_closed_loop_plan_names_the_run_and_points_at_what_it_sends) {
   load_spec spec = udp_spec();
-  spec.threads = 8;
+  spec.generator.threads = 8;
   const auto p = make_run_plan(spec);
   EXPECT_EQ(p->threads, 4u);  // at most one per client
   EXPECT_EQ(p->result.threads, 4u);
@@ -46,22 +46,22 @@ TEST(make_run_plan_test, a_closed_loop_plan_names_the_run_and_points_at_what_it_
 
 TEST(make_run_plan_test, an_open_loop_plan_deals_the_rate_over_the_clients) {
   load_spec spec = udp_spec();
-  spec.rate = 1000;
-  spec.arrivals = arrival_mode::poisson;
+  spec.traffic.rate = 1000;
+  spec.traffic.arrivals = arrival_mode::poisson;
   const auto p = make_run_plan(spec);
   EXPECT_EQ(p->plan.arrivals, run_plan::schedule::poisson);
   EXPECT_DOUBLE_EQ(p->plan.rate_per_client, 250);
   EXPECT_DOUBLE_EQ(p->result.rate, 1000);
   EXPECT_EQ(p->result.arrivals, arrival_mode::poisson);
-  EXPECT_DOUBLE_EQ(p->duration_seconds, spec.duration_seconds);
+  EXPECT_DOUBLE_EQ(p->duration_seconds, spec.traffic.duration_seconds);
 }
 
 TEST(make_run_plan_test, few_distinct_questions_are_a_warning_and_a_tls_run_names_its_library) {
   load_spec spec = udp_spec();
-  spec.transport = transport_kind::tls;
+  spec.target.transport = transport_kind::tls;
   spec.tls.backend = available_tls_backends().front();
-  spec.outstanding = 20;
-  spec.queries = std::make_shared<const query_set>(
+  spec.traffic.outstanding = 20;
+  spec.traffic.queries = std::make_shared<const query_set>(
       parse_text_queries("a.example A\nb.example A\n", "two.txt"));
   const auto p = make_run_plan(spec);
   EXPECT_EQ(p->result.tls_backend, tls_backend_name(spec.tls.backend));
@@ -74,7 +74,7 @@ TEST(make_run_plan_test, few_distinct_questions_are_a_warning_and_a_tls_run_name
 
 TEST(make_run_plan_test, a_spec_that_does_not_hold_is_refused_before_anything_is_made) {
   load_spec spec = udp_spec();
-  spec.clients = 0;
+  spec.traffic.clients = 0;
   EXPECT_THROW(make_run_plan(spec), setup_error);
 }
 

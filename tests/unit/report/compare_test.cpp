@@ -77,19 +77,19 @@ TEST(compare_test, labels_are_kept_in_run_and_sweep_json) {
   EXPECT_EQ(format_table(r).rfind("unbound 1.17: udp to 127.0.0.1:53", 0), 0u);
 
   sweep_result s = sweep_of({udp, tcp}, {1}, 1000, "Linux");
-  s.plan.base.label = "knot 3.2";
+  s.plan.base.output.label = "knot 3.2";
   const std::string json = to_json(s);
   EXPECT_NE(json.find("\"label\": \"knot 3.2\""), std::string::npos);
-  EXPECT_EQ(sweep_result_from_json(json, "s.json").plan.base.label, "knot 3.2");
+  EXPECT_EQ(sweep_result_from_json(json, "s.json").plan.base.output.label, "knot 3.2");
   // Files written before labels existed still read, without a label.
   std::string old = json;
   old.erase(old.find("\"label\": \"knot 3.2\","), std::string("\"label\": \"knot 3.2\",").size());
-  EXPECT_EQ(sweep_result_from_json(old, "old.json").plan.base.label, "");
+  EXPECT_EQ(sweep_result_from_json(old, "old.json").plan.base.output.label, "");
 }
 
 TEST(compare_test, sweeps_are_named_by_label_else_file_name_and_kept_apart) {
   sweep_result labelled = sweep_of({udp}, {1}, 1000, "Linux");
-  labelled.plan.base.label = "unbound";
+  labelled.plan.base.output.label = "unbound";
   const sweep_result plain = sweep_of({udp}, {1}, 1000, "Linux");
   const auto sweeps = comparison_of({{"results/unbound-old.json", labelled},
                                      {"results/knot.json", plain},
@@ -171,9 +171,9 @@ TEST(compare_test, report_without_gnuplot_writes_tables_csv_and_overlay_scripts)
       std::filesystem::path(::testing::TempDir()) / ("compare-report-" + std::to_string(getpid()));
   std::filesystem::remove_all(directory);
   sweep_result a = sweep_of({udp, tcp, tls}, {1, 2}, 1000, "Linux");
-  a.plan.base.label = "server A";
+  a.plan.base.output.label = "server A";
   sweep_result b = sweep_of({udp, tcp}, {1, 2, 4}, 2000, "Linux");
-  b.plan.base.label = "server B";
+  b.plan.base.output.label = "server B";
   const auto sweeps = comparison_of({{"a.json", a}, {"b.json", b}});
   const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
   setenv("PATH", "/nonexistent", 1);

@@ -21,8 +21,8 @@ constexpr double step_seconds = 2;
 
 search_spec spec_from(double start_rate) {
   search_spec spec;
-  spec.load.server = "192.0.2.1";
-  spec.load.port = 53;
+  spec.load.target.server = "192.0.2.1";
+  spec.load.target.port = 53;
   spec.start_rate = start_rate;
   spec.step_seconds = step_seconds;
   spec.settle_seconds = 0;
@@ -36,13 +36,13 @@ search_spec spec_from(double start_rate) {
 run_result served(const load_spec& step, double capacity) {
   run_result r;
   r.arrivals = arrival_mode::constant;
-  r.rate = step.rate;
-  r.elapsed_seconds = step.duration_seconds;
-  r.queries_sent = static_cast<std::uint64_t>(step.rate * step.duration_seconds);
-  r.responses_received =
-      static_cast<std::uint64_t>(std::min(step.rate, capacity) * step.duration_seconds);
+  r.rate = step.traffic.rate;
+  r.elapsed_seconds = step.traffic.duration_seconds;
+  r.queries_sent = static_cast<std::uint64_t>(step.traffic.rate * step.traffic.duration_seconds);
+  r.responses_received = static_cast<std::uint64_t>(std::min(step.traffic.rate, capacity) *
+                                                    step.traffic.duration_seconds);
   r.lost = r.queries_sent - r.responses_received;
-  r.qps = static_cast<double>(r.responses_received) / step.duration_seconds;
+  r.qps = static_cast<double>(r.responses_received) / step.traffic.duration_seconds;
   return r;
 }
 
@@ -77,9 +77,9 @@ TEST(search_steps_test, ramps_up_then_bisects_to_the_capacity_within_the_precisi
   // Each step is the spec's load at its rate for the step's length.
   ASSERT_EQ(loads.size(), result.steps.size());
   for (std::size_t i = 0; i < loads.size(); ++i) {
-    EXPECT_EQ(loads[i].rate, result.steps[i].rate);
-    EXPECT_EQ(loads[i].duration_seconds, step_seconds);
-    EXPECT_EQ(loads[i].count, 0u);
+    EXPECT_EQ(loads[i].traffic.rate, result.steps[i].rate);
+    EXPECT_EQ(loads[i].traffic.duration_seconds, step_seconds);
+    EXPECT_EQ(loads[i].traffic.count, 0u);
     EXPECT_EQ(result.steps[i].index, i);
   }
 }
@@ -118,8 +118,8 @@ TEST(search_steps_test, a_pass_that_fails_on_repetition_moves_the_edge_down) {
   std::map<double, unsigned> tried;
   const search_result result = run_search_with(spec_from(1000), [&](const load_spec& step) {
     // Rates from 7,000 on pass the first time only, as a server that degrades would.
-    const unsigned n = tried[step.rate]++;
-    return served(step, step.rate >= 7000 && n > 0 ? 0 : 10'000);
+    const unsigned n = tried[step.traffic.rate]++;
+    return served(step, step.traffic.rate >= 7000 && n > 0 ? 0 : 10'000);
   });
   EXPECT_EQ(result.end_reason, "converged");
   EXPECT_LT(result.max_rate, 7000);
@@ -138,7 +138,7 @@ TEST(search_steps_test, a_latency_bound_fails_steps_whose_p99_is_over_it) {
   const search_result result = run_search_with(spec, [](const load_spec& step) {
     run_result r = served(step, 1e9);
     // Every answer 1 ms per 1,000 q/s: p99 reaches 5 ms at 5,000 q/s.
-    r.latency.record_n(static_cast<std::uint64_t>(step.rate * 1000), r.responses_received);
+    r.latency.record_n(static_cast<std::uint64_t>(step.traffic.rate * 1000), r.responses_received);
     return r;
   });
   EXPECT_EQ(result.end_reason, "converged");

@@ -92,7 +92,7 @@ sweep_result synthetic_sweep() {
   r.plan.ports = {5300, 5300, 8853};
   r.plan.target_description = "test responder";
   r.plan.command_line = "dnstransport sweep --clients 1,4";
-  r.plan.base.coalesce_us = 100;
+  r.plan.base.generator.coalesce_us = 100;
   r.query_origin = "built-in default set";
   r.query_count = 300;
   r.tool_version = "0.1.0";
@@ -197,7 +197,9 @@ TEST(sweep_test, rejects_contradictions) {
   sweep_plan plan;
   plan.transports = {udp};
   plan.queries_per_connection = {1, 0};
-  EXPECT_NE(setup_error_of([&] { expand(plan); }).find("UDP has no connections"),
+  EXPECT_NE(setup_error_of([&] { expand(plan); })
+                .find("sweep_plan::queries_per_connection: values other than 'unlimited' need a "
+                      "transport with connections (tcp, tls, doh, doq) in sweep_plan::transports"),
             std::string::npos);
   plan.queries_per_connection = {0};
   EXPECT_EQ(expand(plan).size(), plan.clients.size());
@@ -212,11 +214,15 @@ TEST(sweep_test, rejects_contradictions) {
   EXPECT_NE(error_with([](sweep_plan& p) { p.queries_per_connection.clear(); }), "no setup_error");
   EXPECT_NE(error_with([](sweep_plan& p) { p.clients = {4, 4}; }), "no setup_error");
   EXPECT_NE(error_with([](sweep_plan& p) { p.clients = {0}; }), "no setup_error");
-  EXPECT_NE(error_with([](sweep_plan& p) { p.repeats = 0; }).find("--repeats"), std::string::npos);
-  EXPECT_NE(error_with([](sweep_plan& p) { p.duration_seconds = 0; }).find("--duration"),
+  EXPECT_NE(error_with([](sweep_plan& p) { p.repeats = 0; }).find("sweep_plan::repeats"),
             std::string::npos);
-  EXPECT_NE(error_with([](sweep_plan& p) { p.pause_seconds = -1; }).find("--pause"),
+  EXPECT_NE(error_with([](sweep_plan& p) {
+              p.duration_seconds = 0;
+            }).find("sweep_plan::duration_seconds"),
             std::string::npos);
+  EXPECT_NE(
+      error_with([](sweep_plan& p) { p.pause_seconds = -1; }).find("sweep_plan::pause_seconds"),
+      std::string::npos);
   EXPECT_NE(error_with([](sweep_plan& p) {
               p.transports = {{transport_kind::tcp, tls_backend::openssl}};
             }),
@@ -225,35 +231,35 @@ TEST(sweep_test, rejects_contradictions) {
 
 TEST(sweep_test, point_spec_carries_the_point_and_the_base_options) {
   sweep_plan plan;
-  plan.base.outstanding = 7;
+  plan.base.traffic.outstanding = 7;
   plan.base.tls.resume = true;
   plan.ports = {5301, 5302, 8853};
   plan.duration_seconds = 1.5;
   const auto spec = point_spec(plan, {tls_gnutls, 4, 10});
-  EXPECT_EQ(spec.transport, transport_kind::tls);
-  EXPECT_EQ(spec.port, 8853);
+  EXPECT_EQ(spec.target.transport, transport_kind::tls);
+  EXPECT_EQ(spec.target.port, 8853);
   EXPECT_EQ(spec.tls.backend, tls_backend::gnutls);
   EXPECT_TRUE(spec.tls.resume);
-  EXPECT_EQ(spec.clients, 4u);
-  EXPECT_EQ(spec.queries_per_connection, 10u);
-  EXPECT_EQ(spec.outstanding, 7u);
-  EXPECT_EQ(spec.duration_seconds, 1.5);
-  EXPECT_EQ(point_spec(plan, {tcp, 1, 0}).port, 5302);
-  EXPECT_EQ(point_spec(plan, {udp, 1, 0}).port, 5301);
+  EXPECT_EQ(spec.traffic.clients, 4u);
+  EXPECT_EQ(spec.connections.queries_per_connection, 10u);
+  EXPECT_EQ(spec.traffic.outstanding, 7u);
+  EXPECT_EQ(spec.traffic.duration_seconds, 1.5);
+  EXPECT_EQ(point_spec(plan, {tcp, 1, 0}).target.port, 5302);
+  EXPECT_EQ(point_spec(plan, {udp, 1, 0}).target.port, 5301);
   // Per-client rates follow each point's clients; --idle only where there are connections.
-  plan.base.client_rate = 0.5;
-  plan.base.idle_seconds = 2;
+  plan.base.traffic.client_rate = 0.5;
+  plan.base.connections.idle_seconds = 2;
   EXPECT_EQ(total_rate(point_spec(plan, {tcp, 8, 0})), 4.0);
-  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).idle_seconds, 2.0);
-  EXPECT_EQ(point_spec(plan, {udp, 8, 0}).idle_seconds, 0.0);
+  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).connections.idle_seconds, 2.0);
+  EXPECT_EQ(point_spec(plan, {udp, 8, 0}).connections.idle_seconds, 0.0);
   // --coalesce-us for UDP, TCP and DoT, not DoH or DoQ.
-  plan.base.coalesce_us = 100;
-  EXPECT_EQ(point_spec(plan, {udp, 8, 0}).coalesce_us, 100u);
-  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).coalesce_us, 100u);
-  EXPECT_EQ(point_spec(plan, {tls_gnutls, 8, 0}).coalesce_us, 100u);
-  EXPECT_EQ(point_spec(plan, {doh_gnutls, 8, 0}).coalesce_us, 0u);
+  plan.base.generator.coalesce_us = 100;
+  EXPECT_EQ(point_spec(plan, {udp, 8, 0}).generator.coalesce_us, 100u);
+  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).generator.coalesce_us, 100u);
+  EXPECT_EQ(point_spec(plan, {tls_gnutls, 8, 0}).generator.coalesce_us, 100u);
+  EXPECT_EQ(point_spec(plan, {doh_gnutls, 8, 0}).generator.coalesce_us, 0u);
   EXPECT_EQ(point_spec(plan, {sweep_transport{transport_kind::doq, tls_backend::gnutls}, 8, 0})
-                .coalesce_us,
+                .generator.coalesce_us,
             0u);
 }
 
@@ -323,7 +329,7 @@ TEST(sweep_test, json_round_trip_renders_identical_tables) {
   EXPECT_EQ(to_csv(read), to_csv(original));
   EXPECT_EQ(read.plan.transports, original.plan.transports);
   EXPECT_EQ(read.plan.ports[transport_kind::tls], 8853);
-  EXPECT_EQ(read.plan.base.coalesce_us, 100u);
+  EXPECT_EQ(read.plan.base.generator.coalesce_us, 100u);
   EXPECT_EQ(read.points.size(), original.points.size());
   EXPECT_EQ(read.points[4].repeats.size(), 3u);
   for (std::size_t i = 0; i < read.points.size(); ++i) {
@@ -468,21 +474,22 @@ TEST(sweep_target_test, every_point_runs_against_each_target_in_turn) {
   EXPECT_EQ(points[7], (sweep_point{tcp, 4, 0, "b"}));
   EXPECT_EQ(describe(points[7]), "b: tcp, 4 clients, persistent connections");
   const auto spec = point_spec(plan, points[7]);
-  EXPECT_EQ(spec.server, "127.0.0.2");
-  EXPECT_EQ(spec.port, 5400);
-  EXPECT_EQ(point_spec(plan, points[0]).server, "127.0.0.1");
-  EXPECT_EQ(point_spec(plan, {tls_openssl, 1, 0, "a"}).port, 8853);
+  EXPECT_EQ(spec.target.server, "127.0.0.2");
+  EXPECT_EQ(spec.target.port, 5400);
+  EXPECT_EQ(point_spec(plan, points[0]).target.server, "127.0.0.1");
+  EXPECT_EQ(point_spec(plan, {tls_openssl, 1, 0, "a"}).target.port, 8853);
   // Each target's monitoring goes with its points only.
   plan.targets[1].monitor_pids = {7};
   plan.targets[1].monitor_cgroups = {"b.service"};
   plan.targets[1].monitor_command = "ssh b dnstransport monitor --pid 7";
-  EXPECT_EQ(point_spec(plan, points[7]).monitor_command, "ssh b dnstransport monitor --pid 7");
-  EXPECT_EQ(point_spec(plan, points[7]).monitor_cgroups, std::vector<std::string>{"b.service"});
-  EXPECT_TRUE(point_spec(plan, points[6]).monitor_command.empty());
-  EXPECT_TRUE(point_spec(plan, points[6]).monitor_cgroups.empty());
+  EXPECT_EQ(point_spec(plan, points[7]).monitor.command, "ssh b dnstransport monitor --pid 7");
+  EXPECT_EQ(point_spec(plan, points[7]).monitor.cgroups, std::vector<std::string>{"b.service"});
+  EXPECT_TRUE(point_spec(plan, points[6]).monitor.command.empty());
+  EXPECT_TRUE(point_spec(plan, points[6]).monitor.cgroups.empty());
   plan.targets.push_back(parse_sweep_target("a=127.0.0.3"));
-  EXPECT_NE(setup_error_of([&] { expand(plan); }).find("--target: the name a appears twice"),
-            std::string::npos);
+  EXPECT_NE(
+      setup_error_of([&] { expand(plan); }).find("sweep_plan::targets: the name a appears twice"),
+      std::string::npos);
 }
 
 // The synthetic sweep measured against two targets: "fast" as it is, "slow" at half of it.
@@ -534,13 +541,13 @@ TEST(sweep_target_test, json_names_each_points_target_and_reports_compare_the_ta
   sweep_result r = two_target_sweep();
   r.plan.targets[0].monitor_cgroups = {"fast.service"};
   r.plan.targets[1].monitor_command = "ssh slow dnstransport monitor --pid 1";
-  r.plan.base.monitor_command = "kept too";
+  r.plan.base.monitor.command = "kept too";
   const std::string json = to_json(r);
   EXPECT_NE(json.find("\"targets\""), std::string::npos);
   EXPECT_NE(json.find("\"target\": \"slow\""), std::string::npos);
   const sweep_result read = sweep_result_from_json(json, "two.json");
   EXPECT_EQ(read.plan.targets, r.plan.targets);
-  EXPECT_EQ(read.plan.base.monitor_command, "kept too");
+  EXPECT_EQ(read.plan.base.monitor.command, "kept too");
   ASSERT_EQ(read.points.size(), r.points.size());
   EXPECT_EQ(read.points[1].point.target, "slow");
   EXPECT_EQ(to_csv(read), to_csv(r));
@@ -550,7 +557,7 @@ TEST(sweep_target_test, json_names_each_points_target_and_reports_compare_the_ta
   ASSERT_EQ(sweeps.size(), 2u);
   EXPECT_EQ(sweeps[0].name, "fast");
   EXPECT_EQ(sweeps[1].name, "slow");
-  EXPECT_EQ(sweeps[1].result.plan.base.server, "127.0.0.2");
+  EXPECT_EQ(sweeps[1].result.plan.base.target.server, "127.0.0.2");
   EXPECT_EQ(sweeps[1].result.points.size(), synthetic_sweep().points.size());
   EXPECT_EQ(sweeps[1].result.percent_of_udp.size(), synthetic_sweep().percent_of_udp.size());
   // Printed after the sweep and by `report`: the comparison of its targets.
