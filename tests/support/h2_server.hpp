@@ -3,7 +3,8 @@
 /// Test support: the server side of one HTTP/2 connection (nghttp2) in memory, for DNS over
 /// HTTPS scripts: what the client sent goes in with receive(), complete requests come out one
 /// by one, and the script answers, refuses, resets or goes away as it likes; what the server
-/// sends is handed to a sink. h2_peer.hpp runs it on a hostile responder's connection.
+/// sends is handed to a sink. h2_peer.hpp runs it on a hostile responder's connection,
+/// scripted_h2.hpp on an in-memory one.
 
 #include <nghttp2/nghttp2.h>
 

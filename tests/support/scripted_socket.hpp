@@ -5,7 +5,7 @@
 /// built with these sockets connects to a peer_end made per connection: what the client
 /// writes goes to the peer's take(), what the peer sends the client reads, in the pieces the
 /// wire_script says. No socket, no thread, no timing: a run is decided by the script alone.
-/// The DNS peer is in scripted_stream.hpp.
+/// The DNS peer is in scripted_stream.hpp, the HTTP/2 one in scripted_h2.hpp.
 
 #include <cstddef>
 #include <cstdint>
