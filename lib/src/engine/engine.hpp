@@ -1,9 +1,9 @@
 #pragma once
 // Internal: the load engine. A run is split into per-thread workers; each worker owns an
 // io_context, its clients and its counters, and touches nothing shared per query. The
-// transport of the run makes the clients (client_transport); every client shares the
-// per-query accounting in client_base. Nothing here knows load_spec or run_result: the load
-// (load/) turns the spec into a run_plan and the workers' counters into the result.
+// transport of the run makes the clients (client_transport, run_plan.hpp); every client shares
+// the per-query accounting in client_base. Nothing here knows load_spec or run_result: the
+// load (load/) turns the spec into a run_plan and the workers' counters into the result.
 
 #include <atomic>
 #include <chrono>
@@ -25,84 +25,17 @@
 #include <dnstransport/query_source.hpp>
 
 #include "engine/arrival_schedule.hpp"
+#include "engine/connection_tally.hpp"
 #include "engine/counters.hpp"
 #include "engine/in_flight_questions.hpp"
 #include "engine/readiness.hpp"
+#include "engine/run_plan.hpp"
 #include "engine/slot_table.hpp"
 
 namespace dnstransport::detail {
 
 class client_base;
 class worker;
-
-// A transport as the engine sees it: it makes the clients of a run, on the worker threads.
-// One is built per run from the transport's own settings (registry/transports.cpp) and shared
-// read-only by the workers.
-class client_transport {
- public:
-  virtual ~client_transport() = default;
-  virtual std::unique_ptr<client_base> make_client(worker& owner, unsigned index,
-                                                   std::uint64_t quota) const = 0;
-  // --verify: certificate chains verified in full and handshakes that reused a verdict, over
-  // the whole run (tls_client_context::certificate_checks); zeros without TLS.
-  virtual std::pair<std::uint64_t, std::uint64_t> certificate_checks() const { return {}; }
-};
-
-// Everything the workers share, read-only once the run starts.
-struct run_plan {
-  const client_transport* transport = nullptr;
-  const query_set* queries = nullptr;
-  unsigned clients = 1;
-  unsigned outstanding = 1;   // queries in flight per client
-  bool gather_writes = true;  // all ready queries in one system call (false: one per query)
-  boost::asio::ip::address server_address;
-  std::uint16_t server_port = 0;
-  std::vector<boost::asio::ip::address> sources;  // source addresses to spread clients over
-  // Per query of the set: its question's number (queries asking the same question, names
-  // compared case-insensitively, share one), and for UDP the largest answer it allows.
-  std::vector<std::uint32_t> question_of;
-  std::uint32_t distinct_questions = 0;
-  std::vector<std::uint16_t> udp_answer_limits;
-  // The queries carry EDNS options whose answers are counted (keepalive, padding): read the
-  // answers' OPT records.
-  bool read_edns_options = false;
-
-  std::uint64_t start_ns = 0;
-  std::uint64_t measure_start_ns = 0;  // end of the warm-up
-  std::uint64_t send_end_ns = 0;       // no new query after this (UINT64_MAX: count mode)
-  std::uint64_t timeout_ns = 0;
-  double rate_per_client = 0;  // queries per second; 0: no limit
-  // With a rate: open loop (queries sent at their scheduled times, latency from them) with
-  // evenly spaced or exponentially distributed gaps; closed loop otherwise. Replay: open
-  // loop on a capture's clock, without a rate.
-  enum class schedule { closed, constant, poisson, replay };
-  schedule arrivals = schedule::closed;
-  bool open_loop() const noexcept {
-    return arrivals == schedule::replay || (rate_per_client > 0 && arrivals != schedule::closed);
-  }
-  // Replay: client c sends the queries replay_query[i] for i in [replay_first[c],
-  // replay_first[c + 1]), in that order, each at start_ns + replay_offset_ns[i].
-  std::vector<std::uint32_t> replay_first;
-  std::vector<std::uint32_t> replay_query;
-  std::vector<std::uint64_t> replay_offset_ns;
-  std::uint64_t interval_ns = 0;  // timeline row length; 0: no timeline
-  // --coalesce-us (UDP, TCP, DoT): a client with at least coalesce_batch queries in flight
-  // whose wake-up brought answers (UDP: fewer than coalesce_batch of them) reads again after
-  // a delay of at most this instead of waiting for readiness at once (worker::delay_read).
-  // Answers take the kernel's receive time either way; a stream read's is its newest
-  // segment's, so stream clients bound the delay by their latency. 0: off.
-  std::uint64_t coalesce_ns = 0;
-  // Fewer in flight could not make a fuller read.
-  static constexpr unsigned coalesce_batch = 8;
-
-  // Open connections over every worker (each worker adds its own), and the most open at
-  // once in the measured window. Null: not kept (the workers' own gauges still are).
-  struct connection_gauge {
-    std::atomic<std::int64_t> open{0};
-    std::atomic<std::uint64_t> max{0};
-  };
-  connection_gauge* connections_gauge = nullptr;
-};
 
 // Per-query bookkeeping shared by every transport: slot table, query cursor, send budget,
 // response classification and timeouts.
@@ -198,15 +131,7 @@ class client_base {
   // After the warm-up: what happens now is counted.
   bool measuring(std::uint64_t now) const noexcept;
 
-  // What a client that keeps connections (streams, QUIC) knows of the one it has open.
-  struct connection_tally {
-    std::uint64_t started_ns = 0;  // when its set-up began
-    std::uint64_t sent = 0;        // queries sent on it
-    std::uint64_t highest_sequence_answered = 0;
-    bool any_answered = false;
-    bool counted = false;  // set-up began after the warm-up: the connection is counted
-  };
-  // A new connection's set-up begins at `now`.
+  // A new connection's set-up begins at `now` (connection_tally.hpp).
   void begin_connection(connection_tally& t, std::uint64_t now) const noexcept;
   // An exchange on the connection completed (`c`; nothing when it matched no query), its
   // answer taken at `end_ns`: an answer that overtook an earlier query's is out of order, and
@@ -442,12 +367,7 @@ inline void client_base::begin_connection(connection_tally& t, std::uint64_t now
 inline void client_base::count_on_connection(connection_tally& t, const completion& c,
                                              std::uint64_t end_ns) noexcept {
   if (!c.matched) return;
-  if (t.any_answered && c.sequence < t.highest_sequence_answered) {
-    if (t.counted) ++counts().out_of_order;
-  } else {
-    t.highest_sequence_answered = c.sequence;
-    t.any_answered = true;
-  }
+  if (t.overtaken(c.sequence) && t.counted) ++counts().out_of_order;
   if (!t.counted || !c.answered) return;
   ++connections().answered;
   if (c.first_on_connection) connections().first_query_latency.record(end_ns - t.started_ns);

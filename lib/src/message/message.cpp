@@ -125,6 +125,88 @@ constexpr unsigned rcode_formerr = 1;
 constexpr unsigned rcode_notimp = 4;
 constexpr unsigned rcode_refused = 5;
 
+// The header: fills the summary's header fields, and says whether the message is a response
+// to this query at all (ok: its sections are worth reading).
+inline response_verdict read_header(std::span<const std::uint8_t> response,
+                                    std::span<const std::uint8_t> query, std::uint16_t expected_id,
+                                    response_summary& summary) noexcept {
+  if (response.size() >= 2) summary.id = read_id(response.data());
+  if (response.size() < dns_header_size) return response_verdict::too_short;
+  summary.rcode = response[3] & 0x0f;
+  summary.truncated = (response[2] & flag_tc) != 0;
+  summary.authenticated = (response[3] & flag_ad) != 0;
+  summary.answer_count = read_u16(response, 6);
+  if ((response[2] & flag_qr) == 0) return response_verdict::not_response;
+  if (summary.id != expected_id) return response_verdict::wrong_id;
+  if (query.size() >= dns_header_size && opcode_of(response) != opcode_of(query)) {
+    return response_verdict::wrong_opcode;
+  }
+  return response_verdict::ok;
+}
+
+// Where the name of the query's question ends, if the query has a question. A query from a
+// wire file may have none (or a broken one); there is then nothing the response could fail
+// to echo.
+inline std::optional<std::size_t> question_name_end(std::span<const std::uint8_t> query) noexcept {
+  if (query.size() < dns_header_size || read_u16(query, 4) == 0) return std::nullopt;
+  const auto name_end = skip_name(query, dns_header_size);
+  if (!name_end || query.size() - *name_end < 4) return std::nullopt;
+  return name_end;
+}
+
+// The response's question section from `pos` (left past it): malformed when it runs past the
+// message, wrong_question when it does not echo the query's question, ok otherwise.
+inline response_verdict check_questions(std::span<const std::uint8_t> response,
+                                        std::span<const std::uint8_t> query, unsigned rcode,
+                                        std::size_t& pos) noexcept {
+  const std::optional<std::size_t> query_name_end = question_name_end(query);
+  const std::uint16_t question_count = read_u16(response, 4);
+  bool question_matches = true;
+  if (query_name_end && question_count == 0) {
+    // Servers may drop the question when they could not parse or will not process it.
+    question_matches = rcode == rcode_formerr || rcode == rcode_notimp || rcode == rcode_refused;
+  }
+  for (unsigned i = 0; i < question_count; ++i) {
+    const auto name_end = skip_name(response, pos);
+    if (!name_end || response.size() - *name_end < 4) return response_verdict::malformed;
+    if (i == 0 && query_name_end) {
+      question_matches = std::equal(response.begin() + static_cast<std::ptrdiff_t>(*name_end),
+                                    response.begin() + static_cast<std::ptrdiff_t>(*name_end + 4),
+                                    query.begin() + static_cast<std::ptrdiff_t>(*query_name_end)) &&
+                         names_equal(response, pos, query, dns_header_size);
+    }
+    pos = *name_end + 4;
+  }
+  return question_matches ? response_verdict::ok : response_verdict::wrong_question;
+}
+
+// The answer, authority and additional records from `pos`: false (malformed) when one runs
+// past the message, or, with `read_edns_options`, when there are two OPT records or its
+// options do not parse; the OPT record's options go into `summary`. Octets after the last
+// record are ignored, as resolvers do.
+inline bool check_records(std::span<const std::uint8_t> response, std::size_t pos,
+                          bool read_edns_options, response_summary& summary) noexcept {
+  const unsigned before_additional =
+      static_cast<unsigned>(read_u16(response, 6)) + read_u16(response, 8);
+  const unsigned record_count = before_additional + read_u16(response, 10);
+  bool opt_seen = false;
+  for (unsigned i = 0; i < record_count; ++i) {
+    const auto name_end = skip_name(response, pos);
+    if (!name_end || response.size() - *name_end < 10) return false;
+    const std::size_t rdata_length = read_u16(response, *name_end + 8);
+    if (response.size() - *name_end - 10 < rdata_length) return false;
+    pos = *name_end + 10 + rdata_length;
+    if (read_edns_options && i >= before_additional &&
+        read_u16(response, *name_end) == rr_type::opt) {
+      if (opt_seen || !read_options(response.subspan(*name_end + 10, rdata_length), summary)) {
+        return false;
+      }
+      opt_seen = true;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string_view verdict_name(response_verdict verdict) {
@@ -166,90 +248,17 @@ response_summary check_response(std::span<const std::uint8_t> response,
                                 std::span<const std::uint8_t> query, std::uint16_t expected_id,
                                 bool read_edns_options) noexcept {
   response_summary summary;
-  if (response.size() >= 2) summary.id = read_id(response.data());
-  if (response.size() < dns_header_size) {
-    summary.verdict = response_verdict::too_short;
-    return summary;
-  }
-  summary.rcode = response[3] & 0x0f;
-  summary.truncated = (response[2] & flag_tc) != 0;
-  summary.authenticated = (response[3] & flag_ad) != 0;
-  summary.answer_count = read_u16(response, 6);
-
-  if ((response[2] & flag_qr) == 0) {
-    summary.verdict = response_verdict::not_response;
-    return summary;
-  }
-  if (summary.id != expected_id) {
-    summary.verdict = response_verdict::wrong_id;
-    return summary;
-  }
-  const bool query_has_header = query.size() >= dns_header_size;
-  if (query_has_header && opcode_of(response) != opcode_of(query)) {
-    summary.verdict = response_verdict::wrong_opcode;
-    return summary;
-  }
-
-  // The query's question, if it has one. A query from a wire file may have none (or a
-  // broken one); there is then nothing the response could fail to echo.
-  std::optional<std::size_t> query_name_end;
-  if (query_has_header && read_u16(query, 4) >= 1) {
-    query_name_end = skip_name(query, dns_header_size);
-    if (query_name_end && query.size() - *query_name_end < 4) query_name_end.reset();
-  }
-
-  const std::uint16_t question_count = read_u16(response, 4);
-  bool question_matches = true;
-  if (query_name_end && question_count == 0) {
-    // Servers may drop the question when they could not parse or will not process it.
-    question_matches = summary.rcode == rcode_formerr || summary.rcode == rcode_notimp ||
-                       summary.rcode == rcode_refused;
-  }
-
+  summary.verdict = read_header(response, query, expected_id, summary);
+  if (summary.verdict != response_verdict::ok) return summary;
   std::size_t pos = dns_header_size;
-  for (unsigned i = 0; i < question_count; ++i) {
-    const auto name_end = skip_name(response, pos);
-    if (!name_end || response.size() - *name_end < 4) {
-      summary.verdict = response_verdict::malformed;
-      return summary;
-    }
-    if (i == 0 && query_name_end) {
-      question_matches = std::equal(response.begin() + static_cast<std::ptrdiff_t>(*name_end),
-                                    response.begin() + static_cast<std::ptrdiff_t>(*name_end + 4),
-                                    query.begin() + static_cast<std::ptrdiff_t>(*query_name_end)) &&
-                         names_equal(response, pos, query, dns_header_size);
-    }
-    pos = *name_end + 4;
+  const response_verdict question = check_questions(response, query, summary.rcode, pos);
+  // A record past the message's end makes it malformed, whatever its question.
+  if (question == response_verdict::malformed ||
+      !check_records(response, pos, read_edns_options, summary)) {
+    summary.verdict = response_verdict::malformed;
+    return summary;
   }
-
-  const unsigned before_additional =
-      static_cast<unsigned>(read_u16(response, 6)) + read_u16(response, 8);
-  const unsigned record_count = before_additional + read_u16(response, 10);
-  bool opt_seen = false;
-  for (unsigned i = 0; i < record_count; ++i) {
-    const auto name_end = skip_name(response, pos);
-    if (!name_end || response.size() - *name_end < 10) {
-      summary.verdict = response_verdict::malformed;
-      return summary;
-    }
-    const std::size_t rdata_length = read_u16(response, *name_end + 8);
-    if (response.size() - *name_end - 10 < rdata_length) {
-      summary.verdict = response_verdict::malformed;
-      return summary;
-    }
-    pos = *name_end + 10 + rdata_length;
-    if (read_edns_options && i >= before_additional &&
-        read_u16(response, *name_end) == rr_type::opt) {
-      if (opt_seen || !read_options(response.subspan(*name_end + 10, rdata_length), summary)) {
-        summary.verdict = response_verdict::malformed;
-        return summary;
-      }
-      opt_seen = true;
-    }
-  }
-  // Octets after the last record are ignored, as resolvers do.
-
-  summary.verdict = question_matches ? response_verdict::ok : response_verdict::wrong_question;
+  summary.verdict = question;
   return summary;
 }
 

@@ -3,7 +3,8 @@
 // member that fails, hangs or is killed ends the wait with an error instead of a hang.
 //
 // start_together: every member sends "ready|stop|error", its host and the error to member
-// 0, which answers each with "go|stop|fail", the message and every host.
+// 0, which answers each with "go|stop|fail", the message and every host (the texts and the
+// verdict in mpi_exchange.cpp).
 // gather: every member sends its result (run JSON) to member 0, which sends back every
 // member's result (an empty text for a member that sent none in time).
 
@@ -23,6 +24,7 @@
 #include <dnstransport/load.hpp>
 #include <dnstransport/mpi.hpp>
 
+#include "mpi/mpi_exchange.hpp"
 #include "report/json_io.hpp"
 #include "util/clock.hpp"
 
@@ -87,50 +89,6 @@ bool send(const std::string& text, int destination, int tag, std::uint64_t deadl
   }
 }
 
-// Fields separated by '\n'; the last one may hold anything.
-std::vector<std::string> split(const std::string& text, std::size_t fields) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (out.size() + 1 < fields) {
-    const auto end = text.find('\n', at);
-    if (end == std::string::npos) break;
-    out.push_back(text.substr(at, end - at));
-    at = end + 1;
-  }
-  out.push_back(text.substr(std::min(at, text.size())));
-  return out;
-}
-
-// Several texts as one: each as its length, '\n', then the text.
-std::string pack(const std::vector<std::string>& texts) {
-  std::string out;
-  for (const auto& t : texts) {
-    out += std::to_string(t.size());
-    out += '\n';
-    out += t;
-  }
-  return out;
-}
-
-std::vector<std::string> unpack(const std::string& packed) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at < packed.size()) {
-    const auto end = packed.find('\n', at);
-    if (end == std::string::npos) break;
-    const std::size_t size = std::stoull(packed.substr(at, end - at));
-    out.push_back(packed.substr(end + 1, size));
-    at = end + 1 + size;
-  }
-  return out;
-}
-
-std::string who(unsigned rank, const std::vector<std::string>& hosts) {
-  return rank < hosts.size() && !hosts[rank].empty()
-             ? fmt::format("rank {} on {}", rank, hosts[rank])
-             : fmt::format("rank {}", rank);
-}
-
 class mpi_group final : public load_group {
  public:
   mpi_group() {
@@ -171,9 +129,9 @@ class mpi_group final : public load_group {
             fmt::format("rank 0 did not say when to start within {:g} s (it failed or was killed)",
                         wait_seconds));
       }
-      const auto fields = split(answer->first, 3);
+      const auto fields = detail::split_fields(answer->first, 3);
       if (fields.size() == 3) {
-        const auto hosts = unpack(fields[2]);
+        const auto hosts = detail::unpack_texts(fields[2]);
         if (hosts.size() == size_) hosts_ = hosts;
       }
       if (fields[0] == "fail") throw setup_error(fields.size() > 1 ? fields[1] : "a rank failed");
@@ -187,7 +145,7 @@ class mpi_group final : public load_group {
     for (unsigned got = 1; got < size_;) {
       const auto message = receive(MPI_ANY_SOURCE, tag_ready, deadline);
       if (!message) break;
-      const auto fields = split(message->first, 3);
+      const auto fields = detail::split_fields(message->first, 3);
       const auto from = static_cast<unsigned>(message->second);
       if (states[from]) continue;
       states[from] = fields[0];
@@ -195,40 +153,16 @@ class mpi_group final : public load_group {
       if (fields.size() > 2) errors[from] = fields[2];
       ++got;
     }
-    std::string verdict = "go";
-    std::string message;
-    std::vector<unsigned> silent;
-    for (unsigned r = 0; r < size_; ++r) {
-      if (!states[r]) silent.push_back(r);
-    }
-    for (unsigned r = 0; r < size_ && message.empty(); ++r) {
-      if (states[r] && *states[r] == "error") {
-        verdict = "fail";
-        message = fmt::format("{}: {}", who(r, hosts_), errors[r]);
-      }
-    }
-    if (message.empty() && !silent.empty()) {
-      verdict = "fail";
-      std::vector<std::string> names;
-      for (unsigned r : silent) names.push_back(std::to_string(r));
-      message = fmt::format(
-          "{} {} did not get ready within {:g} s (set-up hung, or the process failed or "
-          "was killed)",
-          silent.size() == 1 ? "rank" : "ranks", fmt::join(names, ", "), wait_seconds);
-      broken_ = true;
-    }
-    if (verdict == "go") {
-      for (unsigned r = 0; r < size_; ++r) {
-        if (*states[r] == "stop") verdict = "stop";
-      }
-    }
-    const std::string answer = verdict + "\n" + message + "\n" + pack(hosts_);
+    const detail::start_verdict start = detail::decide_start(states, errors, hosts_, wait_seconds);
+    if (start.members_missing) broken_ = true;
+    const std::string answer =
+        start.verdict + "\n" + start.message + "\n" + detail::pack_texts(hosts_);
     const auto answer_deadline = deadline_after(10);
     for (unsigned r = 1; r < size_; ++r) {
       if (states[r]) send(answer, static_cast<int>(r), tag_go, answer_deadline);
     }
-    if (verdict == "fail") throw setup_error(message);
-    return verdict == "go";
+    if (start.verdict == "fail") throw setup_error(start.message);
+    return start.verdict == "go";
   }
 
   std::vector<std::optional<run_result>> gather(const run_result& mine,
@@ -250,7 +184,7 @@ class mpi_group final : public load_group {
         out[rank_] = mine;
         return out;
       }
-      texts = unpack(answer->first);
+      texts = detail::unpack_texts(answer->first);
       if (texts.size() != size_) {
         broken_ = true;
         out[rank_] = mine;
@@ -273,7 +207,7 @@ class mpi_group final : public load_group {
       for (unsigned r = 1; r < size_; ++r) {
         if (!got[r]) broken_ = true;
       }
-      const std::string packed = pack(texts);
+      const std::string packed = detail::pack_texts(texts);
       const auto answer_deadline = deadline_after(10);
       for (unsigned r = 1; r < size_; ++r) {
         if (got[r] && !send(packed, static_cast<int>(r), tag_results, answer_deadline)) {

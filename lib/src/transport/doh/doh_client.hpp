@@ -4,6 +4,10 @@
 // 8484 asks for DNS id 0), and the question is still checked. What goes wrong above DNS is
 // counted per query in http_failed by cause (status, content type, empty body, RST_STREAM);
 // the streams a GOAWAY leaves unprocessed are lost on close and the connection is replaced.
+//
+// doh_client.cpp: the session on the connection (start, early data, timeouts, end);
+// doh_client_requests.cpp: the requests and nghttp2's output; doh_client_responses.cpp: the
+// reads, nghttp2's callbacks and what the responses count.
 
 #include <nghttp2/nghttp2.h>
 

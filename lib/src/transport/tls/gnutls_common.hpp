@@ -1,8 +1,8 @@
 #pragma once
 // Internal: the tls_backend.hpp interface over GnuTLS 3.7. What the backend's connection
-// (gnutls_connection.cpp) and its client and server contexts (gnutls_context.cpp) share: library
-// set-up, GnuTLS-allocated buffers, version masks, the set-up sessions keep alive, the saved
-// session and the connection class the contexts create.
+// (gnutls_connection*.cpp, gnutls_failures.cpp, gnutls_verify.cpp) and its client and server
+// contexts (gnutls_context.cpp) share: library set-up, GnuTLS-allocated buffers, version masks, the
+// set-up sessions keep alive, the saved session and the connection class the contexts create.
 
 #include <gnutls/gnutls.h>
 
@@ -153,7 +153,8 @@ class gnutls_ticket final : public tls_ticket {
 
 // One session on `fd`, client or server by `flags` (GNUTLS_CLIENT / GNUTLS_SERVER); the
 // context applies its settings to get() before the first step. Defined in
-// gnutls_connection.cpp.
+// gnutls_connection.cpp (the session's steps), gnutls_connection_io.cpp (its socket I/O),
+// gnutls_failures.cpp (its failures told apart) and gnutls_verify.cpp (--verify).
 class gnutls_connection final : public tls_connection {
  public:
   gnutls_connection(std::shared_ptr<const shared_setup> setup, int fd, unsigned int flags,

@@ -1,43 +1,18 @@
-// One GnuTLS session behind the tls_connection interface: handshake, read, write and
-// shutdown steps, the saved session for resumption, and failures told apart by kind (with
-// the client's offered versions, so a version mismatch reads as one on both backends).
+// One GnuTLS session behind the tls_connection interface: the handshake, read, write and
+// shutdown steps, early data, the saved session for resumption and what the handshake agreed
+// on. Its socket I/O is in gnutls_connection_io.cpp, its failures in gnutls_failures.cpp,
+// certificate checks in gnutls_verify.cpp; the class is in gnutls_common.hpp.
 
-#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
-#include <poll.h>
-#include <sys/socket.h>
 
-#include <algorithm>
-#include <cstring>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <string>
-#include <string_view>
-
-#include <fmt/format.h>
 
 #include "transport/tls/gnutls_common.hpp"
-#include "util/receive_time.hpp"
-#include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
-namespace {
-
-bool is_gnutls_certificate_alert(int alert) {
-  switch (alert) {
-    case GNUTLS_A_BAD_CERTIFICATE:
-    case GNUTLS_A_UNSUPPORTED_CERTIFICATE:
-    case GNUTLS_A_CERTIFICATE_REVOKED:
-    case GNUTLS_A_CERTIFICATE_EXPIRED:
-    case GNUTLS_A_CERTIFICATE_UNKNOWN:
-    case GNUTLS_A_UNKNOWN_CA:
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
 
 gnutls_connection::gnutls_connection(std::shared_ptr<const shared_setup> setup, int fd,
                                      unsigned int flags, bool resume)
@@ -151,54 +126,6 @@ tls_io gnutls_connection::write(const std::uint8_t* data, std::size_t size,
   return finish(static_cast<int>(result));
 }
 
-void gnutls_connection::count_syscalls(syscall_counter& syscalls) {
-  syscalls_ = &syscalls;
-  input_ = std::make_unique_for_overwrite<std::uint8_t[]>(input_capacity);
-  gnutls_transport_set_ptr(session_, this);
-  gnutls_transport_set_pull_function(session_, &pull);
-  gnutls_transport_set_pull_timeout_function(session_, &pull_timeout);
-  gnutls_transport_set_vec_push_function(session_, &vec_push);
-}
-
-ssize_t gnutls_connection::pull(gnutls_transport_ptr_t transport, void* data, std::size_t size) {
-  auto* self = static_cast<gnutls_connection*>(transport);
-  if (self->read_ahead() == 0) {
-    const ssize_t n =
-        receive_stamped(self->fd_, self->input_.get(), input_capacity, self->newest_arrival_);
-    self->syscalls_->count(n);
-    if (n <= 0) return n;  // GnuTLS reads errno, which counting leaves alone
-    self->input_begin_ = 0;
-    self->input_end_ = static_cast<std::size_t>(n);
-  }
-  // Fewer octets than asked for are fine: GnuTLS pulls again for the rest.
-  const std::size_t taken = std::min(size, self->read_ahead());
-  std::memcpy(data, self->input_.get() + self->input_begin_, taken);
-  self->input_begin_ += taken;
-  return static_cast<ssize_t>(taken);
-}
-
-ssize_t gnutls_connection::vec_push(gnutls_transport_ptr_t transport, const giovec_t* pieces,
-                                    int count) {
-  const auto* self = static_cast<const gnutls_connection*>(transport);
-  msghdr message{};
-  message.msg_iov = const_cast<giovec_t*>(pieces);
-  message.msg_iovlen = static_cast<std::size_t>(count);
-  const ssize_t n = ::sendmsg(self->fd_, &message, MSG_NOSIGNAL);
-  self->syscalls_->count(n);
-  return n;
-}
-
-int gnutls_connection::pull_timeout(gnutls_transport_ptr_t transport, unsigned int ms) {
-  // Not called on a session without timeouts (GNUTLS_NONBLOCK, no handshake timeout), but
-  // GnuTLS's own would take the transport pointer for a descriptor.
-  const auto* self = static_cast<const gnutls_connection*>(transport);
-  if (self->read_ahead() > 0) return 1;
-  pollfd ready{self->fd_, POLLIN, 0};
-  const int n = ::poll(&ready, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : static_cast<int>(ms));
-  self->syscalls_->count(n);
-  return n;
-}
-
 tls_io gnutls_connection::shutdown() {
   if (final_) return *final_;
   const int result = gnutls_bye(session_, GNUTLS_SHUT_WR);
@@ -274,188 +201,6 @@ std::string gnutls_connection::version() const {
       return name != nullptr ? name : "unknown";
     }
   }
-}
-
-gnutls_connection::input_state gnutls_connection::peer_input() const noexcept {
-  if (read_ahead() > 0) return input_state::waiting;
-  std::uint8_t byte = 0;
-  const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  count_syscall(syscalls_, n);
-  return n > 0 ? input_state::waiting : n == 0 ? input_state::ended : input_state::none;
-}
-
-tls_io gnutls_connection::finish(int result) {
-  switch (result) {
-    case GNUTLS_E_AGAIN:
-    case GNUTLS_E_INTERRUPTED:
-      return gnutls_record_get_direction(session_) == 1 ? tls_io::want_write : tls_io::want_read;
-    case GNUTLS_E_PREMATURE_TERMINATION:
-      return end(tls_io::closed);
-    case GNUTLS_E_PUSH_ERROR:
-    case GNUTLS_E_PULL_ERROR:
-      return fail(tls_failure::reset, gnutls_strerror(result));
-    case GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR:
-    case GNUTLS_E_CERTIFICATE_ERROR:
-      send_alert(result);
-      return fail(tls_failure::certificate, verification_message(result));
-    case GNUTLS_E_FATAL_ALERT_RECEIVED: {
-      // The peer picks the alert byte, so it may be no value of GnuTLS's enum: keep it as
-      // an integer and ask for a name only within the enum's range.
-      const int alert = static_cast<int>(gnutls_alert_get(session_));
-      const tls_failure kind = alert == GNUTLS_A_PROTOCOL_VERSION   ? tls_failure::protocol_version
-                               : is_gnutls_certificate_alert(alert) ? tls_failure::certificate
-                                                                    : tls_failure::handshake_alert;
-      const char* name = alert >= 0 && alert <= GNUTLS_A_MAX
-                             ? gnutls_alert_get_name(static_cast<gnutls_alert_description_t>(alert))
-                             : nullptr;
-      if (name == nullptr) {
-        return fail(kind, fmt::format("{} (unknown alert {})", gnutls_strerror(result), alert));
-      }
-      return fail(kind, fmt::format("{} ({})", gnutls_strerror(result), name));
-    }
-    case GNUTLS_E_UNSUPPORTED_VERSION_PACKET:
-    case GNUTLS_E_NO_PRIORITIES_WERE_SET:
-      send_alert(result);
-      return fail(tls_failure::protocol_version, gnutls_strerror(result));
-    case GNUTLS_E_NO_CIPHER_SUITES:
-      // GnuTLS settles on a version before it looks for a suite, so a client without a
-      // version in common fails here and would get a handshake_failure alert. OpenSSL
-      // answers protocol_version; so do we, for the same verdict on both backends.
-      if (client_hello_seen_ && (offered_versions_ & setup_->versions()) == 0) {
-        gnutls_alert_send(session_, GNUTLS_AL_FATAL, GNUTLS_A_PROTOCOL_VERSION);
-        return fail(tls_failure::protocol_version,
-                    fmt::format("{} (the client offers no TLS version allowed here)",
-                                gnutls_strerror(result)));
-      }
-      send_alert(result);
-      return fail(tls_failure::other, gnutls_strerror(result));
-    case GNUTLS_E_UNEXPECTED_PACKET:
-    case GNUTLS_E_RECORD_OVERFLOW:
-      // Before the handshake completes these mean the bytes were never TLS records;
-      // afterwards they mean a corrupted stream.
-      send_alert(result);
-      return fail(handshake_done_ ? tls_failure::other : tls_failure::not_tls,
-                  gnutls_strerror(result));
-    case GNUTLS_E_UNEXPECTED_PACKET_LENGTH:
-      // GnuTLS says this both for a malformed message and for a stream that ended inside
-      // a record; OpenSSL calls the latter an EOF, and so do we.
-      if (peer_closed()) return end(tls_io::closed);
-      send_alert(result);
-      return fail(tls_failure::other, gnutls_strerror(result));
-    default:
-      send_alert(result);
-      return fail(tls_failure::other, gnutls_strerror(result));
-  }
-}
-
-int gnutls_connection::on_client_hello(gnutls_session_t session, unsigned int, unsigned int,
-                                       unsigned int incoming, const gnutls_datum_t* message) {
-  auto* self = static_cast<gnutls_connection*>(gnutls_session_get_ptr(session));
-  if (self == nullptr || incoming == 0 || message == nullptr || message->size < 2) return 0;
-  struct client_offer {
-    unsigned versions = 0;
-    bool listed = false;
-  };
-  client_offer offer;
-  const auto collect = [](void* context, unsigned int extension, const unsigned char* data,
-                          unsigned int size) {
-    constexpr unsigned int supported_versions = 43;
-    if (extension != supported_versions || size < 1) return 0;
-    auto& found = *static_cast<client_offer*>(context);
-    found.listed = true;
-    const unsigned int end = std::min(size, 1u + data[0]);
-    for (unsigned int i = 1; i + 1 < end; i += 2) {
-      found.versions |= version_bit(data[i], data[i + 1]);
-    }
-    return 0;
-  };
-  gnutls_ext_raw_parse(&offer, collect, message, GNUTLS_EXT_RAW_FLAG_TLS_CLIENT_HELLO);
-  // Without supported_versions the legacy version field is the client's highest version.
-  self->offered_versions_ =
-      offer.listed ? offer.versions : version_bit(message->data[0], message->data[1]);
-  self->client_hello_seen_ = true;
-  return 0;
-}
-
-bool gnutls_connection::peer_closed() const {
-  if (read_ahead() > 0) return false;
-  char byte;
-  const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  count_syscall(syscalls_, n);
-  return n == 0;
-}
-
-void gnutls_connection::verify_once(verified_chains& chains, const char* name) {
-  chains_ = &chains;
-  verify_name_ = name;
-  gnutls_session_set_ptr(session_, this);
-  gnutls_session_set_verify_function(session_, &verify_peer);
-}
-
-int gnutls_connection::verify_peer(gnutls_session_t session) {
-  auto* self = static_cast<gnutls_connection*>(gnutls_session_get_ptr(session));
-  verified_chains& chains = *self->chains_;
-  // The chain as sent (DER, leaf first): GnuTLS has not parsed it yet.
-  unsigned int count = 0;
-  const gnutls_datum_t* sent = gnutls_certificate_get_peers(session, &count);
-  verified_chains::digest chain{};
-  bool hashed = false;
-  gnutls_hash_hd_t hash = nullptr;
-  if (sent != nullptr && count > 0 && gnutls_hash_init(&hash, GNUTLS_DIG_SHA256) == 0) {
-    hashed = true;
-    for (unsigned int i = 0; hashed && i < count; ++i) {
-      hashed = gnutls_hash(hash, sent[i].data, sent[i].size) == 0;
-    }
-    // The OCSP responses stapled to them take part in the verdict (a revoked one, or none
-    // for a must-staple certificate, fails it): the same chain with other staples is
-    // another chain here.
-    for (unsigned int i = 0; hashed && i < count; ++i) {
-      gnutls_datum_t response{};
-      const bool stapled = gnutls_ocsp_status_request_get2(session, i, &response) == 0;
-      const std::uint8_t marker = stapled ? 1 : 0;
-      hashed = gnutls_hash(hash, &marker, 1) == 0 &&
-               (!stapled || gnutls_hash(hash, response.data, response.size) == 0);
-    }
-    gnutls_hash_deinit(hash, chain.data());
-  }
-  if (hashed && chains.known(chain)) return 0;
-  chains.count_verification();
-  unsigned int status = 0;
-  if (gnutls_certificate_verify_peers3(session, self->verify_name_, &status) < 0) {
-    return GNUTLS_E_CERTIFICATE_ERROR;
-  }
-  if (status != 0) {
-    self->verify_status_ = status;
-    return GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR;
-  }
-  if (hashed) chains.add(chain);
-  return 0;
-}
-
-std::string gnutls_connection::verification_message(int result) const {
-  const unsigned int status =
-      verify_status_ != 0 ? verify_status_ : gnutls_session_get_verify_cert_status(session_);
-  gnutls_buffer text;
-  if (status == 0 ||
-      gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text.datum, 0) < 0) {
-    return gnutls_strerror(result);
-  }
-  std::string_view reasons(reinterpret_cast<const char*>(text.datum.data), text.datum.size);
-  while (!reasons.empty() && (reasons.back() == ' ' || reasons.back() == '\0')) {
-    reasons.remove_suffix(1);
-  }
-  return fmt::format("certificate verification failed: {}", reasons);
-}
-
-tls_io gnutls_connection::fail(tls_failure kind, std::string message) {
-  failure_ = kind;
-  error_message_ = std::move(message);
-  return end(tls_io::error);
-}
-
-tls_io gnutls_connection::end(tls_io result) {
-  final_ = result;
-  return result;
 }
 
 }  // namespace dnstransport::detail

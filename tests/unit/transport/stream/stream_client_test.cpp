@@ -7,12 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
-#include <numeric>
 
-#include <dnstransport/query_source.hpp>
-
+#include "scripted_run.hpp"
 #include "scripted_stream.hpp"
-#include "util/clock.hpp"
 
 namespace dnstransport::detail {
 namespace {
@@ -31,35 +28,13 @@ scripted_run run_scripted(const peer_script& script, std::uint64_t count, unsign
                           unsigned outstanding, stream_settings settings = {},
                           double timeout_seconds = 5, double rate_per_client = 0) {
   scripted_run out;
-  const query_set queries = default_queries();
   stream_transport transport(settings, make_tcp_connector(),
                              scripted::make_socket_factory(script, out.log));
-  run_plan plan;
-  plan.transport = &transport;
-  plan.queries = &queries;
-  plan.clients = clients;
-  plan.outstanding = outstanding;
-  plan.server_address = boost::asio::ip::make_address("127.0.0.1");
-  plan.server_port = 53;
-  // The built-in set asks a different question in every query.
-  plan.question_of.resize(queries.size());
-  std::iota(plan.question_of.begin(), plan.question_of.end(), 0u);
-  plan.distinct_questions = static_cast<std::uint32_t>(queries.size());
-  plan.timeout_ns = seconds_to_ns(timeout_seconds);
-  plan.rate_per_client = rate_per_client;
-  if (rate_per_client > 0) plan.arrivals = run_plan::schedule::constant;
-  std::vector<unsigned> indices;
-  std::vector<std::uint64_t> quotas;
-  for (unsigned c = 0; c < clients; ++c) {
-    indices.push_back(c);
-    quotas.push_back(count / clients + (c < count % clients ? 1 : 0));
-  }
-  worker w(plan, indices, quotas);
-  plan.start_ns = monotonic_ns();
-  plan.measure_start_ns = plan.start_ns;
-  plan.send_end_ns = UINT64_MAX;  // count mode
-  w.run();
-  out.counts = w.shard();
+  out.counts = scripted::run_on_one_worker(transport, {.count = count,
+                                                       .clients = clients,
+                                                       .outstanding = outstanding,
+                                                       .timeout_seconds = timeout_seconds,
+                                                       .rate_per_client = rate_per_client});
   return out;
 }
 

@@ -1,0 +1,90 @@
+#pragma once
+// Internal: what a run gives the engine's workers: the transport that makes its clients
+// (client_transport) and the plan every worker shares read-only (run_plan: the queries, the
+// server, the schedule, the timeout). The load (load/run_setup.cpp) builds both.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/ip/address.hpp>
+
+#include <dnstransport/query_source.hpp>
+
+namespace dnstransport::detail {
+
+class client_base;
+class worker;
+
+// A transport as the engine sees it: it makes the clients of a run, on the worker threads.
+// One is built per run from the transport's own settings (registry/transports.cpp) and shared
+// read-only by the workers.
+class client_transport {
+ public:
+  virtual ~client_transport() = default;
+  virtual std::unique_ptr<client_base> make_client(worker& owner, unsigned index,
+                                                   std::uint64_t quota) const = 0;
+  // --verify: certificate chains verified in full and handshakes that reused a verdict, over
+  // the whole run (tls_client_context::certificate_checks); zeros without TLS.
+  virtual std::pair<std::uint64_t, std::uint64_t> certificate_checks() const { return {}; }
+};
+
+// Everything the workers share, read-only once the run starts.
+struct run_plan {
+  const client_transport* transport = nullptr;
+  const query_set* queries = nullptr;
+  unsigned clients = 1;
+  unsigned outstanding = 1;   // queries in flight per client
+  bool gather_writes = true;  // all ready queries in one system call (false: one per query)
+  boost::asio::ip::address server_address;
+  std::uint16_t server_port = 0;
+  std::vector<boost::asio::ip::address> sources;  // source addresses to spread clients over
+  // Per query of the set: its question's number (queries asking the same question, names
+  // compared case-insensitively, share one), and for UDP the largest answer it allows.
+  std::vector<std::uint32_t> question_of;
+  std::uint32_t distinct_questions = 0;
+  std::vector<std::uint16_t> udp_answer_limits;
+  // The queries carry EDNS options whose answers are counted (keepalive, padding): read the
+  // answers' OPT records.
+  bool read_edns_options = false;
+
+  std::uint64_t start_ns = 0;
+  std::uint64_t measure_start_ns = 0;  // end of the warm-up
+  std::uint64_t send_end_ns = 0;       // no new query after this (UINT64_MAX: count mode)
+  std::uint64_t timeout_ns = 0;
+  double rate_per_client = 0;  // queries per second; 0: no limit
+  // With a rate: open loop (queries sent at their scheduled times, latency from them) with
+  // evenly spaced or exponentially distributed gaps; closed loop otherwise. Replay: open
+  // loop on a capture's clock, without a rate.
+  enum class schedule { closed, constant, poisson, replay };
+  schedule arrivals = schedule::closed;
+  bool open_loop() const noexcept {
+    return arrivals == schedule::replay || (rate_per_client > 0 && arrivals != schedule::closed);
+  }
+  // Replay: client c sends the queries replay_query[i] for i in [replay_first[c],
+  // replay_first[c + 1]), in that order, each at start_ns + replay_offset_ns[i].
+  std::vector<std::uint32_t> replay_first;
+  std::vector<std::uint32_t> replay_query;
+  std::vector<std::uint64_t> replay_offset_ns;
+  std::uint64_t interval_ns = 0;  // timeline row length; 0: no timeline
+  // --coalesce-us (UDP, TCP, DoT): a client with at least coalesce_batch queries in flight
+  // whose wake-up brought answers (UDP: fewer than coalesce_batch of them) reads again after
+  // a delay of at most this instead of waiting for readiness at once (worker::delay_read).
+  // Answers take the kernel's receive time either way; a stream read's is its newest
+  // segment's, so stream clients bound the delay by their latency. 0: off.
+  std::uint64_t coalesce_ns = 0;
+  // Fewer in flight could not make a fuller read.
+  static constexpr unsigned coalesce_batch = 8;
+
+  // Open connections over every worker (each worker adds its own), and the most open at
+  // once in the measured window. Null: not kept (the workers' own gauges still are).
+  struct connection_gauge {
+    std::atomic<std::int64_t> open{0};
+    std::atomic<std::uint64_t> max{0};
+  };
+  connection_gauge* connections_gauge = nullptr;
+};
+
+}  // namespace dnstransport::detail
