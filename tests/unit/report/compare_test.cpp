@@ -13,12 +13,12 @@
 
 #include <dnstransport/sweep.hpp>
 
+#include "sweep_transports.hpp"
+
 namespace dnstransport {
 namespace {
 
-const sweep_transport udp{transport_kind::udp, std::nullopt};
-const sweep_transport tcp{transport_kind::tcp, std::nullopt};
-const sweep_transport tls{transport_kind::tls, tls_backend::openssl};
+namespace st = sweep_transports;
 
 run_result run(const sweep_point& p, double qps) {
   run_result r;
@@ -46,7 +46,7 @@ sweep_result sweep_of(std::vector<sweep_transport> transports, std::vector<unsig
   sweep_result r;
   r.plan.transports = std::move(transports);
   r.plan.clients = std::move(clients);
-  const bool udp_only = r.plan.transports == std::vector<sweep_transport>{udp};
+  const bool udp_only = r.plan.transports == std::vector<sweep_transport>{st::udp};
   r.plan.queries_per_connection =
       udp_only ? std::vector<std::uint64_t>{0} : std::vector<std::uint64_t>{1, 10, 0};
   r.plan.repeats = 1;
@@ -56,8 +56,8 @@ sweep_result sweep_of(std::vector<sweep_transport> transports, std::vector<unsig
   const auto points = expand(r.plan);
   r.planned_points = points.size();
   for (const auto& p : points) {
-    const double share = p.transport == udp ? 1.0 : p.transport == tcp ? 0.7 : 0.5;
-    const double h = p.transport == tls ? 20 : 2;
+    const double share = p.transport == st::udp ? 1.0 : p.transport == st::tcp ? 0.7 : 0.5;
+    const double h = p.transport == st::tls_openssl ? 20 : 2;
     const double t_inf = udp_qps * share * p.clients;
     const double n = static_cast<double>(p.queries_per_connection);
     sweep_point_result measured;
@@ -71,12 +71,12 @@ sweep_result sweep_of(std::vector<sweep_transport> transports, std::vector<unsig
 }
 
 TEST(compare_test, labels_are_kept_in_run_and_sweep_json) {
-  run_result r = run({udp, 1, 0}, 1000);
+  run_result r = run({st::udp, 1, 0}, 1000);
   r.label = "unbound 1.17";
   EXPECT_EQ(run_result_from_json(to_json(r), "run.json").label, "unbound 1.17");
   EXPECT_EQ(format_table(r).rfind("unbound 1.17: udp to 127.0.0.1:53", 0), 0u);
 
-  sweep_result s = sweep_of({udp, tcp}, {1}, 1000, "Linux");
+  sweep_result s = sweep_of({st::udp, st::tcp}, {1}, 1000, "Linux");
   s.plan.base.output.label = "knot 3.2";
   const std::string json = to_json(s);
   EXPECT_NE(json.find("\"label\": \"knot 3.2\""), std::string::npos);
@@ -88,9 +88,9 @@ TEST(compare_test, labels_are_kept_in_run_and_sweep_json) {
 }
 
 TEST(compare_test, sweeps_are_named_by_label_else_file_name_and_kept_apart) {
-  sweep_result labelled = sweep_of({udp}, {1}, 1000, "Linux");
+  sweep_result labelled = sweep_of({st::udp}, {1}, 1000, "Linux");
   labelled.plan.base.output.label = "unbound";
-  const sweep_result plain = sweep_of({udp}, {1}, 1000, "Linux");
+  const sweep_result plain = sweep_of({st::udp}, {1}, 1000, "Linux");
   const auto sweeps = comparison_of({{"results/unbound-old.json", labelled},
                                      {"results/knot.json", plain},
                                      {"a/x.json", plain},
@@ -104,8 +104,9 @@ TEST(compare_test, sweeps_are_named_by_label_else_file_name_and_kept_apart) {
 }
 
 TEST(compare_test, a_transport_or_cell_in_one_file_only_is_listed_as_missing) {
-  const auto sweeps = comparison_of({{"a.json", sweep_of({udp, tcp, tls}, {1, 2}, 1000, "L")},
-                                     {"b.json", sweep_of({udp, tcp}, {1, 2, 4}, 2000, "L")}});
+  const auto sweeps =
+      comparison_of({{"a.json", sweep_of({st::udp, st::tcp, st::tls_openssl}, {1, 2}, 1000, "L")},
+                     {"b.json", sweep_of({st::udp, st::tcp}, {1, 2, 4}, 2000, "L")}});
   const auto missing = missing_points(sweeps);
   ASSERT_EQ(missing.size(), 3u) << format_comparison(sweeps);
   EXPECT_EQ(missing[0], "a: udp not measured with 4 clients");
@@ -113,16 +114,17 @@ TEST(compare_test, a_transport_or_cell_in_one_file_only_is_listed_as_missing) {
             "a: tcp not measured with 4 clients, 1 query/connection; 4 clients, 10 "
             "queries/connection; 4 clients, persistent connections");
   EXPECT_EQ(missing[2], "b: no tls-openssl points (measured for a)");
-  EXPECT_TRUE(missing_points(comparison_of({{"a.json", sweep_of({udp}, {1}, 1, "L")},
-                                            {"b.json", sweep_of({udp}, {1}, 2, "L")}}))
+  EXPECT_TRUE(missing_points(comparison_of({{"a.json", sweep_of({st::udp}, {1}, 1, "L")},
+                                            {"b.json", sweep_of({st::udp}, {1}, 2, "L")}}))
                   .empty());
 }
 
 TEST(compare_test, tables_compare_udp_percentages_and_fits_per_server) {
-  sweep_result b = sweep_of({udp, tcp}, {1, 2, 4}, 2000, "Linux 6.2");
+  sweep_result b = sweep_of({st::udp, st::tcp}, {1, 2, 4}, 2000, "Linux 6.2");
   b.tool_version = "0.2.0";
   const auto sweeps = comparison_of(
-      {{"a.json", sweep_of({udp, tcp, tls}, {1, 2}, 1000, "Linux 6.1")}, {"b.json", b}});
+      {{"a.json", sweep_of({st::udp, st::tcp, st::tls_openssl}, {1, 2}, 1000, "Linux 6.1")},
+       {"b.json", b}});
   const std::string text = format_comparison(sweeps);
   // Each file's description, with the machine and version it was measured with.
   EXPECT_NE(text.find("a (from a.json):"), std::string::npos) << text;
@@ -170,9 +172,9 @@ TEST(compare_test, report_without_gnuplot_writes_tables_csv_and_overlay_scripts)
   const auto directory =
       std::filesystem::path(::testing::TempDir()) / ("compare-report-" + std::to_string(getpid()));
   std::filesystem::remove_all(directory);
-  sweep_result a = sweep_of({udp, tcp, tls}, {1, 2}, 1000, "Linux");
+  sweep_result a = sweep_of({st::udp, st::tcp, st::tls_openssl}, {1, 2}, 1000, "Linux");
   a.plan.base.output.label = "server A";
-  sweep_result b = sweep_of({udp, tcp}, {1, 2, 4}, 2000, "Linux");
+  sweep_result b = sweep_of({st::udp, st::tcp}, {1, 2, 4}, 2000, "Linux");
   b.plan.base.output.label = "server B";
   const auto sweeps = comparison_of({{"a.json", a}, {"b.json", b}});
   const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";

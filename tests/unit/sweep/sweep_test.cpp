@@ -15,15 +15,12 @@
 #include <dnstransport/error.hpp>
 #include <dnstransport/report.hpp>
 
+#include "sweep_transports.hpp"
+
 namespace dnstransport {
 namespace {
 
-const sweep_transport udp{transport_kind::udp, std::nullopt};
-const sweep_transport tcp{transport_kind::tcp, std::nullopt};
-const sweep_transport tls_openssl{transport_kind::tls, tls_backend::openssl};
-const sweep_transport tls_gnutls{transport_kind::tls, tls_backend::gnutls};
-const sweep_transport doh_openssl{transport_kind::doh, tls_backend::openssl};
-const sweep_transport doh_gnutls{transport_kind::doh, tls_backend::gnutls};
+namespace st = sweep_transports;
 
 template <typename F>
 std::string setup_error_of(F f) {
@@ -85,7 +82,7 @@ sweep_point_result measured(const sweep_point& p, std::vector<double> qps, doubl
 // A small, complete sweep: udp/tcp/tls x 1, 4 clients x 1, 10, unlimited.
 sweep_result synthetic_sweep() {
   sweep_result r;
-  r.plan.transports = {udp, tcp, tls_openssl};
+  r.plan.transports = {st::udp, st::tcp, st::tls_openssl};
   r.plan.clients = {1, 4};
   r.plan.queries_per_connection = {1, 10, 0};
   r.plan.repeats = 3;
@@ -117,10 +114,10 @@ sweep_result synthetic_sweep() {
 
 TEST(sweep_test, parses_transport_lists) {
   const auto t = parse_sweep_transports("udp,tcp,tls,tls-gnutls", tls_backend::openssl);
-  EXPECT_EQ(t, (std::vector<sweep_transport>{udp, tcp, tls_openssl, tls_gnutls}));
-  EXPECT_EQ(parse_sweep_transports("tls", tls_backend::gnutls).front(), tls_gnutls);
-  EXPECT_EQ(sweep_transport_name(tls_gnutls), "tls-gnutls");
-  EXPECT_EQ(sweep_transport_name(tcp), "tcp");
+  EXPECT_EQ(t, (std::vector<sweep_transport>{st::udp, st::tcp, st::tls_openssl, st::tls_gnutls}));
+  EXPECT_EQ(parse_sweep_transports("tls", tls_backend::gnutls).front(), st::tls_gnutls);
+  EXPECT_EQ(sweep_transport_name(st::tls_gnutls), "tls-gnutls");
+  EXPECT_EQ(sweep_transport_name(st::tcp), "tcp");
   EXPECT_NE(setup_error_of([] {
               parse_sweep_transports("tls,tls-openssl", tls_backend::openssl);
             }).find("appears twice"),
@@ -166,7 +163,7 @@ TEST(sweep_test, parses_client_and_per_connection_lists) {
 
 TEST(sweep_test, the_default_axis_is_every_transport_of_this_build) {
   const sweep_plan plan;
-  std::vector<sweep_transport> expected{udp, tcp, tls_openssl, doh_openssl};
+  std::vector<sweep_transport> expected{st::udp, st::tcp, st::tls_openssl, st::doh_openssl};
   if (traits_of(transport_kind::doq).compiled) {
     expected.push_back({transport_kind::doq, tls_backend::gnutls});  // GnuTLS whatever is asked
   }
@@ -176,18 +173,18 @@ TEST(sweep_test, the_default_axis_is_every_transport_of_this_build) {
 
 TEST(sweep_test, expands_transports_then_clients_then_queries_per_connection) {
   sweep_plan plan;
-  plan.transports = {udp, tcp, tls_openssl, doh_openssl};
+  plan.transports = {st::udp, st::tcp, st::tls_openssl, st::doh_openssl};
   const auto points = expand(plan);
   // udp once per client count; tcp, tls and doh once per client count and per-connection
   // value.
   ASSERT_EQ(points.size(), 3u + 3 * 3 * 4);
-  EXPECT_EQ(points[0], (sweep_point{udp, 1, 0}));
-  EXPECT_EQ(points[2], (sweep_point{udp, 16, 0}));
-  EXPECT_EQ(points[3], (sweep_point{tcp, 1, 1}));
-  EXPECT_EQ(points[6], (sweep_point{tcp, 1, 0}));
-  EXPECT_EQ(points[7], (sweep_point{tcp, 4, 1}));
-  EXPECT_EQ(points[26], (sweep_point{tls_openssl, 16, 0}));
-  EXPECT_EQ(points.back(), (sweep_point{doh_openssl, 16, 0}));
+  EXPECT_EQ(points[0], (sweep_point{st::udp, 1, 0}));
+  EXPECT_EQ(points[2], (sweep_point{st::udp, 16, 0}));
+  EXPECT_EQ(points[3], (sweep_point{st::tcp, 1, 1}));
+  EXPECT_EQ(points[6], (sweep_point{st::tcp, 1, 0}));
+  EXPECT_EQ(points[7], (sweep_point{st::tcp, 4, 1}));
+  EXPECT_EQ(points[26], (sweep_point{st::tls_openssl, 16, 0}));
+  EXPECT_EQ(points.back(), (sweep_point{st::doh_openssl, 16, 0}));
   EXPECT_EQ(describe(points[3]), "tcp, 1 client, 1 query/connection");
   EXPECT_EQ(describe(points[26]), "tls-openssl, 16 clients, persistent connections");
   EXPECT_EQ(describe(points.back()), "doh-openssl, 16 clients, persistent connections");
@@ -195,7 +192,7 @@ TEST(sweep_test, expands_transports_then_clients_then_queries_per_connection) {
 
 TEST(sweep_test, rejects_contradictions) {
   sweep_plan plan;
-  plan.transports = {udp};
+  plan.transports = {st::udp};
   plan.queries_per_connection = {1, 0};
   EXPECT_NE(setup_error_of([&] { expand(plan); })
                 .find("sweep_plan::queries_per_connection: values other than 'unlimited' need a "
@@ -235,7 +232,7 @@ TEST(sweep_test, point_spec_carries_the_point_and_the_base_options) {
   plan.base.tls.resume = true;
   plan.ports = {5301, 5302, 8853};
   plan.duration_seconds = 1.5;
-  const auto spec = point_spec(plan, {tls_gnutls, 4, 10});
+  const auto spec = point_spec(plan, {st::tls_gnutls, 4, 10});
   EXPECT_EQ(spec.target.transport, transport_kind::tls);
   EXPECT_EQ(spec.target.port, 8853);
   EXPECT_EQ(spec.tls.backend, tls_backend::gnutls);
@@ -244,20 +241,20 @@ TEST(sweep_test, point_spec_carries_the_point_and_the_base_options) {
   EXPECT_EQ(spec.connections.queries_per_connection, 10u);
   EXPECT_EQ(spec.traffic.outstanding, 7u);
   EXPECT_EQ(spec.traffic.duration_seconds, 1.5);
-  EXPECT_EQ(point_spec(plan, {tcp, 1, 0}).target.port, 5302);
-  EXPECT_EQ(point_spec(plan, {udp, 1, 0}).target.port, 5301);
+  EXPECT_EQ(point_spec(plan, {st::tcp, 1, 0}).target.port, 5302);
+  EXPECT_EQ(point_spec(plan, {st::udp, 1, 0}).target.port, 5301);
   // Per-client rates follow each point's clients; --idle only where there are connections.
   plan.base.traffic.client_rate = 0.5;
   plan.base.connections.idle_seconds = 2;
-  EXPECT_EQ(total_rate(point_spec(plan, {tcp, 8, 0})), 4.0);
-  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).connections.idle_seconds, 2.0);
-  EXPECT_EQ(point_spec(plan, {udp, 8, 0}).connections.idle_seconds, 0.0);
+  EXPECT_EQ(total_rate(point_spec(plan, {st::tcp, 8, 0})), 4.0);
+  EXPECT_EQ(point_spec(plan, {st::tcp, 8, 0}).connections.idle_seconds, 2.0);
+  EXPECT_EQ(point_spec(plan, {st::udp, 8, 0}).connections.idle_seconds, 0.0);
   // --coalesce-us for UDP, TCP and DoT, not DoH or DoQ.
   plan.base.generator.coalesce_us = 100;
-  EXPECT_EQ(point_spec(plan, {udp, 8, 0}).generator.coalesce_us, 100u);
-  EXPECT_EQ(point_spec(plan, {tcp, 8, 0}).generator.coalesce_us, 100u);
-  EXPECT_EQ(point_spec(plan, {tls_gnutls, 8, 0}).generator.coalesce_us, 100u);
-  EXPECT_EQ(point_spec(plan, {doh_gnutls, 8, 0}).generator.coalesce_us, 0u);
+  EXPECT_EQ(point_spec(plan, {st::udp, 8, 0}).generator.coalesce_us, 100u);
+  EXPECT_EQ(point_spec(plan, {st::tcp, 8, 0}).generator.coalesce_us, 100u);
+  EXPECT_EQ(point_spec(plan, {st::tls_gnutls, 8, 0}).generator.coalesce_us, 100u);
+  EXPECT_EQ(point_spec(plan, {st::doh_gnutls, 8, 0}).generator.coalesce_us, 0u);
   EXPECT_EQ(point_spec(plan, {sweep_transport{transport_kind::doq, tls_backend::gnutls}, 8, 0})
                 .generator.coalesce_us,
             0u);
@@ -269,10 +266,11 @@ TEST(sweep_test, presets_set_the_classic_studies) {
   apply_preset(plan, "load");
   EXPECT_EQ(plan.clients, (std::vector<unsigned>{1, 2, 4, 8, 16}));
   EXPECT_EQ(plan.queries_per_connection, std::vector<std::uint64_t>{0});
-  const sweep_transport doq{transport_kind::doq, tls_backend::gnutls};
-  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{udp, tcp, tls_gnutls, doh_gnutls, doq}));
+  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{st::udp, st::tcp, st::tls_gnutls,
+                                                           st::doh_gnutls, st::doq}));
   apply_preset(plan, "amortization");
-  EXPECT_EQ(plan.transports, (std::vector<sweep_transport>{tcp, tls_gnutls, doh_gnutls, doq}));
+  EXPECT_EQ(plan.transports,
+            (std::vector<sweep_transport>{st::tcp, st::tls_gnutls, st::doh_gnutls, st::doq}));
   EXPECT_EQ(plan.queries_per_connection.size(), 15u);
   EXPECT_EQ(plan.queries_per_connection.back(), 0u);
   EXPECT_EQ(expand(plan).size(), 60u);
@@ -281,7 +279,7 @@ TEST(sweep_test, presets_set_the_classic_studies) {
 }
 
 TEST(sweep_test, summarizes_repeats) {
-  const auto p = measured({tcp, 2, 0}, {90, 110, 100}, 0.95);
+  const auto p = measured({st::tcp, 2, 0}, {90, 110, 100}, 0.95);
   const auto& q = p.summary.qps;
   EXPECT_DOUBLE_EQ(q.mean, 100);
   EXPECT_DOUBLE_EQ(q.median, 100);
@@ -294,17 +292,17 @@ TEST(sweep_test, summarizes_repeats) {
   EXPECT_EQ(p.summary.connections_opened, 30u);
   EXPECT_EQ(p.summary.lost, 15u);
   EXPECT_TRUE(p.summary.client_bound);
-  EXPECT_FALSE(measured({tcp, 2, 0}, {100}, 0.89).summary.client_bound);
-  EXPECT_DOUBLE_EQ(measured({tcp, 2, 0}, {100, 120}).summary.qps.median, 110);
+  EXPECT_FALSE(measured({st::tcp, 2, 0}, {100}, 0.89).summary.client_bound);
+  EXPECT_DOUBLE_EQ(measured({st::tcp, 2, 0}, {100, 120}).summary.qps.median, 110);
 }
 
 TEST(sweep_test, percent_of_udp_carries_the_spread) {
-  std::vector<sweep_point_result> points{measured({udp, 2, 0}, {90000, 100000, 110000}),
-                                         measured({tcp, 2, 0}, {45000, 50000, 55000}),
-                                         measured({tcp, 4, 0}, {50000})};
+  std::vector<sweep_point_result> points{measured({st::udp, 2, 0}, {90000, 100000, 110000}),
+                                         measured({st::tcp, 2, 0}, {45000, 50000, 55000}),
+                                         measured({st::tcp, 4, 0}, {50000})};
   const auto percent = compute_percent_of_udp(points);
   ASSERT_EQ(percent.size(), 1u);  // no UDP with 4 clients
-  EXPECT_EQ(percent[0].transport, tcp);
+  EXPECT_EQ(percent[0].transport, st::tcp);
   EXPECT_DOUBLE_EQ(percent[0].percent, 50);
   EXPECT_NEAR(percent[0].percent_min, 100 * 45000.0 / 110000, 1e-9);
   EXPECT_NEAR(percent[0].percent_max, 100 * 55000.0 / 90000, 1e-9);
@@ -313,7 +311,8 @@ TEST(sweep_test, percent_of_udp_carries_the_spread) {
 
 TEST(sweep_test, warns_about_spread_and_client_bound_points) {
   sweep_result r;
-  r.points = {measured({udp, 1, 0}, {80000, 100000, 120000}), measured({tcp, 1, 0}, {50000}, 0.97)};
+  r.points = {measured({st::udp, 1, 0}, {80000, 100000, 120000}),
+              measured({st::tcp, 1, 0}, {50000}, 0.97)};
   r.planned_points = 2;
   derive_results(r);
   ASSERT_EQ(r.warnings.size(), 2u);
@@ -362,7 +361,7 @@ TEST(sweep_test, foreign_and_old_files_get_a_clear_error) {
   EXPECT_NE(error_for("[1, 2]").find("not a dnstransport sweep result"), std::string::npos);
   EXPECT_NE(error_for(R"({"name": "x"})").find("not a dnstransport sweep result"),
             std::string::npos);
-  EXPECT_NE(error_for(to_json(run({tcp, 1, 0}, 1000))).find("single run"), std::string::npos);
+  EXPECT_NE(error_for(to_json(run({st::tcp, 1, 0}, 1000))).find("single run"), std::string::npos);
   std::string older = to_json(synthetic_sweep());
   older.replace(older.find("dnstransport.sweep/1"), 20, "dnstransport.sweep/0");
   EXPECT_NE(error_for(older).find("another version of the sweep format"), std::string::npos);
@@ -461,23 +460,23 @@ TEST(sweep_target_test, parses_name_address_and_ports) {
 
 TEST(sweep_target_test, every_point_runs_against_each_target_in_turn) {
   sweep_plan plan;
-  plan.transports = {udp, tcp};
+  plan.transports = {st::udp, st::tcp};
   plan.clients = {1, 4};
   plan.queries_per_connection = {0};
   plan.targets = {parse_sweep_target("a=127.0.0.1:5300,tls=8853"),
                   parse_sweep_target("b=127.0.0.2:5400")};
   const auto points = expand(plan);
   ASSERT_EQ(points.size(), 8u);
-  EXPECT_EQ(points[0], (sweep_point{udp, 1, 0, "a"}));
-  EXPECT_EQ(points[1], (sweep_point{udp, 1, 0, "b"}));
-  EXPECT_EQ(points[2], (sweep_point{udp, 4, 0, "a"}));
-  EXPECT_EQ(points[7], (sweep_point{tcp, 4, 0, "b"}));
+  EXPECT_EQ(points[0], (sweep_point{st::udp, 1, 0, "a"}));
+  EXPECT_EQ(points[1], (sweep_point{st::udp, 1, 0, "b"}));
+  EXPECT_EQ(points[2], (sweep_point{st::udp, 4, 0, "a"}));
+  EXPECT_EQ(points[7], (sweep_point{st::tcp, 4, 0, "b"}));
   EXPECT_EQ(describe(points[7]), "b: tcp, 4 clients, persistent connections");
   const auto spec = point_spec(plan, points[7]);
   EXPECT_EQ(spec.target.server, "127.0.0.2");
   EXPECT_EQ(spec.target.port, 5400);
   EXPECT_EQ(point_spec(plan, points[0]).target.server, "127.0.0.1");
-  EXPECT_EQ(point_spec(plan, {tls_openssl, 1, 0, "a"}).target.port, 8853);
+  EXPECT_EQ(point_spec(plan, {st::tls_openssl, 1, 0, "a"}).target.port, 8853);
   // Each target's monitoring goes with its points only.
   plan.targets[1].monitor_pids = {7};
   plan.targets[1].monitor_cgroups = {"b.service"};
