@@ -1,7 +1,7 @@
 // The DoQ client's queries: readiness, reading datagrams into ngtcp2, opening a stream per
 // query and handing ngtcp2 the query's octets, sending the packets it makes in batches, and
-// ngtcp2's stream callbacks that end each query. The class is in doq_client.hpp, its
-// connection life cycle in doq_client_connection.cpp.
+// an answer's octets read on its stream. The class is in doq_client.hpp, its connection life
+// cycle in doq_client_connection.cpp, ngtcp2's callbacks in doq_client_callbacks.cpp.
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -363,53 +363,6 @@ void doq_client::receive(request& r, bool fin, std::span<const std::uint8_t> dat
     return;
   }
   count_on_connection(tally_, on_answer(r.id, r.answer.message(), now_, 0, arrived_), now_);
-}
-
-// ngtcp2's stream callbacks.
-
-int doq_client::on_stream_data(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id,
-                               std::uint64_t, const std::uint8_t* data, std::size_t size,
-                               void* user_data, void* stream_user_data) {
-  auto& self = *static_cast<doq_client*>(user_data);
-  ngtcp2_conn_extend_max_stream_offset(conn, stream_id, size);
-  ngtcp2_conn_extend_max_offset(conn, size);
-  if (stream_user_data == nullptr) return 0;
-  self.receive(*static_cast<request*>(stream_user_data), (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0,
-               {data, size});
-  return 0;
-}
-
-int doq_client::on_stream_reset(ngtcp2_conn*, std::int64_t, std::uint64_t,
-                                std::uint64_t app_error_code, void* user_data,
-                                void* stream_user_data) {
-  auto& self = *static_cast<doq_client*>(user_data);
-  auto* r = static_cast<request*>(stream_user_data);
-  if (r == nullptr || r->done) return 0;
-  r->done = true;
-  self.fail_exchange(r->id, self.now_, "stream_reset_" + doq_error_name(app_error_code),
-                     exchange_layer::quic);
-  return 0;
-}
-
-int doq_client::on_stream_close(ngtcp2_conn* conn, std::uint32_t, std::int64_t stream_id,
-                                std::uint64_t app_error_code, void* user_data,
-                                void* stream_user_data) {
-  auto& self = *static_cast<doq_client*>(user_data);
-  auto* r = static_cast<request*>(stream_user_data);
-  if (r == nullptr) return 0;
-  if (self.tally_.counted) {
-    self.quic().stream_packets_lost += ngtcp2_conn_get_stream_loss_count(conn, stream_id);
-  }
-  if (!r->done) {
-    // Closed without an answer or a reset of its own (STOP_SENDING, then our side reset).
-    r->done = true;
-    self.fail_exchange(r->id, self.now_, "stream_closed_" + doq_error_name(app_error_code),
-                       exchange_layer::quic);
-  }
-  std::erase(self.send_queue_, r);
-  std::erase(self.blocked_, r);
-  self.free_request(*r);
-  return 0;
 }
 
 }  // namespace dnstransport::detail

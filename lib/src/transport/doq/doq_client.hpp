@@ -8,8 +8,9 @@
 // query gets a bidirectional stream: [length][id 0][rest of the query] and FIN (RFC 9250,
 // section 4.2); its answer is matched by stream, and the question is still checked. The
 // connection's life cycle is in doq_client_connection.cpp (connect, handshake, 0-RTT, the
-// server closing, our close), the queries' I/O and ngtcp2's stream callbacks in
-// doq_client.cpp.
+// server closing, our close), the queries' I/O in doq_client.cpp, ngtcp2's and GnuTLS's
+// callbacks in doq_client_callbacks.cpp, and what the engine calls (start, tick, abandon)
+// with ngtcp2's timer in doq_client_tick.cpp.
 //
 // Accounting: an answer ends its query in the usual buckets; a stream the server resets, or
 // ends without one whole message, ends it in quic_failed by cause; the queries a connection
@@ -64,7 +65,7 @@ class doq_client final : public client_base {
 
   enum class conn_state { idle, handshaking, established };
 
-  // The connection's life cycle (doq_client_connection.cpp).
+  // The connection's life cycle (doq_client_connection.cpp; its timer in doq_client_tick.cpp).
   void connect(std::uint64_t now);
   // The client's connected UDP socket, opened for its first connection and kept; the errno
   // of what failed.
@@ -126,7 +127,7 @@ class doq_client final : public client_base {
   request& new_request();
   void free_request(request& r) noexcept;
 
-  // ngtcp2's callbacks; user_data is the client.
+  // ngtcp2's callbacks (doq_client_callbacks.cpp); user_data is the client.
   static int on_handshake_completed(ngtcp2_conn* conn, void* user_data);
   static int on_stream_data(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id,
                             std::uint64_t offset, const std::uint8_t* data, std::size_t size,
