@@ -31,7 +31,7 @@ static_assert(receive_batch < worker::scratch_count);
 void doq_client::wait_readable() {
   if (waiting_read_ || state_ == conn_state::idle) return;
   waiting_read_ = true;
-  socket_.async_wait(true, generation_);
+  socket_->async_wait(true, generation_);
 }
 
 void doq_client::read_ready(std::uint64_t generation, bool ok) {
@@ -43,7 +43,6 @@ void doq_client::read_ready(std::uint64_t generation, bool ok) {
 
 void doq_client::on_readable() {
   const output_round round(*this);
-  const int fd = socket_.native_handle();
   std::array<mmsghdr, receive_batch> msgs{};
   std::array<iovec, receive_batch> iov{};
   std::array<receive_stamp_space, receive_batch> stamps;
@@ -60,10 +59,9 @@ void doq_client::on_readable() {
       msgs[i].msg_hdr.msg_control = stamps[i].data;
       msgs[i].msg_hdr.msg_controllen = sizeof stamps[i].data;
     }
-    const int n = recvmmsg(fd, msgs.data(), receive_batch, MSG_DONTWAIT, nullptr);
-    syscalls().count(n);
+    const int n = socket_->receive(msgs);
     if (n < 0) {
-      const int error = errno;
+      const int error = -n;
       if (error == EINTR) continue;
       if (error == EAGAIN || error == EWOULDBLOCK) break;
       // A pending ICMP error (ECONNREFUSED: nothing listens on the port) is reported once.
@@ -318,11 +316,9 @@ void doq_client::send_packets(std::span<const iovec> packets) {
   std::size_t done = 0;
   std::size_t sent_packets = 0;
   while (done < messages) {
-    const int n = sendmmsg(socket_.native_handle(), msgs.data() + done,
-                           static_cast<unsigned>(messages - done), 0);
-    syscalls().count(n);
+    const int n = socket_->send({msgs.data() + done, messages - done});
     if (n < 0) {
-      const int error = errno;
+      const int error = -n;
       if (error == EINTR) continue;
       // A full socket buffer or an ICMP error loses these packets as the network would;
       // QUIC's loss recovery sends them again.

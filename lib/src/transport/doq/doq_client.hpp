@@ -36,6 +36,7 @@
 #include "engine/engine.hpp"
 #include "message/doq_stream_reader.hpp"
 #include "transport/doq/doq_transport.hpp"
+#include "transport/udp/datagram_socket.hpp"
 
 namespace dnstransport::detail {
 
@@ -67,8 +68,8 @@ class doq_client final : public client_base {
 
   // The connection's life cycle (doq_client_connection.cpp; its timer in doq_client_tick.cpp).
   void connect(std::uint64_t now);
-  // The client's connected UDP socket, opened for its first connection and kept; the errno
-  // of what failed.
+  // The client's connected UDP socket, opened for its first connection and kept; 0 or the
+  // errno of what failed.
   int open_socket();
   bool create_connection(std::uint64_t now);
   // The handshake completed (from ngtcp2's callback): counted, 0-RTT judged.
@@ -165,7 +166,7 @@ class doq_client final : public client_base {
   };
 
   const doq_transport& transport_;
-  watched_socket socket_;
+  std::unique_ptr<datagram_socket> socket_;  // from the transport's factory
   boost::asio::steady_timer timer_;
   ngtcp2_conn* conn_ = nullptr;
   gnutls_session_t session_ = nullptr;

@@ -15,8 +15,6 @@
 #include "transport/doq/doq_client.hpp"
 #include "transport/doq/doq_codes.hpp"
 #include "util/clock.hpp"
-#include "util/receive_time.hpp"
-#include "util/socket_util.hpp"
 
 namespace dnstransport::detail {
 
@@ -31,20 +29,15 @@ constexpr std::uint64_t idle_timeout_ns = 30ull * 1'000'000'000u;
 }  // namespace
 
 int doq_client::open_socket() {
-  if (socket_.is_open()) return 0;
+  if (socket_->is_open()) return 0;
   const run_plan& p = plan();
   const boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
   std::optional<boost::asio::ip::address> source;
   if (!p.sources.empty()) source = p.sources[index_ % p.sources.size()];
-  const int fd = open_connected_udp(server, source, syscalls());
-  if (fd < 0) return -fd;
-  if (const int error = socket_.assign(fd); error != 0) return error;
-  enlarge_socket_buffers(socket_.native_handle());
-  // Answers are timed by when their packet arrived, not when the client came to read it.
-  enable_receive_stamps(socket_.native_handle());
-  socklen_t size = sizeof local_;
-  getsockname(socket_.native_handle(), reinterpret_cast<sockaddr*>(&local_), &size);
-  syscalls().count_calls(4);  // three setsockopt, getsockname
+  // With the kernel's receive stamps: answers are timed by when their packet arrived, not
+  // when the client came to read it.
+  if (const int error = socket_->open(server, source); error != 0) return error;
+  const socklen_t size = socket_->local_address(local_);
   path_.local = {reinterpret_cast<sockaddr*>(&local_), size};
   std::memcpy(&remote_, server.data(), server.size());
   path_.remote = {reinterpret_cast<sockaddr*>(&remote_), static_cast<socklen_t>(server.size())};
@@ -333,7 +326,7 @@ void doq_client::end_connection() {
   blocked_.clear();
   resend_.clear();
   // The socket stays for the next connection; a wait on it belongs to this one.
-  if (waiting_read_) socket_.cancel();
+  if (waiting_read_) socket_->cancel();
   if (timer_at_ != 0) timer_.cancel();
   timer_at_ = 0;
   waiting_read_ = false;

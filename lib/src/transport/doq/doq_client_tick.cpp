@@ -13,8 +13,10 @@ doq_client::doq_client(worker& owner, unsigned index, std::uint64_t quota,
                        const doq_transport& transport)
     : client_base(owner, index, quota),
       transport_(transport),
-      socket_(owner.readiness(),
-              [this](bool, std::uint64_t generation, bool ok) { read_ready(generation, ok); }),
+      socket_(transport.make_socket(
+          owner.readiness(),
+          [this](bool, std::uint64_t generation, bool ok) { read_ready(generation, ok); },
+          owner.syscalls())),
       timer_(owner.io()) {}
 
 doq_client::~doq_client() {
