@@ -22,6 +22,7 @@
 #include <span>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/ip/udp.hpp>
@@ -100,11 +101,21 @@ class doq_listener final : public thread_listener {
   // Forgets a connection that is over: its IDs and the listener's reference.
   void remove(doq_connection& connection);
 
+  // One datagram read from the socket, from `remote` to `local`: to its connection, a new
+  // one, or answered or dropped (on_readable; tests/support/scripted_quic.cpp hands them
+  // over with no socket). May throw (memory): the caller drops the datagram.
+  void on_datagram(std::span<const std::uint8_t> datagram, const sockaddr_storage& local,
+                   socklen_t local_size, const sockaddr_storage& remote, socklen_t remote_size);
+  // The end of a batch of datagrams: each connection that read some sends
+  // (doq_connection::flush).
+  void flush();
+  // Where the packets go instead of the socket: a test's in-memory clients.
+  using packet_sink = std::function<void(std::span<const doq_packet> packets)>;
+  void send_to(packet_sink sink) { sink_ = std::move(sink); }
+
  private:
   void wait();
   void on_readable();
-  void on_datagram(std::span<const std::uint8_t> datagram, const sockaddr_storage& local,
-                   socklen_t local_size, const sockaddr_storage& remote, socklen_t remote_size);
   // on_datagram's steps. Each is inline and defined in server_doq.cpp, where its one caller
   // is, so that the compiler can put it in place.
   // The datagram's version and connection IDs; false when it is for no connection: a
@@ -151,8 +162,6 @@ class doq_listener final : public thread_listener {
   void dropped();
   // Room for the destination address of a datagram (IP_PKTINFO or IPV6_PKTINFO).
   static constexpr std::size_t control_size = CMSG_SPACE(sizeof(in6_pktinfo));
-  // Lets each connection that read datagrams of the last batch send (doq_connection::flush).
-  void flush();
 
   server_thread& thread_;
   const doq_context& context_;
@@ -168,6 +177,7 @@ class doq_listener final : public thread_listener {
   std::vector<std::shared_ptr<doq_connection>> to_flush_;  // read in this batch, to send
   std::vector<std::uint8_t> in_;
   std::vector<std::uint8_t> out_;
+  packet_sink sink_;  // empty: the socket
 };
 
 }  // namespace dnstransport::detail

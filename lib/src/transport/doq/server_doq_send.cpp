@@ -35,6 +35,10 @@ std::span<std::uint8_t> doq_listener::packet_buffer(std::size_t count, std::size
 }
 
 void doq_listener::send(std::span<const doq_packet> packets) {
+  if (sink_) {
+    sink_(packets);
+    return;
+  }
   constexpr std::size_t batch = 64;
   std::array<mmsghdr, batch> messages{};
   std::array<iovec, batch> iov{};
