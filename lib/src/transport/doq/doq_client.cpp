@@ -21,10 +21,8 @@ namespace dnstransport::detail {
 
 namespace {
 
-constexpr unsigned receive_batch = 16;
 // The outbox's packets are written one after another into one scratch buffer.
 constexpr std::size_t packet_room = 1452;
-static_assert(receive_batch < worker::scratch_count);
 
 }  // namespace
 
@@ -42,6 +40,7 @@ void doq_client::read_ready(std::uint64_t generation, bool ok) {
 }
 
 void doq_client::on_readable() {
+  static_assert(receive_batch < worker::scratch_count);  // the last one is the outbox's
   const output_round round(*this);
   std::array<mmsghdr, receive_batch> msgs{};
   std::array<iovec, receive_batch> iov{};

@@ -208,6 +208,7 @@ class doq_client final : public client_base {
   bool waiting_read_ = false;
   unsigned failed_in_a_row_ = 0;
 
+  static constexpr unsigned receive_batch = 16;  // datagrams per recvmmsg
   // Packets made but not sent yet, back to back in the worker's last scratch buffer.
   static constexpr unsigned send_batch = 32;  // packets per sendmmsg
   std::array<iovec, send_batch> outbox_{};
