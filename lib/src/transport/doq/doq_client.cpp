@@ -1,7 +1,7 @@
 // The DoQ client's queries: readiness, reading datagrams into ngtcp2, opening a stream per
 // query and handing ngtcp2 the query's octets, sending the packets it makes in batches, and
-// ngtcp2's stream callbacks that end each query. The class is in doq_client.hpp, its
-// connection life cycle in doq_client_connection.cpp.
+// an answer's octets read on its stream. The class is in doq_client.hpp, its connection life
+// cycle in doq_client_connection.cpp, ngtcp2's callbacks in doq_client_callbacks.cpp.
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -21,17 +21,15 @@ namespace dnstransport::detail {
 
 namespace {
 
-constexpr unsigned receive_batch = 16;
 // The outbox's packets are written one after another into one scratch buffer.
 constexpr std::size_t packet_room = 1452;
-static_assert(receive_batch < worker::scratch_count);
 
 }  // namespace
 
 void doq_client::wait_readable() {
   if (waiting_read_ || state_ == conn_state::idle) return;
   waiting_read_ = true;
-  socket_.async_wait(true, generation_);
+  socket_->async_wait(true, generation_);
 }
 
 void doq_client::read_ready(std::uint64_t generation, bool ok) {
@@ -42,8 +40,8 @@ void doq_client::read_ready(std::uint64_t generation, bool ok) {
 }
 
 void doq_client::on_readable() {
+  static_assert(receive_batch < worker::scratch_count);  // the last one is the outbox's
   const output_round round(*this);
-  const int fd = socket_.native_handle();
   std::array<mmsghdr, receive_batch> msgs{};
   std::array<iovec, receive_batch> iov{};
   std::array<receive_stamp_space, receive_batch> stamps;
@@ -60,10 +58,9 @@ void doq_client::on_readable() {
       msgs[i].msg_hdr.msg_control = stamps[i].data;
       msgs[i].msg_hdr.msg_controllen = sizeof stamps[i].data;
     }
-    const int n = recvmmsg(fd, msgs.data(), receive_batch, MSG_DONTWAIT, nullptr);
-    syscalls().count(n);
+    const int n = socket_->receive(msgs);
     if (n < 0) {
-      const int error = errno;
+      const int error = -n;
       if (error == EINTR) continue;
       if (error == EAGAIN || error == EWOULDBLOCK) break;
       // A pending ICMP error (ECONNREFUSED: nothing listens on the port) is reported once.
@@ -318,11 +315,9 @@ void doq_client::send_packets(std::span<const iovec> packets) {
   std::size_t done = 0;
   std::size_t sent_packets = 0;
   while (done < messages) {
-    const int n = sendmmsg(socket_.native_handle(), msgs.data() + done,
-                           static_cast<unsigned>(messages - done), 0);
-    syscalls().count(n);
+    const int n = socket_->send({msgs.data() + done, messages - done});
     if (n < 0) {
-      const int error = errno;
+      const int error = -n;
       if (error == EINTR) continue;
       // A full socket buffer or an ICMP error loses these packets as the network would;
       // QUIC's loss recovery sends them again.
@@ -363,53 +358,6 @@ void doq_client::receive(request& r, bool fin, std::span<const std::uint8_t> dat
     return;
   }
   count_on_connection(tally_, on_answer(r.id, r.answer.message(), now_, 0, arrived_), now_);
-}
-
-// ngtcp2's stream callbacks.
-
-int doq_client::on_stream_data(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id,
-                               std::uint64_t, const std::uint8_t* data, std::size_t size,
-                               void* user_data, void* stream_user_data) {
-  auto& self = *static_cast<doq_client*>(user_data);
-  ngtcp2_conn_extend_max_stream_offset(conn, stream_id, size);
-  ngtcp2_conn_extend_max_offset(conn, size);
-  if (stream_user_data == nullptr) return 0;
-  self.receive(*static_cast<request*>(stream_user_data), (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0,
-               {data, size});
-  return 0;
-}
-
-int doq_client::on_stream_reset(ngtcp2_conn*, std::int64_t, std::uint64_t,
-                                std::uint64_t app_error_code, void* user_data,
-                                void* stream_user_data) {
-  auto& self = *static_cast<doq_client*>(user_data);
-  auto* r = static_cast<request*>(stream_user_data);
-  if (r == nullptr || r->done) return 0;
-  r->done = true;
-  self.fail_exchange(r->id, self.now_, "stream_reset_" + doq_error_name(app_error_code),
-                     exchange_layer::quic);
-  return 0;
-}
-
-int doq_client::on_stream_close(ngtcp2_conn* conn, std::uint32_t, std::int64_t stream_id,
-                                std::uint64_t app_error_code, void* user_data,
-                                void* stream_user_data) {
-  auto& self = *static_cast<doq_client*>(user_data);
-  auto* r = static_cast<request*>(stream_user_data);
-  if (r == nullptr) return 0;
-  if (self.tally_.counted) {
-    self.quic().stream_packets_lost += ngtcp2_conn_get_stream_loss_count(conn, stream_id);
-  }
-  if (!r->done) {
-    // Closed without an answer or a reset of its own (STOP_SENDING, then our side reset).
-    r->done = true;
-    self.fail_exchange(r->id, self.now_, "stream_closed_" + doq_error_name(app_error_code),
-                       exchange_layer::quic);
-  }
-  std::erase(self.send_queue_, r);
-  std::erase(self.blocked_, r);
-  self.free_request(*r);
-  return 0;
 }
 
 }  // namespace dnstransport::detail

@@ -8,8 +8,9 @@
 // query gets a bidirectional stream: [length][id 0][rest of the query] and FIN (RFC 9250,
 // section 4.2); its answer is matched by stream, and the question is still checked. The
 // connection's life cycle is in doq_client_connection.cpp (connect, handshake, 0-RTT, the
-// server closing, our close), the queries' I/O and ngtcp2's stream callbacks in
-// doq_client.cpp.
+// server closing, our close), the queries' I/O in doq_client.cpp, ngtcp2's and GnuTLS's
+// callbacks in doq_client_callbacks.cpp, and what the engine calls (start, tick, abandon)
+// with ngtcp2's timer in doq_client_tick.cpp.
 //
 // Accounting: an answer ends its query in the usual buckets; a stream the server resets, or
 // ends without one whole message, ends it in quic_failed by cause; the queries a connection
@@ -35,6 +36,7 @@
 #include "engine/engine.hpp"
 #include "message/doq_stream_reader.hpp"
 #include "transport/doq/doq_transport.hpp"
+#include "transport/udp/datagram_socket.hpp"
 
 namespace dnstransport::detail {
 
@@ -64,10 +66,10 @@ class doq_client final : public client_base {
 
   enum class conn_state { idle, handshaking, established };
 
-  // The connection's life cycle (doq_client_connection.cpp).
+  // The connection's life cycle (doq_client_connection.cpp; its timer in doq_client_tick.cpp).
   void connect(std::uint64_t now);
-  // The client's connected UDP socket, opened for its first connection and kept; the errno
-  // of what failed.
+  // The client's connected UDP socket, opened for its first connection and kept; 0 or the
+  // errno of what failed.
   int open_socket();
   bool create_connection(std::uint64_t now);
   // The handshake completed (from ngtcp2's callback): counted, 0-RTT judged.
@@ -126,7 +128,7 @@ class doq_client final : public client_base {
   request& new_request();
   void free_request(request& r) noexcept;
 
-  // ngtcp2's callbacks; user_data is the client.
+  // ngtcp2's callbacks (doq_client_callbacks.cpp); user_data is the client.
   static int on_handshake_completed(ngtcp2_conn* conn, void* user_data);
   static int on_stream_data(ngtcp2_conn* conn, std::uint32_t flags, std::int64_t stream_id,
                             std::uint64_t offset, const std::uint8_t* data, std::size_t size,
@@ -164,7 +166,7 @@ class doq_client final : public client_base {
   };
 
   const doq_transport& transport_;
-  watched_socket socket_;
+  std::unique_ptr<datagram_socket> socket_;  // from the transport's factory
   boost::asio::steady_timer timer_;
   ngtcp2_conn* conn_ = nullptr;
   gnutls_session_t session_ = nullptr;
@@ -206,6 +208,7 @@ class doq_client final : public client_base {
   bool waiting_read_ = false;
   unsigned failed_in_a_row_ = 0;
 
+  static constexpr unsigned receive_batch = 16;  // datagrams per recvmmsg
   // Packets made but not sent yet, back to back in the worker's last scratch buffer.
   static constexpr unsigned send_batch = 32;  // packets per sendmmsg
   std::array<iovec, send_batch> outbox_{};

@@ -1,13 +1,11 @@
-// The DoQ client's connection life cycle: a new UDP socket and ngtcp2 connection (with the
+// The DoQ client's connection life cycle: its UDP socket, a new ngtcp2 connection (with the
 // newest ticket, and 0-RTT when allowed), the handshake, failed set-ups, the server ending
 // the connection, our close, and what a connection leaves behind (its ticket, ngtcp2's
 // statistics). The class is in doq_client.hpp.
 
-#include <gnutls/crypto.h>
 #include <netinet/in.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -17,8 +15,6 @@
 #include "transport/doq/doq_client.hpp"
 #include "transport/doq/doq_codes.hpp"
 #include "util/clock.hpp"
-#include "util/receive_time.hpp"
-#include "util/socket_util.hpp"
 
 namespace dnstransport::detail {
 
@@ -32,106 +28,16 @@ constexpr std::uint64_t idle_timeout_ns = 30ull * 1'000'000'000u;
 
 }  // namespace
 
-doq_client::doq_client(worker& owner, unsigned index, std::uint64_t quota,
-                       const doq_transport& transport)
-    : client_base(owner, index, quota),
-      transport_(transport),
-      socket_(owner.readiness(),
-              [this](bool, std::uint64_t generation, bool ok) { read_ready(generation, ok); }),
-      timer_(owner.io()) {}
-
-doq_client::~doq_client() {
-  if (conn_ != nullptr) ngtcp2_conn_del(conn_);
-  if (session_ != nullptr) gnutls_deinit(session_);
-}
-
-void doq_client::start() {
-  const output_round round(*this);
-  const std::uint64_t now = monotonic_ns();
-  if (send_allowance(now) > 0) connect(now);
-}
-
-void doq_client::tick(std::uint64_t now) {
-  const output_round round(*this);
-  if (state_ == conn_state::handshaking) {
-    if (!may_send(now) && slots_.empty()) {
-      close(true);
-      return;
-    }
-    expire(now);
-    cancel_expired();
-    if (now - tally_.started_ns >= plan().timeout_ns) {
-      fail_connection("quic_handshake_timeout", "DoQ handshake: no answer within the timeout");
-    }
-    return;
-  }
-  if (state_ == conn_state::established) {
-    expire(now);
-    cancel_expired();
-    if (!may_send(now) && slots_.empty()) {
-      close(true);
-      return;
-    }
-    if (connection_done()) {
-      close(true);
-      if (send_allowance(now) > 0) connect(now);
-      return;
-    }
-    if (const std::uint64_t idle = transport_.settings().idle_timeout_ns;
-        idle != 0 && close_if_idle(now, idle)) {
-      if (tally_.counted) ++connections().closed_idle;
-      return;
-    }
-    // A server that never grants more streams than its first limit (Knot DNS 3.2 allows
-    // 100 per connection) would leave the queries waiting for good: once nothing is in
-    // flight and no MAX_STREAMS came for 3 PTOs, the connection is replaced. A server that
-    // has raised the limit before is only slow to raise it again (its credit for answered
-    // streams comes a round trip or an ACK delay after the answers): it is waited for.
-    if (!streams_raised_ && ngtcp2_conn_get_streams_bidi_left(conn_) == 0 && slots_.empty() &&
-        (send_allowance(now) > 0 || !resend_.empty())) {
-      if (starved_since_ == 0) {
-        starved_since_ = now;
-      } else if (now - starved_since_ >= 3 * ngtcp2_conn_get_pto(conn_)) {
-        if (tally_.counted) ++quic().streams_exhausted;
-        close(true);
-        connect(now);
-        return;
-      }
-    } else {
-      starved_since_ = 0;
-    }
-    fill(now);
-    write(now);
-    return;
-  }
-  if (send_allowance(now) > 0) connect(now);
-}
-
-void doq_client::abandon() {
-  fail_in_flight(true);
-  if (state_ != conn_state::idle) close(true);
-}
-
-bool doq_client::connection_done() const noexcept {
-  const std::uint64_t limit = transport_.settings().queries_per_connection;
-  return limit != 0 && tally_.sent >= limit && slots_.empty();
-}
-
 int doq_client::open_socket() {
-  if (socket_.is_open()) return 0;
+  if (socket_->is_open()) return 0;
   const run_plan& p = plan();
   const boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
   std::optional<boost::asio::ip::address> source;
   if (!p.sources.empty()) source = p.sources[index_ % p.sources.size()];
-  const int fd = open_connected_udp(server, source, syscalls());
-  if (fd < 0) return -fd;
-  if (const int error = socket_.assign(fd); error != 0) return error;
-  enlarge_socket_buffers(socket_.native_handle());
-  // Answers are timed by when their packet arrived, not when the client came to read it.
-  enable_receive_stamps(socket_.native_handle());
-  socklen_t size = sizeof local_;
-  getsockname(socket_.native_handle(), reinterpret_cast<sockaddr*>(&local_), &size);
-  syscalls().count_calls(4);  // three setsockopt, getsockname
+  // With the kernel's receive stamps: answers are timed by when their packet arrived, not
+  // when the client came to read it.
+  if (const int error = socket_->open(server, source); error != 0) return error;
+  const socklen_t size = socket_->local_address(local_);
   path_.local = {reinterpret_cast<sockaddr*>(&local_), size};
   std::memcpy(&remote_, server.data(), server.size());
   path_.remote = {reinterpret_cast<sockaddr*>(&remote_), static_cast<socklen_t>(server.size())};
@@ -420,7 +326,7 @@ void doq_client::end_connection() {
   blocked_.clear();
   resend_.clear();
   // The socket stays for the next connection; a wait on it belongs to this one.
-  if (waiting_read_) socket_.cancel();
+  if (waiting_read_) socket_->cancel();
   if (timer_at_ != 0) timer_.cancel();
   timer_at_ = 0;
   waiting_read_ = false;
@@ -444,119 +350,6 @@ void doq_client::take_ticket() {
   ticket_parameters_.version_info_present = 0;
   ticket_parameters_.version_info = {};
   have_ticket_ = true;
-}
-
-void doq_client::arm_timer() {
-  if (conn_ == nullptr) return;
-  const std::uint64_t at = ngtcp2_conn_get_expiry(conn_);
-  // ngtcp2's expiry moves with nearly every packet, mostly later. Re-arming each time cost a
-  // timerfd_settime system call per packet (a third of the client's CPU on persistent
-  // connections), so a timer already due no later stays: when it fires early, on_timer
-  // finds nothing expired and arms it for the expiry then.
-  if (at == UINT64_MAX || (timer_at_ != 0 && timer_at_ <= at)) return;
-  timer_at_ = at;
-  const std::uint64_t now = monotonic_ns();
-  timer_.expires_after(std::chrono::nanoseconds(at > now ? at - now : 0));
-  timer_.async_wait([this, generation = generation_](const boost::system::error_code& ec) {
-    if (ec || generation != generation_) return;
-    count_wakeup();
-    timer_at_ = 0;
-    on_timer();
-  });
-}
-
-void doq_client::on_timer() {
-  if (conn_ == nullptr) return;
-  const output_round round(*this);
-  const std::uint64_t now = monotonic_ns();
-  if (ngtcp2_conn_get_expiry(conn_) > now) {
-    arm_timer();
-    return;
-  }
-  if (const int result = ngtcp2_conn_handle_expiry(conn_, now); result != 0) {
-    connection_broke(result);
-    return;
-  }
-  fill_and_write(now);
-}
-
-// ngtcp2's connection-level callbacks.
-
-ngtcp2_conn* doq_client::connection_of(ngtcp2_crypto_conn_ref* ref) {
-  return static_cast<doq_client*>(ref->user_data)->conn_;
-}
-
-void doq_client::random(std::uint8_t* dest, std::size_t size, const ngtcp2_rand_ctx*) {
-  gnutls_rnd(GNUTLS_RND_NONCE, dest, size);
-}
-
-int doq_client::on_new_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, std::uint8_t* token,
-                                     std::size_t size, void*) {
-  cid->datalen = size;
-  random(cid->data, size, nullptr);
-  random(token, NGTCP2_STATELESS_RESET_TOKENLEN, nullptr);
-  return 0;
-}
-
-int doq_client::on_handshake_completed(ngtcp2_conn*, void* user_data) {
-  return static_cast<doq_client*>(user_data)->handshake_completed();
-}
-
-int doq_client::on_recv_retry(ngtcp2_conn* conn, const ngtcp2_pkt_hd* header, void* user_data) {
-  auto& self = *static_cast<doq_client*>(user_data);
-  if (self.tally_.counted) ++self.quic().retries;
-  return ngtcp2_crypto_recv_retry_cb(conn, header, user_data);
-}
-
-int doq_client::on_streams_raised(ngtcp2_conn*, std::uint64_t max_streams, void* user_data) {
-  auto& self = *static_cast<doq_client*>(user_data);
-  // The first call carries the server's initial limit; a later, higher one is MAX_STREAMS.
-  if (self.streams_limit_ != 0 && max_streams > self.streams_limit_) self.streams_raised_ = true;
-  self.streams_limit_ = std::max(self.streams_limit_, max_streams);
-  return 0;
-}
-
-int doq_client::on_stateless_reset(ngtcp2_conn*, const ngtcp2_pkt_stateless_reset*,
-                                   void* user_data) {
-  auto& self = *static_cast<doq_client*>(user_data);
-  self.stateless_reset_ = true;
-  if (self.tally_.counted) ++self.quic().stateless_resets;
-  return 0;
-}
-
-int doq_client::on_ticket(gnutls_session_t session, unsigned int, unsigned int, unsigned int,
-                          const gnutls_datum_t*) {
-  auto* ref = static_cast<ngtcp2_crypto_conn_ref*>(gnutls_session_get_ptr(session));
-  auto& self = *static_cast<doq_client*>(ref->user_data);
-  if (self.transport_.settings().resume) self.take_ticket();
-  return 0;
-}
-
-const ngtcp2_callbacks& doq_client::callbacks() {
-  static const ngtcp2_callbacks table = [] {
-    ngtcp2_callbacks c{};
-    c.client_initial = ngtcp2_crypto_client_initial_cb;
-    c.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
-    c.handshake_completed = &doq_client::on_handshake_completed;
-    c.encrypt = ngtcp2_crypto_encrypt_cb;
-    c.decrypt = ngtcp2_crypto_decrypt_cb;
-    c.hp_mask = ngtcp2_crypto_hp_mask_cb;
-    c.recv_stream_data = &doq_client::on_stream_data;
-    c.stream_close = &doq_client::on_stream_close;
-    c.recv_retry = &doq_client::on_recv_retry;
-    c.rand = &doq_client::random;
-    c.get_new_connection_id = &doq_client::on_new_connection_id;
-    c.update_key = ngtcp2_crypto_update_key_cb;
-    c.stream_reset = &doq_client::on_stream_reset;
-    c.recv_stateless_reset = &doq_client::on_stateless_reset;
-    c.extend_max_local_streams_bidi = &doq_client::on_streams_raised;
-    c.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
-    c.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
-    c.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
-    c.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
-    return c;
-  }();
-  return table;
 }
 
 }  // namespace dnstransport::detail

@@ -25,8 +25,10 @@ tls_client_options quic_tls_options(const tls_client_options& tls) {
 
 }  // namespace
 
-doq_transport::doq_transport(const doq_settings& settings, const tls_client_options& tls)
+doq_transport::doq_transport(const doq_settings& settings, const tls_client_options& tls,
+                             datagram_socket_factory sockets)
     : settings_(settings),
+      sockets_(std::move(sockets)),
       setup_(load_gnutls_client_setup(quic_tls_options(tls))),
       sni_(is_ip_literal(tls.server_name) ? std::string() : tls.server_name),
       verify_(tls.verify) {}

@@ -17,6 +17,7 @@
 #include <dnstransport/tls.hpp>
 
 #include "engine/engine.hpp"
+#include "transport/udp/datagram_socket.hpp"
 
 namespace dnstransport::detail {
 
@@ -35,8 +36,10 @@ struct doq_settings {
 class doq_transport final : public client_transport {
  public:
   // TLS 1.3 only, ALPN "doq"; the rest (trust anchors, verification, SNI, priority) from
-  // `tls`. Throws setup_error naming what cannot be loaded.
-  doq_transport(const doq_settings& settings, const tls_client_options& tls);
+  // `tls`. `sockets`: what each client's socket is; UDP sockets unless a test scripts them.
+  // Throws setup_error naming what cannot be loaded.
+  doq_transport(const doq_settings& settings, const tls_client_options& tls,
+                datagram_socket_factory sockets = make_udp_socket);
   ~doq_transport() override;
   doq_transport(const doq_transport&) = delete;
   doq_transport& operator=(const doq_transport&) = delete;
@@ -45,6 +48,12 @@ class doq_transport final : public client_transport {
                                            std::uint64_t quota) const override;
 
   const doq_settings& settings() const noexcept { return settings_; }
+  // A client's socket (not open yet).
+  std::unique_ptr<datagram_socket> make_socket(readiness_set& readiness,
+                                               datagram_socket::ready_callback on_ready,
+                                               syscall_counter& syscalls) const {
+    return sockets_(readiness, std::move(on_ready), syscalls);
+  }
 
   // A client session set up for QUIC (server name, verification, ALPN, early data allowed).
   // Null when GnuTLS cannot allocate one.
@@ -52,6 +61,7 @@ class doq_transport final : public client_transport {
 
  private:
   doq_settings settings_;
+  datagram_socket_factory sockets_;
   std::shared_ptr<const shared_setup> setup_;
   std::string sni_;
   bool verify_ = false;

@@ -8,8 +8,10 @@
 // datagram goes to the connection its destination connection ID names, a client's first
 // Initial starts a new one, an unknown QUIC version gets a Version Negotiation packet, a
 // short-header packet for an unknown connection a stateless reset, and anything else is
-// dropped and counted. A connection is server_doq_connection.cpp.
+// dropped and counted. The socket and the routing are in server_doq.cpp, what the listener
+// sends in server_doq_send.cpp; a connection is server_doq_connection.cpp.
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -20,6 +22,7 @@
 #include <span>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/ip/udp.hpp>
@@ -29,6 +32,8 @@
 struct ngtcp2_cid;
 struct ngtcp2_pkt_hd;
 struct ngtcp2_addr;
+struct ngtcp2_path;
+struct ngtcp2_version_cid;
 
 namespace dnstransport::detail {
 
@@ -96,11 +101,50 @@ class doq_listener final : public thread_listener {
   // Forgets a connection that is over: its IDs and the listener's reference.
   void remove(doq_connection& connection);
 
+  // One datagram read from the socket, from `remote` to `local`: to its connection, a new
+  // one, or answered or dropped (on_readable; tests/support/scripted_quic.cpp hands them
+  // over with no socket). May throw (memory): the caller drops the datagram.
+  void on_datagram(std::span<const std::uint8_t> datagram, const sockaddr_storage& local,
+                   socklen_t local_size, const sockaddr_storage& remote, socklen_t remote_size);
+  // The end of a batch of datagrams: each connection that read some sends
+  // (doq_connection::flush).
+  void flush();
+  // Where the packets go instead of the socket: a test's in-memory clients.
+  using packet_sink = std::function<void(std::span<const doq_packet> packets)>;
+  void send_to(packet_sink sink) { sink_ = std::move(sink); }
+
  private:
   void wait();
   void on_readable();
-  void on_datagram(std::span<const std::uint8_t> datagram, const sockaddr_storage& local,
-                   socklen_t local_size, const sockaddr_storage& remote, socklen_t remote_size);
+  // on_datagram's steps. Each is inline and defined in server_doq.cpp, where its one caller
+  // is, so that the compiler can put it in place.
+  // The datagram's version and connection IDs; false when it is for no connection: a
+  // version other than v1 (answered with Version Negotiation) or no QUIC packet (dropped).
+  inline bool read_ids(std::span<const std::uint8_t> datagram, ngtcp2_version_cid& ids,
+                       const sockaddr_storage& local, socklen_t local_size,
+                       const sockaddr_storage& remote, socklen_t remote_size);
+  // The connection an ID of `connection` routes to; null (dropped) when it is no longer kept.
+  inline std::shared_ptr<doq_connection> owner_of(doq_connection* connection);
+  // A new connection for a datagram with an ID of no connection: a client's first Initial,
+  // after a Retry when doq_retry asks for one. Null when there is none: a stateless reset,
+  // a Retry or nothing was sent back.
+  inline std::shared_ptr<doq_connection> accept(std::span<const std::uint8_t> datagram,
+                                                const ngtcp2_version_cid& ids,
+                                                const ngtcp2_path& path,
+                                                const sockaddr_storage& local, socklen_t local_size,
+                                                const sockaddr_storage& remote,
+                                                socklen_t remote_size);
+  // Whether an Initial's token is one of our Retry tokens, for `remote`, still good; it
+  // gives the ID of the Initial that got the Retry.
+  inline bool retry_token_valid(const ngtcp2_pkt_hd& header, const sockaddr_storage& remote,
+                                socklen_t remote_size, ngtcp2_cid& original_dcid) const;
+  inline std::shared_ptr<doq_connection> open_connection(const ngtcp2_pkt_hd& header,
+                                                         const ngtcp2_path& path,
+                                                         const ngtcp2_cid* original_dcid);
+  // The datagram to its connection, which is forgotten when over, or flushed at the end of
+  // the batch when it has something to send.
+  inline void deliver(std::shared_ptr<doq_connection> connection, const ngtcp2_path& path,
+                      std::span<const std::uint8_t> datagram);
   void send_version_negotiation(std::span<const std::uint8_t> dcid,
                                 std::span<const std::uint8_t> scid, const sockaddr_storage& local,
                                 socklen_t local_size, const sockaddr_storage& remote,
@@ -116,8 +160,8 @@ class doq_listener final : public thread_listener {
                             const sockaddr_storage& local, socklen_t local_size,
                             const sockaddr_storage& remote, socklen_t remote_size);
   void dropped();
-  // Lets each connection that read datagrams of the last batch send (doq_connection::flush).
-  void flush();
+  // Room for the destination address of a datagram (IP_PKTINFO or IPV6_PKTINFO).
+  static constexpr std::size_t control_size = CMSG_SPACE(sizeof(in6_pktinfo));
 
   server_thread& thread_;
   const doq_context& context_;
@@ -133,6 +177,7 @@ class doq_listener final : public thread_listener {
   std::vector<std::shared_ptr<doq_connection>> to_flush_;  // read in this batch, to send
   std::vector<std::uint8_t> in_;
   std::vector<std::uint8_t> out_;
+  packet_sink sink_;  // empty: the socket
 };
 
 }  // namespace dnstransport::detail

@@ -1,7 +1,8 @@
 // UDP client: one connected socket per client, so each has its own source port and the
 // kernel drops datagrams from anyone but the server. Sends and receives are batched with
-// sendmmsg/recvmmsg after a readiness wait (engine/readiness.hpp); a query goes out as two iovecs
-// (the patched id, then the pre-encoded rest), so nothing is copied per query. With coalescing
+// sendmmsg/recvmmsg after a readiness wait (engine/readiness.hpp), through the client's
+// datagram_socket (a scripted peer in tests); a query goes out as two iovecs (the patched id,
+// then the pre-encoded rest), so nothing is copied per query. With coalescing
 // (run_plan::coalesce_ns) answers take the kernel's receive time, and a read that found few
 // answers while many are in flight is followed by a short delay instead of a readiness
 // wait, so the next read finds more.
@@ -15,10 +16,10 @@
 #include <boost/asio/ip/udp.hpp>
 
 #include "transport/stream/stream_transport.hpp"
+#include "transport/udp/datagram_socket.hpp"
 #include "transport/udp/udp_transport.hpp"
 #include "util/clock.hpp"
 #include "util/receive_time.hpp"
-#include "util/socket_util.hpp"
 
 namespace dnstransport::detail {
 
@@ -28,15 +29,19 @@ constexpr unsigned batch_size = 32;
 
 class udp_client final : public client_base {
  public:
-  udp_client(worker& owner, unsigned index, std::uint64_t quota, const stream_transport* tc_retry)
+  udp_client(worker& owner, unsigned index, std::uint64_t quota, const stream_transport* tc_retry,
+             const datagram_socket_factory& sockets)
       : client_base(owner, index, quota),
-        socket_(owner.readiness(), [this](bool readable, std::uint64_t, bool ok) {
-          if (readable) {
-            read_ready(ok);
-          } else {
-            write_ready(ok);
-          }
-        }) {
+        socket_(sockets(
+            owner.readiness(),
+            [this](bool readable, std::uint64_t, bool ok) {
+              if (readable) {
+                read_ready(ok);
+              } else {
+                write_ready(ok);
+              }
+            },
+            owner.syscalls())) {
     if (tc_retry != nullptr) tc_retry_ = tc_retry->make_retry_client(owner, index, *this);
   }
 
@@ -49,9 +54,7 @@ class udp_client final : public client_base {
     const boost::asio::ip::udp::endpoint server(p.server_address, p.server_port);
     std::optional<boost::asio::ip::address> source;
     if (!p.sources.empty()) source = p.sources[index_ % p.sources.size()];
-    const int fd = open_connected_udp(server, source, syscalls());
-    const int error = fd < 0 ? -fd : socket_.assign(fd);
-    if (error != 0) {
+    if (const int error = socket_->open(server, source); error != 0) {
       connections().record_socket_error("udp socket", error);
       failed_ = true;
       // Nothing can ever be sent: the client is done (a count would otherwise never be
@@ -59,12 +62,7 @@ class udp_client final : public client_base {
       quota_ = 0;
       return;
     }
-    enlarge_socket_buffers(socket_.native_handle());
-    syscalls().count_calls(2);  // its two setsockopt
-    // Answers are timed by when they arrived, not when the client came to read them (a
-    // delayed read must not add the delay to the latency): by the kernel's stamp.
-    stamped_ = enable_receive_stamps(socket_.native_handle());
-    syscalls().count_calls(1);
+    stamped_ = socket_->stamped();
     fill(monotonic_ns());
     wait_readable();
   }
@@ -79,11 +77,11 @@ class udp_client final : public client_base {
   void abandon() override {
     if (tc_retry_) tc_retry_->abandon();
     fail_in_flight(true);
-    socket_.close();
+    socket_->close();
   }
 
  private:
-  void wait_readable() { socket_.async_wait(true); }
+  void wait_readable() { socket_->async_wait(true, 0); }
 
   void read_ready(bool ok) {
     if (!ok) return;
@@ -93,7 +91,7 @@ class udp_client final : public client_base {
 
   void wait_writable() {
     waiting_write_ = true;
-    socket_.async_wait(false);
+    socket_->async_wait(false, 0);
   }
 
   void write_ready(bool ok) {
@@ -104,7 +102,7 @@ class udp_client final : public client_base {
   }
 
   void read_delayed() override {
-    if (socket_.is_open()) on_readable();
+    if (socket_->is_open()) on_readable();
   }
 
   void on_readable() {
@@ -120,7 +118,6 @@ class udp_client final : public client_base {
 
   // Reads until the socket is drained; returns how many datagrams came.
   unsigned read_answers() {
-    const int fd = socket_.native_handle();
     std::array<mmsghdr, batch_size> msgs{};
     std::array<iovec, batch_size> iov{};
     std::array<receive_stamp_space, batch_size> stamps;
@@ -139,10 +136,9 @@ class udp_client final : public client_base {
           msgs[i].msg_hdr.msg_controllen = sizeof stamps[i].data;
         }
       }
-      const int n = recvmmsg(fd, msgs.data(), batch_size, MSG_DONTWAIT, nullptr);
-      syscalls().count(n);
+      const int n = socket_->receive(msgs);
       if (n < 0) {
-        const int error = errno;  // before anything else can change it
+        const int error = -n;
         if (error == EINTR) continue;
         if (error == EAGAIN || error == EWOULDBLOCK) break;
         // A pending ICMP error (ECONNREFUSED: nothing listens) is reported once; keep going.
@@ -172,7 +168,6 @@ class udp_client final : public client_base {
 
   // Sends as many queries as the budget allows, in batches.
   void fill(std::uint64_t now) {
-    const int fd = socket_.native_handle();
     std::uint32_t allowance = send_allowance(now);
     if (allowance == 0) return;
     // Zeroed once per fill: each round sets only the iovecs, sendmmsg only the lengths.
@@ -192,11 +187,10 @@ class udp_client final : public client_base {
         msgs[i].msg_hdr.msg_iov = iov[i].data();
         msgs[i].msg_hdr.msg_iovlen = 2;
       }
-      int sent = sendmmsg(fd, msgs.data(), batch, 0);
-      syscalls().count(sent);
-      int error = 0;  // of a failed call; a partial send leaves errno unset
+      int sent = socket_->send({msgs.data(), batch});
+      int error = 0;  // of a failed call; a partial send sets none
       if (sent < 0) {
-        error = errno;
+        error = -sent;
         sent = 0;
         if (error != EAGAIN && error != EWOULDBLOCK && error != EINTR) {
           connections().record_socket_error("udp send", error);
@@ -221,7 +215,7 @@ class udp_client final : public client_base {
     return true;
   }
 
-  watched_socket socket_;
+  std::unique_ptr<datagram_socket> socket_;
   std::unique_ptr<client_base> tc_retry_;  // with --tc-retry tcp
   std::array<std::array<std::uint8_t, 2>, batch_size> id_bytes_{};
   bool waiting_write_ = false;
@@ -231,20 +225,22 @@ class udp_client final : public client_base {
 
 }  // namespace
 
-std::unique_ptr<client_transport> make_udp_transport(std::unique_ptr<stream_transport> tc_retry) {
+std::unique_ptr<client_transport> make_udp_transport(std::unique_ptr<stream_transport> tc_retry,
+                                                     datagram_socket_factory sockets) {
   class udp_transport final : public client_transport {
    public:
-    explicit udp_transport(std::unique_ptr<stream_transport> tc_retry)
-        : tc_retry_(std::move(tc_retry)) {}
+    udp_transport(std::unique_ptr<stream_transport> tc_retry, datagram_socket_factory sockets)
+        : tc_retry_(std::move(tc_retry)), sockets_(std::move(sockets)) {}
     std::unique_ptr<client_base> make_client(worker& owner, unsigned index,
                                              std::uint64_t quota) const override {
-      return std::make_unique<udp_client>(owner, index, quota, tc_retry_.get());
+      return std::make_unique<udp_client>(owner, index, quota, tc_retry_.get(), sockets_);
     }
 
    private:
     std::unique_ptr<stream_transport> tc_retry_;
+    datagram_socket_factory sockets_;
   };
-  return std::make_unique<udp_transport>(std::move(tc_retry));
+  return std::make_unique<udp_transport>(std::move(tc_retry), std::move(sockets));
 }
 
 }  // namespace dnstransport::detail
