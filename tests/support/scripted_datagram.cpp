@@ -61,7 +61,7 @@ class scripted_datagram_socket final : public detail::datagram_socket, private d
  public:
   scripted_datagram_socket(boost::asio::io_context& io, ready_callback on_ready,
                            const socket_script& script, socket_log& log,
-                           const peer_maker& make_peer, unsigned index)
+                           const datagram_peer_maker& make_peer, unsigned index)
       : io_(io),
         on_ready_(std::move(on_ready)),
         script_(script),
@@ -184,7 +184,7 @@ class scripted_datagram_socket final : public detail::datagram_socket, private d
   ready_callback on_ready_;
   const socket_script& script_;
   socket_log& log_;
-  const peer_maker& make_peer_;
+  const datagram_peer_maker& make_peer_;
   const unsigned index_;
   std::unique_ptr<datagram_peer> peer_;
   std::deque<std::vector<std::uint8_t>> inbox_;
@@ -273,8 +273,8 @@ class dns_responder final : public datagram_peer {
 
 detail::datagram_socket_factory make_datagram_socket_factory(const socket_script& script,
                                                              socket_log& log,
-                                                             peer_maker make_peer) {
-  auto shared_maker = std::make_shared<peer_maker>(std::move(make_peer));
+                                                             datagram_peer_maker make_peer) {
+  auto shared_maker = std::make_shared<datagram_peer_maker>(std::move(make_peer));
   auto opened = std::make_shared<unsigned>(0);
   return [&script, &log, shared_maker, opened](detail::readiness_set& readiness,
                                                detail::datagram_socket::ready_callback on_ready,
@@ -284,7 +284,7 @@ detail::datagram_socket_factory make_datagram_socket_factory(const socket_script
   };
 }
 
-peer_maker dns_peer(const dns_script& script, dns_log& log) {
+datagram_peer_maker dns_peer(const dns_script& script, dns_log& log) {
   return [&script, &log](datagram_link& link, unsigned /*index*/) {
     return std::make_unique<dns_responder>(script, log, link);
   };

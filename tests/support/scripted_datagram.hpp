@@ -50,7 +50,7 @@ class datagram_peer {
 
 /// Makes the far end of each socket as it opens; `link` outlives it. `index`
 /// counts the sockets made, from 0.
-using peer_maker =
+using datagram_peer_maker =
     std::function<std::unique_ptr<datagram_peer>(datagram_link& link, unsigned index)>;
 
 struct socket_script {
@@ -79,7 +79,8 @@ struct socket_log {
 /// Sockets whose far ends `make_peer` makes; `script` and `log` must outlive
 /// the run.
 detail::datagram_socket_factory make_datagram_socket_factory(const socket_script& script,
-                                                             socket_log& log, peer_maker make_peer);
+                                                             socket_log& log,
+                                                             datagram_peer_maker make_peer);
 
 /// What the DNS peer does with one query.
 enum class dns_reply {
@@ -106,6 +107,6 @@ struct dns_log {
 
 /// A DNS responder per socket, running `script`; `script` and `log` must
 /// outlive the run.
-peer_maker dns_peer(const dns_script& script, dns_log& log);
+datagram_peer_maker dns_peer(const dns_script& script, dns_log& log);
 
 }  // namespace dnstransport::scripted

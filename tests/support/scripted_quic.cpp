@@ -140,7 +140,7 @@ quic_responder::quic_responder(const quic_script& script) : impl_(std::make_uniq
 
 quic_responder::~quic_responder() = default;
 
-peer_maker quic_responder::peers() {
+datagram_peer_maker quic_responder::peers() {
   return [this](datagram_link& link, unsigned /*index*/) {
     return std::make_unique<impl::client_end>(*impl_, link);
   };

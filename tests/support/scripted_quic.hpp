@@ -52,7 +52,7 @@ class quic_responder {
 
   /// The far end of each socket of the clients; the responder must outlive
   /// their run.
-  peer_maker peers();
+  datagram_peer_maker peers();
   /// TLS settings of a client that trusts the responder's certificate (GnuTLS,
   /// verified).
   tls_client_options client_tls() const;
