@@ -85,8 +85,8 @@ double total_rate(const load_spec& spec) noexcept {
 
 namespace {
 
-// A setting of load_spec as a setup_error names it: named("traffic.rate").
-std::string named(std::string_view path) {
+// A setting of load_spec as a setup_error names it: load_setting("traffic.rate").
+std::string load_setting(std::string_view path) {
   return setting(fmt::format("load_spec::{}", path));
 }
 
@@ -99,32 +99,33 @@ void validate_replay(const load_spec& spec) {
   const traffic_settings& t = spec.traffic;
   if (t.capture && t.queries.get() != &t.capture->queries) {
     throw setup_error(fmt::format("{} must be the capture's own when {} is given",
-                                  named("traffic.queries"), named("traffic.capture")));
+                                  load_setting("traffic.queries"),
+                                  load_setting("traffic.capture")));
   }
   if (t.replay == replay_mode::fast) return;
-  const std::string replay = named("traffic.replay");
+  const std::string replay = load_setting("traffic.replay");
   if (!t.capture) {
-    throw setup_error(
-        fmt::format("{} timing needs a packet capture ({})", replay, named("traffic.capture")));
+    throw setup_error(fmt::format("{} timing needs a packet capture ({})", replay,
+                                  load_setting("traffic.capture")));
   }
   if (t.rate > 0) {
     throw setup_error(fmt::format(
         "{} does not apply to {} timing: the capture's times are the schedule ({} scales them)",
-        named("traffic.rate"), replay, named("traffic.replay_speed")));
+        load_setting("traffic.rate"), replay, load_setting("traffic.replay_speed")));
   }
   if (t.count != 0) {
     throw setup_error(
         fmt::format("{} does not apply to {} timing: the capture's queries are sent once each",
-                    named("traffic.count"), replay));
+                    load_setting("traffic.count"), replay));
   }
   if (!(t.replay_speed > 0) || !std::isfinite(t.replay_speed)) {
     throw setup_error(fmt::format("{} must be greater than 0 (got {})",
-                                  named("traffic.replay_speed"), t.replay_speed));
+                                  load_setting("traffic.replay_speed"), t.replay_speed));
   }
   if (t.clients != t.capture->sources.size()) {
     throw setup_error(fmt::format(
         "{} {}: with {} timing each source address of the capture is one client ({} in {})",
-        named("traffic.clients"), t.clients, replay, t.capture->sources.size(),
+        load_setting("traffic.clients"), t.clients, replay, t.capture->sources.size(),
         t.capture->queries.origin()));
   }
 }
@@ -132,56 +133,59 @@ void validate_replay(const load_spec& spec) {
 // How much load, for how long, and the monitored processes.
 void validate_size(const load_spec& spec) {
   const traffic_settings& t = spec.traffic;
-  if (t.clients == 0) throw setup_error(named("traffic.clients") + " must be at least 1");
+  if (t.clients == 0) throw setup_error(load_setting("traffic.clients") + " must be at least 1");
   if (t.outstanding == 0 || t.outstanding > 65536) {
     throw setup_error(fmt::format("{} must be between 1 and 65536 (got {})",
-                                  named("traffic.outstanding"), t.outstanding));
+                                  load_setting("traffic.outstanding"), t.outstanding));
   }
   if (spec.generator.threads == 0) {
-    throw setup_error(named("generator.threads") + " must be at least 1");
+    throw setup_error(load_setting("generator.threads") + " must be at least 1");
   }
   for (const auto& cgroup : spec.monitor.cgroups) {
     if (!sample_cgroup(cgroup)) {
       throw setup_error(
           fmt::format("{} {}: not a readable cgroup v2 directory (no cpu.stat with user_usec)",
-                      named("monitor.cgroups"), cgroup));
+                      load_setting("monitor.cgroups"), cgroup));
     }
   }
   for (int pid : spec.monitor.pids) {
     if (!sample_process(pid)) {
       throw setup_error(
-          fmt::format("{} {}: no such process on this machine", named("monitor.pids"), pid));
+          fmt::format("{} {}: no such process on this machine", load_setting("monitor.pids"), pid));
     }
   }
   // A count this large is what a negative number becomes once read as unsigned.
   if (t.count > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
     throw setup_error(fmt::format("{} must be a positive number of queries (got {})",
-                                  named("traffic.count"), static_cast<std::int64_t>(t.count)));
+                                  load_setting("traffic.count"),
+                                  static_cast<std::int64_t>(t.count)));
   }
   // A timing replay runs for its capture when no duration is given.
   const bool whole_capture = t.replay == replay_mode::timing && t.duration_seconds == 0;
   if (t.count == 0 && !(t.duration_seconds > 0) && !whole_capture) {
     throw setup_error(fmt::format("{} must be greater than 0 seconds (or give {})",
-                                  named("traffic.duration_seconds"), named("traffic.count")));
+                                  load_setting("traffic.duration_seconds"),
+                                  load_setting("traffic.count")));
   }
   if (!(t.timeout_seconds > 0)) {
-    throw setup_error(named("traffic.timeout_seconds") + " must be greater than 0 seconds");
+    throw setup_error(load_setting("traffic.timeout_seconds") + " must be greater than 0 seconds");
   }
   if (t.warmup_seconds < 0) {
-    throw setup_error(named("traffic.warmup_seconds") + " cannot be negative");
+    throw setup_error(load_setting("traffic.warmup_seconds") + " cannot be negative");
   }
 }
 
 // The rate and how it is spread in time.
 void validate_pace(const load_spec& spec) {
   const traffic_settings& t = spec.traffic;
-  const std::string rate = named("traffic.rate");
-  const std::string client_rate = named("traffic.client_rate");
+  const std::string rate = load_setting("traffic.rate");
+  const std::string client_rate = load_setting("traffic.client_rate");
   if (!(t.rate >= 0)) throw setup_error(rate + " cannot be negative");
   if (t.arrivals == arrival_mode::replay) {
     throw setup_error(fmt::format("{} replay is not chosen by {}: give a capture with {} timing",
-                                  named("traffic.arrivals"), named("traffic.arrivals"),
-                                  named("traffic.replay")));
+                                  load_setting("traffic.arrivals"),
+                                  load_setting("traffic.arrivals"),
+                                  load_setting("traffic.replay")));
   }
   if (!(t.client_rate >= 0) || std::isinf(t.client_rate)) {
     throw setup_error(
@@ -196,18 +200,18 @@ void validate_pace(const load_spec& spec) {
   const double interval = spec.output.interval_seconds;
   if (!(interval == 0 || interval >= 0.01)) {
     throw setup_error(fmt::format("{} must be at least 0.01 seconds, or 0 for no timeline (got {})",
-                                  named("output.interval_seconds"), interval));
+                                  load_setting("output.interval_seconds"), interval));
   }
-  if (spec.target.port == 0) throw setup_error(named("target.port") + " cannot be 0");
+  if (spec.target.port == 0) throw setup_error(load_setting("target.port") + " cannot be 0");
 }
 
 void validate_connections(const load_spec& spec, const transport_traits& traits) {
   const connection_settings& c = spec.connections;
   if (!traits.has_connections && c.queries_per_connection != 0) {
     throw setup_error(fmt::format("{} applies to transports with connections ({} has none)",
-                                  named("connections.queries_per_connection"), traits.name));
+                                  load_setting("connections.queries_per_connection"), traits.name));
   }
-  const std::string idle = named("connections.idle_seconds");
+  const std::string idle = load_setting("connections.idle_seconds");
   if (!(c.idle_seconds >= 0) || std::isinf(c.idle_seconds)) {
     throw setup_error(
         fmt::format("{} must be a positive number of seconds (got {})", idle, c.idle_seconds));
@@ -219,9 +223,9 @@ void validate_connections(const load_spec& spec, const transport_traits& traits)
   }
   if (spec.traffic.tc_retry_tcp && traits.has_connections) {
     throw setup_error(fmt::format("{} applies to udp only (truncation is a UDP matter)",
-                                  named("traffic.tc_retry_tcp")));
+                                  load_setting("traffic.tc_retry_tcp")));
   }
-  const std::string coalesce = named("generator.coalesce_us");
+  const std::string coalesce = load_setting("generator.coalesce_us");
   if (spec.generator.coalesce_us != 0 && !traits.coalescable) {
     throw setup_error(fmt::format("{} applies to {} only (not {})", coalesce,
                                   transport_names_where(&transport_traits::coalescable),
@@ -231,34 +235,34 @@ void validate_connections(const load_spec& spec, const transport_traits& traits)
     throw setup_error(fmt::format("{} must be at most {} (microseconds a read may wait; got {})",
                                   coalesce, max_coalesce_us, spec.generator.coalesce_us));
   }
-  check_cpus(spec.generator.cpus, named("generator.cpus"));
+  check_cpus(spec.generator.cpus, load_setting("generator.cpus"));
 }
 
 void validate_tls(const load_spec& spec, const transport_traits& traits) {
   const tls_client_options& tls = spec.tls;
   if (!tls.ca_file.empty() && !tls.verify) {
-    throw setup_error(
-        fmt::format("{} is only used with {}", named("tls.ca_file"), named("tls.verify")));
+    throw setup_error(fmt::format("{} is only used with {}", load_setting("tls.ca_file"),
+                                  load_setting("tls.verify")));
   }
   if (traits.has_tls) {
     detail::check_version_range(tls.min_version, tls.max_version);
     const auto available = available_tls_backends();
     if (std::find(available.begin(), available.end(), tls.backend) == available.end()) {
-      throw setup_error(fmt::format("{} {} is not compiled into this build", named("tls.backend"),
-                                    tls_backend_name(tls.backend)));
+      throw setup_error(fmt::format("{} {} is not compiled into this build",
+                                    load_setting("tls.backend"), tls_backend_name(tls.backend)));
     }
   }
   if (traits.gnutls_only && tls.backend != tls_backend::gnutls) {
     throw setup_error(fmt::format(
         "{} {}: {} runs on GnuTLS only (ngtcp2's crypto helper; Debian's OpenSSL 3.0 has no "
         "QUIC API): leave it out or give gnutls",
-        named("tls.backend"), tls_backend_name(tls.backend), traits.name));
+        load_setting("tls.backend"), tls_backend_name(tls.backend), traits.name));
   }
-  const std::string max_version = named("tls.max_version");
+  const std::string max_version = load_setting("tls.max_version");
   if (traits.tls13_only && tls.max_version == tls_version::v1_2) {
     throw setup_error(fmt::format("{} 1.2: {} carries TLS 1.3 only", max_version, traits.name));
   }
-  const std::string early_data = named("tls.early_data");
+  const std::string early_data = load_setting("tls.early_data");
   if (tls.early_data && !traits.has_tls) {
     throw setup_error(fmt::format("{}: {} has no TLS (0-RTT applies to {})", early_data,
                                   traits.name, transport_names_where(&transport_traits::has_tls)));
@@ -269,17 +273,17 @@ void validate_tls(const load_spec& spec, const transport_traits& traits) {
   }
   if (tls.early_data && !tls.resume) {
     throw setup_error(fmt::format("{} needs {} (0-RTT rides on a resumed session)", early_data,
-                                  named("tls.resume")));
+                                  load_setting("tls.resume")));
   }
 }
 
 // The queries and the EDNS options added to them, and the transport's own rules.
 void validate_queries(const load_spec& spec, const transport_traits& traits) {
   if (spec.traffic.queries && spec.traffic.queries->empty()) {
-    throw setup_error(named("traffic.queries") + ": the query set is empty");
+    throw setup_error(load_setting("traffic.queries") + ": the query set is empty");
   }
   validate_replay(spec);
-  const std::string keepalive = named("traffic.edns_keepalive");
+  const std::string keepalive = load_setting("traffic.edns_keepalive");
   if (spec.traffic.edns_keepalive && !traits.over_tcp) {
     throw setup_error(fmt::format(
         "{} applies to {}, not {}: {}", keepalive,
@@ -292,7 +296,7 @@ void validate_queries(const load_spec& spec, const transport_traits& traits) {
   if (spec.connections.honour_keepalive && !spec.traffic.edns_keepalive) {
     throw setup_error(fmt::format(
         "{} needs {}: servers advertise an idle timeout only to queries that carry the option",
-        named("connections.honour_keepalive"), keepalive));
+        load_setting("connections.honour_keepalive"), keepalive));
   }
   if (const auto check = detail::registered_transport(spec.target.transport).check) check(spec);
 }

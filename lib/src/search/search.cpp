@@ -20,8 +20,8 @@ std::string_view search_phase_name(search_phase phase) noexcept {
 
 namespace {
 
-// A setting of search_spec as a setup_error names it: named("start_rate").
-std::string named(std::string_view member) {
+// A setting of search_spec as a setup_error names it: search_setting("start_rate").
+std::string search_setting(std::string_view member) {
   return setting(fmt::format("search_spec::{}", member));
 }
 
@@ -30,27 +30,30 @@ std::string named(std::string_view member) {
 void validate(const search_spec& spec) {
   if (!(spec.min_answered_percent > 0 && spec.min_answered_percent <= 100)) {
     throw setup_error(fmt::format("{} must be a percentage above 0 and at most 100 (got {})",
-                                  named("min_answered_percent"), spec.min_answered_percent));
+                                  search_setting("min_answered_percent"),
+                                  spec.min_answered_percent));
   }
-  if (!(spec.max_p99_ms >= 0)) throw setup_error(named("max_p99_ms") + " cannot be negative");
+  if (!(spec.max_p99_ms >= 0))
+    throw setup_error(search_setting("max_p99_ms") + " cannot be negative");
   if (!(spec.start_rate > 0)) {
     throw setup_error(fmt::format("{} must be above 0 queries per second (got {})",
-                                  named("start_rate"), spec.start_rate));
+                                  search_setting("start_rate"), spec.start_rate));
   }
-  if (!(spec.max_rate >= 0)) throw setup_error(named("max_rate") + " cannot be negative");
+  if (!(spec.max_rate >= 0)) throw setup_error(search_setting("max_rate") + " cannot be negative");
   if (!(spec.step_seconds > 0)) {
-    throw setup_error(named("step_seconds") + " (seconds per step) must be greater than 0");
+    throw setup_error(search_setting("step_seconds") +
+                      " (seconds per step) must be greater than 0");
   }
   if (!(spec.settle_seconds >= 0)) {
-    throw setup_error(named("settle_seconds") + " cannot be negative");
+    throw setup_error(search_setting("settle_seconds") + " cannot be negative");
   }
-  if (spec.repeats == 0) throw setup_error(named("repeats") + " must be at least 1");
+  if (spec.repeats == 0) throw setup_error(search_setting("repeats") + " must be at least 1");
   if (!(spec.precision > 0 && spec.precision < 1)) {
     throw setup_error(fmt::format("{} must be a fraction between 0 and 1 (got {})",
-                                  named("precision"), spec.precision));
+                                  search_setting("precision"), spec.precision));
   }
   if (!(spec.max_time_seconds >= 0)) {
-    throw setup_error(named("max_time_seconds") + " cannot be negative");
+    throw setup_error(search_setting("max_time_seconds") + " cannot be negative");
   }
   if (spec.load.traffic.arrivals == arrival_mode::closed) {
     throw setup_error(fmt::format(
@@ -60,7 +63,8 @@ void validate(const search_spec& spec) {
   }
   if (spec.load.traffic.count != 0) {
     throw setup_error(fmt::format("{} does not apply to search: each step runs for {} seconds",
-                                  setting("load_spec::traffic.count"), named("step_seconds")));
+                                  setting("load_spec::traffic.count"),
+                                  search_setting("step_seconds")));
   }
   load_spec step = spec.load;
   step.traffic.rate = spec.start_rate;

@@ -236,16 +236,16 @@ std::string describe(const sweep_point& point) {
 
 namespace {
 
-// A setting of sweep_plan as a setup_error names it: named("clients").
-std::string named(std::string_view member) {
+// A setting of sweep_plan as a setup_error names it: plan_setting("clients").
+std::string plan_setting(std::string_view member) {
   return setting(fmt::format("sweep_plan::{}", member));
 }
 
 // The rules a sweep's own settings follow (the load's are validate(load_spec)'s).
 void check_plan(const sweep_plan& plan) {
-  const std::string transports = named("transports");
-  const std::string clients = named("clients");
-  const std::string per_connection = named("queries_per_connection");
+  const std::string transports = plan_setting("transports");
+  const std::string clients = plan_setting("clients");
+  const std::string per_connection = plan_setting("queries_per_connection");
   if (plan.transports.empty()) throw setup_error(transports + ": no transport to sweep");
   if (plan.clients.empty()) throw setup_error(clients + ": no client count to sweep");
   if (plan.queries_per_connection.empty()) {
@@ -265,11 +265,12 @@ void check_plan(const sweep_plan& plan) {
           fmt::format("{}: {} cannot have a TLS library", transports, transport_name(t.transport)));
     }
   }
-  if (plan.repeats == 0) throw setup_error(named("repeats") + " must be at least 1");
+  if (plan.repeats == 0) throw setup_error(plan_setting("repeats") + " must be at least 1");
   if (plan.base.traffic.count == 0 && !(plan.duration_seconds > 0)) {
-    throw setup_error(named("duration_seconds") + " must be greater than 0 seconds");
+    throw setup_error(plan_setting("duration_seconds") + " must be greater than 0 seconds");
   }
-  if (!(plan.pause_seconds >= 0)) throw setup_error(named("pause_seconds") + " cannot be negative");
+  if (!(plan.pause_seconds >= 0))
+    throw setup_error(plan_setting("pause_seconds") + " cannot be negative");
   const bool finite_values =
       std::any_of(plan.queries_per_connection.begin(), plan.queries_per_connection.end(),
                   [](std::uint64_t n) { return n != 0; });
@@ -278,7 +279,7 @@ void check_plan(const sweep_plan& plan) {
         "{}: values other than 'unlimited' need a transport with connections ({}) in {}",
         per_connection, transport_names_where(&transport_traits::has_connections), transports));
   }
-  const std::string targets = named("targets");
+  const std::string targets = plan_setting("targets");
   for (const auto& t : plan.targets) {
     if (t.name.empty()) throw setup_error(targets + ": a target has no name");
   }

@@ -1,0 +1,84 @@
+// The flags that set the library's settings, for naming them in the library's errors.
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "cli_common.hpp"
+
+namespace dnstransport::cli {
+
+std::string flag_of_setting(std::string_view path) {
+  // The settings the library's rules name, and the flags that set them.
+  static constexpr std::pair<std::string_view, std::string_view> flags[] = {
+      {"load_spec::target.server", "--server"},
+      {"load_spec::target.port", "--server's port"},
+      {"load_spec::target.transport", "--transport"},
+      {"load_spec::target.doh_path", "--doh-path"},
+      {"load_spec::target.doh_request", "--doh-method"},
+      {"load_spec::traffic.clients", "--clients"},
+      {"load_spec::traffic.outstanding", "--outstanding"},
+      {"load_spec::traffic.duration_seconds", "--duration"},
+      {"load_spec::traffic.count", "--count"},
+      {"load_spec::traffic.timeout_seconds", "--timeout"},
+      {"load_spec::traffic.warmup_seconds", "--warmup"},
+      {"load_spec::traffic.rate", "--rate"},
+      {"load_spec::traffic.client_rate", "--client-rate"},
+      {"load_spec::traffic.arrivals", "--arrivals"},
+      {"load_spec::traffic.queries", "--queries"},
+      {"load_spec::traffic.capture", "--queries FILE.pcap"},
+      {"load_spec::traffic.replay", "--replay"},
+      {"load_spec::traffic.replay_speed", "--speed"},
+      {"load_spec::traffic.tc_retry_tcp", "--tc-retry tcp"},
+      {"load_spec::traffic.edns_keepalive", "--edns-keepalive"},
+      {"load_spec::traffic.edns_padding_block", "--edns-padding"},
+      {"load_spec::connections.queries_per_connection", "--queries-per-connection"},
+      {"load_spec::connections.idle_seconds", "--idle"},
+      {"load_spec::connections.close", "--close"},
+      {"load_spec::connections.tcp_nodelay", "--no-nodelay"},
+      {"load_spec::connections.tcp_fastopen", "--tcp-fastopen"},
+      {"load_spec::connections.honour_keepalive", "--honour-keepalive"},
+      {"load_spec::connections.sources", "--source"},
+      {"load_spec::generator.threads", "--threads"},
+      {"load_spec::generator.cpus", "--cpus"},
+      {"load_spec::generator.gather_writes", "--one-write-per-query"},
+      {"load_spec::generator.coalesce_us", "--coalesce-us"},
+      {"load_spec::tls.backend", "--tls-backend"},
+      {"load_spec::tls.min_version", "--tls-min-version"},
+      {"load_spec::tls.max_version", "--tls-max-version"},
+      {"load_spec::tls.server_name", "--sni"},
+      {"load_spec::tls.alpn", "--alpn"},
+      {"load_spec::tls.verify", "--verify"},
+      {"load_spec::tls.ca_file", "--ca-file"},
+      {"load_spec::tls.priority", "--tls-priority"},
+      {"load_spec::tls.resume", "--tls-resume"},
+      {"load_spec::tls.early_data", "--early-data"},
+      {"load_spec::monitor.pids", "--monitor-pid"},
+      {"load_spec::monitor.cgroups", "--monitor-cgroup"},
+      {"load_spec::monitor.command", "--monitor-command"},
+      {"load_spec::output.label", "--label"},
+      {"load_spec::output.interval_seconds", "--interval"},
+      {"search_spec::min_answered_percent", "--min-answered"},
+      {"search_spec::max_p99_ms", "--max-p99"},
+      {"search_spec::start_rate", "--start-rate"},
+      {"search_spec::max_rate", "--max-rate"},
+      {"search_spec::step_seconds", "--duration"},
+      {"search_spec::settle_seconds", "--settle"},
+      {"search_spec::repeats", "--repeats"},
+      {"search_spec::precision", "--precision"},
+      {"search_spec::max_time_seconds", "--max-time"},
+      {"sweep_plan::transports", "--transports"},
+      {"sweep_plan::clients", "--clients"},
+      {"sweep_plan::queries_per_connection", "--queries-per-connection"},
+      {"sweep_plan::repeats", "--repeats"},
+      {"sweep_plan::duration_seconds", "--duration"},
+      {"sweep_plan::pause_seconds", "--pause"},
+      {"sweep_plan::targets", "--target"},
+      {"sweep_plan::search", "--search"},
+  };
+  for (const auto& [setting_path, flag] : flags) {
+    if (setting_path == path) return std::string(flag);
+  }
+  return std::string(path);
+}
+
+}  // namespace dnstransport::cli
