@@ -5,6 +5,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <dnstransport/message.hpp>
 #include <dnstransport/query_source.hpp>
 
 #include "util/clock.hpp"
@@ -25,6 +26,10 @@ detail::counters run_on_one_worker(const detail::client_transport& transport,
   plan.question_of.resize(queries.size());
   std::iota(plan.question_of.begin(), plan.question_of.end(), 0u);
   plan.distinct_questions = static_cast<std::uint32_t>(queries.size());
+  // What a UDP client accepts as an answer's size (the other transports do not read it).
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    plan.udp_answer_limits.push_back(udp_answer_limit(queries[i]));
+  }
   plan.timeout_ns = detail::seconds_to_ns(shape.timeout_seconds);
   plan.rate_per_client = shape.rate_per_client;
   if (shape.rate_per_client > 0) plan.arrivals = detail::run_plan::schedule::constant;

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// Test support: a run of the engine on the calling thread, one worker, for clients whose
-/// connections are scripted (scripted_socket.hpp): the built-in query set, a count of
-/// queries dealt over the clients, closed loop or a constant rate per client.
+/// connections or datagrams are scripted (scripted_socket.hpp, scripted_datagram.hpp): the built-in
+/// query set, a count of queries dealt over the clients, closed loop or a constant rate per client.
 
 #include <cstdint>
 

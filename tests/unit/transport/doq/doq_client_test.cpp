@@ -10,12 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
-
-#include <dnstransport/query_source.hpp>
-
 #include "scripted_quic.hpp"
-#include "util/clock.hpp"
+#include "scripted_run.hpp"
 
 namespace dnstransport::detail {
 namespace {
@@ -45,38 +41,15 @@ struct doq_run {
 // mode, against the in-memory responder.
 doq_run run_doq(const doq_case& c) {
   doq_run out;
-  const query_set queries = default_queries();
   scripted::quic_responder responder(c.quic);
   const scripted::socket_script sockets;
   const doq_transport transport(
       c.settings, responder.client_tls(),
       scripted::make_datagram_socket_factory(sockets, out.sockets, responder.peers()));
-  run_plan plan;
-  plan.transport = &transport;
-  plan.queries = &queries;
-  plan.clients = c.clients;
-  plan.outstanding = c.outstanding;
-  plan.server_address = boost::asio::ip::make_address("127.0.0.1");
-  plan.server_port = 853;
-  // The built-in set asks a different question in every query.
-  plan.question_of.resize(queries.size());
-  std::iota(plan.question_of.begin(), plan.question_of.end(), 0u);
-  plan.distinct_questions = static_cast<std::uint32_t>(queries.size());
-  plan.timeout_ns = seconds_to_ns(c.timeout_seconds);
-  std::vector<unsigned> indices;
-  std::vector<std::uint64_t> quotas;
-  for (unsigned k = 0; k < c.clients; ++k) {
-    indices.push_back(k);
-    quotas.push_back(c.count / c.clients + (k < c.count % c.clients ? 1 : 0));
-  }
-  {
-    worker w(plan, indices, quotas);
-    plan.start_ns = monotonic_ns();
-    plan.measure_start_ns = plan.start_ns;
-    plan.send_end_ns = UINT64_MAX;  // count mode
-    w.run();
-    out.counts = w.shard();
-  }
+  out.counts = scripted::run_on_one_worker(transport, {.count = c.count,
+                                                       .clients = c.clients,
+                                                       .outstanding = c.outstanding,
+                                                       .timeout_seconds = c.timeout_seconds});
   out.quic = responder.log();
   const server_counters& s = responder.counters();
   out.server_connections = s.connections_accepted.load();

@@ -8,15 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
-#include <numeric>
 
 #include <dnstransport/message.hpp>
-#include <dnstransport/query_source.hpp>
 
 #include "scripted_datagram.hpp"
+#include "scripted_run.hpp"
 #include "scripted_stream.hpp"
 #include "transport/stream/stream_transport.hpp"
-#include "util/clock.hpp"
 
 namespace dnstransport::detail {
 namespace {
@@ -49,7 +47,6 @@ struct udp_case {
 // mode, against the scripted peer.
 udp_run run_udp(const udp_case& c) {
   udp_run out;
-  const query_set queries = default_queries();
   std::unique_ptr<stream_transport> tc_retry;
   if (c.tc_retry) {
     tc_retry = std::make_unique<stream_transport>(stream_settings{}, make_tcp_connector(),
@@ -58,33 +55,10 @@ udp_run run_udp(const udp_case& c) {
   const auto transport = make_udp_transport(
       std::move(tc_retry), scripted::make_datagram_socket_factory(
                                c.sockets, out.sockets, scripted::dns_peer(c.dns, out.dns)));
-  run_plan plan;
-  plan.transport = transport.get();
-  plan.queries = &queries;
-  plan.clients = c.clients;
-  plan.outstanding = c.outstanding;
-  plan.server_address = boost::asio::ip::make_address("127.0.0.1");
-  plan.server_port = 53;
-  // The built-in set asks a different question in every query.
-  plan.question_of.resize(queries.size());
-  std::iota(plan.question_of.begin(), plan.question_of.end(), 0u);
-  plan.distinct_questions = static_cast<std::uint32_t>(queries.size());
-  for (std::size_t i = 0; i < queries.size(); ++i) {
-    plan.udp_answer_limits.push_back(udp_answer_limit(queries[i]));
-  }
-  plan.timeout_ns = seconds_to_ns(c.timeout_seconds);
-  std::vector<unsigned> indices;
-  std::vector<std::uint64_t> quotas;
-  for (unsigned k = 0; k < c.clients; ++k) {
-    indices.push_back(k);
-    quotas.push_back(c.count / c.clients + (k < c.count % c.clients ? 1 : 0));
-  }
-  worker w(plan, indices, quotas);
-  plan.start_ns = monotonic_ns();
-  plan.measure_start_ns = plan.start_ns;
-  plan.send_end_ns = UINT64_MAX;  // count mode
-  w.run();
-  out.counts = w.shard();
+  out.counts = scripted::run_on_one_worker(*transport, {.count = c.count,
+                                                        .clients = c.clients,
+                                                        .outstanding = c.outstanding,
+                                                        .timeout_seconds = c.timeout_seconds});
   return out;
 }
 
