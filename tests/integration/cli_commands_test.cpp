@@ -370,6 +370,24 @@ TEST(cli_serve_test, bad_doq_settings_are_usage_errors) {
 }
 #endif
 
+// ---- search -------------------------------------------------------------------------------
+
+// The search offers the rates, so --arrivals poisson needs no --rate there (it spreads each
+// step's rate), and the steps it runs say so.
+TEST(cli_search_test, poisson_arrivals_need_no_rate_of_their_own) {
+  const scratch files("search-poisson");
+  const std::string json = files.path("search.json");
+  const process_result r =
+      run_process(cli, {"search", "--arrivals", "poisson", "--start-rate", "200", "--max-rate",
+                        "400",    "--duration", "0.2",     "--settle",     "0",   "--repeats",
+                        "1",      "--max-time", "1",       "--clients",    "2",   "--outstanding",
+                        "10",     "--json",     json,      "--quiet"},
+                  60s);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(contents(json).find("poisson"), std::string::npos);
+}
+
 // ---- calibrate ----------------------------------------------------------------------------
 
 TEST(cli_calibrate_test, prints_a_row_per_case_and_the_ceiling) {

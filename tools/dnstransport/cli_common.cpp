@@ -164,7 +164,8 @@ void set_pace(load_spec& spec, const run_options& o) {
       throw setup_error(
           fmt::format("--arrivals: \"{}\" is not constant, poisson or closed", o.arrivals));
     }
-    if (*mode != arrival_mode::closed && !(o.rate > 0) && !(o.client_rate > 0)) {
+    if (*mode != arrival_mode::closed && !(o.rate > 0) && !(o.client_rate > 0) &&
+        !o.rates_searched) {
       throw setup_error(fmt::format(
           "--arrivals {} needs --rate or --client-rate (queries per second to schedule)",
           o.arrivals));

@@ -69,8 +69,9 @@ struct run_options {
   double warmup = 0;
   double rate = 0;
   double client_rate = 0;
-  std::optional<double> idle;  // given: must be positive
-  std::string arrivals;        // empty: constant with a rate
+  std::optional<double> idle;   // given: must be positive
+  std::string arrivals;         // empty: constant with a rate
+  bool rates_searched = false;  // search (or sweep --search) offers the rates: none given
   double interval = 1;
   unsigned threads = 1;
   std::string cpus;

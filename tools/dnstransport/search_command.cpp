@@ -78,7 +78,9 @@ search_spec search_spec_of(const search_flags& flags) {
         "searched with --replay fast)");
   }
   search_spec spec;
-  spec.load = make_load_spec(flags.run);
+  run_options load = flags.run;
+  load.rates_searched = true;  // --arrivals spreads the rates each step offers
+  spec.load = make_load_spec(load);
   spec.min_answered_percent = flags.min_answered;
   spec.max_p99_ms = flags.max_p99;
   spec.start_rate = flags.start_rate;

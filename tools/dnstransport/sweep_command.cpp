@@ -215,6 +215,7 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
   if (base.edns_keepalive) base.transport = "tcp";
   // --idle is for the points with connections (point_spec); the base is a UDP spec.
   base.idle.reset();
+  base.rates_searched = f.search;
   plan.base = make_load_spec(base);
   plan.base.connections.idle_seconds = idle_seconds_of(o);
   plan.base.stop = &stop_requested;

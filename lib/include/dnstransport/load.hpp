@@ -75,8 +75,8 @@ enum class replay_mode {
   fast,
   /// On the capture's clock: each source address of the capture is one client (one socket,
   /// one connection at a time), sending its own queries at their captured times, divided by
-  /// load_spec::replay_speed. The run ends once every query was sent and answered or timed
-  /// out (or at the duration, when one is set).
+  /// load_spec::traffic.replay_speed. The run ends once every query was sent and answered or
+  /// timed out (or at the duration, when one is set).
   timing,
 };
 

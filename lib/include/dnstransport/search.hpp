@@ -28,7 +28,7 @@ struct search_spec {
   double max_p99_ms = 0;              ///< and with p99 latency at or below this; 0: no bound
   double start_rate = 1000;           ///< queries per second of the first step
   double max_rate = 0;                ///< never offer more than this; 0: no ceiling
-  double step_seconds = 2;            ///< measured time per step (load.duration_seconds)
+  double step_seconds = 2;            ///< measured time per step (load.traffic.duration_seconds)
   double settle_seconds = 1;          ///< pause between steps, so queues drain
   unsigned repeats = 2;               ///< bisection steps run this often; all must pass
   /// Bisection ends when the gap between the highest passing and lowest failing rate is at

@@ -80,8 +80,8 @@ sweep_target parse_sweep_target(std::string_view text);
 /// axis holds.
 struct sweep_plan {
   /// Every run option (server, outstanding, threads, timeout, warm-up, TLS settings, queries,
-  /// stop flag, ...). Its transport, port, clients, queries_per_connection, duration_seconds
-  /// and on_progress are replaced for each point.
+  /// stop flag, ...). Its target.transport and .port, traffic.clients and .duration_seconds,
+  /// connections.queries_per_connection and output.on_progress are replaced for each point.
   load_spec base;
   sweep_ports ports = default_ports();
   /// Several servers measured with the same grid: every point is run against each target in
@@ -93,7 +93,7 @@ struct sweep_plan {
   /// TCP/TLS: queries per connection; 0 = unlimited (one connection for the whole run).
   std::vector<std::uint64_t> queries_per_connection{1, 10, 100, 0};
   unsigned repeats = 3;           ///< runs per point
-  double duration_seconds = 0.5;  ///< measured time of each run (base.count, when set, wins)
+  double duration_seconds = 0.5;  ///< measured time of each run (base.traffic.count wins)
   double pause_seconds = 0.2;     ///< idle time between runs, so TIME_WAIT and queues drain
   /// Measure each point as the highest rate it answers in full instead of at saturation
   /// (`sweep --search`): a search (search.hpp) with these criteria whose steps last

@@ -144,7 +144,7 @@ machine_info this_machine();
 
 /// Everything a sweep measured and derived.
 struct sweep_result {
-  sweep_plan plan;           ///< as run (base.queries and callbacks are not kept when read back)
+  sweep_plan plan;  ///< as run (base.traffic.queries and callbacks are not kept when read back)
   std::string query_origin;  ///< where the queries came from
   std::size_t query_count = 0;
   std::string tool_version;
