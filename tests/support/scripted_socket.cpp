@@ -171,7 +171,10 @@ class scripted_socket final : public detail::stream_socket {
   }
 
   bool syn_data_accepted() override { return false; }
-  bool established() override { return current_ != nullptr; }
+  std::optional<std::uint64_t> established() override {
+    if (current_ == nullptr) return std::nullopt;
+    return std::uint64_t{0};
+  }
   bool is_open() const override { return current_ != nullptr; }
 
   void close(bool abortive) override {

@@ -115,9 +115,11 @@ void add_connection_options(CLI::App& app, run_options& o) {
   app.add_option("--close", o.close,
                  "How tcp/tls connections are closed: fin (graceful) or rst (SO_LINGER 0)")
       ->capture_default_str();
-  app.add_option("--source", o.sources,
-                 "Source addresses for client sockets (comma-separated). Default for tcp/tls to "
-                 "127.0.0.1: 127.0.0.1-127.0.0.16, to multiply ephemeral ports")
+  app.add_option(
+         "--source", o.sources,
+         "Source addresses for client sockets (comma-separated). Default for tcp/tls to "
+         "127.0.0.1: 127.0.0.1-127.0.0.16, to multiply ephemeral ports (127.0.0.1-127.0.0.4 "
+         "with --tcp-fastopen, as many as the kernel keeps Fast Open cookies for)")
       ->delimiter(',');
   app.add_flag("--tcp-fastopen", o.tcp_fastopen,
                "Send the first query in the SYN (TCP_FASTOPEN_CONNECT) where the kernel allows");

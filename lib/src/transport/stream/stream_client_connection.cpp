@@ -115,6 +115,7 @@ void stream_client::connect(std::uint64_t now) {
       // goes out in the SYN; the connection counts as opened once the SYN-ACK came.
       syn_pending_ = true;
       on_connected(now);
+      syn_sent_ns_ = monotonic_ns();
       if (syn_pending_) wait(boost::asio::socket_base::wait_write);
       return;
     case tcp_dial::outcome::in_progress:
@@ -127,12 +128,15 @@ void stream_client::connect(std::uint64_t now) {
 }
 
 bool stream_client::confirm_syn(std::uint64_t now) {
-  if (socket_->established()) {
+  if (const auto round_trip = socket_->established()) {
     syn_pending_ = false;
     connection_up();
     if (tally_.counted) {
       ++connections().opened;
-      connections().connect_latency.record(now - tally_.started_ns);
+      // The SYN-ACK came a round trip after the write that sent the SYN; this wake-up may be
+      // later, after the first answer too, whose time is the kernel's receive stamp.
+      const std::uint64_t came = *round_trip != 0 ? std::min(now, syn_sent_ns_ + *round_trip) : now;
+      connections().connect_latency.record(came - tally_.started_ns);
     }
     return true;
   }

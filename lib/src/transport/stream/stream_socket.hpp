@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -59,8 +60,9 @@ class stream_socket {
   virtual void async_wait(bool readable, std::uint64_t generation) = 0;
   // Whether the SYN carried data the server accepted (TCP Fast Open), known after the SYN-ACK.
   virtual bool syn_data_accepted() = 0;
-  // Whether the handshake is over (a deferred Fast Open connection past its SYN-ACK).
-  virtual bool established() = 0;
+  // Whether the handshake is over (a deferred Fast Open connection past its SYN-ACK): if so,
+  // the SYN's round trip as the kernel measured it (ns; 0 when it has none), else nothing.
+  virtual std::optional<std::uint64_t> established() = 0;
   virtual bool is_open() const = 0;
   // Closes the connection; `abortive`: RST and no TIME_WAIT instead of FIN.
   virtual void close(bool abortive) = 0;

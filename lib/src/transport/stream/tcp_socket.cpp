@@ -109,13 +109,17 @@ class tcp_socket final : public stream_socket {
            (info.tcpi_options & TCPI_OPT_SYN_DATA) != 0;
   }
 
-  bool established() override {
-    if (!socket_.is_open()) return false;
+  std::optional<std::uint64_t> established() override {
+    if (!socket_.is_open()) return std::nullopt;
     tcp_info info{};
     socklen_t length = sizeof info;
     syscalls_.count_calls(1);
-    return getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
-           info.tcpi_state != TCP_SYN_SENT && info.tcpi_state != TCP_CLOSE;
+    if (getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) != 0 ||
+        info.tcpi_state == TCP_SYN_SENT || info.tcpi_state == TCP_CLOSE) {
+      return std::nullopt;
+    }
+    // The smoothed round trip (us), which is the SYN's alone until other data is acked.
+    return std::uint64_t{info.tcpi_rtt} * 1000;
   }
 
   bool is_open() const override { return socket_.is_open(); }
