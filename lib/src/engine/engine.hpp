@@ -166,6 +166,8 @@ class client_base {
   void connection_down() noexcept;
 
  private:
+  friend class connection_life;  // counts a kept connection's life (connection_life.hpp)
+
   // The query in flight with `id`, or null after counting what the id was (late, duplicate,
   // unexpected; or lost and late when its timeout passed before this was read).
   slot_table::slot* in_flight(std::uint16_t id, std::uint64_t now) noexcept;

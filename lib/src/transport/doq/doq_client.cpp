@@ -64,15 +64,15 @@ void doq_client::on_readable() {
       if (error == EINTR) continue;
       if (error == EAGAIN || error == EWOULDBLOCK) break;
       // A pending ICMP error (ECONNREFUSED: nothing listens on the port) is reported once.
-      if (tally_.counted) connections().record_socket_error("udp receive", error);
+      if (life_.tally.counted) connections().record_socket_error("udp receive", error);
       if (error == ECONNREFUSED) continue;
       break;
     }
     const receive_clock clock = receive_clock::read();
     now_ = clock.monotonic_now;
-    last_activity_ns_ = now_;
+    life_.last_activity_ns = now_;
     for (int i = 0; i < n; ++i) {
-      if (tally_.counted) ++quic().packets_received;
+      if (life_.tally.counted) ++quic().packets_received;
       // ngtcp2 keeps its own clock (now_, never going back); answers the packet completes
       // are timed by its stamp.
       arrived_ = clock.received(msgs[i].msg_hdr);
@@ -82,7 +82,7 @@ void doq_client::on_readable() {
                                               msgs[i].msg_len, now_);
       if (result == 0) continue;
       if (result == NGTCP2_ERR_DISCARD_PKT) {
-        if (tally_.counted) ++quic().stray_packets;
+        if (life_.tally.counted) ++quic().stray_packets;
         continue;
       }
       arrived_ = 0;
@@ -152,7 +152,7 @@ void doq_client::free_request(request& r) noexcept {
 
 void doq_client::fill(std::uint64_t now) {
   if (conn_ == nullptr) return;
-  if (state_ != conn_state::established && !early_) return;
+  if (state_ != conn_state::established && !life_.early()) return;
   std::uint64_t room = ngtcp2_conn_get_streams_bidi_left(conn_);
   // Queries whose 0-RTT was refused go first, on new streams.
   while (room > 0 && !resend_.empty()) {
@@ -169,8 +169,7 @@ void doq_client::fill(std::uint64_t now) {
     send_queue_.push_back(&r);
   }
   std::uint64_t allowance = std::min<std::uint64_t>(send_allowance(now), room);
-  const std::uint64_t limit = transport_.settings().queries_per_connection;
-  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, tally_.sent));
+  allowance = std::min(allowance, life_.budget_left(transport_.settings().queries_per_connection));
   if (!plan().gather_writes) allowance = std::min<std::uint64_t>(allowance, 1);
   for (; allowance > 0; --allowance) {
     request& r = new_request();
@@ -179,9 +178,9 @@ void doq_client::fill(std::uint64_t now) {
       return;
     }
     slot_table::slot& s = take_slot(now);
-    s.first_on_connection = tally_.sent == 0;
-    ++tally_.sent;
-    last_activity_ns_ = now;
+    s.first_on_connection = life_.tally.sent == 0;
+    ++life_.tally.sent;
+    life_.last_activity_ns = now;
     r.id = s.id;
     r.query_index = s.query_index;
     const auto query = (*plan().queries)[s.query_index];
@@ -321,7 +320,7 @@ void doq_client::send_packets(std::span<const iovec> packets) {
       if (error == EINTR) continue;
       // A full socket buffer or an ICMP error loses these packets as the network would;
       // QUIC's loss recovery sends them again.
-      if (error != EAGAIN && error != EWOULDBLOCK && tally_.counted) {
+      if (error != EAGAIN && error != EWOULDBLOCK && life_.tally.counted) {
         connections().record_socket_error("udp send", error);
       }
       break;
@@ -329,7 +328,7 @@ void doq_client::send_packets(std::span<const iovec> packets) {
     for (int k = 0; k < n; ++k) sent_packets += packets_in[done + static_cast<std::size_t>(k)];
     done += static_cast<std::size_t>(n);
   }
-  if (tally_.counted) quic().packets_sent += sent_packets;
+  if (life_.tally.counted) quic().packets_sent += sent_packets;
 }
 
 void doq_client::cancel_expired() {
@@ -357,7 +356,7 @@ void doq_client::receive(request& r, bool fin, std::span<const std::uint8_t> dat
     fail_exchange(r.id, now_, doq_stream_failure_name(got), exchange_layer::quic);
     return;
   }
-  count_on_connection(tally_, on_answer(r.id, r.answer.message(), now_, 0, arrived_), now_);
+  count_on_connection(life_.tally, on_answer(r.id, r.answer.message(), now_, 0, arrived_), now_);
 }
 
 }  // namespace dnstransport::detail

@@ -33,6 +33,7 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "engine/connection_life.hpp"
 #include "engine/engine.hpp"
 #include "message/doq_stream_reader.hpp"
 #include "transport/doq/doq_transport.hpp"
@@ -76,7 +77,6 @@ class doq_client final : public client_base {
   int handshake_completed();
   // Set-up failed (timeout, TLS, version negotiation, socket): counted under `cause`.
   void fail_connection(const std::string& cause, const std::string& message);
-  void setup_failed();
   // The connection broke after the handshake: ngtcp2 error `error` from reading or writing,
   // or the server's CONNECTION_CLOSE, a stateless reset or the idle timeout (draining).
   void connection_broke(int error);
@@ -188,25 +188,21 @@ class doq_client final : public client_base {
 
   conn_state state_ = conn_state::idle;
   std::uint64_t generation_ = 0;  // of the connection; stale waits and timers check it
-  connection_tally tally_;
-  // The connection's last sign of use: the handshake done, a query sent, packets read.
-  std::uint64_t last_activity_ns_ = 0;
+  // The connection's life, counted as the stream clients count theirs (its last sign of use:
+  // the handshake done, a query sent, packets read).
+  connection_life life_{*this};
   std::uint64_t now_ = 0;            // the time of the packets being processed, for the callbacks
   std::uint64_t arrived_ = 0;        // the packet's kernel receive stamp (monotonic; 0: none)
   std::uint64_t timer_at_ = 0;       // when timer_ fires (0: not armed)
   std::uint64_t starved_since_ = 0;  // no stream credit, nothing in flight, since (0: not)
   std::uint64_t streams_limit_ = 0;  // the server's stream limit so far on this connection
   bool streams_raised_ = false;      // the server has raised it (MAX_STREAMS) at least once
-  bool in_setup_ = false;            // counted in the worker's set-ups in flight
-  bool early_ = false;          // queries may go before the handshake ends (in 0-RTT once keys are)
-  bool early_keys_ = false;     // GnuTLS made 0-RTT keys: queries opened early go in 0-RTT
-  bool early_counted_ = false;  // queries went in 0-RTT on a counted connection
+  bool early_keys_ = false;          // GnuTLS made 0-RTT keys: queries opened early go in 0-RTT
   bool stateless_reset_ = false;
   // The handshake completed on the packets being read and nothing was written since: our
   // Finished waits for the next write.
   bool finished_unsent_ = false;
   bool waiting_read_ = false;
-  unsigned failed_in_a_row_ = 0;
 
   static constexpr unsigned receive_batch = 16;  // datagrams per recvmmsg
   // Packets made but not sent yet, back to back in the worker's last scratch buffer.

@@ -35,7 +35,7 @@ int doq_client::on_handshake_completed(ngtcp2_conn*, void* user_data) {
 
 int doq_client::on_recv_retry(ngtcp2_conn* conn, const ngtcp2_pkt_hd* header, void* user_data) {
   auto& self = *static_cast<doq_client*>(user_data);
-  if (self.tally_.counted) ++self.quic().retries;
+  if (self.life_.tally.counted) ++self.quic().retries;
   return ngtcp2_crypto_recv_retry_cb(conn, header, user_data);
 }
 
@@ -51,7 +51,7 @@ int doq_client::on_stateless_reset(ngtcp2_conn*, const ngtcp2_pkt_stateless_rese
                                    void* user_data) {
   auto& self = *static_cast<doq_client*>(user_data);
   self.stateless_reset_ = true;
-  if (self.tally_.counted) ++self.quic().stateless_resets;
+  if (self.life_.tally.counted) ++self.quic().stateless_resets;
   return 0;
 }
 
@@ -95,7 +95,7 @@ int doq_client::on_stream_close(ngtcp2_conn* conn, std::uint32_t, std::int64_t s
   auto& self = *static_cast<doq_client*>(user_data);
   auto* r = static_cast<request*>(stream_user_data);
   if (r == nullptr) return 0;
-  if (self.tally_.counted) {
+  if (self.life_.tally.counted) {
     self.quic().stream_packets_lost += ngtcp2_conn_get_stream_loss_count(conn, stream_id);
   }
   if (!r->done) {

@@ -89,21 +89,14 @@ bool doq_client::create_connection(std::uint64_t now) {
 }
 
 void doq_client::connect(std::uint64_t now) {
-  if (!owner_.begin_connection_setup()) return;
-  in_setup_ = true;
+  if (!life_.begin(now)) return;
   ++generation_;
   state_ = conn_state::handshaking;
-  begin_connection(tally_, now);
-  early_ = false;
   early_keys_ = false;
-  early_counted_ = false;
   stateless_reset_ = false;
   if (const int error = open_socket(); error != 0) {
-    if (tally_.counted) {
-      ++connections().failed;
-      connections().record_socket_error("udp socket", error);
-    }
-    setup_failed();
+    life_.failed("udp socket", error);
+    end_connection();
     return;
   }
   if (!create_connection(now)) {
@@ -115,11 +108,13 @@ void doq_client::connect(std::uint64_t now) {
   // and ngtcp2 then puts the queries in a 0-RTT packet in the same datagram (where the
   // Initial's padding would go).
   const doq_settings& s = transport_.settings();
-  early_ = s.resume && s.early_data && have_ticket_;
-  if (early_) fill(now);
+  if (s.resume && s.early_data && have_ticket_) {
+    life_.early_allowed();
+    fill(now);
+  }
   if (!write(now)) return;
   const ngtcp2_crypto_ctx* early = ngtcp2_conn_get_early_crypto_ctx(conn_);
-  if (early_ && early != nullptr && early->aead.native_handle != nullptr) {
+  if (life_.early() && early != nullptr && early->aead.native_handle != nullptr) {
     early_keys_ = true;
     for (request& r : requests_) {
       const slot_table::slot* slot = r.in_use && r.early ? slots_.find(r.id) : nullptr;
@@ -128,12 +123,10 @@ void doq_client::connect(std::uint64_t now) {
     // Queries that did not fit in the first datagram go now, in 0-RTT too.
     fill(now);
     if (!write(now)) return;
-    // Offered when queries went early (at the end of a run none may); judged only then.
-    early_counted_ = tally_.counted && tally_.sent > 0;
-    if (early_counted_) ++early_counts().offered;
-  } else if (early_) {
+    life_.early_sent();
+  } else if (life_.early()) {
     // The ticket allows no early data: the queries opened wait for the handshake.
-    early_ = false;
+    life_.early_dropped();
     for (request& r : requests_) r.early = false;
   }
   wait_readable();
@@ -141,26 +134,18 @@ void doq_client::connect(std::uint64_t now) {
 
 int doq_client::handshake_completed() {
   const std::uint64_t now = monotonic_ns();
-  if (in_setup_) owner_.end_connection_setup();
-  in_setup_ = false;
+  life_.end_setup();
   state_ = conn_state::established;
   finished_unsent_ = true;
-  last_activity_ns_ = now;
   connection_up();
-  failed_in_a_row_ = 0;
-  if (tally_.counted) {
-    ++connections().opened;
-    connections().handshake_latency.record(now - tally_.started_ns);
-    ++(gnutls_session_is_resumed(session_) != 0 ? connections().handshakes_resumed
-                                                : connections().handshakes_full);
-  }
-  if (!early_) return 0;
-  early_ = false;
-  if ((gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_EARLY_DATA) != 0) {
-    if (early_counted_) ++early_counts().accepted;
+  life_.usable(now);
+  // QUIC's connection is opened by its handshake, which is its set-up.
+  life_.opened(now, false);
+  life_.handshake_done(life_.tally.started_ns, now, gnutls_session_is_resumed(session_) != 0);
+  if (!life_.early()) return 0;
+  if (life_.early_judged((gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_EARLY_DATA) != 0)) {
     return 0;
   }
-  if (early_counted_) ++early_counts().rejected;
   // ngtcp2 forgets the 0-RTT streams (without closing them): their queries go again on new
   // streams once ngtcp2 returns.
   if (ngtcp2_conn_early_data_rejected(conn_) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
@@ -181,18 +166,8 @@ int doq_client::handshake_completed() {
 }
 
 void doq_client::fail_connection(const std::string& cause, const std::string& message) {
-  if (tally_.counted) {
-    ++connections().failed;
-    connections().record_failure(cause, message);
-  }
-  setup_failed();
-}
-
-void doq_client::setup_failed() {
-  // Running to a query count, a server that fails every connection would keep the run
-  // going forever: after a few failures in a row this client gives up. The next attempt
-  // waits for the next tick, so a refusing server is not hammered.
-  if (++failed_in_a_row_ >= 3 && plan().send_end_ns == UINT64_MAX) quota_ = 0;
+  life_.failed(cause, message);
+  // The next attempt waits for the next tick, so a refusing server is not hammered.
   end_connection();
 }
 
@@ -220,12 +195,12 @@ void doq_client::connection_broke(int error) {
     message = fmt::format(
         "DoQ: the server closed the connection ({}{}{})", cause, close.reasonlen > 0 ? ": " : "",
         std::string(reinterpret_cast<const char*>(close.reason), close.reasonlen));
-    if (!handshaking && tally_.counted) {
+    if (!handshaking && life_.tally.counted) {
       ++quic().closes[cause];
       ++(stateless_reset_ ? connections().reset_by_server : connections().closed_by_server);
     }
   } else if (error == NGTCP2_ERR_RECV_VERSION_NEGOTIATION) {
-    if (tally_.counted) ++quic().version_negotiation;
+    if (life_.tally.counted) ++quic().version_negotiation;
     cause = "quic_version_negotiation";
     message = "DoQ: the server answered with Version Negotiation (it does not speak QUIC v1)";
   } else if (error == NGTCP2_ERR_CRYPTO) {
@@ -242,7 +217,7 @@ void doq_client::connection_broke(int error) {
     cause = fmt::format("quic_{}", quic_transport_error_name(close.error_code));
     message = fmt::format("DoQ: {} ({})", ngtcp2_strerror(error), cause);
     write_connection_close(close);
-    if (!handshaking && tally_.counted) {
+    if (!handshaking && life_.tally.counted) {
       ++connections().reset_by_server;
       connections().record_failure(cause, message);
     }
@@ -257,8 +232,7 @@ void doq_client::connection_broke(int error) {
 }
 
 void doq_client::close(bool count) {
-  if (count && tally_.counted && state_ == conn_state::established)
-    ++connections().closed_by_client;
+  life_.closed_by_us(state_ == conn_state::established, count);
   if (conn_ != nullptr && state_ != conn_state::idle) {
     ngtcp2_connection_close_error close;
     ngtcp2_connection_close_error_default(&close);
@@ -270,7 +244,7 @@ void doq_client::close(bool count) {
 
 bool doq_client::close_if_idle(std::uint64_t now, std::uint64_t idle_ns) {
   if (state_ != conn_state::established || !slots_.empty() || !send_queue_.empty() ||
-      !blocked_.empty() || !resend_.empty() || now < last_activity_ns_ + idle_ns) {
+      !blocked_.empty() || !resend_.empty() || !life_.idle_for(now, idle_ns)) {
     return false;
   }
   // A query due now is sent on this connection, not on a new one.
@@ -289,12 +263,11 @@ void doq_client::write_connection_close(const ngtcp2_connection_close_error& clo
 }
 
 void doq_client::end_connection() {
-  if (in_setup_) owner_.end_connection_setup();
-  in_setup_ = false;
+  life_.end_setup();
   connection_down();
   fail_in_flight(false);
   if (conn_ != nullptr) {
-    if (tally_.counted) {
+    if (life_.tally.counted) {
       ngtcp2_conn_stat stat;
       ngtcp2_conn_get_conn_stat(conn_, &stat);
       quic_counters& q = quic();
@@ -308,7 +281,7 @@ void doq_client::end_connection() {
     }
     for (request& r : requests_) {
       if (!r.in_use) continue;
-      if (tally_.counted && r.stream >= 0) {
+      if (life_.tally.counted && r.stream >= 0) {
         quic().stream_packets_lost += ngtcp2_conn_get_stream_loss_count(conn_, r.stream);
       }
     }
@@ -330,7 +303,7 @@ void doq_client::end_connection() {
   if (timer_at_ != 0) timer_.cancel();
   timer_at_ = 0;
   waiting_read_ = false;
-  early_ = false;
+  life_.early_dropped();
   early_keys_ = false;
   starved_since_ = 0;
   streams_limit_ = 0;

@@ -39,7 +39,7 @@ void doq_client::tick(std::uint64_t now) {
     }
     expire(now);
     cancel_expired();
-    if (now - tally_.started_ns >= plan().timeout_ns) {
+    if (now - life_.tally.started_ns >= plan().timeout_ns) {
       fail_connection("quic_handshake_timeout", "DoQ handshake: no answer within the timeout");
     }
     return;
@@ -58,7 +58,7 @@ void doq_client::tick(std::uint64_t now) {
     }
     if (const std::uint64_t idle = transport_.settings().idle_timeout_ns;
         idle != 0 && close_if_idle(now, idle)) {
-      if (tally_.counted) ++connections().closed_idle;
+      if (life_.tally.counted) ++connections().closed_idle;
       return;
     }
     // A server that never grants more streams than its first limit (Knot DNS 3.2 allows
@@ -71,7 +71,7 @@ void doq_client::tick(std::uint64_t now) {
       if (starved_since_ == 0) {
         starved_since_ = now;
       } else if (now - starved_since_ >= 3 * ngtcp2_conn_get_pto(conn_)) {
-        if (tally_.counted) ++quic().streams_exhausted;
+        if (life_.tally.counted) ++quic().streams_exhausted;
         close(true);
         connect(now);
         return;
@@ -92,8 +92,7 @@ void doq_client::abandon() {
 }
 
 bool doq_client::connection_done() const noexcept {
-  const std::uint64_t limit = transport_.settings().queries_per_connection;
-  return limit != 0 && tally_.sent >= limit && slots_.empty();
+  return life_.spent(transport_.settings().queries_per_connection, !slots_.empty());
 }
 
 void doq_client::arm_timer() {
