@@ -1,0 +1,71 @@
+#pragma once
+/// \file
+/// What a server spends, and the generator beside it, per answer, per connection set-up and
+/// per full or resumed handshake, in CPU; and per open connection in memory: fitted over a
+/// sweep's runs (least squares with costs that cannot be negative, each with a 95 % interval
+/// from a bootstrap over the runs), per target and transport. The numbers an operator sizes
+/// a server with, and the queries per connection they predict a handshake needs to amortize.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <dnstransport/sweep_plan.hpp>
+#include <dnstransport/sweep_result.hpp>
+
+namespace dnstransport {
+
+/// One fitted cost: CPU seconds per unit (bytes, for memory), with its 95 % interval.
+struct unit_cost {
+  double value = 0;
+  double low = 0;       ///< 2.5th percentile over bootstrap resamples of the runs
+  double high = 0;      ///< 97.5th percentile
+  bool fitted = false;  ///< false: no run had any of this unit (nothing to fit it from)
+};
+
+/// A side's CPU (the server's, or the generator's own) as costs times counts.
+struct cpu_cost_model {
+  unit_cost per_answer;
+  unit_cost per_connection;         ///< a TCP connection's set-up (tcp)
+  unit_cost per_full_handshake;     ///< a connection with a full TLS/QUIC handshake, set-up in
+  unit_cost per_resumed_handshake;  ///< ... with a resumed one
+  unit_cost per_second;             ///< what time costs it regardless (threads, timers)
+  /// sqrt(mean(((predicted - measured) / measured)^2)) over the runs.
+  double relative_error = 0;
+  std::size_t runs = 0;  ///< the runs it was fitted over
+
+  /// What the model says a run's counts cost (CPU seconds).
+  double predict(const run_result& run) const noexcept;
+  /// A new connection's cost before its first answer: set-up and full handshake.
+  double setup_cost() const noexcept;
+};
+
+/// The costs of one target's transport.
+struct transport_costs {
+  std::string target;  ///< empty when the sweep has one server
+  sweep_transport transport;
+  /// The server's, when at least as many of its runs measured the server's CPU
+  /// (load_spec::monitor) as the model has costs, plus one.
+  std::optional<cpu_cost_model> server;
+  /// The generator's, from its own CPU (run_result::client_cpu_seconds).
+  std::optional<cpu_cost_model> generator;
+  /// The server's memory per open connection (its largest RSS against the most connections
+  /// open at once, over the runs), for transports with connections whose server was monitored.
+  unit_cost server_bytes_per_connection;
+  /// From the server's costs: the queries per connection at which a server-bound throughput
+  /// reaches 50, 90 and 99 % of what persistent connections give (set-up cost / answer cost
+  /// times 1, 9 and 99); 0 when the costs do not give them.
+  double n50 = 0;
+  double n90 = 0;
+  double n99 = 0;
+};
+
+/// Bootstrap resamples behind each interval; the seed is fixed, so a sweep's models are the
+/// same each time they are computed.
+inline constexpr unsigned cost_bootstrap_resamples = 1000;
+
+/// One entry per target and transport with runs, in the order the points were run.
+std::vector<transport_costs> compute_costs(const std::vector<sweep_point_result>& points);
+
+}  // namespace dnstransport

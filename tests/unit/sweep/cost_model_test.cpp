@@ -1,0 +1,142 @@
+#include <dnstransport/cost_model.hpp>
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace dnstransport {
+namespace {
+
+// A server whose answers cost 20 us, a TCP connection 150 us, a full TLS handshake 900 us and
+// a resumed one 300 us, and 0.01 s of CPU a second whatever it does; 40 KiB per open
+// connection over 10 MiB. The generator: 10 us per answer, 60 us per connection.
+constexpr double answer_cost = 20e-6;
+constexpr double tcp_cost = 150e-6;
+constexpr double full_cost = 900e-6;
+constexpr double resumed_cost = 300e-6;
+constexpr double second_cost = 0.01;
+
+run_result run_of(transport_kind transport, double answers, double opened, double resumed_share,
+                  unsigned clients) {
+  run_result r;
+  r.transport = transport;
+  r.responses_received = static_cast<std::uint64_t>(answers);
+  r.elapsed_seconds = 2;
+  r.connections.opened = static_cast<std::uint64_t>(opened);
+  double server = answer_cost * answers + second_cost * r.elapsed_seconds;
+  if (transport == transport_kind::tcp) server += tcp_cost * opened;
+  if (transport == transport_kind::tls) {
+    r.handshakes_resumed = static_cast<std::uint64_t>(opened * resumed_share);
+    r.handshakes_full = r.connections.opened - r.handshakes_resumed;
+    server += full_cost * static_cast<double>(r.handshakes_full) +
+              resumed_cost * static_cast<double>(r.handshakes_resumed);
+  }
+  r.server_usage.pids = {1};
+  r.server_usage.cpu_user_seconds = server * 0.7;
+  r.server_usage.cpu_system_seconds = server * 0.3;
+  r.server_usage.connections_max = clients;
+  r.server_usage.rss_max_bytes = 10 * 1024 * 1024 + 40 * 1024 * clients;
+  r.client_cpu_seconds = 10e-6 * answers + 60e-6 * opened;
+  return r;
+}
+
+std::vector<sweep_point_result> sweep_of(transport_kind transport) {
+  std::vector<sweep_point_result> points;
+  for (unsigned clients : {1u, 4u, 16u}) {
+    for (std::uint64_t per_connection : {1u, 10u, 100u, 0u}) {
+      sweep_point_result p;
+      p.point.transport = {transport, std::nullopt};
+      p.point.clients = clients;
+      p.point.queries_per_connection = per_connection;
+      for (double resumed : {0.0, 0.5}) {
+        const double answers = 20000.0 * clients / (per_connection == 1 ? 4 : 1);
+        const double opened =
+            per_connection == 0 ? clients : answers / static_cast<double>(per_connection);
+        p.repeats.push_back(run_of(transport, answers, opened, resumed, clients));
+      }
+      points.push_back(p);
+    }
+  }
+  return points;
+}
+
+void expect_cost(const unit_cost& c, double truth) {
+  ASSERT_TRUE(c.fitted);
+  EXPECT_NEAR(c.value, truth, truth * 1e-6);
+  EXPECT_LE(c.low, c.value);
+  EXPECT_GE(c.high, c.value);
+}
+
+TEST(cost_model_test, recovers_a_tcp_servers_costs_and_the_generators) {
+  const auto costs = compute_costs(sweep_of(transport_kind::tcp));
+  ASSERT_EQ(costs.size(), 1u);
+  const transport_costs& c = costs[0];
+  ASSERT_TRUE(c.server);
+  expect_cost(c.server->per_answer, answer_cost);
+  expect_cost(c.server->per_connection, tcp_cost);
+  expect_cost(c.server->per_second, second_cost);
+  EXPECT_FALSE(c.server->per_full_handshake.fitted);
+  EXPECT_EQ(c.server->runs, 24u);
+  EXPECT_LT(c.server->relative_error, 1e-9);
+  // A connection's set-up is worth 7.5 answers: half the persistent throughput at 7.5 queries.
+  EXPECT_NEAR(c.n50, tcp_cost / answer_cost, 1e-6);
+  EXPECT_NEAR(c.n90, 9 * tcp_cost / answer_cost, 1e-6);
+  ASSERT_TRUE(c.generator);
+  expect_cost(c.generator->per_answer, 10e-6);
+  expect_cost(c.generator->per_connection, 60e-6);
+  expect_cost(c.server_bytes_per_connection, 40 * 1024);
+  const run_result probe = run_of(transport_kind::tcp, 1000, 100, 0, 1);
+  EXPECT_NEAR(c.server->predict(probe), probe.server_usage.cpu_seconds(), 1e-9);
+}
+
+TEST(cost_model_test, tls_handshakes_full_and_resumed_carry_the_set_up) {
+  const auto costs = compute_costs(sweep_of(transport_kind::tls));
+  ASSERT_EQ(costs.size(), 1u);
+  ASSERT_TRUE(costs[0].server);
+  const cpu_cost_model& s = *costs[0].server;
+  expect_cost(s.per_answer, answer_cost);
+  expect_cost(s.per_full_handshake, full_cost);
+  expect_cost(s.per_resumed_handshake, resumed_cost);
+  EXPECT_FALSE(s.per_connection.fitted);
+  EXPECT_NEAR(costs[0].n50, full_cost / answer_cost, 1e-6);
+}
+
+TEST(cost_model_test, udp_has_answers_and_time_only_and_no_memory_per_connection) {
+  const auto costs = compute_costs(sweep_of(transport_kind::udp));
+  ASSERT_TRUE(costs[0].server);
+  expect_cost(costs[0].server->per_answer, answer_cost);
+  EXPECT_FALSE(costs[0].server->per_connection.fitted);
+  EXPECT_FALSE(costs[0].server_bytes_per_connection.fitted);
+  EXPECT_EQ(costs[0].n50, 0);
+}
+
+TEST(cost_model_test, an_unmonitored_server_has_no_model_and_targets_are_apart) {
+  auto points = sweep_of(transport_kind::tcp);
+  for (auto& p : points) {
+    for (auto& r : p.repeats) r.server_usage = {};
+  }
+  auto other = sweep_of(transport_kind::tcp);
+  for (auto& p : other) p.point.target = "knot";
+  points.insert(points.end(), other.begin(), other.end());
+  const auto costs = compute_costs(points);
+  ASSERT_EQ(costs.size(), 2u);
+  EXPECT_EQ(costs[0].target, "");
+  EXPECT_FALSE(costs[0].server);
+  EXPECT_TRUE(costs[0].generator);
+  EXPECT_EQ(costs[1].target, "knot");
+  ASSERT_TRUE(costs[1].server);
+  expect_cost(costs[1].server->per_connection, tcp_cost);
+}
+
+TEST(cost_model_test, too_few_runs_for_the_costs_give_no_model) {
+  auto points = sweep_of(transport_kind::tls);
+  points.resize(1);
+  points[0].repeats.resize(2);  // four costs (answer, full, resumed, time), two runs
+  const auto costs = compute_costs(points);
+  ASSERT_EQ(costs.size(), 1u);
+  EXPECT_FALSE(costs[0].server);
+  EXPECT_FALSE(costs[0].generator);
+}
+
+}  // namespace
+}  // namespace dnstransport
