@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <dnstransport/load.hpp>
 #include <dnstransport/sweep_plan.hpp>
-#include <dnstransport/sweep_result.hpp>
 
 namespace dnstransport {
 
@@ -30,7 +30,6 @@ struct cpu_cost_model {
   unit_cost per_connection;         ///< a TCP connection's set-up (tcp)
   unit_cost per_full_handshake;     ///< a connection with a full TLS/QUIC handshake, set-up in
   unit_cost per_resumed_handshake;  ///< ... with a resumed one
-  unit_cost per_second;             ///< what time costs it regardless (threads, timers)
   /// sqrt(mean(((predicted - measured) / measured)^2)) over the runs.
   double relative_error = 0;
   std::size_t runs = 0;  ///< the runs it was fitted over
@@ -62,10 +61,6 @@ struct transport_costs {
 };
 
 /// Bootstrap resamples behind each interval; the seed is fixed, so a sweep's models are the
-/// same each time they are computed.
+/// same each time they are computed (compute_costs, sweep_result.hpp).
 inline constexpr unsigned cost_bootstrap_resamples = 1000;
-
-/// One entry per target and transport with runs, in the order the points were run.
-std::vector<transport_costs> compute_costs(const std::vector<sweep_point_result>& points);
-
 }  // namespace dnstransport

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <dnstransport/cost_model.hpp>
 #include <dnstransport/fit.hpp>
 #include <dnstransport/load.hpp>
 #include <dnstransport/sweep_plan.hpp>
@@ -132,6 +133,10 @@ struct amortization_fit {
 /// queries-per-connection values measured, in the order the points were run.
 std::vector<amortization_fit> compute_amortization(const std::vector<sweep_point_result>& points);
 
+/// The cost model of each target's transport (cost_model.hpp): one entry per target and
+/// transport with runs, in the order the points were run.
+std::vector<transport_costs> compute_costs(const std::vector<sweep_point_result>& points);
+
 /// The machine a sweep ran on.
 struct machine_info {
   unsigned cpus = 0;      ///< logical CPUs
@@ -156,10 +161,11 @@ struct sweep_result {
   std::vector<sweep_point_result> points;  ///< points measured, in the order they were run
   std::vector<percent_of_udp_entry> percent_of_udp;
   std::vector<amortization_fit> amortization;
-  std::vector<std::string> warnings;  ///< spread, client-bound points, failures, ...
+  std::vector<transport_costs> costs;  ///< what answers, connections and handshakes cost
+  std::vector<std::string> warnings;   ///< spread, client-bound points, failures, ...
 };
 
-/// Fills percent_of_udp, amortization and warnings from the points.
+/// Fills percent_of_udp, amortization, costs and warnings from the points.
 void derive_results(sweep_result& result);
 
 }  // namespace dnstransport

@@ -124,6 +124,34 @@ json::object fit_to_json(const amortization_fit& f) {
   return o;
 }
 
+json::value unit_cost_to_json(const unit_cost& c) {
+  if (!c.fitted) return nullptr;
+  return json::object{{"value", stable(c.value)}, {"low", stable(c.low)}, {"high", stable(c.high)}};
+}
+
+json::value cpu_model_to_json(const std::optional<cpu_cost_model>& m) {
+  if (!m) return nullptr;
+  return json::object{{"answer_seconds", unit_cost_to_json(m->per_answer)},
+                      {"tcp_connection_seconds", unit_cost_to_json(m->per_connection)},
+                      {"full_handshake_seconds", unit_cost_to_json(m->per_full_handshake)},
+                      {"resumed_handshake_seconds", unit_cost_to_json(m->per_resumed_handshake)},
+                      {"relative_error", stable(m->relative_error)},
+                      {"runs", m->runs}};
+}
+
+json::object costs_to_json(const transport_costs& c) {
+  json::object o;
+  put_target(o, c.target);
+  detail::put_transport(o, c.transport);
+  o["server"] = cpu_model_to_json(c.server);
+  o["generator"] = cpu_model_to_json(c.generator);
+  o["server_bytes_per_connection"] = unit_cost_to_json(c.server_bytes_per_connection);
+  o["n50"] = stable(c.n50);
+  o["n90"] = stable(c.n90);
+  o["n99"] = stable(c.n99);
+  return o;
+}
+
 sweep_point_result point_from_json(const json::value& value) {
   if (!value.is_object()) throw std::invalid_argument("a point is not an object");
   const auto& o = value.get_object();
@@ -181,6 +209,8 @@ std::string to_json(const sweep_result& r) {
   for (const auto& e : r.percent_of_udp) percent.emplace_back(percent_to_json(e));
   json::array fits;
   for (const auto& f : r.amortization) fits.emplace_back(fit_to_json(f));
+  json::array costs;
+  for (const auto& c : r.costs) costs.emplace_back(costs_to_json(c));
   json::array warnings;
   for (const auto& w : r.warnings) warnings.emplace_back(w);
   const json::object document{
@@ -203,6 +233,7 @@ std::string to_json(const sweep_result& r) {
       {"points", std::move(points)},
       {"percent_of_udp", std::move(percent)},
       {"amortization", std::move(fits)},
+      {"costs", std::move(costs)},
       {"warnings", std::move(warnings)},
   };
   return detail::pretty(document);

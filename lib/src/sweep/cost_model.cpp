@@ -2,6 +2,7 @@
 // cost_fit.hpp.
 
 #include <dnstransport/cost_model.hpp>
+#include <dnstransport/sweep_result.hpp>
 
 #include <algorithm>
 #include <array>
@@ -16,8 +17,10 @@ namespace {
 using detail::cost_observation;
 
 // The counts a run gives each cost of a model, in the order of cpu_cost_model's members.
-enum term : std::size_t { answers, connections, full_handshakes, resumed_handshakes, seconds };
-constexpr std::size_t term_count = 5;
+// No cost of time alone: runs of one length at saturation would give it everything (a busy
+// side's CPU is its time), and the costs per unit nothing.
+enum term : std::size_t { answers, connections, full_handshakes, resumed_handshakes };
+constexpr std::size_t term_count = 4;
 
 std::array<double, term_count> counts_of(const run_result& r, const transport_traits& traits) {
   std::array<double, term_count> c{};
@@ -30,7 +33,6 @@ std::array<double, term_count> counts_of(const run_result& r, const transport_tr
     c[full_handshakes] = static_cast<double>(r.handshakes_full);
     c[resumed_handshakes] = static_cast<double>(r.handshakes_resumed);
   }
-  c[seconds] = r.elapsed_seconds;
   return c;
 }
 
@@ -42,10 +44,8 @@ unit_cost* cost_of(cpu_cost_model& m, std::size_t t) {
       return &m.per_connection;
     case full_handshakes:
       return &m.per_full_handshake;
-    case resumed_handshakes:
-      return &m.per_resumed_handshake;
     default:
-      return &m.per_second;
+      return &m.per_resumed_handshake;
   }
 }
 const unit_cost* cost_of(const cpu_cost_model& m, std::size_t t) {

@@ -105,6 +105,7 @@ std::vector<percent_of_udp_entry> compute_percent_of_udp(
 void derive_results(sweep_result& result) {
   result.percent_of_udp = compute_percent_of_udp(result.points);
   result.amortization = compute_amortization(result.points);
+  result.costs = compute_costs(result.points);
   auto& warnings = result.warnings;
   warnings.clear();
   if (result.interrupted) {
