@@ -114,10 +114,11 @@ class doq_server_test : public ::testing::Test {
     }
   };
 
-  // Waits until the responder's counters say `done`, at most two seconds.
+  // Waits until the responder's counters say `done`: at most 30 s, which only a responder
+  // that never gets there reaches (a loaded machine makes it later, not false).
   template <typename Predicate>
   static bool stats_reach(const server& responder, Predicate done) {
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 3000; ++i) {
       if (done(responder.stats())) return true;
       std::this_thread::sleep_for(10ms);
     }
@@ -126,6 +127,48 @@ class doq_server_test : public ::testing::Test {
   static bool dropped_reaches(const server& responder, std::uint64_t n) {
     return stats_reach(responder,
                        [n](const server_stats& s) { return s.doq_packets_dropped >= n; });
+  }
+
+  // Sends an empty datagram, which the responder drops, and waits until it has counted
+  // `dropped` in all: the DoQ port's datagrams are read in order on one thread, so everything
+  // `raw` sent before has then been processed, whatever the machine's speed (a sleep would
+  // pass as well when it had not been yet).
+  static bool processed_up_to_a_marker(const server& responder, const raw_socket& raw,
+                                       std::uint64_t dropped) {
+    raw.send({});
+    return dropped_reaches(responder, dropped);
+  }
+
+  // A 1-RTT packet for the connection the responder gave `id` to.
+  static doq_bytes short_header_to(const doq_bytes& id) {
+    doq_bytes packet(60, 0x5a);
+    packet[0] = 0x40;
+    std::copy(id.begin(), id.end(), packet.begin() + 1);
+    return packet;
+  }
+
+  // Waits (at most 30 s) until the responder has forgotten the connection whose ID it gave
+  // as `id`: a 1-RTT packet for it, sent every 20 ms, is then answered with a stateless
+  // reset (43 octets) ending in `token`. While the connection lives or drains, nothing
+  // answers.
+  static bool forgotten(const raw_socket& raw, const doq_bytes& id, const doq_bytes& token) {
+    for (int i = 0; i < 1500; ++i) {
+      raw.send(short_header_to(id));
+      const doq_bytes reply = raw.receive(20ms);
+      if (!reply.empty()) {
+        return reply.size() == 43 && doq_bytes(reply.end() - 16, reply.end()) == token;
+      }
+    }
+    return false;
+  }
+
+  // Once a connection is forgotten, a packet for it from a socket of its own comes back as
+  // a stateless reset only after every datagram sent to the port before it was processed
+  // (one thread reads them in order): no sleep that would also pass when they were not.
+  static bool processed_before_a_reset(std::uint16_t port, const doq_bytes& forgotten_id) {
+    raw_socket marker(port);
+    marker.send(short_header_to(forgotten_id));
+    return marker.receive(30s).size() == 43;
   }
 
  private:
@@ -265,21 +308,28 @@ TEST_F(doq_server_test, replayed_0rtt_is_not_answered_again) {
   o.resume = &*resumption;
   o.early_data = true;
   std::vector<doq_bytes> flight;
+  doq_bytes second_id;
+  doq_bytes second_token;
   {
     doq_client second = connect(responder, o);
     second.send(framed(query));
     ASSERT_TRUE(second.run_until(
         [&] { return second.streams_done() == 1 && responder.stats().doq_early_data == 1; }));
     flight = second.first_flight();
+    second_id = second.server_id();
+    second_token = second.stateless_reset_token();
     second.close();
   }
   ASSERT_FALSE(flight.empty());
-  // Past its draining period the connection and its IDs are gone; the replay starts afresh.
-  std::this_thread::sleep_for(300ms);
+  // Past its draining period the connection and its IDs are gone (a stateless reset says
+  // so); the replay starts afresh.
+  raw_socket probe(responder.port(transport_kind::doq));  // its resets stay off `raw`
+  ASSERT_TRUE(forgotten(probe, second_id, second_token));
   raw_socket raw(responder.port(transport_kind::doq));
   for (const auto& datagram : flight) raw.send(datagram);
-  EXPECT_FALSE(raw.receive(2s).empty());  // the handshake goes on, without 0-RTT
-  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(raw.receive(30s).empty());  // the handshake goes on, without 0-RTT
+  // Every datagram of the replayed flight (its 0-RTT packet too) has been processed.
+  ASSERT_TRUE(processed_before_a_reset(responder.port(transport_kind::doq), second_id));
   responder.stop();
   const server_stats stats = responder.stats();
   EXPECT_EQ(stats.doq_early_data, 1u);
@@ -338,7 +388,7 @@ TEST_F(doq_server_test, an_unknown_version_gets_version_negotiation) {
   doq_bytes packet{0xc0, 0x1a, 0x2a, 0x3a, 0x4a, 8, 1, 2, 3, 4, 5, 6, 7, 8, 5, 9, 8, 7, 6, 5};
   packet.resize(1200, 0);
   raw.send(packet);
-  const doq_bytes reply = raw.receive(2s);
+  const doq_bytes reply = raw.receive(30s);
   ASSERT_GE(reply.size(), 1u + 4 + 1 + 5 + 1 + 8 + 4);
   EXPECT_NE(reply[0] & 0x80, 0);                                                // long header
   EXPECT_EQ(doq_bytes(reply.begin() + 1, reply.begin() + 5), doq_bytes(4, 0));  // version 0
@@ -380,7 +430,7 @@ TEST_F(doq_server_test, datagrams_for_no_connection_are_dropped_and_counted) {
   EXPECT_TRUE(dropped_reaches(responder, junk.size())) << responder.stats().doq_packets_dropped;
   // The 1-RTT packet alone gets an answer: a stateless reset (RFC 9000, section 10.3), a
   // short header one octet smaller than the packet, ending in the 16-octet token.
-  const doq_bytes reset = raw.receive(500ms);
+  const doq_bytes reset = raw.receive(30s);
   ASSERT_EQ(reset.size(), short_header.size() - 1);
   EXPECT_EQ(reset[0] & 0xc0, 0x40);
   EXPECT_TRUE(raw.receive(200ms).empty());
@@ -456,16 +506,16 @@ TEST_F(doq_server_test, connections_are_forgotten_after_close_and_after_the_idle
   ASSERT_EQ(idle_token.size(), 16u);
   // While the connections live, such packets reach them (and fail to decrypt there).
   raw.send(to(idle_id));
-  std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(responder.stats().doq_packets_dropped, 0u);
+  ASSERT_TRUE(processed_up_to_a_marker(responder, raw, 1));
+  EXPECT_EQ(responder.stats().doq_packets_dropped, 1u);  // the marker alone
 
   // Draining lasts three PTOs, idleness 0.3 s; both are over well within two seconds.
   std::this_thread::sleep_for(1500ms);
   raw.send(to(closed_id));
   raw.send(to(idle_id));
-  EXPECT_TRUE(dropped_reaches(responder, 2)) << responder.stats().doq_packets_dropped;
-  const doq_bytes first = raw.receive(500ms);
-  const doq_bytes second = raw.receive(500ms);
+  EXPECT_TRUE(dropped_reaches(responder, 3)) << responder.stats().doq_packets_dropped;
+  const doq_bytes first = raw.receive(30s);
+  const doq_bytes second = raw.receive(30s);
   ASSERT_EQ(first.size(), 43u);
   ASSERT_EQ(second.size(), 43u);
   EXPECT_EQ(doq_bytes(first.end() - 16, first.end()), closed_token);

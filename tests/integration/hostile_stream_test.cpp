@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "hostile_checks.hpp"
 #include "hostile_server.hpp"
@@ -247,7 +249,10 @@ TEST_P(hostile_stream_test, flood_with_coalescing_does_not_stall_the_run) {
 // client reads in one wake-up even without coalescing: in a closed loop the bursts stay.)
 // The bounds leave room for a client slowed by a sanitizer or a busy machine, which reads
 // more answers per wake-up without coalescing, and whose timers fire late.
-TEST_P(hostile_stream_test, coalesced_reads_take_late_answers_in_fewer_wakeups) {
+// The runs without and with coalescing (500 us) of 8,000 answers that a server sends 40-60
+// ms late, 800 in flight.
+std::pair<run_result, run_result> late_answers_without_and_with_coalescing(
+    const std::function<bounded_run(const connection_script&, load_spec)>& run) {
   const connection_script late = [](stream_peer& peer) {
     serve_messages(peer,
                    answer_all_spread(std::chrono::milliseconds(40), std::chrono::milliseconds(20)));
@@ -255,9 +260,17 @@ TEST_P(hostile_stream_test, coalesced_reads_take_late_answers_in_fewer_wakeups) 
   load_spec spec = counted(8000);
   spec.traffic.outstanding = 800;
   spec.traffic.timeout_seconds = generous_timeout_seconds;
-  const run_result off = run_against(late, spec).result;
+  run_result off = run(late, spec).result;
   spec.generator.coalesce_us = 500;
-  const run_result on = run_against(late, spec).result;
+  run_result on = run(late, spec).result;
+  return {std::move(off), std::move(on)};
+}
+
+TEST_P(hostile_stream_test, coalesced_reads_take_late_answers_in_fewer_wakeups) {
+  const auto [off, on] = late_answers_without_and_with_coalescing(
+      [this](const connection_script& script, load_spec spec) {
+        return run_against(script, std::move(spec));
+      });
   for (const run_result* r : {&off, &on}) {
     ASSERT_EQ(r->responses_received, 8000u) << summary(*r);
     EXPECT_EQ(queries_ended(*r), r->queries_sent);
@@ -268,18 +281,36 @@ TEST_P(hostile_stream_test, coalesced_reads_take_late_answers_in_fewer_wakeups) 
   // to 0.6 under sanitizers); on, each delayed read finds five or more (0.18, 0.10-0.16).
   EXPECT_LT(on.wakeups_per_answer(), 0.25)
       << "off " << off.wakeups_per_answer() << ", on " << on.wakeups_per_answer();
-  if (off.wakeups_per_answer() > 0.5) {
-    EXPECT_LT(on.wakeups_per_answer(), off.wakeups_per_answer() / 2)
-        << "off " << off.wakeups_per_answer() << ", on " << on.wakeups_per_answer();
-  }
   // Nor does the worker sleep more: answers that arrive during a delay wake no one (a socket
   // is armed only while its client waits). Were every arriving segment to wake it, it would
   // sleep about as often as with coalescing off.
   EXPECT_LT(on.sleeps_per_answer(), 0.4)
       << "off " << off.sleeps_per_answer() << ", on " << on.sleeps_per_answer() << " sleeps";
+  EXPECT_GE(off.latency.percentile(50), 40'000'000u);  // the server's own delay
+  EXPECT_GE(on.latency.percentile(50), 40'000'000u);
+  // What coalescing saves and costs against the run without it depends on how fast the
+  // client is: hostile_stream_capacity_test compares the two.
+}
+
+// Off, a fast client wakes for most answers (Release: 0.75 wake-ups per answer) and
+// coalescing cuts that at least in half, without adding to the median latency (5 % of it at
+// most). A slow client (a sanitizer build, a stalled machine) reads several answers a wake-up
+// either way: a figure of the machine, so this test carries the label `capacity`
+// (tests/CMakeLists.txt) and runs alone, in the Release stage only, where the halving holds
+// without a condition (it used to be skipped whenever the run without coalescing was slow).
+class hostile_stream_capacity_test : public hostile_stream_test {};
+
+TEST_P(hostile_stream_capacity_test, coalescing_halves_the_wakeups_and_keeps_the_latency) {
+  const auto [off, on] = late_answers_without_and_with_coalescing(
+      [this](const connection_script& script, load_spec spec) {
+        return run_against(script, std::move(spec));
+      });
+  ASSERT_EQ(off.responses_received, 8000u) << summary(off);
+  ASSERT_EQ(on.responses_received, 8000u) << summary(on);
+  EXPECT_LT(on.wakeups_per_answer(), off.wakeups_per_answer() / 2)
+      << "off " << off.wakeups_per_answer() << ", on " << on.wakeups_per_answer();
   const auto p50_off = static_cast<double>(off.latency.percentile(50));
   const auto p50_on = static_cast<double>(on.latency.percentile(50));
-  EXPECT_GE(p50_off, 40e6);
   EXPECT_LE(p50_on, p50_off * 1.05) << "p50 off " << p50_off << " ns, on " << p50_on << " ns";
 }
 
@@ -316,6 +347,15 @@ TEST(hostile_stream_test, count_mode_ends_when_connections_are_refused) {
 
 INSTANTIATE_TEST_SUITE_P(
     hostile, hostile_stream_test,
+    ::testing::Values(transport_variant{"tcp", transport_kind::tcp},
+                      transport_variant{"tls_openssl_to_gnutls", transport_kind::tls,
+                                        tls_backend::openssl, tls_backend::gnutls},
+                      transport_variant{"tls_gnutls_to_openssl", transport_kind::tls,
+                                        tls_backend::gnutls, tls_backend::openssl}),
+    variant_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    hostile, hostile_stream_capacity_test,
     ::testing::Values(transport_variant{"tcp", transport_kind::tcp},
                       transport_variant{"tls_openssl_to_gnutls", transport_kind::tls,
                                         tls_backend::openssl, tls_backend::gnutls},

@@ -188,7 +188,11 @@ TEST(pcap_replay_test, timing_replay_at_a_higher_speed_takes_less_time) {
   EXPECT_EQ(r.queries_sent, 12u);
   EXPECT_EQ(r.responses_received, 12u);
   EXPECT_GE(r.elapsed_seconds, 0.1);  // 0.5 s of capture, five times as fast
-  EXPECT_LT(r.elapsed_seconds, 0.4);
+  // Under the 0.5 s that a replay at the capture's own speed cannot beat (its last query is
+  // due then, and none leaves early: timing_replay_sends_each_query_once_at_its_captured_time),
+  // so a replay that ignores the speed fails; a loaded machine may stall it 0.4 s (it was
+  // 0.4 s in all, 0.3 s of stall).
+  EXPECT_LT(r.elapsed_seconds, 0.5);
   std::uint64_t sent = 0;
   for (std::size_t row = 0; row < r.timeline.size() && row < scheduled_before_mark.size(); ++row) {
     sent += r.timeline[row].sent;

@@ -7,11 +7,13 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <dnstransport/error.hpp>
 #include <dnstransport/load.hpp>
@@ -90,7 +92,22 @@ load_spec saturating_load(transport_kind transport, std::uint16_t port, double t
 
 constexpr double limit = 2000;
 
-TEST(rate_limit_test, udp_over_the_limit_is_dropped) {
+// What the limit guarantees whatever the machine's speed: over a window of W seconds the
+// responder answers at most limit * W + burst queries (rate_limiter, server_options). The
+// window here is the responder's whole life, measured around it, so a stalled machine only
+// makes the bound looser, never wrong. A responder without the limit answers the 2 s
+// loads below at their offered 4,000 q/s or more: about twice the bound.
+void expect_within_the_limit(std::uint64_t answered, std::chrono::steady_clock::time_point since) {
+  const double window =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+  const double most = limit * window + static_cast<double>(detail::rate_limiter(limit).burst());
+  EXPECT_LE(static_cast<double>(answered), most) << "in " << window << " s";
+}
+
+// The answered rate against the limit is measured in the capacity tests below
+// (rate_limit_capacity_test, label `capacity`): alone and in Release only.
+void expect_udp_over_the_limit_is_dropped(bool measure_rate) {
+  const auto since = std::chrono::steady_clock::now();
   server_options options;
   options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   options.threads = 2;  // one limit over both
@@ -107,7 +124,10 @@ TEST(rate_limit_test, udp_over_the_limit_is_dropped) {
   responder.stop();
   const server_stats st = responder.stats();
 
-  EXPECT_NEAR(r.qps, limit, 0.1 * limit);
+  if (measure_rate) {
+    EXPECT_NEAR(r.qps, limit, 0.1 * limit);
+  }
+  expect_within_the_limit(st.queries[transport_kind::udp], since);
   EXPECT_GT(r.lost, 0u);
   EXPECT_EQ(r.responses_received + r.lost, r.queries_sent);
   // Every query reached the responder (loopback): answered, or dropped for the limit.
@@ -117,10 +137,15 @@ TEST(rate_limit_test, udp_over_the_limit_is_dropped) {
   EXPECT_EQ(st.rate_limited_delayed, 0u);
 }
 
+TEST(rate_limit_test, udp_over_the_limit_is_dropped) {
+  expect_udp_over_the_limit_is_dropped(false);
+}
+
 // A stream listener under the limit, saturated for `seconds`: answers come at the limit, each
 // late, and none is lost.
-void expect_answers_wait_and_none_is_lost(transport_kind t, server_options options,
-                                          double seconds) {
+void expect_answers_wait_and_none_is_lost(transport_kind t, server_options options, double seconds,
+                                          bool measure_rate = false) {
+  const auto since = std::chrono::steady_clock::now();
   options.rate_limit = limit;
   server responder(options);
   load_spec spec = saturating_load(t, responder.port(t), 5);
@@ -131,7 +156,10 @@ void expect_answers_wait_and_none_is_lost(transport_kind t, server_options optio
   const server_stats st = responder.stats();
 
   EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
-  EXPECT_NEAR(r.qps, limit, 0.1 * limit);
+  if (measure_rate) {
+    EXPECT_NEAR(r.qps, limit, 0.1 * limit);
+  }
+  expect_within_the_limit(st.queries[t], since);
   EXPECT_EQ(r.responses_received, r.queries_sent);
   EXPECT_EQ(r.lost + r.lost_on_close + r.abandoned + r.http_failed + r.quic_failed, 0u);
   if (t == transport_kind::doq) {
@@ -150,35 +178,65 @@ void expect_answers_wait_and_none_is_lost(transport_kind t, server_options optio
   EXPECT_GT(r.latency.percentile(50), 20 * ns_per_ms);
 }
 
-TEST(rate_limit_test, tcp_answers_wait_and_none_is_lost) {
+server_options listening(transport_kind t) {
   server_options options;
-  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
-  options.threads = 2;  // one limit over both
-  expect_answers_wait_and_none_is_lost(transport_kind::tcp, options, 2);
+  options.listen[t] = endpoint{"127.0.0.1", 0};
+  if (t == transport_kind::tcp) {
+    options.threads = 2;  // one limit over both
+  } else {
+    options.certificate_directory =
+        scratch_directory(("rate-limit-" + std::string(transport_name(t))).c_str());
+  }
+  return options;
+}
+
+// Seconds of saturating load per stream transport: DoH and DoQ cost more per query.
+double stream_seconds(transport_kind t) {
+  return t == transport_kind::tcp || t == transport_kind::tls ? 2 : 1;
+}
+
+TEST(rate_limit_test, tcp_answers_wait_and_none_is_lost) {
+  expect_answers_wait_and_none_is_lost(transport_kind::tcp, listening(transport_kind::tcp),
+                                       stream_seconds(transport_kind::tcp));
 }
 
 TEST(rate_limit_test, tls_answers_wait_and_none_is_lost) {
-  server_options options;
-  options.listen[transport_kind::tls] = endpoint{"127.0.0.1", 0};
-  options.certificate_directory = scratch_directory("rate-limit-tls");
-  expect_answers_wait_and_none_is_lost(transport_kind::tls, options, 2);
+  expect_answers_wait_and_none_is_lost(transport_kind::tls, listening(transport_kind::tls),
+                                       stream_seconds(transport_kind::tls));
 }
 
 TEST(rate_limit_test, doh_answers_wait_and_none_is_lost) {
-  server_options options;
-  options.listen[transport_kind::doh] = endpoint{"127.0.0.1", 0};
-  options.certificate_directory = scratch_directory("rate-limit-doh");
-  expect_answers_wait_and_none_is_lost(transport_kind::doh, options, 1);
+  expect_answers_wait_and_none_is_lost(transport_kind::doh, listening(transport_kind::doh),
+                                       stream_seconds(transport_kind::doh));
 }
 
 #ifdef DNSTRANSPORT_HAVE_DOQ
 TEST(rate_limit_test, doq_answers_wait_and_none_is_lost) {
-  server_options options;
-  options.listen[transport_kind::doq] = endpoint{"127.0.0.1", 0};
-  options.certificate_directory = scratch_directory("rate-limit-doq");
-  expect_answers_wait_and_none_is_lost(transport_kind::doq, options, 1);
+  expect_answers_wait_and_none_is_lost(transport_kind::doq, listening(transport_kind::doq),
+                                       stream_seconds(transport_kind::doq));
 }
 #endif
+
+// The answered rate is the limit, within 10 %: a figure of the machine as much as of the
+// code (a generator or responder thread left unscheduled for a while answers less), so these
+// carry the label `capacity` (tests/CMakeLists.txt): they run alone (RUN_SERIAL) and in the
+// Release stage only, as the capacity searches do. The tests above check the same loads'
+// counts, and that no more than the limit was answered, in every build.
+TEST(rate_limit_capacity_test, udp_answers_at_the_limit) {
+  expect_udp_over_the_limit_is_dropped(true);
+}
+
+TEST(rate_limit_capacity_test, stream_answers_come_at_the_limit) {
+  std::vector<transport_kind> streams{transport_kind::tcp, transport_kind::tls,
+                                      transport_kind::doh};
+#ifdef DNSTRANSPORT_HAVE_DOQ
+  streams.push_back(transport_kind::doq);
+#endif
+  for (const transport_kind t : streams) {
+    SCOPED_TRACE(std::string(transport_name(t)));
+    expect_answers_wait_and_none_is_lost(t, listening(t), stream_seconds(t), true);
+  }
+}
 
 TEST(rate_limit_test, no_limit_answers_at_once) {
   server_options options;

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -21,6 +23,7 @@
 #include <dnstransport/error.hpp>
 
 #include "monitor/server_monitor.hpp"
+#include "scratch_dir.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport {
@@ -194,12 +197,17 @@ TEST(monitor_command_test, the_cpu_is_the_rate_between_readings_over_the_window)
   detail::server_monitor monitor({}, {}, half_a_cpu_command, 0);
   ASSERT_TRUE(monitor.active());
   monitor.sample();
-  std::this_thread::sleep_for(300ms);
-  monitor.sample();
-  std::this_thread::sleep_for(300ms);
+  // Until readings in the window add up to 0.1 s of CPU (five of them, 0.25 s of the
+  // command's clock): polled, so a stalled machine takes longer and measures the same; 30 s
+  // only a monitor that never takes them in reaches.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (monitor.cpu_seconds_so_far() < 0.1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+    monitor.sample();
+  }
+  ASSERT_GE(monitor.cpu_seconds_so_far(), 0.1);
   monitor.close_window(detail::monotonic_ns());
-  std::this_thread::sleep_for(200ms);  // readings after the window's end are not used
-  monitor.sample();
+  monitor.sample();  // readings received after the window's end are not used
   const process_usage usage = monitor.finish(2000, 0.6);
   ASSERT_TRUE(usage.monitored());
   EXPECT_TRUE(usage.cpu_measured);
@@ -219,15 +227,27 @@ TEST(monitor_command_test, the_cpu_is_the_rate_between_readings_over_the_window)
 }
 
 TEST(monitor_command_test, a_process_the_command_says_exited_is_named) {
-  detail::server_monitor monitor(
-      {}, {},
+  // The command says process 77 exited only once the test has taken its first reading (the
+  // file `go` appears), and the monitor shows it took that in when the process's memory
+  // leaves the sum: no sleep on either side.
+  const hostile::scratch files("monitor-exited");
+  const std::string go = files.path("go");
+  const std::string command =
       R"(echo '{"time": 1, "pid": 77, "cpu_user_seconds": 1, "cpu_system_seconds": 0, )"
-      R"("rss_bytes": 1, "fds": 1, "threads": 1}'; sleep 0.1; )"
-      R"(echo '{"time": 2, "pid": 77, "exited": true}'; echo 'garbage'; sleep 10)",
-      0);
+      R"("rss_bytes": 1, "fds": 1, "threads": 1}'; )"
+      "while [ ! -e '" +
+      go + "' ]; do sleep 0.01; done; " +
+      R"(echo 'garbage'; echo '{"time": 2, "pid": 77, "exited": true}'; sleep 10)";
+  detail::server_monitor monitor({}, {}, command, 0);
   monitor.sample();
-  std::this_thread::sleep_for(400ms);
-  monitor.sample();
+  ASSERT_EQ(monitor.last_rss_bytes(), 1u);
+  { std::ofstream created(go); }
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (monitor.last_rss_bytes() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+    monitor.sample();
+  }
+  ASSERT_EQ(monitor.last_rss_bytes(), 0u);  // the garbage line came before it
   const process_usage usage = monitor.finish(10, 1);
   EXPECT_EQ(usage.exited, std::vector<int>{77});
   EXPECT_EQ(usage.command_pids, std::vector<int>{77});
