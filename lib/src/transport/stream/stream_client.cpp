@@ -123,16 +123,6 @@ void stream_client::on_ready() {
   if (state_ == conn_state::established) wait_for_answers();
 }
 
-void stream_client::count_answer(const completion& c, std::uint64_t now, std::uint64_t arrived) {
-  if (!c.matched) return;
-  last_activity_ns_ = now;
-  latency_low_ns_ = c.latency_ns <= latency_low_ns_ || latency_low_ns_ == 0
-                        ? c.latency_ns
-                        : latency_low_ns_ + (c.latency_ns - latency_low_ns_) / 16;
-  if (c.keepalive_timeout >= 0) keepalive_timeout_ = c.keepalive_timeout;
-  count_on_connection(tally_, c, arrived > tally_.started_ns ? arrived : now);
-}
-
 bool stream_client::after_write(stream_io r) {
   if (state_ == conn_state::handshaking && (r == stream_io::closed || r == stream_io::failed)) {
     // Early data that could not be written: the set-up failed, counted and retried as such.

@@ -182,7 +182,16 @@ class stream_client final : public client_base {
   // flight.
   void wait_for_answers();
   // Counts an answer on the connection (answers per connection, first query + set-up).
-  void count_answer(const completion& c, std::uint64_t now, std::uint64_t arrived);
+  // (Here, not in a .cpp: the sessions' answer loops inline it.)
+  void count_answer(const completion& c, std::uint64_t now, std::uint64_t arrived) noexcept {
+    if (!c.matched) return;
+    last_activity_ns_ = now;
+    latency_low_ns_ = c.latency_ns <= latency_low_ns_ || latency_low_ns_ == 0
+                          ? c.latency_ns
+                          : latency_low_ns_ + (c.latency_ns - latency_low_ns_) / 16;
+    if (c.keepalive_timeout >= 0) keepalive_timeout_ = c.keepalive_timeout;
+    count_on_connection(tally_, c, arrived > tally_.started_ns ? arrived : now);
+  }
 
   const stream_transport& transport_;
   std::unique_ptr<stream_socket> socket_;
