@@ -20,11 +20,8 @@ constexpr std::int32_t doh_connection_window = 1 << 24;
 
 }  // namespace
 
-doh_client::doh_client(worker& owner, unsigned index, std::uint64_t quota,
-                       const doh_transport& transport)
-    : stream_client(owner, index, quota, transport.stream()),
-      doh_(transport),
-      requests_(owner.plan().outstanding) {
+doh_session::doh_session(stream_client& driver, const doh_transport& transport)
+    : driver_(driver), doh_(transport), requests_(driver.plan().outstanding) {
   free_.reserve(requests_.size());
   for (auto it = requests_.rbegin(); it != requests_.rend(); ++it) free_.push_back(&*it);
   const std::string& path = doh_.settings().path;
@@ -34,30 +31,29 @@ doh_client::doh_client(worker& owner, unsigned index, std::uint64_t quota,
   }
 }
 
-doh_client::~doh_client() {
+doh_session::~doh_session() {
   if (session_ != nullptr) nghttp2_session_del(session_);
 }
 
-void doh_client::established(std::uint64_t now) {
-  const tls_connection* tls = channel_.stream().tls();
+bool doh_session::established(std::uint64_t) {
+  const tls_connection* tls = driver_.channel().stream().tls();
   const std::string alpn = tls != nullptr ? tls->alpn() : std::string();
   if (alpn != "h2") {
-    fail_connection("doh", "doh_no_h2",
-                    alpn.empty() ? std::string("the server did not select h2 in ALPN (none)")
-                                 : fmt::format("the server did not select h2 in ALPN ({})", alpn));
-    return;
+    driver_.fail_connection("doh", "doh_no_h2",
+                            alpn.empty()
+                                ? std::string("the server did not select h2 in ALPN (none)")
+                                : fmt::format("the server did not select h2 in ALPN ({})", alpn));
+    return false;
   }
   // After 0-RTT the session exists already.
-  if (session_ == nullptr && !start_session()) return;
-  failed_in_a_row_ = 0;
-  fill(now);
-  if (state_ == conn_state::established) arm_read();
+  return session_ != nullptr || start_session();
 }
 
-bool doh_client::start_session() {
+bool doh_session::start_session() {
   if (nghttp2_session_client_new2(&session_, doh_.callbacks(), this, doh_.options()) != 0) {
     session_ = nullptr;
-    fail_connection("doh", "http2_error", "cannot create an HTTP/2 session (out of memory)");
+    driver_.fail_connection("doh", "http2_error",
+                            "cannot create an HTTP/2 session (out of memory)");
     return false;
   }
   // No RFC 7540 priority tree (RFC 9218 §2.1): every stream is alike, and nghttp2 keeps
@@ -69,45 +65,38 @@ bool doh_client::start_session() {
   return true;
 }
 
-bool doh_client::fill_early(std::uint64_t now, std::size_t room) {
+bool doh_session::fill_early(std::uint64_t now, std::size_t room) {
   early_room_ = room;
   // The preface, SETTINGS and WINDOW_UPDATE take under 100 octets.
-  if (room < 128 + request_bound() || send_allowance(now) == 0) return true;  // nothing goes
-  if (!start_session()) return false;
-  const std::uint64_t generation = generation_;
-  fill(now);
-  return generation == generation_;
+  if (room < 128 + request_bound() || driver_.send_allowance(now) == 0) return true;  // none go
+  return start_session() && fill(now);
 }
 
-bool doh_client::resend_in_flight(std::uint64_t now) {
+bool doh_session::resend_in_flight(std::uint64_t now) {
   // The server never saw the early HTTP/2 session: a new one, with every query in flight
   // on a stream of its own again.
   std::vector<slot_table::slot*> in_flight;
-  for (slot_table::slot* s = slots_.oldest(); s != nullptr; s = slots_.next_of(*s)) {
+  slot_table& slots = driver_.slots();
+  for (slot_table::slot* s = slots.oldest(); s != nullptr; s = slots.next_of(*s)) {
     in_flight.push_back(s);
   }
-  connection_ended();
+  ended();
   if (!start_session()) return false;
   out_.clear();
   for (slot_table::slot* s : in_flight) {
     if (!submit_slot(*s) || !take_output()) return false;
-    if (s->counted) ++early_counts().queries_resent;
+    if (s->counted) ++driver_.early_counts().queries_resent;
   }
   now_ = now;
   return write_output();
 }
 
-bool doh_client::connection_done() const noexcept {
-  return stream_client::connection_done() || (goaway_ && slots_.empty());
-}
-
-void doh_client::tick(std::uint64_t now) {
-  stream_client::tick(now);
-  if (session_ == nullptr || state_ != conn_state::established) return;
+void doh_session::tick(std::uint64_t now) {
+  if (session_ == nullptr) return;
   now_ = now;
   bool cancelled = false;
   for (request& r : requests_) {
-    if (!r.in_use || r.finished || slots_.find(r.id) != nullptr) continue;
+    if (!r.in_use || r.finished || driver_.slots().find(r.id) != nullptr) continue;
     // The query timed out: the stream is no use any more.
     r.finished = true;
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, r.stream_id, NGHTTP2_CANCEL);
@@ -116,7 +105,7 @@ void doh_client::tick(std::uint64_t now) {
   if (cancelled) send_output();
 }
 
-void doh_client::connection_ended() noexcept {
+void doh_session::ended() noexcept {
   if (session_ == nullptr) return;
   nghttp2_session_del(session_);  // calls no callback
   session_ = nullptr;
@@ -132,19 +121,19 @@ void doh_client::connection_ended() noexcept {
   goaway_last_stream_ = 0;
 }
 
-void doh_client::session_failed(const char* what, int error) {
-  if (tally_.counted) {
-    connections().record_failure(
+void doh_session::session_failed(const char* what, int error) {
+  if (driver_.counted()) {
+    driver_.connections().record_failure(
         "http2_error", last_error_.empty()
                            ? fmt::format("{}: {} ({})", what, nghttp2_strerror(error), error)
                            : fmt::format("{}: {}", what, last_error_));
   }
-  server_closed(true);
+  driver_.server_closed(true);
 }
 
-int doh_client::on_error(nghttp2_session*, int, const char* message, std::size_t size,
-                         void* user_data) {
-  auto& self = *static_cast<doh_client*>(user_data);
+int doh_session::on_error(nghttp2_session*, int, const char* message, std::size_t size,
+                          void* user_data) {
+  auto& self = *static_cast<doh_session*>(user_data);
   if (self.last_error_.empty()) self.last_error_.assign(message, size);
   return 0;
 }

@@ -1,9 +1,10 @@
 #pragma once
-// Internal: the DoH client. The connection's life cycle is the stream client's; on the
-// established stream it runs an nghttp2 client session. Answers are matched by stream (RFC
-// 8484 asks for DNS id 0), and the question is still checked. What goes wrong above DNS is
-// counted per query in http_failed by cause (status, content type, empty body, RST_STREAM);
-// the streams a GOAWAY leaves unprocessed are lost on close and the connection is replaced.
+// Internal: the DoH client: a stream client (the driver of its connections, stream_client.hpp)
+// whose session (stream_session.hpp) is this nghttp2 client session. Answers are matched by
+// stream (RFC 8484 asks for DNS id 0), and the question is still checked. What goes wrong
+// above DNS is counted per query in http_failed by cause (status, content type, empty body,
+// RST_STREAM); the streams a GOAWAY leaves unprocessed are lost on close and the connection
+// is replaced.
 //
 // doh_client.cpp: the session on the connection (start, early data, timeouts, end);
 // doh_client_requests.cpp: the requests and nghttp2's output; doh_client_responses.cpp: the
@@ -11,25 +12,41 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "transport/doh/doh_transport.hpp"
 #include "transport/stream/stream_client.hpp"
+#include "transport/stream/stream_session.hpp"
 
 namespace dnstransport::detail {
 
-class doh_client final : public stream_client {
+class doh_session final : public stream_session {
  public:
-  doh_client(worker& owner, unsigned index, std::uint64_t quota, const doh_transport& transport);
-  ~doh_client() override;
+  doh_session(stream_client& driver, const doh_transport& transport);
+  ~doh_session() override;
+  doh_session(const doh_session&) = delete;
+  doh_session& operator=(const doh_session&) = delete;
 
-  // Also cancels (RST_STREAM) the streams of queries that timed out, so that a server that
-  // never answers does not hold the connection's streams for ever.
+  // ALPN checked (h2), and the HTTP/2 session started unless early data did.
+  bool established(std::uint64_t now) override;
+  bool fill(std::uint64_t now) override;
+  // 0-RTT: the HTTP/2 preface, SETTINGS and the first requests as early data (h2 assumed:
+  // the ticket's ALPN was h2, and established() still checks it). A refusal starts the
+  // session again and submits the queries in flight anew.
+  bool fill_early(std::uint64_t now, std::size_t room) override;
+  bool resend_in_flight(std::uint64_t now) override;
+  bool read() override;
+  bool flush() override { return send_output(); }
+  bool refuses_queries() const noexcept override { return goaway_; }
+  // Cancels (RST_STREAM) the streams of queries that timed out, so that a server that never
+  // answers does not hold the connection's streams for ever.
   void tick(std::uint64_t now) override;
+  void ended() noexcept override;
 
-  // nghttp2's callbacks (doh_transport sets them), on the client in `user_data`.
+  // nghttp2's callbacks (doh_transport sets them), on the session in `user_data`.
   static int on_header(nghttp2_session* session, const nghttp2_frame* frame,
                        const std::uint8_t* name, std::size_t name_size, const std::uint8_t* value,
                        std::size_t value_size, std::uint8_t flags, void* user_data);
@@ -60,18 +77,6 @@ class doh_client final : public stream_client {
     std::string length_text;  // POST: the query's content-length
   };
 
-  void established(std::uint64_t now) override;
-  // 0-RTT: the HTTP/2 preface, SETTINGS and the first requests as early data (h2 assumed:
-  // the ticket's ALPN was h2, and established() still checks it). A refusal starts the
-  // session again and submits the queries in flight anew.
-  bool fill_early(std::uint64_t now, std::size_t room) override;
-  bool resend_in_flight(std::uint64_t now) override;
-  bool read_available() override;
-  void fill(std::uint64_t now) override;
-  bool flush() override;
-  bool connection_done() const noexcept override;
-  void connection_ended() noexcept override;
-
   // Hands nghttp2's output to the stream. False when the connection is gone.
   bool send_output();
   // Appends what nghttp2 has to send to out_. False when the session failed.
@@ -100,6 +105,7 @@ class doh_client final : public stream_client {
                            std::size_t length, std::uint32_t* data_flags,
                            nghttp2_data_source* source, void* user_data);
 
+  stream_client& driver_;
   const doh_transport& doh_;
   nghttp2_session* session_ = nullptr;
   std::vector<request> requests_;

@@ -28,11 +28,10 @@ nghttp2_nv request_header(std::string_view name, std::string_view value) noexcep
 
 }  // namespace
 
-std::uint32_t doh_client::stream_room(std::uint64_t now) noexcept {
+std::uint32_t doh_session::stream_room(std::uint64_t now) noexcept {
   if (goaway_ || session_ == nullptr) return 0;
-  std::uint64_t allowance = std::min<std::uint64_t>(send_allowance(now), free_.size());
-  const std::uint64_t limit = settings().queries_per_connection;
-  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, tally_.sent));
+  const std::uint64_t allowance =
+      std::min<std::uint64_t>(driver_.connection_allowance(now), free_.size());
   const std::uint32_t server_limit =
       settings_received_
           ? nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
@@ -41,11 +40,11 @@ std::uint32_t doh_client::stream_room(std::uint64_t now) noexcept {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(allowance, room));
 }
 
-void doh_client::fill(std::uint64_t now) {
-  const bool early = state_ == conn_state::handshaking && early_;
-  if ((state_ != conn_state::established && !early) || session_ == nullptr ||
-      channel_.output_pending()) {
-    return;
+bool doh_session::fill(std::uint64_t now) {
+  const bool early = driver_.in_early_data();
+  if ((!driver_.established() && !early) || session_ == nullptr ||
+      driver_.channel().output_pending()) {
+    return true;
   }
   // Each request's frames are taken from nghttp2 as soon as it is submitted, so that a
   // stream's HEADERS and DATA travel together: servers with one request buffer per
@@ -58,30 +57,27 @@ void doh_client::fill(std::uint64_t now) {
     if (early && out_.size() + request_bound() > early_room_) break;
     if (!submit(now) || !take_output()) break;
   }
-  write_output();
+  return write_output();
 }
 
-std::size_t doh_client::request_bound() const noexcept {
+std::size_t doh_session::request_bound() const noexcept {
   // HEADERS (pseudo-headers, path and content headers, HPACK at worst literal) and DATA
   // (POST) or the base64url query in the path (GET): never twice the query plus 256.
-  return 256 + doh_.settings().path.size() + 2 * plan().queries->max_size();
+  return 256 + doh_.settings().path.size() + 2 * driver_.plan().queries->max_size();
 }
 
-bool doh_client::submit(std::uint64_t now) {
-  slot_table::slot& s = next_query(now);
-  if (early_ && s.counted && state_ == conn_state::handshaking)
-    ++early_counts().queries_in_early_data;
+bool doh_session::submit(std::uint64_t now) {
+  slot_table::slot& s = driver_.next_query(now);
   if (submit_slot(s)) return true;
   // Stream ids used up (2^30 requests): the connection is replaced like after a GOAWAY.
-  return_slot(s);
-  --tally_.sent;
+  driver_.unsend(s);
   goaway_ = true;
   return false;
 }
 
-bool doh_client::submit_slot(slot_table::slot& s) {
+bool doh_session::submit_slot(slot_table::slot& s) {
   request& r = *free_.back();
-  const auto query = (*plan().queries)[s.query_index];
+  const auto query = (*driver_.plan().queries)[s.query_index];
   r.query.assign(query.begin(), query.end());
   r.query[0] = r.query[1] = 0;  // RFC 8484 §4.1: DNS id 0, answers are matched by stream
   r.id = s.id;
@@ -116,7 +112,7 @@ bool doh_client::submit_slot(slot_table::slot& s) {
     };
     nghttp2_data_provider body{};
     body.source.ptr = &r;
-    body.read_callback = &doh_client::read_body;
+    body.read_callback = &doh_session::read_body;
     stream_id = nghttp2_submit_request(session_, nullptr, headers, std::size(headers), &body, &r);
   }
   if (stream_id < 0) return false;
@@ -127,9 +123,9 @@ bool doh_client::submit_slot(slot_table::slot& s) {
   return true;
 }
 
-ssize_t doh_client::read_body(nghttp2_session*, std::int32_t, std::uint8_t* buffer,
-                              std::size_t length, std::uint32_t* data_flags,
-                              nghttp2_data_source* source, void*) {
+ssize_t doh_session::read_body(nghttp2_session*, std::int32_t, std::uint8_t* buffer,
+                               std::size_t length, std::uint32_t* data_flags,
+                               nghttp2_data_source* source, void*) {
   auto& r = *static_cast<request*>(source->ptr);
   const std::size_t n = std::min(length, r.query.size() - r.query_sent);
   std::copy_n(r.query.data() + r.query_sent, n, buffer);
@@ -138,7 +134,7 @@ ssize_t doh_client::read_body(nghttp2_session*, std::int32_t, std::uint8_t* buff
   return static_cast<ssize_t>(n);
 }
 
-bool doh_client::take_output() {
+bool doh_session::take_output() {
   for (;;) {
     const std::uint8_t* data = nullptr;
     const ssize_t n = nghttp2_session_mem_send(session_, &data);
@@ -151,29 +147,26 @@ bool doh_client::take_output() {
   }
 }
 
-bool doh_client::write_output() {
+bool doh_session::write_output() {
   if (session_ == nullptr) return false;
   if (!take_output()) return false;
   if (out_.empty()) return true;
   const iovec piece{out_.data(), out_.size()};
-  const bool alive = after_write(channel_.send({&piece, 1}));
+  const bool alive = driver_.after_write(driver_.channel().send({&piece, 1}));
   out_.clear();
   return alive;
 }
 
-bool doh_client::send_output() {
+bool doh_session::send_output() {
   if (session_ == nullptr) return true;
-  if (channel_.output_pending()) {
-    if (!after_write(channel_.flush())) return false;
-    if (channel_.output_pending()) return true;  // the stream asked to wait
+  message_channel& channel = driver_.channel();
+  if (channel.output_pending()) {
+    if (!driver_.after_write(channel.flush())) return false;
+    if (channel.output_pending()) return true;  // the stream asked to wait
   }
   // Everything nghttp2 has to send, in one write (one TLS record for many frames).
   out_.clear();
   return write_output();
-}
-
-bool doh_client::flush() {
-  return send_output();
 }
 
 }  // namespace dnstransport::detail

@@ -11,7 +11,6 @@
 #include <string_view>
 
 #include <fmt/format.h>
-#include <boost/asio/socket_base.hpp>
 
 #include "transport/doh/doh_message.hpp"
 #include "util/clock.hpp"
@@ -37,10 +36,10 @@ bool is_dns_message(std::string_view value) {
 
 }  // namespace
 
-bool doh_client::read_available() {
+bool doh_session::read() {
   if (session_ == nullptr) return true;
-  const auto buffer = owner_.scratch(0);
-  byte_stream& stream = channel_.stream();
+  const auto buffer = driver_.scratch();
+  byte_stream& stream = driver_.channel().stream();
   for (unsigned reads = 1;; ++reads) {
     std::size_t n = 0;
     switch (stream.read(buffer, n)) {
@@ -49,13 +48,13 @@ bool doh_client::read_available() {
       case stream_io::want_read:
         return send_output();
       case stream_io::want_write:
-        wait(boost::asio::socket_base::wait_write);
+        driver_.wait_write();
         return send_output();
       case stream_io::closed:
-        server_closed(false);
+        driver_.server_closed(false);
         return false;
       case stream_io::failed:
-        server_closed(true);
+        driver_.server_closed(true);
         return false;
     }
     if (const std::uint64_t stamp = stream.newest_arrival(); stamp != 0) {
@@ -82,53 +81,53 @@ bool doh_client::read_available() {
       }
     }
     if (n < buffer.size() && !stream.has_buffered_input()) return send_output();
-    if (reads >= max_reads_per_wakeup) {
+    if (reads >= stream_client::max_reads_per_wakeup) {
       // A server that keeps sending: the rest after what is due (read ahead, it may be off
       // the socket already, where no readiness wait would see it).
-      if (stream.has_buffered_input()) read_soon();
+      if (stream.has_buffered_input()) driver_.read_soon();
       return send_output();
     }
   }
 }
 
-void doh_client::finish(request& r, std::uint64_t now) {
+void doh_session::finish(request& r, std::uint64_t now) {
   r.finished = true;
   if (r.status != 200) {
-    fail_exchange(r.id, now,
-                  r.status == 0 ? std::string("no_status") : fmt::format("status_{}", r.status));
+    driver_.fail_exchange(
+        r.id, now, r.status == 0 ? std::string("no_status") : fmt::format("status_{}", r.status));
   } else if (r.content_length != -1 &&
              (r.too_large || r.content_length != static_cast<std::int64_t>(r.answer.size()))) {
     // A content-length that is not a number, or not the body's length (RFC 9113 §8.1.1).
-    fail_exchange(r.id, now, "content_length");
+    driver_.fail_exchange(r.id, now, "content_length");
   } else if (!r.content_type_ok) {
-    fail_exchange(r.id, now, "content_type");
+    driver_.fail_exchange(r.id, now, "content_type");
   } else if (r.too_large) {
-    fail_exchange(r.id, now, "body_too_large");
+    driver_.fail_exchange(r.id, now, "body_too_large");
   } else if (r.answer.empty()) {
-    fail_exchange(r.id, now, "empty_body");
+    driver_.fail_exchange(r.id, now, "empty_body");
   } else {
-    count_answer(on_answer(r.id, r.answer, now, 0, arrived_), now, arrived_ != 0 ? arrived_ : now);
+    driver_.take_answer(r.id, r.answer, now, arrived_);
   }
 }
 
-void doh_client::release_request(request& r) noexcept {
+void doh_session::release_request(request& r) noexcept {
   r.in_use = false;
   --open_streams_;
   free_.push_back(&r);
 }
 
-doh_client::request* doh_client::stream_request(std::int32_t stream_id) noexcept {
+doh_session::request* doh_session::stream_request(std::int32_t stream_id) noexcept {
   if (last_ != nullptr && last_->in_use && last_->stream_id == stream_id) return last_;
   auto* r = static_cast<request*>(nghttp2_session_get_stream_user_data(session_, stream_id));
   if (r != nullptr) last_ = r;
   return r;
 }
 
-int doh_client::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
-                          std::size_t name_size, const std::uint8_t* value, std::size_t value_size,
-                          std::uint8_t, void* user_data) {
+int doh_session::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                           std::size_t name_size, const std::uint8_t* value, std::size_t value_size,
+                           std::uint8_t, void* user_data) {
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-  request* r = static_cast<doh_client*>(user_data)->stream_request(frame->hd.stream_id);
+  request* r = static_cast<doh_session*>(user_data)->stream_request(frame->hd.stream_id);
   if (r == nullptr) return 0;
   const std::string_view n(reinterpret_cast<const char*>(name), name_size);
   const std::string_view v(reinterpret_cast<const char*>(value), value_size);
@@ -153,9 +152,9 @@ int doh_client::on_header(nghttp2_session*, const nghttp2_frame* frame, const st
   return 0;
 }
 
-int doh_client::on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
-                              const std::uint8_t* data, std::size_t size, void* user_data) {
-  request* r = static_cast<doh_client*>(user_data)->stream_request(stream_id);
+int doh_session::on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
+                               const std::uint8_t* data, std::size_t size, void* user_data) {
+  request* r = static_cast<doh_session*>(user_data)->stream_request(stream_id);
   if (r == nullptr || r->too_large) return 0;
   if (r->answer.size() + size > max_dns_message) {
     r->too_large = true;
@@ -165,15 +164,15 @@ int doh_client::on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t strea
   return 0;
 }
 
-int doh_client::on_frame(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-  auto& self = *static_cast<doh_client*>(user_data);
+int doh_session::on_frame(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+  auto& self = *static_cast<doh_session*>(user_data);
   switch (frame->hd.type) {
     case NGHTTP2_SETTINGS:
       if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) self.settings_received_ = true;
       return 0;
     case NGHTTP2_GOAWAY:
       // A graceful shutdown sends two: the connection counts once.
-      if (!self.goaway_ && self.tally_.counted) ++self.connections().goaway;
+      if (!self.goaway_ && self.driver_.counted()) ++self.driver_.connections().goaway;
       self.goaway_ = true;
       self.goaway_last_stream_ = frame->goaway.last_stream_id;
       return 0;
@@ -194,18 +193,18 @@ int doh_client::on_frame(nghttp2_session*, const nghttp2_frame* frame, void* use
   }
 }
 
-int doh_client::on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
-                                void* user_data) {
-  auto& self = *static_cast<doh_client*>(user_data);
+int doh_session::on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
+                                 void* user_data) {
+  auto& self = *static_cast<doh_session*>(user_data);
   request* r = self.stream_request(stream_id);
   if (r == nullptr || !r->in_use) return 0;
   if (!r->finished) {
     const std::uint64_t now = self.now_ != 0 ? self.now_ : monotonic_ns();
     if (error_code == NGHTTP2_REFUSED_STREAM ||
         (self.goaway_ && stream_id > self.goaway_last_stream_)) {
-      self.lose_on_close(r->id);  // never processed by the server
+      self.driver_.lose_on_close(r->id);  // never processed by the server
     } else {
-      self.fail_exchange(r->id, now, r->reset_by_server ? "stream_reset" : "stream_error");
+      self.driver_.fail_exchange(r->id, now, r->reset_by_server ? "stream_reset" : "stream_error");
     }
   }
   self.release_request(*r);

@@ -11,11 +11,12 @@ doh_transport::doh_transport(const stream_settings& stream, doh_settings doh,
                              stream_socket_factory make_socket)
     : stream_(stream, std::move(connector), std::move(make_socket)), doh_(std::move(doh)) {
   if (nghttp2_session_callbacks_new(&callbacks_) != 0) throw std::bad_alloc();
-  nghttp2_session_callbacks_set_on_header_callback(callbacks_, &doh_client::on_header);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks_, &doh_client::on_data_chunk);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks_, &doh_client::on_frame);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks_, &doh_client::on_stream_close);
-  nghttp2_session_callbacks_set_error_callback2(callbacks_, &doh_client::on_error);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks_, &doh_session::on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks_,
+                                                            &doh_session::on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks_, &doh_session::on_frame);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks_, &doh_session::on_stream_close);
+  nghttp2_session_callbacks_set_error_callback2(callbacks_, &doh_session::on_error);
   if (nghttp2_option_new(&options_) != 0) {
     nghttp2_session_callbacks_del(callbacks_);
     throw std::bad_alloc();
@@ -33,7 +34,9 @@ doh_transport::~doh_transport() {
 
 std::unique_ptr<client_base> doh_transport::make_client(worker& owner, unsigned index,
                                                         std::uint64_t quota) const {
-  return std::make_unique<doh_client>(owner, index, quota, *this);
+  auto client = std::make_unique<stream_client>(owner, index, quota, stream_);
+  client->set_session(std::make_unique<doh_session>(*client, *this));
+  return client;
 }
 
 }  // namespace dnstransport::detail

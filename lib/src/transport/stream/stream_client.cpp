@@ -1,12 +1,9 @@
-// The stream client's readiness and query I/O: readiness waits, reading and taking answers,
-// filling the connection with queries in gathered writes; and the stream transport's client
-// factories. The class is in stream_client.hpp, its connection life cycle in
-// stream_client_connection.cpp.
-
-#include <sys/uio.h>
+// The stream client's readiness: readiness waits, the session's reads, writes and fills on
+// each, coalesced reads, answers counted on the connection; and the stream transport's
+// client factories (with the DNS length-framed session). The class is in stream_client.hpp,
+// its connection life cycle in stream_client_connection.cpp.
 
 #include <algorithm>
-#include <array>
 #include <memory>
 #include <utility>
 
@@ -14,8 +11,9 @@
 #include <boost/asio/socket_base.hpp>
 
 #include "transport/stream/stream_client.hpp"
+
+#include "transport/stream/dns_stream_session.hpp"
 #include "util/clock.hpp"
-#include "util/receive_time.hpp"
 
 namespace dnstransport::detail {
 
@@ -114,123 +112,15 @@ void stream_client::on_ready() {
       break;
   }
   last_activity_ns_ = now;
-  if (!flush()) return;
-  if (!read_available()) return;
+  if (!session_->flush()) return;
+  if (!session_->read()) return;
   if (connection_done()) {
     close(true);
     if (send_allowance(now) > 0) connect(monotonic_ns());
     return;
   }
-  fill(monotonic_ns());
+  session_->fill(monotonic_ns());
   if (state_ == conn_state::established) wait_for_answers();
-}
-
-bool stream_client::read_available() {
-  bool gone = false;
-  switch (channel_.read(
-      [&] {
-        const std::uint64_t stamp = channel_.stream().newest_arrival();
-        if (stamp == 0) {
-          const std::uint64_t now = monotonic_ns();
-          gone = !take_messages(now, now);
-        } else {
-          const receive_clock clock = receive_clock::read();
-          gone = !take_messages(clock.monotonic_now, clock.received(stamp));
-        }
-        return !gone;
-      },
-      draining_, max_reads_per_wakeup)) {
-    case message_channel::read_end::drained:
-      return true;
-    case message_channel::read_end::more:
-      read_soon();
-      return true;
-    case message_channel::read_end::want_write:
-      wait(boost::asio::socket_base::wait_write);
-      return true;
-    case message_channel::read_end::closed:
-      server_closed(false);
-      return false;
-    case message_channel::read_end::failed:
-      server_closed(true);
-      return false;
-    case message_channel::read_end::stopped:
-      return !gone;
-  }
-  return true;
-}
-
-bool stream_client::take_messages(std::uint64_t now, std::uint64_t arrived) {
-  std::span<const std::uint8_t> message;
-  for (;;) {
-    const auto r = channel_.next(message);
-    if (r == frame_reader::result::need_more) return true;
-    if (r == frame_reader::result::zero_length) {
-      if (tally_.counted) ++connections().failures["zero_length_frame"];
-      server_closed(true);
-      return false;
-    }
-    ++taken_since_wakeup_;
-    count_answer(on_message(message, now, false, arrived), now, arrived);
-  }
-}
-
-void stream_client::count_answer(const completion& c, std::uint64_t now, std::uint64_t arrived) {
-  if (!c.matched) return;
-  last_activity_ns_ = now;
-  latency_low_ns_ = c.latency_ns <= latency_low_ns_ || latency_low_ns_ == 0
-                        ? c.latency_ns
-                        : latency_low_ns_ + (c.latency_ns - latency_low_ns_) / 16;
-  if (c.keepalive_timeout >= 0) keepalive_timeout_ = c.keepalive_timeout;
-  count_on_connection(tally_, c, arrived > tally_.started_ns ? arrived : now);
-}
-
-void stream_client::established(std::uint64_t now) {
-  failed_in_a_row_ = 0;
-  fill(now);
-  arm_read();
-}
-
-void stream_client::fill(std::uint64_t now) {
-  if (state_ != conn_state::established || channel_.output_pending()) return;
-  std::uint64_t allowance = send_allowance(now);
-  const std::uint64_t limit = settings().queries_per_connection;
-  if (limit != 0) allowance = std::min(allowance, limit - std::min(limit, tally_.sent));
-  if (!plan().gather_writes) allowance = std::min<std::uint64_t>(allowance, 1);
-  while (allowance > 0) {
-    const unsigned batch = static_cast<unsigned>(std::min<std::uint64_t>(allowance, max_gather));
-    if (!write_queries(now, batch)) return;
-    allowance -= batch;
-    if (channel_.output_pending()) return;
-    if (!plan().gather_writes) {
-      allowance = std::min<std::uint64_t>(send_allowance(now), 1);
-      if (limit != 0 && tally_.sent >= limit) allowance = 0;
-    }
-  }
-}
-
-slot_table::slot& stream_client::next_query(std::uint64_t now) {
-  slot_table::slot& s = take_slot(now);
-  s.first_on_connection = tally_.sent == 0;
-  ++tally_.sent;
-  last_activity_ns_ = now;
-  return s;
-}
-
-bool stream_client::write_queries(std::uint64_t now, unsigned batch) {
-  std::array<iovec, max_gather * 2> pieces;
-  for (unsigned i = 0; i < batch; ++i) {
-    slot_table::slot& s = next_query(now);
-    if (early_ && s.counted && state_ == conn_state::handshaking)
-      ++early_counts().queries_in_early_data;
-    const auto query = (*plan().queries)[s.query_index];
-    auto& head = heads_[i];  // length prefix and id, then the rest of the encoded query
-    put_frame_prefix(head.data(), query.size());
-    patch_id(&head[frame_prefix_size], s.id);
-    pieces[i * 2] = {head.data(), head.size()};
-    pieces[i * 2 + 1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
-  }
-  return after_write(channel_.send({pieces.data(), batch * 2u}));
 }
 
 bool stream_client::after_write(stream_io r) {
@@ -259,18 +149,17 @@ bool stream_client::after_write(stream_io r) {
   return true;
 }
 
-bool stream_client::flush() {
-  return after_write(channel_.flush());
-}
-
 std::unique_ptr<client_base> stream_transport::make_client(worker& owner, unsigned index,
                                                            std::uint64_t quota) const {
-  return std::make_unique<stream_client>(owner, index, quota, *this);
+  auto client = std::make_unique<stream_client>(owner, index, quota, *this);
+  client->set_session(std::make_unique<dns_stream_session>(*client));
+  return client;
 }
 
 std::unique_ptr<client_base> stream_transport::make_retry_client(worker& owner, unsigned index,
                                                                  const client_base& feeder) const {
   auto client = std::make_unique<stream_client>(owner, index, UINT64_MAX, *this);
+  client->set_session(std::make_unique<dns_stream_session>(*client));
   client->serve_retries(feeder);
   return client;
 }

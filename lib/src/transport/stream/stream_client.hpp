@@ -1,34 +1,36 @@
 #pragma once
-// Internal: the stream transport's client: DNS over a byte stream (plain TCP, RFC 7766, or
-// TLS, RFC 7858: whichever the run's stream_connector opens). A client keeps up to
-// `outstanding` queries in flight on its connection, matches answers by id in any order, and
-// replaces the connection after `queries_per_connection` queries. All ready queries go out as
-// one gathered write of [length+id][rest] pieces: plain TCP sends them without a copy, TLS
-// joins them once.
+// Internal: the client of the stream transports: one driver of a client's connections over a
+// byte stream (plain TCP or TLS: whichever the run's stream_connector opens), with the
+// protocol on them in its session (stream_session.hpp): DNS messages with their length
+// (RFC 7766, RFC 7858: dns_stream_session.hpp) or HTTP/2 (DoH, RFC 8484). The driver keeps up
+// to `outstanding` queries in flight on its connection and replaces the connection after
+// `queries_per_connection` queries (or when the session refuses more).
 //
-// stream_client_connection.cpp: the connection's life cycle (connect, handshake, failures,
-// the server closing, close). stream_client.cpp: readiness and the queries' I/O (fill, write,
-// read, take answers) and the transport's factories.
+// stream_client_connection.cpp: the connection's life cycle (connect, handshake, early data,
+// failures, the server closing, close). stream_client.cpp: readiness, reads and writes
+// handed to the session, answers counted, and the transport's factories.
 
-#include <array>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include <boost/asio/socket_base.hpp>
 
 #include "engine/engine.hpp"
-#include "message/framing.hpp"
 #include "transport/stream/message_channel.hpp"
+#include "transport/stream/stream_session.hpp"
 #include "transport/stream/stream_socket.hpp"
 #include "transport/stream/stream_transport.hpp"
 #include "transport/tls/tls_backend.hpp"
 
 namespace dnstransport::detail {
 
-// DoH (transport/doh) derives from it: the same connection life cycle, another protocol on
-// the established stream (the virtual hooks below).
-class stream_client : public client_base {
+// The driver of a client's stream connections; the protocol on them is its session
+// (stream_session.hpp): DNS messages with their length, or HTTP/2 (DoH). The public calls
+// below the client_base overrides are the session's way to the driver.
+class stream_client final : public client_base {
  public:
   stream_client(worker& owner, unsigned index, std::uint64_t quota,
                 const stream_transport& transport)
@@ -41,43 +43,105 @@ class stream_client : public client_base {
             },
             owner.syscalls())) {}
 
+  // The protocol on every connection of this client; set once, before start().
+  void set_session(std::unique_ptr<stream_session> session) noexcept {
+    session_ = std::move(session);
+  }
+
   void start() override;
   void tick(std::uint64_t now) override;
   void abandon() override;
   void read_delayed() override;
 
- protected:
   static constexpr unsigned max_gather = 256;  // queries per write (2 pieces each, IOV_MAX is 1024)
 
   // Reads one wake-up makes at most: TLS clients read ahead, so the records of a peer that
   // keeps sending could otherwise be read on without the worker's timers ever running.
   static constexpr unsigned max_reads_per_wakeup = 64;
 
+  // For the session: the connection's stream and the output it did not take yet.
+  message_channel& channel() noexcept { return channel_; }
+  const stream_settings& settings() const noexcept { return transport_.settings(); }
+  using client_base::connections;
+  using client_base::early_counts;
+  using client_base::fail_exchange;
+  using client_base::lose_on_close;
+  using client_base::plan;
+  using client_base::send_allowance;
+  slot_table& slots() noexcept { return slots_; }
+  std::span<std::uint8_t> scratch() noexcept { return owner_.scratch(0); }
+  // Whether the connection counts in the connection figures (its set-up began after the
+  // warm-up).
+  bool counted() const noexcept { return tally_.counted; }
+  bool established() const noexcept { return state_ == conn_state::established; }
+  // Queries written now go as early data (0-RTT), before the handshake is done.
+  bool in_early_data() const noexcept { return early_ && state_ == conn_state::handshaking; }
+  // Queries that may go on this connection now: the send allowance, and what is left of
+  // queries_per_connection.
+  std::uint64_t connection_allowance(std::uint64_t now) noexcept {
+    const std::uint64_t allowance = send_allowance(now);
+    const std::uint64_t limit = settings().queries_per_connection;
+    return limit == 0 ? allowance : std::min(allowance, limit - std::min(limit, tally_.sent));
+  }
+  // Takes the next query for this connection; the session sends it.
+  slot_table::slot& next_query(std::uint64_t now) noexcept {
+    slot_table::slot& s = take_slot(now);
+    s.first_on_connection = tally_.sent == 0;
+    ++tally_.sent;
+    last_activity_ns_ = now;
+    if (early_ && s.counted && state_ == conn_state::handshaking) {
+      ++early_counts().queries_in_early_data;
+    }
+    return s;
+  }
+  // Undoes next_query for a query the session could not send.
+  void unsend(slot_table::slot& s) noexcept {
+    return_slot(s);
+    --tally_.sent;
+  }
+  // A message read (DNS length framing): matched by its id, timed to `arrived`.
+  void take_message(std::span<const std::uint8_t> message, std::uint64_t now,
+                    std::uint64_t arrived) {
+    ++taken_since_wakeup_;
+    count_answer(on_message(message, now, false, arrived), now, arrived);
+  }
+  // The answer of the query with `id`, known by its stream (DoH: sent with id 0).
+  void take_answer(std::uint16_t id, std::span<const std::uint8_t> message, std::uint64_t now,
+                   std::uint64_t arrived) {
+    count_answer(on_answer(id, message, now, 0, arrived), now, arrived != 0 ? arrived : now);
+  }
+  // Waits for what a write left to do. False if the connection died.
+  bool after_write(stream_io r);
+  // Reading has to wait for writability (TLS).
+  void wait_write() { wait(boost::asio::socket_base::wait_write); }
+  // The stream holds input read ahead of the socket: read again once the worker has run
+  // what is due (posted; no readiness wait would end for it).
+  void read_soon();
+  // In read_delayed(): read every record that came during the delay.
+  bool draining() const noexcept { return draining_; }
+  // The server ended the connection: EOF (or close_notify), or a reset/error.
+  void server_closed(bool reset);
+  // A set-up that failed above TCP, counted by `cause` ("tls_certificate", "doh_no_h2").
+  void fail_connection(const std::string& what, const std::string& cause,
+                       const std::string& message);
+
+ private:
   // Running to a query count, connects/handshakes failed in a row before a client gives up.
   static constexpr unsigned max_failed_in_a_row = 3;
 
   enum class conn_state { idle, connecting, handshaking, established };
 
-  const stream_settings& settings() const noexcept { return transport_.settings(); }
   std::string handshake_name();
 
-  // The protocol on the established stream: DNS messages with their length (here), or
-  // HTTP/2 (DoH). established(): the handshake is done; start sending (and reset
-  // failed_in_a_row_ once the connection is usable).
-  virtual void established(std::uint64_t now);
-  // Reads and processes everything available (answers are timed as each read returns).
-  // False when the connection is gone.
-  virtual bool read_available();
-  virtual void fill(std::uint64_t now);
-  // Sends pending output. False when the connection is gone.
-  virtual bool flush();
   // The connection has carried what it should: close it (and open the next).
-  virtual bool connection_done() const noexcept {
+  bool connection_done() const noexcept {
     const std::uint64_t limit = settings().queries_per_connection;
-    return limit != 0 && tally_.sent >= limit && slots_.empty();
+    return slots_.empty() && ((limit != 0 && tally_.sent >= limit) || session_->refuses_queries());
   }
-  // The connection is gone (closed, reset, failed): drop what belonged to it.
-  virtual void connection_ended() noexcept {}
+  // The handshake is done: the session starts sending.
+  void on_established(std::uint64_t now);
+  // The connection's periodic work (tick, before the session's).
+  void tick_connection(std::uint64_t now);
 
   // The connection's life cycle (stream_client_connection.cpp).
   void connect(std::uint64_t now);
@@ -87,23 +151,15 @@ class stream_client : public client_base {
   bool confirm_syn(std::uint64_t now);
   // The stream's own set-up above TCP (TLS); a stream without one is ready at once.
   void handshake(std::uint64_t now);
-  // TLS 1.3 0-RTT, when the stream resumes a ticket that allows it (--early-data): the first
-  // queries go with the ClientHello, at most `room` octets of them (fill_early; DoH sends
-  // its own). Once the handshake is done, early_data_judged counts what the server made of
-  // them and, when it refused them, sends them again. Each is false when the connection died
-  // doing so.
-  bool send_early(std::uint64_t now);
-  virtual bool fill_early(std::uint64_t now, std::size_t room);
-  bool early_data_judged(std::uint64_t now);
-  virtual bool resend_in_flight(std::uint64_t now);
   // A connect (or socket set-up) that failed with `error`, counted by its errno name.
   void fail_connection(const std::string& what, int error);
-  // A handshake that failed, counted by the stream's cause ("tls_certificate").
-  void fail_connection(const std::string& what, const std::string& cause,
-                       const std::string& message);
+  // TLS 1.3 0-RTT, when the stream resumes a ticket that allows it (--early-data): the first
+  // queries go with the ClientHello (the session's fill_early). Once the handshake is done,
+  // early_data_judged counts what the server made of them and, when it refused them, has
+  // the session send them again. Each is false when the connection died doing so.
+  bool send_early(std::uint64_t now);
+  bool early_data_judged(std::uint64_t now);
   void connection_failed();
-  // The server ended the connection: EOF (or close_notify), or a reset/error.
-  void server_closed(bool reset);
   // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
   void close(bool count);
   // Closes the established connection (as close does, uncounted) when it has had nothing in
@@ -119,33 +175,30 @@ class stream_client : public client_base {
   void wait(boost::asio::socket_base::wait_type type);
   void wait_ended(bool reading, std::uint64_t generation, bool ok);
   void arm_read() { wait(boost::asio::socket_base::wait_read); }
+  void on_ready();
   // After the established connection's reads: waits for readability, or with coalescing
   // (run_plan::coalesce_ns) reads again after a delay (at most the plan's, and at most 1/20
   // of the answers' recent latency) when the reads brought answers while many are in
   // flight.
   void wait_for_answers();
-  // The stream holds input read ahead of the socket: read again once the worker has run
-  // what is due (posted; no readiness wait would end for it).
-  void read_soon();
-  void on_ready();
-  // The messages read so far; `arrived`: when the newest of them came, by the kernel's
-  // stamp (`now` where the stream has none).
-  bool take_messages(std::uint64_t now, std::uint64_t arrived);
   // Counts an answer on the connection (answers per connection, first query + set-up).
-  void count_answer(const completion& c, std::uint64_t now, std::uint64_t arrived);
-  slot_table::slot& next_query(std::uint64_t now);
-  // Writes `batch` queries in one gathered write; the channel keeps what the stream did not
-  // take. False if the connection died.
-  bool write_queries(std::uint64_t now, unsigned batch);
-  // Waits for what a write left to do. False if the connection died.
-  bool after_write(stream_io r);
+  // (Here, not in a .cpp: the sessions' answer loops inline it.)
+  void count_answer(const completion& c, std::uint64_t now, std::uint64_t arrived) noexcept {
+    if (!c.matched) return;
+    last_activity_ns_ = now;
+    latency_low_ns_ = c.latency_ns <= latency_low_ns_ || latency_low_ns_ == 0
+                          ? c.latency_ns
+                          : latency_low_ns_ + (c.latency_ns - latency_low_ns_) / 16;
+    if (c.keepalive_timeout >= 0) keepalive_timeout_ = c.keepalive_timeout;
+    count_on_connection(tally_, c, arrived > tally_.started_ns ? arrived : now);
+  }
 
   const stream_transport& transport_;
   std::unique_ptr<stream_socket> socket_;
   message_channel channel_;
   std::unique_ptr<byte_stream> spare_stream_;  // the last connection's, closed
   std::unique_ptr<tls_ticket> ticket_;
-  std::array<std::array<std::uint8_t, frame_prefix_size + 2>, max_gather> heads_{};
+  std::unique_ptr<stream_session> session_;
   conn_state state_ = conn_state::idle;
   std::uint64_t generation_ = 0;
   connection_tally tally_;

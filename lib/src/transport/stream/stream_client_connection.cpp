@@ -3,7 +3,6 @@
 // ticket kept for the next connection. The class is in stream_client.hpp.
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <string>
 
@@ -23,6 +22,11 @@ void stream_client::start() {
 }
 
 void stream_client::tick(std::uint64_t now) {
+  tick_connection(now);
+  if (state_ == conn_state::established) session_->tick(now);
+}
+
+void stream_client::tick_connection(std::uint64_t now) {
   if (state_ != conn_state::established) expire_waiting_retries(now);
   if (state_ == conn_state::connecting || state_ == conn_state::handshaking) {
     // Nothing left to send: a set-up still going would end neither opened nor failed.
@@ -66,7 +70,7 @@ void stream_client::tick(std::uint64_t now) {
       if (tally_.counted) ++connections().closed_idle;
       return;
     }
-    fill(now);
+    session_->fill(now);
     return;
   }
   // Connect only when a query may go out at once: a paced client would otherwise hold an
@@ -169,21 +173,11 @@ bool stream_client::send_early(std::uint64_t now) {
   const std::size_t room = channel_.stream().begin_early_data();
   if (room == 0) return true;
   early_ = true;
-  if (!fill_early(now, room)) return false;
+  if (!session_->fill_early(now, room)) return false;
   // Counted as offered only when queries went early (the run may have sent its last).
   early_counted_ = tally_.counted && tally_.sent > 0;
   if (early_counted_) ++early_counts().offered;
   return true;
-}
-
-bool stream_client::fill_early(std::uint64_t now, std::size_t room) {
-  // Each query takes at most the largest query's octets and its length prefix.
-  std::uint64_t allowance = std::min<std::uint64_t>(
-      send_allowance(now), room / (plan().queries->max_size() + frame_prefix_size));
-  const std::uint64_t limit = settings().queries_per_connection;
-  if (limit != 0) allowance = std::min(allowance, limit);
-  allowance = std::min<std::uint64_t>(allowance, max_gather);
-  return allowance == 0 || write_queries(now, static_cast<unsigned>(allowance));
 }
 
 bool stream_client::early_data_judged(std::uint64_t now) {
@@ -198,26 +192,7 @@ bool stream_client::early_data_judged(std::uint64_t now) {
   // The server skipped the early data: every query in flight (all of them went early) goes
   // again, the same query with the same id, its latency still from the first send.
   channel_.drop_output();
-  return resend_in_flight(now);
-}
-
-bool stream_client::resend_in_flight(std::uint64_t) {
-  std::array<iovec, max_gather * 2> pieces;
-  unsigned count = 0;
-  for (slot_table::slot* s = slots_.oldest(); s != nullptr; s = slots_.next_of(*s)) {
-    const auto query = (*plan().queries)[s->query_index];
-    auto& head = heads_[count];
-    put_frame_prefix(head.data(), query.size());
-    patch_id(&head[frame_prefix_size], s->id);
-    pieces[count * 2] = {head.data(), head.size()};
-    pieces[count * 2 + 1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
-    if (s->counted) ++early_counts().queries_resent;
-    if (++count == max_gather) {
-      if (!after_write(channel_.send({pieces.data(), count * 2u}))) return false;
-      count = 0;
-    }
-  }
-  return count == 0 || after_write(channel_.send({pieces.data(), count * 2u}));
+  return session_->resend_in_flight(now);
 }
 
 void stream_client::handshake(std::uint64_t now) {
@@ -239,7 +214,7 @@ void stream_client::handshake(std::uint64_t now) {
       state_ = conn_state::established;
       last_activity_ns_ = now;
       if (!early_data_judged(now)) return;
-      established(now);
+      on_established(now);
       // What came right after the handshake's last record may be off the socket already
       // (TLS clients read ahead): the readiness wait just armed would not see it.
       if (state_ == conn_state::established && channel_.is_open() &&
@@ -258,6 +233,13 @@ void stream_client::handshake(std::uint64_t now) {
       fail_connection(handshake_name(), stream.failure_cause(), stream.error_message());
       return;
   }
+}
+
+void stream_client::on_established(std::uint64_t now) {
+  if (!session_->established(now)) return;
+  failed_in_a_row_ = 0;
+  session_->fill(now);
+  if (state_ == conn_state::established) arm_read();
 }
 
 void stream_client::fail_connection(const std::string& what, int error) {
@@ -335,7 +317,7 @@ void stream_client::end_setup() noexcept {
 void stream_client::drop_socket(bool abortive) {
   end_setup();
   connection_down();
-  connection_ended();
+  session_->ended();
   if (channel_.is_open() && settings().resume) {
     tls_connection* tls = channel_.stream().tls();
     if (auto ticket = tls != nullptr ? tls->ticket() : nullptr) ticket_ = std::move(ticket);
