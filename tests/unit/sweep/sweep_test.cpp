@@ -157,7 +157,7 @@ TEST(sweep_test, parses_client_and_per_connection_lists) {
             "no setup_error");
   EXPECT_NE(setup_error_of([] {
               parse_queries_per_connection_list("ten");
-            }).find("sweep_plan::queries_per_connection"),
+            }).find("load_spec::connections.queries_per_connection"),
             std::string::npos);
 }
 
