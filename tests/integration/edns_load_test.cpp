@@ -65,7 +65,7 @@ TEST_P(edns_stream_test, padded_queries_get_answers_padded_to_468_where_encrypte
     EXPECT_EQ(r.edns.padded_answers, 0u);
     EXPECT_TRUE(r.edns.padded_sizes.empty());
     ASSERT_FALSE(r.warnings.empty());
-    EXPECT_NE(r.warnings.front().find("--edns-padding"), std::string::npos);
+    EXPECT_NE(r.warnings.front().find("load_spec::traffic.edns_padding_block"), std::string::npos);
     return;
   }
   EXPECT_EQ(r.edns.padded_answers, 300u);
@@ -298,7 +298,9 @@ TEST(edns_load_test, padding_flag_syntax) {
       parse_edns_padding(bad);
       ADD_FAILURE() << "accepted \"" << bad << "\"";
     } catch (const setup_error& e) {
-      EXPECT_NE(std::string(e.what()).find("--edns-padding"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("load_spec::traffic.edns_padding_block"),
+                std::string::npos)
+          << e.what();
     }
   }
 }

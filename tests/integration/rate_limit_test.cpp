@@ -266,7 +266,8 @@ TEST(rate_limit_test, a_negative_or_unknown_limit_is_a_setup_error) {
       server responder(options);
       ADD_FAILURE() << "rate limit " << bad << " accepted";
     } catch (const setup_error& e) {
-      EXPECT_NE(std::string(e.what()).find("--rate-limit"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("server_options::rate_limit"), std::string::npos)
+          << e.what();
     }
   }
 }

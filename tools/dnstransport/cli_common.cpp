@@ -224,12 +224,17 @@ void set_tls(load_spec& spec, const run_options& o) {
   spec.tls.backend = *backend;
   if (!o.tls_version.empty()) {
     spec.tls.min_version = spec.tls.max_version = version_or_throw(o.tls_version, "--tls-version");
+    // The library's messages about either bound name the flag given.
+    name_setting_as("load_spec::tls.min_version", "--tls-version");
+    name_setting_as("load_spec::tls.max_version", "--tls-version");
   }
   if (!o.tls_min_version.empty()) {
     spec.tls.min_version = version_or_throw(o.tls_min_version, "--tls-min-version");
+    name_setting_as("load_spec::tls.min_version", "--tls-min-version");
   }
   if (!o.tls_max_version.empty()) {
     spec.tls.max_version = version_or_throw(o.tls_max_version, "--tls-max-version");
+    name_setting_as("load_spec::tls.max_version", "--tls-max-version");
   }
   spec.tls.resume = o.tls_resume;
   spec.tls.early_data = o.early_data;
@@ -277,6 +282,7 @@ load_spec make_load_spec(const run_options& o) {
   set_edns_and_queries(spec, o);
   set_tls(spec, o);
   set_monitoring(spec, o);
+  spec.output.setting_name = flag_of_setting;
   validate(spec);
   return spec;
 }

@@ -140,6 +140,9 @@ double idle_seconds_of(const run_options& options);
 /// a library setting a setup_error names ("load_spec::traffic.rate" gives "--rate"); the
 /// path itself for a setting no flag sets.
 std::string flag_of_setting(std::string_view path);
+/// From now on flag_of_setting(path) is `flag`: the flag the user gave for a setting that
+/// several flags set (--tls-version sets load_spec::tls.max_version, as --tls-max-version does).
+void name_setting_as(std::string_view path, std::string_view flag);
 
 /// Builds the spec (without server address when the built-in responder is used).
 /// Throws setup_error naming the flag for a bad value.

@@ -1,4 +1,5 @@
-// The flags that set the library's settings, for naming them in the library's errors.
+// The flags that set the library's settings, to name them in its errors and warnings.
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -7,8 +8,25 @@
 
 namespace dnstransport::cli {
 
+namespace {
+
+// The settings set this time by another flag than the table's (name_setting_as).
+std::map<std::string, std::string, std::less<>>& given_as() {
+  static std::map<std::string, std::string, std::less<>> flags;
+  return flags;
+}
+
+}  // namespace
+
+void name_setting_as(std::string_view path, std::string_view flag) {
+  given_as().insert_or_assign(std::string(path), std::string(flag));
+}
+
 std::string flag_of_setting(std::string_view path) {
-  // The settings the library's rules name, and the flags that set them.
+  if (const auto given = given_as().find(path); given != given_as().end()) return given->second;
+  // The settings the library's rules name, and the flags that set them. A flag that sets the
+  // opposite of its setting (--no-nodelay: tcp_nodelay false) is not listed: no rule names
+  // tcp_nodelay or gather_writes, and a message about them would read backwards.
   static constexpr std::pair<std::string_view, std::string_view> flags[] = {
       {"load_spec::target.server", "--server"},
       {"load_spec::target.port", "--server's port"},
@@ -34,13 +52,11 @@ std::string flag_of_setting(std::string_view path) {
       {"load_spec::connections.queries_per_connection", "--queries-per-connection"},
       {"load_spec::connections.idle_seconds", "--idle"},
       {"load_spec::connections.close", "--close"},
-      {"load_spec::connections.tcp_nodelay", "--no-nodelay"},
       {"load_spec::connections.tcp_fastopen", "--tcp-fastopen"},
       {"load_spec::connections.honour_keepalive", "--honour-keepalive"},
       {"load_spec::connections.sources", "--source"},
       {"load_spec::generator.threads", "--threads"},
       {"load_spec::generator.cpus", "--cpus"},
-      {"load_spec::generator.gather_writes", "--one-write-per-query"},
       {"load_spec::generator.coalesce_us", "--coalesce-us"},
       {"load_spec::tls.backend", "--tls-backend"},
       {"load_spec::tls.min_version", "--tls-min-version"},
@@ -57,6 +73,17 @@ std::string flag_of_setting(std::string_view path) {
       {"load_spec::monitor.command", "--monitor-command"},
       {"load_spec::output.label", "--label"},
       {"load_spec::output.interval_seconds", "--interval"},
+      {"tls_client_options::min_version", "--tls-min-version"},
+      {"tls_client_options::max_version", "--tls-max-version"},
+      {"pcap_options::ports", "--pcap-port"},
+      // The interval of the `monitor` command a --monitor-command runs.
+      {"monitor_command::interval", "--interval"},
+      {"server_options::threads", "--threads"},
+      {"server_options::rate_limit", "--rate-limit"},
+      {"server_options::keepalive_timeout_seconds", "--keepalive-timeout"},
+      {"server_options::doh_path", "--doh-path"},
+      {"server_options::doh_max_streams", "--doh-max-streams"},
+      {"server_options::doq_max_streams", "--doq-max-streams"},
       {"search_spec::min_answered_percent", "--min-answered"},
       {"search_spec::max_p99_ms", "--max-p99"},
       {"search_spec::start_rate", "--start-rate"},
@@ -74,6 +101,7 @@ std::string flag_of_setting(std::string_view path) {
       {"sweep_plan::pause_seconds", "--pause"},
       {"sweep_plan::targets", "--target"},
       {"sweep_plan::search", "--search"},
+      {"apply_preset::name", "--preset"},
   };
   for (const auto& [setting_path, flag] : flags) {
     if (setting_path == path) return std::string(flag);

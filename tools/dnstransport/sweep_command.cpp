@@ -183,11 +183,11 @@ void give_monitor_command(sweep_plan& plan, const std::string& text) {
   const std::string name = text.substr(0, equals == std::string::npos ? 0 : equals);
   for (auto& t : plan.targets) {
     if (equals == std::string::npos || t.name != name) continue;
-    if (!t.monitor_command.empty()) {
+    if (!t.monitor.command.empty()) {
       throw setup_error(fmt::format("--monitor-command: target {} has two commands", name));
     }
-    t.monitor_command = text.substr(equals + 1);
-    if (t.monitor_command.find_first_not_of(" \t") == std::string::npos) {
+    t.monitor.command = text.substr(equals + 1);
+    if (t.monitor.command.find_first_not_of(" \t") == std::string::npos) {
       throw setup_error(fmt::format("--monitor-command {}=: the command is empty", name));
     }
     return;
@@ -213,11 +213,14 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
   // Each point sets its own transport, and run_sweep checks --edns-keepalive against it;
   // the base's (udp unless given) must not refuse the flag first.
   if (base.edns_keepalive) base.transport = "tcp";
-  // --idle is for the points with connections (point_spec); the base is a UDP spec.
+  // --idle is for the points with connections and --early-data for those with TLS
+  // (point_spec); the base is a UDP spec.
   base.idle.reset();
+  base.early_data = false;
   base.rates_searched = f.search;
   plan.base = make_load_spec(base);
   plan.base.connections.idle_seconds = idle_seconds_of(o);
+  plan.base.tls.early_data = o.early_data;
   plan.base.stop = &stop_requested;
   plan.command_line = std::move(command);
   const bool preset = !f.preset.empty();

@@ -16,6 +16,11 @@ namespace dnstransport {
 /// those (setup_error::message_naming).
 std::string setting(std::string_view path);
 
+/// `marked` (a text holding settings marked by setting(): a setup_error's marked_message(), a
+/// warning) with each setting named by `name_of(path)`, or by its path when name_of is empty.
+std::string naming_settings(std::string_view marked,
+                            const std::function<std::string(std::string_view)>& name_of);
+
 /// A problem with what the user asked for: a bad value, a rule two settings break together,
 /// an unreadable or malformed query file, a certificate that does not load, an unknown TLS
 /// backend. The message is written for a person (it names the file, line or setting); the

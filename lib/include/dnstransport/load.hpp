@@ -218,6 +218,8 @@ struct monitor_settings {
 
   /// Whether anything is monitored.
   bool any() const noexcept { return !pids.empty() || !cgroups.empty() || !command.empty(); }
+
+  friend bool operator==(const monitor_settings&, const monitor_settings&) = default;
 };
 
 /// What the run reports while it runs and how its result is named and cut in time.
@@ -230,6 +232,10 @@ struct output_settings {
   /// Called from the thread that called run_load, about every progress_interval seconds.
   std::function<void(const load_progress&)> on_progress;
   double progress_interval_seconds = 1;
+  /// How the run's warnings (run_result::warnings) name the settings they mention, given a
+  /// setting's path ("load_spec::traffic.rate"); empty: by their paths. A program with names
+  /// of its own for the settings (the CLI: its flags) gives them here.
+  std::function<std::string(std::string_view)> setting_name;
 };
 
 /// Everything one load needs, in parts. A rule a setting breaks is reported by validate (and

@@ -58,10 +58,10 @@ struct sweep_target {
   std::string name;    ///< names the server in the points, tables and plots
   std::string server;  ///< address or host name
   sweep_ports ports = default_ports();
-  std::vector<int> monitor_pids;             ///< its processes on this machine (pid=PID), monitored
-  std::vector<std::string> monitor_cgroups;  ///< its cgroups on this machine (cgroup=PATH)
-  /// Its `monitor` command, for a server elsewhere (`--monitor-command NAME=COMMAND`).
-  std::string monitor_command;
+  /// What of it is monitored, its points' load_spec::monitor: its processes (pid=PID) and
+  /// cgroups (cgroup=PATH) on this machine, or its `monitor` command for a server elsewhere
+  /// (`--monitor-command NAME=COMMAND`).
+  monitor_settings monitor;
   std::string description;  ///< what it is, for the record
 
   friend bool operator==(const sweep_target&, const sweep_target&) = default;

@@ -48,7 +48,7 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
   watch.add_server_figures(result);
   // In a group, the merged result gets them once, from every member's counts.
   if (!ready) {
-    detail::add_open_loop_warnings(result);
+    detail::add_open_loop_warnings(result, spec);
     detail::add_warmup_warning(result, spec);
   }
   return result;
@@ -92,7 +92,7 @@ run_result run_in_group(const load_spec& spec) {
                 (spec.traffic.count > 0 || spec.traffic.duration_seconds == 0 ? own.elapsed_seconds
                                                                               : 0);
   run_result merged = merge_results(group.gather(own, wait), group.hosts());
-  detail::add_open_loop_warnings(merged);
+  detail::add_open_loop_warnings(merged, spec);
   detail::add_warmup_warning(merged, spec);
   return merged;
 }

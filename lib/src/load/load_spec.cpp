@@ -22,8 +22,8 @@ std::uint64_t parse_queries_per_connection(std::string_view text) {
   std::uint64_t n = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || n == 0) {
-    throw setup_error(fmt::format(
-        "--queries-per-connection: \"{}\" is not a positive number or 'unlimited'", text));
+    throw setup_error(fmt::format("{}: \"{}\" is not a positive number or 'unlimited'",
+                                  setting("load_spec::connections.queries_per_connection"), text));
   }
   return n;
 }
@@ -38,9 +38,9 @@ std::uint16_t parse_edns_padding(std::string_view text) {
   if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || n == 0 ||
       n > 65535) {
     throw setup_error(fmt::format(
-        "--edns-padding: \"{}\" is not block:N with N from 1 to 65535 octets (e.g. block:128, "
-        "RFC 8467's choice for queries), or none",
-        text));
+        "{}: \"{}\" is not block:N with N from 1 to 65535 octets (e.g. block:128, RFC 8467's "
+        "choice for queries), or none",
+        setting("load_spec::traffic.edns_padding_block"), text));
   }
   return static_cast<std::uint16_t>(n);
 }
@@ -245,7 +245,8 @@ void validate_tls(const load_spec& spec, const transport_traits& traits) {
                                   load_setting("tls.verify")));
   }
   if (traits.has_tls) {
-    detail::check_version_range(tls.min_version, tls.max_version);
+    detail::check_version_range(tls.min_version, tls.max_version, "load_spec::tls.min_version",
+                                "load_spec::tls.max_version");
     const auto available = available_tls_backends();
     if (std::find(available.begin(), available.end(), tls.backend) == available.end()) {
       throw setup_error(fmt::format("{} {} is not compiled into this build",

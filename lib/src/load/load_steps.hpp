@@ -99,7 +99,10 @@ void fill_timeline(run_result& result, const std::vector<std::unique_ptr<worker>
                    const run_plan& plan, double seconds_until_end);
 // Closed loop with persistent connections: says when some were set up inside the window.
 void add_warmup_warning(run_result& r, const load_spec& spec);
+/// Adds a warning whose settings are marked by setting(), named as spec.output.setting_name
+/// names them.
+void add_warning(run_result& r, const load_spec& spec, std::string_view marked);
 // Open loop: says when the generator did not keep to its schedule.
-void add_open_loop_warnings(run_result& r);
+void add_open_loop_warnings(run_result& r, const load_spec& spec);
 
 }  // namespace dnstransport::detail

@@ -1,5 +1,6 @@
 // The public result of one process's load: made from the workers' counters and timeline
 // rows once they end, with the warnings about the run itself; what run_result derives.
+#include <dnstransport/error.hpp>
 #include <dnstransport/load.hpp>
 #include <dnstransport/text.hpp>
 
@@ -137,6 +138,10 @@ void fill_timeline(run_result& result, const std::vector<std::unique_ptr<worker>
   }
 }
 
+void add_warning(run_result& r, const load_spec& spec, std::string_view marked) {
+  r.warnings.push_back(naming_settings(marked, spec.output.setting_name));
+}
+
 // Persistent connections in a closed loop are meant to be open before the window: when some
 // were set up inside it (not replacing ones the server closed), their set-up is in the
 // figures. Under mpirun, the ranks' connection storms then overlap the window.
@@ -150,22 +155,29 @@ void add_warmup_warning(run_result& r, const load_spec& spec) {
   const auto& c = r.connections;
   const std::uint64_t replaced = c.closed_by_server + c.reset_by_server + c.goaway;
   if (c.opened <= replaced) return;
-  r.warnings.push_back(fmt::format(
-      "{} set up inside the measured window: the warm-up (--warmup {:g} s) ended "
-      "before every client's connection was open, so set-up costs are in the figures; give a "
-      "longer --warmup",
-      counted(c.opened - replaced, "connection") + (c.opened - replaced == 1 ? " was" : " were"),
-      spec.traffic.warmup_seconds));
+  const std::string warmup = setting("load_spec::traffic.warmup_seconds");
+  add_warning(r, spec,
+              fmt::format("{} set up inside the measured window: the warm-up ({} {:g} s) ended "
+                          "before every client's connection was open, so set-up costs are in the "
+                          "figures; give a longer {}",
+                          counted(c.opened - replaced, "connection") +
+                              (c.opened - replaced == 1 ? " was" : " were"),
+                          warmup, spec.traffic.warmup_seconds, warmup));
 }
 
-void add_open_loop_warnings(run_result& r) {
+void add_open_loop_warnings(run_result& r, const load_spec& spec) {
   if (!r.open_loop()) return;
+  const std::string outstanding = setting("load_spec::traffic.outstanding");
+  const std::string clients = setting("load_spec::traffic.clients");
+  const std::string threads = setting("load_spec::generator.threads");
   if (r.not_sent_outstanding > 0) {
-    r.warnings.push_back(fmt::format(
-        "the generator fell behind its schedule: {} scheduled queries were not sent because "
-        "their client already had --outstanding {} queries in flight or waiting (the server "
-        "answers slower than --rate asks, or raise --outstanding or --clients)",
-        r.not_sent_outstanding, r.outstanding));
+    add_warning(r, spec,
+                fmt::format("the generator fell behind its schedule: {} scheduled queries were "
+                            "not sent because their client already had {} {} queries in flight "
+                            "or waiting (the server answers slower than {} asks, or raise {} or "
+                            "{})",
+                            r.not_sent_outstanding, outstanding, r.outstanding,
+                            setting("load_spec::traffic.rate"), outstanding, clients));
   }
   if (r.not_sent_timeout > 0) {
     r.warnings.push_back(fmt::format(
@@ -177,13 +189,17 @@ void add_open_loop_warnings(run_result& r) {
   if (r.send_lag.count() > 0 && r.send_lag.percentile(99) > 1'000'000) {
     // A query that waits for its client's new connection leaves late too.
     const bool reconnects = r.queries_per_connection != 0 || r.idle_seconds > 0;
-    r.warnings.push_back(fmt::format(
-        "the generator sent late: 99 % of queries left within {:.2f} ms of their scheduled "
-        "time (latency includes this; {})",
-        static_cast<double>(r.send_lag.percentile(99)) / 1e6,
-        reconnects ? "queries that open a new connection (--queries-per-connection, --idle) "
-                     "wait for its set-up, or the generator is short of CPU (--threads)"
-                   : "use more --threads or fewer --clients per thread"));
+    add_warning(
+        r, spec,
+        fmt::format("the generator sent late: 99 % of queries left within {:.2f} ms of their "
+                    "scheduled time (latency includes this; {})",
+                    static_cast<double>(r.send_lag.percentile(99)) / 1e6,
+                    reconnects
+                        ? fmt::format("queries that open a new connection ({}, {}) wait for "
+                                      "its set-up, or the generator is short of CPU ({})",
+                                      setting("load_spec::connections.queries_per_connection"),
+                                      setting("load_spec::connections.idle_seconds"), threads)
+                        : fmt::format("use more {} or fewer {} per thread", threads, clients)));
   }
 }
 

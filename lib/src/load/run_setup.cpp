@@ -223,10 +223,12 @@ void describe_run(run_result& result, const load_spec& spec, const query_set& qu
   result.edns.padding_block = spec.traffic.edns_padding_block;
   result.interval_seconds = spec.output.interval_seconds;
   if (spec.traffic.edns_padding_block != 0 && !traits_of(spec.target.transport).has_tls) {
-    result.warnings.push_back(fmt::format(
-        "--edns-padding over {}: the queries travel in clear, so padding hides nothing (RFC "
-        "8467 pads encrypted messages), and servers need not pad their answers",
-        traits_of(spec.target.transport).name));
+    add_warning(result, spec,
+                fmt::format("{} over {}: the queries travel in clear, so padding hides nothing "
+                            "(RFC 8467 pads encrypted messages), and servers need not pad their "
+                            "answers",
+                            setting("load_spec::traffic.edns_padding_block"),
+                            traits_of(spec.target.transport).name));
   }
 }
 
@@ -258,12 +260,14 @@ void plan_queries(run_plan& plan, run_result& result, const load_spec& spec,
   // A replayed client sends what its source sent; it has no choice of questions to widen.
   if (plan.distinct_questions < spec.traffic.outstanding &&
       plan.arrivals != run_plan::schedule::replay) {
-    result.warnings.push_back(fmt::format(
-        "at most {} queries in flight per client, not --outstanding {}: the query list has {}, "
-        "and a client never has two queries with the same question in "
-        "flight (so that an answer carrying another query's id cannot pass the question check)",
-        plan.distinct_questions, spec.traffic.outstanding,
-        counted(plan.distinct_questions, "distinct question")));
+    add_warning(result, spec,
+                fmt::format("at most {} queries in flight per client, not {} {}: the query list "
+                            "has {}, and a client never has two queries with the same question in "
+                            "flight (so that an answer carrying another query's id cannot pass the "
+                            "question check)",
+                            plan.distinct_questions, setting("load_spec::traffic.outstanding"),
+                            spec.traffic.outstanding,
+                            counted(plan.distinct_questions, "distinct question")));
   }
   plan.read_edns_options = result.edns.requested();
   if (!traits_of(spec.target.transport).has_connections) {
@@ -294,9 +298,10 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
 
   const unsigned threads = std::min(spec.generator.threads, spec.traffic.clients);
   if (threads < spec.generator.threads) {
-    result.warnings.push_back(
-        fmt::format("--threads {} reduced to {}: a thread needs at least one client",
-                    spec.generator.threads, threads));
+    add_warning(
+        result, spec,
+        fmt::format("{} {} reduced to {}: a thread needs at least one client",
+                    setting("load_spec::generator.threads"), spec.generator.threads, threads));
   }
   result.threads = threads;
   prepared->threads = threads;

@@ -124,7 +124,7 @@ void run_watch::add_server_figures(run_result& result) {
     cpu_before = r.cpu_seconds;
   }
   result.server_usage = monitor_.finish(result.responses_received, result.elapsed_seconds);
-  for (const auto& warning : monitor_.warnings()) result.warnings.push_back(warning);
+  for (const auto& warning : monitor_.warnings()) add_warning(result, spec_, warning);
   for (const auto& cgroup : result.server_usage.exited_cgroups) {
     result.warnings.push_back(fmt::format(
         "monitored cgroup {} went away during the run: its figures stop at its last reading",

@@ -50,7 +50,8 @@ command_source::command_source(std::string command) : command_(std::move(command
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     close_quietly(out[0]);
     close_quietly(out[1]);
-    throw setup_error(fmt::format("--monitor-command: pipe: {}", std::strerror(errno)));
+    throw setup_error(
+        fmt::format("{}: pipe: {}", setting("load_spec::monitor.command"), std::strerror(errno)));
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -84,7 +85,8 @@ command_source::command_source(std::string command) : command_(std::move(command
     close_quietly(out_);
     close_quietly(err_);
     close_quietly(wake_);
-    throw setup_error(fmt::format("--monitor-command \"{}\": cannot start /bin/sh: {}", command_,
+    throw setup_error(fmt::format("{} \"{}\": cannot start /bin/sh: {}",
+                                  setting("load_spec::monitor.command"), command_,
                                   std::strerror(failed != 0 ? failed : errno)));
   }
   reader_ = std::thread([this] { read_output(); });
@@ -241,13 +243,13 @@ void command_source::wait_for_reading(double seconds) {
   if (!history_.empty() || !state_.exited.empty()) return;
   if (!arrived) {
     throw setup_error(fmt::format(
-        "--monitor-command \"{}\": no reading within {:g} s (it should print `dnstransport "
-        "monitor` lines on its standard output){}",
-        command_, seconds,
+        "{} \"{}\": no reading within {:g} s (it should print `dnstransport monitor` lines on "
+        "its standard output){}",
+        setting("load_spec::monitor.command"), command_, seconds,
         state_.bad_lines > 0 ? fmt::format("; it printed {}", state_.first_bad_line) : ""));
   }
   throw setup_error(fmt::format(
-      "--monitor-command \"{}\" {} before its first reading{}", command_,
+      "{} \"{}\" {} before its first reading{}", setting("load_spec::monitor.command"), command_,
       state_.how_it_ended.empty() ? "closed its output" : state_.how_it_ended,
       state_.bad_lines > 0 ? fmt::format("; it printed {}", state_.first_bad_line) : ""));
 }

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <dnstransport/error.hpp>
 #include <dnstransport/text.hpp>
 
 #include "monitor/command_source.hpp"
@@ -149,7 +150,10 @@ double server_monitor::cpu_seconds_so_far() const noexcept {
 void server_monitor::finish_remote(process_usage& stats, double window_seconds) {
   const auto readings = remote_->read();
   stats.command = remote_->command();
-  const std::string flag = fmt::format("--monitor-command \"{}\"", stats.command);
+  // The warnings mark the settings they name (setting()); the run names them for its caller.
+  const std::string flag =
+      fmt::format("{} \"{}\"", setting("load_spec::monitor.command"), stats.command);
+  const std::string interval = setting("monitor_command::interval");
   double shortest_span = -1;  // seconds between a process's first and last readings
   for (const auto& [pid, w] : remote_pids_) {
     stats.command_pids.push_back(pid);
@@ -175,13 +179,13 @@ void server_monitor::finish_remote(process_usage& stats, double window_seconds) 
     stats.cpu_measured = false;
     warnings_.push_back(fmt::format(
         "{}: fewer than two readings of a process during the {:.1f} s window, so the server's "
-        "CPU was not measured (give `monitor` an --interval well under the run's --duration)",
-        flag, window_seconds));
+        "CPU was not measured (give `monitor` an {} well under the run's {})",
+        flag, window_seconds, interval, setting("load_spec::traffic.duration_seconds")));
   } else if (shortest_span < window_seconds / 2) {
     warnings_.push_back(fmt::format(
         "{}: the server's CPU is extrapolated from {:.1f} s of readings to the {:.1f} s window "
-        "(give `monitor` a shorter --interval)",
-        flag, shortest_span, window_seconds));
+        "(give `monitor` a shorter {})",
+        flag, shortest_span, window_seconds, interval));
   }
   if (readings.bad_lines > 0) {
     warnings_.push_back(fmt::format("{}: {} not understood, the first: {}", flag,

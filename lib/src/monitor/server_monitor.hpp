@@ -42,7 +42,7 @@ class server_monitor {
   /// reading in the window and its last one, times the window.
   process_usage finish(std::uint64_t answers, double window_seconds);
   /// What the figures' reader should know (a command's readings too few, lines not
-  /// understood, the command gone), after finish().
+  /// understood, the command gone), after finish(); the settings named are marked (setting()).
   const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 
  private:

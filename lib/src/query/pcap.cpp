@@ -245,7 +245,7 @@ pcap_capture read_records(std::FILE* file, std::string_view source_name,
 
 pcap_capture parse_pcap(std::span<const std::uint8_t> data, std::string_view source_name,
                         const pcap_options& options) {
-  if (options.ports.empty()) throw setup_error("--pcap-port: no port given");
+  if (options.ports.empty()) throw setup_error(setting("pcap_options::ports") + ": no port given");
   // fmemopen refuses a zero size; an empty capture is refused by libpcap.
   static const std::uint8_t nothing = 0;
   std::FILE* file =
@@ -258,7 +258,7 @@ pcap_capture parse_pcap(std::span<const std::uint8_t> data, std::string_view sou
 }
 
 pcap_capture read_pcap(const std::filesystem::path& path, const pcap_options& options) {
-  if (options.ports.empty()) throw setup_error("--pcap-port: no port given");
+  if (options.ports.empty()) throw setup_error(setting("pcap_options::ports") + ": no port given");
   // Read as libpcap goes, so a capture of any size needs no more memory than its queries.
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {

@@ -288,8 +288,8 @@ report_output write_run_report(const run_result& r, const std::filesystem::path&
                                std::string_view source_name) {
   if (r.timeline.empty()) {
     throw setup_error(fmt::format(
-        "{}: the run has no timeline (it was run with --interval 0, or before timelines existed)",
-        source_name));
+        "{}: the run has no timeline (it was run with {} 0, or before timelines existed)",
+        source_name, setting("load_spec::output.interval_seconds")));
   }
   detail::make_directory(directory);
   report_output output;

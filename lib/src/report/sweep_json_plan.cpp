@@ -66,6 +66,20 @@ tls_client_options tls_from_json(const json::object& o) {
   return t;
 }
 
+// What is monitored, from a load's options or a target (monitor_pids, monitor_cgroups,
+// monitor_command; older files may lack the last two).
+monitor_settings monitor_settings_from_json(const json::object& o) {
+  monitor_settings m;
+  m.pids = ints_from_json(o, "monitor_pids");
+  if (const auto* cgroups = o.if_contains("monitor_cgroups"); cgroups && cgroups->is_array()) {
+    m.cgroups = strings_from_json(cgroups->get_array());
+  }
+  if (const auto* command = o.if_contains("monitor_command"); command && command->is_string()) {
+    m.command = command->get_string();
+  }
+  return m;
+}
+
 json::object options_to_json(const load_spec& s) {
   return {
       {"outstanding", s.traffic.outstanding},
@@ -110,13 +124,7 @@ void options_from_json(const json::object& o, load_spec& s) {
   s.generator.threads = static_cast<unsigned>(count_at(o, "threads"));
   s.generator.cpus.clear();
   for (const auto& c : array_at(o, "cpus")) s.generator.cpus.push_back(json::value_to<int>(c));
-  s.monitor.pids = ints_from_json(o, "monitor_pids");
-  if (const auto* cgroups = o.if_contains("monitor_cgroups"); cgroups && cgroups->is_array()) {
-    s.monitor.cgroups = strings_from_json(cgroups->get_array());
-  }
-  if (const auto* command = o.if_contains("monitor_command"); command && command->is_string()) {
-    s.monitor.command = command->get_string();
-  }
+  s.monitor = monitor_settings_from_json(o);
   s.connections.close = string_at(o, "close") == "rst" ? close_mode::rst : close_mode::fin;
   s.connections.tcp_nodelay = bool_at(o, "tcp_nodelay");
   s.connections.tcp_fastopen = bool_at(o, "tcp_fastopen");
@@ -241,9 +249,9 @@ json::array targets_to_json(const sweep_plan& plan) {
     out.emplace_back(json::object{{"name", t.name},
                                   {"server", t.server},
                                   {"ports", ports_to_json(t.ports)},
-                                  {"monitor_pids", ints_to_json(t.monitor_pids)},
-                                  {"monitor_cgroups", strings_to_json(t.monitor_cgroups)},
-                                  {"monitor_command", t.monitor_command},
+                                  {"monitor_pids", ints_to_json(t.monitor.pids)},
+                                  {"monitor_cgroups", strings_to_json(t.monitor.cgroups)},
+                                  {"monitor_command", t.monitor.command},
                                   {"description", t.description}});
   }
   return out;
@@ -258,13 +266,7 @@ void targets_from_json(const json::value& targets, sweep_plan& plan) {
     t.name = string_at(o, "name");
     t.server = string_at(o, "server");
     ports_from_json(object_at(o, "ports"), t.ports);
-    t.monitor_pids = ints_from_json(o, "monitor_pids");
-    if (const auto* cgroups = o.if_contains("monitor_cgroups"); cgroups && cgroups->is_array()) {
-      t.monitor_cgroups = strings_from_json(cgroups->get_array());
-    }
-    if (const auto* command = o.if_contains("monitor_command"); command && command->is_string()) {
-      t.monitor_command = command->get_string();
-    }
+    t.monitor = monitor_settings_from_json(o);
     t.description = string_at(o, "description");
     plan.targets.push_back(std::move(t));
   }

@@ -50,21 +50,21 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
   impl& s = *impl_;
   s.options = std::move(options);
   const server_options& o = s.options;
-  if (o.threads == 0) throw setup_error("--threads must be at least 1");
+  if (o.threads == 0) throw setup_error(setting("server_options::threads") + " must be at least 1");
   if (std::none_of(o.listen.begin(), o.listen.end(),
                    [](const std::optional<endpoint>& where) { return where.has_value(); })) {
     throw setup_error("the responder needs at least one listener");
   }
   if (!std::isfinite(o.rate_limit) || o.rate_limit < 0) {
     throw setup_error(
-        fmt::format("--rate-limit: {} is not a rate (queries per second, at least 0; 0: no limit)",
-                    o.rate_limit));
+        fmt::format("{}: {} is not a rate (queries per second, at least 0; 0: no limit)",
+                    setting("server_options::rate_limit"), o.rate_limit));
   }
   if (o.keepalive_timeout_seconds >= 0 &&
       !(std::isfinite(o.keepalive_timeout_seconds) && o.keepalive_timeout_seconds <= 6553.5)) {
     throw setup_error(fmt::format(
-        "--keepalive-timeout: {} is not an edns-tcp-keepalive timeout (0 to 6553.5 seconds)",
-        o.keepalive_timeout_seconds));
+        "{}: {} is not an edns-tcp-keepalive timeout (0 to 6553.5 seconds)",
+        setting("server_options::keepalive_timeout_seconds"), o.keepalive_timeout_seconds));
   }
   std::vector<std::pair<transport_kind, boost::asio::ip::address>> listening;
   for (const auto& traits : all_transports()) {

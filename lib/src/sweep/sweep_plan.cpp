@@ -55,6 +55,11 @@ std::uint64_t parse_positive(std::string_view text, std::string_view flag) {
   return value;
 }
 
+// A setting of sweep_plan as a setup_error names it: plan_setting("clients").
+std::string plan_setting(std::string_view member) {
+  return setting(fmt::format("sweep_plan::{}", member));
+}
+
 bool has_stream_transport(const sweep_plan& plan) {
   return std::any_of(plan.transports.begin(), plan.transports.end(), [](const sweep_transport& t) {
     return traits_of(t.transport).has_connections;
@@ -72,23 +77,24 @@ std::string sweep_transport_name(const sweep_transport& transport) {
 std::vector<sweep_transport> parse_sweep_transports(std::string_view list,
                                                     tls_backend default_backend) {
   std::vector<sweep_transport> transports;
-  for (const std::string_view item : split_list(list, "--transports")) {
+  const std::string named = plan_setting("transports");
+  for (const std::string_view item : split_list(list, named)) {
     sweep_transport t;
     const std::size_t dash = item.find('-');
     const auto kind = parse_transport(item.substr(0, dash));
     if (!kind) {
       throw setup_error(fmt::format(
-          "--transports: \"{}\" is not one of udp, tcp, tls, tls-openssl, tls-gnutls, doh, "
-          "doh-openssl, doh-gnutls, doq",
-          item));
+          "{}: \"{}\" is not one of udp, tcp, tls, tls-openssl, tls-gnutls, doh, doh-openssl, "
+          "doh-gnutls, doq",
+          named, item));
     }
     t.transport = *kind;
     if (traits_of(t.transport).gnutls_only) {
       t.backend = tls_backend::gnutls;
       if (dash != std::string_view::npos && item.substr(dash + 1) != "gnutls") {
-        throw setup_error(fmt::format(
-            "--transports: \"{}\": {} runs on GnuTLS only (Debian's OpenSSL 3.0 has no QUIC API)",
-            item, traits_of(t.transport).name));
+        throw setup_error(
+            fmt::format("{}: \"{}\": {} runs on GnuTLS only (Debian's OpenSSL 3.0 has no QUIC API)",
+                        named, item, traits_of(t.transport).name));
       }
     } else if (traits_of(t.transport).has_tls) {
       t.backend = default_backend;
@@ -96,39 +102,40 @@ std::vector<sweep_transport> parse_sweep_transports(std::string_view list,
         t.backend = parse_tls_backend(item.substr(dash + 1));
         if (!t.backend) {
           throw setup_error(fmt::format(
-              "--transports: \"{}\": the TLS library is openssl or gnutls (tls-openssl, "
-              "tls-gnutls, doh-openssl, doh-gnutls)",
-              item));
+              "{}: \"{}\": the TLS library is openssl or gnutls (tls-openssl, tls-gnutls, "
+              "doh-openssl, doh-gnutls)",
+              named, item));
         }
       }
     } else if (dash != std::string_view::npos) {
       throw setup_error(
-          fmt::format("--transports: \"{}\": only tls and doh take a TLS library suffix", item));
+          fmt::format("{}: \"{}\": only tls and doh take a TLS library suffix", named, item));
     }
     transports.push_back(t);
   }
-  reject_repeats<sweep_transport>(transports, "--transports", sweep_transport_name);
+  reject_repeats<sweep_transport>(transports, named, sweep_transport_name);
   return transports;
 }
 
 std::vector<unsigned> parse_client_counts(std::string_view list) {
   std::vector<unsigned> clients;
-  for (const std::string_view item : split_list(list, "--clients")) {
-    const std::uint64_t n = parse_positive(item, "--clients");
-    if (n > 1'000'000) throw setup_error(fmt::format("--clients: {} is too many clients", n));
+  const std::string named = plan_setting("clients");
+  for (const std::string_view item : split_list(list, named)) {
+    const std::uint64_t n = parse_positive(item, named);
+    if (n > 1'000'000) throw setup_error(fmt::format("{}: {} is too many clients", named, n));
     clients.push_back(static_cast<unsigned>(n));
   }
-  reject_repeats<unsigned>(clients, "--clients",
-                           [](const unsigned& n) { return std::to_string(n); });
+  reject_repeats<unsigned>(clients, named, [](const unsigned& n) { return std::to_string(n); });
   return clients;
 }
 
 std::vector<std::uint64_t> parse_queries_per_connection_list(std::string_view list) {
   std::vector<std::uint64_t> values;
-  for (const std::string_view item : split_list(list, "--queries-per-connection")) {
+  const std::string named = plan_setting("queries_per_connection");
+  for (const std::string_view item : split_list(list, named)) {
     values.push_back(parse_queries_per_connection(item));
   }
-  reject_repeats<std::uint64_t>(values, "--queries-per-connection", queries_per_connection_name);
+  reject_repeats<std::uint64_t>(values, named, queries_per_connection_name);
   return values;
 }
 
@@ -167,25 +174,28 @@ void apply_preset(sweep_plan& plan, std::string_view name) {
     plan.duration_seconds = 3;
     plan.pause_seconds = 1;
   } else {
-    throw setup_error(fmt::format("--preset: \"{}\" is not load or amortization", name));
+    throw setup_error(
+        fmt::format("{}: \"{}\" is not load or amortization", setting("apply_preset::name"), name));
   }
 }
 
 sweep_target parse_sweep_target(std::string_view text) {
+  const std::string targets = plan_setting("targets");
   const std::size_t equals = text.find('=');
   if (equals == std::string_view::npos || equals == 0) {
     throw setup_error(fmt::format(
-        "--target: \"{}\" is not NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT][,pid=PID] "
-        "(a name is needed)",
-        text));
+        "{}: \"{}\" is not NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT][,pid=PID] (a name "
+        "is needed)",
+        targets, text));
   }
   sweep_target target;
   target.name = std::string(text.substr(0, equals));
   if (target.name.find_first_of(",\"") != std::string::npos) {
-    throw setup_error(fmt::format("--target: the name \"{}\" has a comma or a quote", target.name));
+    throw setup_error(
+        fmt::format("{}: the name \"{}\" has a comma or a quote", targets, target.name));
   }
-  const auto items = split_list(text.substr(equals + 1), "--target");
-  const std::string flag = fmt::format("--target {}", target.name);
+  const auto items = split_list(text.substr(equals + 1), targets);
+  const std::string flag = fmt::format("{} {}", targets, target.name);
   const endpoint where = parse_endpoint(items.front(), 53, flag);
   target.server = where.address;
   // PORT is the DNS port: that of every transport whose default is 53 (UDP and TCP).
@@ -203,7 +213,7 @@ sweep_target parse_sweep_target(std::string_view text) {
     }
     if (key == "cgroup") {
       if (sign + 1 == items[i].size()) throw setup_error(fmt::format("{}: cgroup= is empty", flag));
-      target.monitor_cgroups.emplace_back(items[i].substr(sign + 1));
+      target.monitor.cgroups.emplace_back(items[i].substr(sign + 1));
       continue;
     }
     if (key == "pid") {
@@ -211,7 +221,7 @@ sweep_target parse_sweep_target(std::string_view text) {
       if (pid > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
         throw setup_error(fmt::format("{}: {} is not a process id", flag, pid));
       }
-      target.monitor_pids.push_back(static_cast<int>(pid));
+      target.monitor.pids.push_back(static_cast<int>(pid));
       continue;
     }
     const std::uint64_t port = parse_positive(items[i].substr(sign + 1), flag);
@@ -235,11 +245,6 @@ std::string describe(const sweep_point& point) {
 }
 
 namespace {
-
-// A setting of sweep_plan as a setup_error names it: plan_setting("clients").
-std::string plan_setting(std::string_view member) {
-  return setting(fmt::format("sweep_plan::{}", member));
-}
 
 // The rules a sweep's own settings follow (the load's are validate(load_spec)'s).
 void check_plan(const sweep_plan& plan) {
@@ -278,6 +283,13 @@ void check_plan(const sweep_plan& plan) {
     throw setup_error(fmt::format(
         "{}: values other than 'unlimited' need a transport with connections ({}) in {}",
         per_connection, transport_names_where(&transport_traits::has_connections), transports));
+  }
+  if (plan.base.tls.early_data &&
+      std::none_of(plan.transports.begin(), plan.transports.end(),
+                   [](const sweep_transport& t) { return traits_of(t.transport).has_tls; })) {
+    throw setup_error(fmt::format("{} applies to {}, none of which is in {}",
+                                  setting("load_spec::tls.early_data"),
+                                  transport_names_where(&transport_traits::has_tls), transports));
   }
   const std::string targets = plan_setting("targets");
   for (const auto& t : plan.targets) {
@@ -330,15 +342,15 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
     if (t.name != point.target) continue;
     spec.target.server = t.server;
     spec.target.port = t.ports[spec.target.transport];
-    spec.monitor.pids = t.monitor_pids;
-    spec.monitor.cgroups = t.monitor_cgroups;
-    spec.monitor.command = t.monitor_command;
+    spec.monitor = t.monitor;
   }
   if (point.transport.backend) spec.tls.backend = *point.transport.backend;
   spec.traffic.clients = point.clients;
   spec.connections.queries_per_connection = point.queries_per_connection;
   // --idle concerns the transports with connections; UDP points of the same sweep run without.
   if (!traits_of(spec.target.transport).has_connections) spec.connections.idle_seconds = 0;
+  // --early-data concerns the transports with TLS; the others run without.
+  if (!traits_of(spec.target.transport).has_tls) spec.tls.early_data = false;
   // --coalesce-us concerns the transports whose reads it can delay; the others run without.
   if (!traits_of(spec.target.transport).coalescable) spec.generator.coalesce_us = 0;
   spec.traffic.duration_seconds = plan.duration_seconds;

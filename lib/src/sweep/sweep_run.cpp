@@ -91,6 +91,25 @@ search_spec point_search_spec(const sweep_plan& plan, const sweep_point& point,
   return spec;
 }
 
+// The settings a target gives its points, named in `what`'s setup_errors as parts of the
+// target (sweep_plan::targets NAME), the setting the caller gave them in.
+template <typename What>
+void naming_target(const sweep_point& point, What&& what) {
+  try {
+    what();
+  } catch (const setup_error& e) {
+    if (point.target.empty()) throw;
+    const std::string target = fmt::format("{} {}", setting("sweep_plan::targets"), point.target);
+    throw setup_error(e.message_naming([&](std::string_view path) -> std::string {
+      if (path == "load_spec::target.server") return target;
+      if (path == "load_spec::target.port") return target + ": port";
+      if (path == "load_spec::monitor.pids") return target + ": pid";
+      if (path == "load_spec::monitor.cgroups") return target + ": cgroup";
+      return setting(path);
+    }));
+  }
+}
+
 // The plan with what every run shares made once (the default queries encoded), every
 // point's spec validated before the first run.
 sweep_plan prepare(const sweep_plan& plan, const std::vector<sweep_point>& points) {
@@ -98,7 +117,9 @@ sweep_plan prepare(const sweep_plan& plan, const std::vector<sweep_point>& point
   if (!prepared.base.traffic.queries) {
     prepared.base.traffic.queries = std::make_shared<const query_set>(default_queries());
   }
-  for (const auto& point : points) validate(point_spec(prepared, point));
+  for (const auto& point : points) {
+    naming_target(point, [&] { validate(point_spec(prepared, point)); });
+  }
   if (plan.search) {
     if (plan.base.traffic.rate != 0 || plan.base.traffic.client_rate != 0) {
       throw setup_error(
@@ -137,11 +158,13 @@ class sweep_runner {
       progress_.point_count = points_.size();
       progress_.repeats = plan_.repeats;
       progress_.point = points_[i];
-      if (plan_.search) {
-        search_point(measured);
-      } else {
-        repeat_point(measured);
-      }
+      naming_target(measured.point, [&] {
+        if (plan_.search) {
+          search_point(measured);
+        } else {
+          repeat_point(measured);
+        }
+      });
       if (!measured.repeats.empty()) {
         measured.summary = summarize(measured.repeats);
         result_.points.push_back(std::move(measured));

@@ -43,6 +43,12 @@ std::string setting(std::string_view path) {
   return out;
 }
 
+std::string naming_settings(std::string_view marked,
+                            const std::function<std::string(std::string_view)>& name_of) {
+  if (!name_of) return render(marked, path_itself, nullptr);
+  return render(marked, name_of, nullptr);
+}
+
 setup_error::setup_error(const std::string& message)
     : std::runtime_error(render(message, path_itself, nullptr)), marked_(message) {
   render(marked_, path_itself, &settings_);
@@ -50,7 +56,7 @@ setup_error::setup_error(const std::string& message)
 
 std::string setup_error::message_naming(
     const std::function<std::string(std::string_view)>& name_of) const {
-  return render(marked_, name_of, nullptr);
+  return naming_settings(marked_, name_of);
 }
 
 }  // namespace dnstransport

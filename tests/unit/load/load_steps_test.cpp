@@ -29,7 +29,8 @@ TEST(make_run_plan_test, a_closed_loop_plan_names_the_run_and_points_at_what_it_
   EXPECT_EQ(p->threads, 4u);  // at most one per client
   EXPECT_EQ(p->result.threads, 4u);
   ASSERT_EQ(p->result.warnings.size(), 1u);
-  EXPECT_NE(p->result.warnings[0].find("--threads 8 reduced to 4"), std::string::npos);
+  EXPECT_NE(p->result.warnings[0].find("load_spec::generator.threads 8 reduced to 4"),
+            std::string::npos);
   EXPECT_EQ(p->result.transport, transport_kind::udp);
   EXPECT_TRUE(p->result.tls_backend.empty());
   EXPECT_EQ(p->plan.arrivals, run_plan::schedule::closed);

@@ -268,7 +268,8 @@ TEST(monitor_command_test, a_command_that_fails_before_its_first_reading_is_a_cl
     FAIL() << "no error";
   } catch (const setup_error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("--monitor-command \"echo not a reading"), std::string::npos) << what;
+    EXPECT_NE(what.find("load_spec::monitor.command \"echo not a reading"), std::string::npos)
+        << what;
     EXPECT_NE(what.find("exited with status 3"), std::string::npos) << what;
     EXPECT_NE(what.find("no route to host"), std::string::npos) << what;
     EXPECT_NE(what.find("\"not a reading\" (not a JSON object)"), std::string::npos) << what;

@@ -289,7 +289,7 @@ TEST(pcap_test, unusable_captures_are_setup_errors_naming_them) {
   pcap_options none;
   none.ports.clear();
   EXPECT_TRUE(contains(setup_error_of([&] { parse_pcap(only_answers.data(), "x.pcap", none); }),
-                       "--pcap-port"));
+                       "pcap_options::ports"));
 }
 
 TEST(pcap_test, looks_like_pcap_knows_the_magic_numbers) {

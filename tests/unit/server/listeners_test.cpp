@@ -57,10 +57,10 @@ TEST(listeners_test, settings_of_the_listeners_asked_for_are_checked_before_any_
   server_options o;
   o.listen[transport_kind::doh] = endpoint{"127.0.0.1", 0};
   o.doh_path = "dns-query";
-  EXPECT_NE(setup_error_of(o).find("--doh-path"), std::string::npos);
+  EXPECT_NE(setup_error_of(o).find("server_options::doh_path"), std::string::npos);
   o.doh_path = "/dns-query";
   o.doh_max_streams = 0;
-  EXPECT_NE(setup_error_of(o).find("--doh-max-streams"), std::string::npos);
+  EXPECT_NE(setup_error_of(o).find("server_options::doh_max_streams"), std::string::npos);
   o.doh_max_streams = 100;
   o.tls_options.certificate_file = "cert.pem";
   EXPECT_NE(setup_error_of(o).find("both a TLS certificate and its key"), std::string::npos);

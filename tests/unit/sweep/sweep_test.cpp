@@ -124,7 +124,7 @@ TEST(sweep_test, parses_transport_lists) {
             std::string::npos);
   EXPECT_NE(setup_error_of([] {
               parse_sweep_transports("quic", tls_backend::openssl);
-            }).find("--transports"),
+            }).find("sweep_plan::transports"),
             std::string::npos);
   EXPECT_NE(setup_error_of([] { parse_sweep_transports("udp-openssl", tls_backend::openssl); }),
             "no setup_error");
@@ -149,7 +149,7 @@ TEST(sweep_test, parses_client_and_per_connection_lists) {
             (std::vector<std::uint64_t>{1, 10, 0}));
   EXPECT_EQ(queries_per_connection_name(0), "unlimited");
   for (const char* bad : {"", "0", "1,,2", "x", "1,1", "-1", "2.5"}) {
-    EXPECT_NE(setup_error_of([&] { parse_client_counts(bad); }).find("--clients"),
+    EXPECT_NE(setup_error_of([&] { parse_client_counts(bad); }).find("sweep_plan::clients"),
               std::string::npos)
         << bad;
   }
@@ -157,7 +157,7 @@ TEST(sweep_test, parses_client_and_per_connection_lists) {
             "no setup_error");
   EXPECT_NE(setup_error_of([] {
               parse_queries_per_connection_list("ten");
-            }).find("--queries-per-connection"),
+            }).find("load_spec::connections.queries_per_connection"),
             std::string::npos);
 }
 
@@ -274,7 +274,7 @@ TEST(sweep_test, presets_set_the_classic_studies) {
   EXPECT_EQ(plan.queries_per_connection.size(), 15u);
   EXPECT_EQ(plan.queries_per_connection.back(), 0u);
   EXPECT_EQ(expand(plan).size(), 60u);
-  EXPECT_NE(setup_error_of([&] { apply_preset(plan, "fast"); }).find("--preset"),
+  EXPECT_NE(setup_error_of([&] { apply_preset(plan, "fast"); }).find("apply_preset::name"),
             std::string::npos);
 }
 
@@ -440,8 +440,8 @@ TEST(sweep_target_test, parses_name_address_and_ports) {
   EXPECT_EQ(c.ports[transport_kind::tcp], 5353);
   const auto d = parse_sweep_target(
       "knot=127.0.0.1,pid=12,cgroup=system.slice/knot.service,cgroup=/sys/fs/cgroup/x,pid=13");
-  EXPECT_EQ(d.monitor_pids, (std::vector<int>{12, 13}));
-  EXPECT_EQ(d.monitor_cgroups,
+  EXPECT_EQ(d.monitor.pids, (std::vector<int>{12, 13}));
+  EXPECT_EQ(d.monitor.cgroups,
             (std::vector<std::string>{"system.slice/knot.service", "/sys/fs/cgroup/x"}));
   // Any transport's name is a key, its aliases too; the DNS port stays for the others.
   const auto e = parse_sweep_target("e=127.0.0.1:5300,tcp=5301,dot=8853,doq=8854");
@@ -453,7 +453,8 @@ TEST(sweep_target_test, parses_name_address_and_ports) {
   for (const char* bad :
        {"127.0.0.1", "=127.0.0.1", "a=", "a=127.0.0.1,quic=853", "a=127.0.0.1,tls=70000",
         "a=127.0.0.1,tls=x", "a=127.0.0.1,,tls=1", "a=127.0.0.1:99999", "a=127.0.0.1,cgroup="}) {
-    EXPECT_NE(setup_error_of([&] { parse_sweep_target(bad); }).find("--target"), std::string::npos)
+    EXPECT_NE(setup_error_of([&] { parse_sweep_target(bad); }).find("sweep_plan::targets"),
+              std::string::npos)
         << bad;
   }
 }
@@ -478,9 +479,9 @@ TEST(sweep_target_test, every_point_runs_against_each_target_in_turn) {
   EXPECT_EQ(point_spec(plan, points[0]).target.server, "127.0.0.1");
   EXPECT_EQ(point_spec(plan, {st::tls_openssl, 1, 0, "a"}).target.port, 8853);
   // Each target's monitoring goes with its points only.
-  plan.targets[1].monitor_pids = {7};
-  plan.targets[1].monitor_cgroups = {"b.service"};
-  plan.targets[1].monitor_command = "ssh b dnstransport monitor --pid 7";
+  plan.targets[1].monitor.pids = {7};
+  plan.targets[1].monitor.cgroups = {"b.service"};
+  plan.targets[1].monitor.command = "ssh b dnstransport monitor --pid 7";
   EXPECT_EQ(point_spec(plan, points[7]).monitor.command, "ssh b dnstransport monitor --pid 7");
   EXPECT_EQ(point_spec(plan, points[7]).monitor.cgroups, std::vector<std::string>{"b.service"});
   EXPECT_TRUE(point_spec(plan, points[6]).monitor.command.empty());
@@ -538,8 +539,8 @@ TEST(sweep_target_test, percent_of_udp_and_fits_are_per_target) {
 
 TEST(sweep_target_test, json_names_each_points_target_and_reports_compare_the_targets) {
   sweep_result r = two_target_sweep();
-  r.plan.targets[0].monitor_cgroups = {"fast.service"};
-  r.plan.targets[1].monitor_command = "ssh slow dnstransport monitor --pid 1";
+  r.plan.targets[0].monitor.cgroups = {"fast.service"};
+  r.plan.targets[1].monitor.command = "ssh slow dnstransport monitor --pid 1";
   r.plan.base.monitor.command = "kept too";
   const std::string json = to_json(r);
   EXPECT_NE(json.find("\"targets\""), std::string::npos);

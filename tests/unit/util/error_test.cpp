@@ -29,6 +29,13 @@ TEST(error_test, what_names_settings_by_their_paths) {
   EXPECT_EQ(e.message_naming(flag_for), "--rate and --client-rate both set the rate");
 }
 
+TEST(error_test, a_warnings_settings_are_named_by_the_callers_names_or_their_paths) {
+  const std::string marked = "raise " + setting("load_spec::traffic.rate");
+  EXPECT_EQ(naming_settings(marked, flag_for), "raise --rate");
+  EXPECT_EQ(naming_settings(marked, {}), "raise load_spec::traffic.rate");
+  EXPECT_EQ(naming_settings("nothing marked", flag_for), "nothing marked");
+}
+
 TEST(error_test, a_message_without_settings_is_kept_as_written) {
   const setup_error e(std::string("cannot read \"queries.txt\": No such file or directory"));
   EXPECT_STREQ(e.what(), "cannot read \"queries.txt\": No such file or directory");

@@ -24,10 +24,12 @@ void check_doh_listener(const server_options& options) {
   if (options.doh_path.empty() || options.doh_path.front() != '/' ||
       options.doh_path.find_first_of("?# ") != std::string::npos) {
     throw setup_error(
-        fmt::format("--doh-path: \"{}\" is not an absolute path without query (e.g. /dns-query)",
-                    options.doh_path));
+        fmt::format("{}: \"{}\" is not an absolute path without query (e.g. /dns-query)",
+                    setting("server_options::doh_path"), options.doh_path));
   }
-  if (options.doh_max_streams == 0) throw setup_error("--doh-max-streams must be at least 1");
+  if (options.doh_max_streams == 0) {
+    throw setup_error(setting("server_options::doh_max_streams") + " must be at least 1");
+  }
 }
 
 std::unique_ptr<listener_shared> share_doh_context(const server_options& options,

@@ -8,7 +8,9 @@
 namespace dnstransport::detail {
 
 void check_doq_listener(const server_options& options) {
-  if (options.doq_max_streams == 0) throw setup_error("--doq-max-streams must be at least 1");
+  if (options.doq_max_streams == 0) {
+    throw setup_error(setting("server_options::doq_max_streams") + " must be at least 1");
+  }
 }
 
 std::unique_ptr<listener_shared> share_doq_context(const server_options& options,

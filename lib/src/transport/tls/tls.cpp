@@ -78,12 +78,14 @@ const char* tls_failure_name(tls_failure failure) noexcept {
 
 // Both backends would quietly produce a context that can never complete a handshake.
 void check_version_range(const std::optional<tls_version>& min_version,
-                         const std::optional<tls_version>& max_version) {
+                         const std::optional<tls_version>& max_version,
+                         std::string_view min_setting, std::string_view max_setting) {
   if (min_version && max_version && *min_version > *max_version) {
     throw setup_error(fmt::format(
-        "--tls-min-version {} is above --tls-max-version {}: the minimum version is above the "
-        "maximum, so no TLS version is left to use",
-        tls_version_name(*min_version), tls_version_name(*max_version)));
+        "{} {} is above {} {}: the minimum version is above the maximum, so no TLS version is "
+        "left to use",
+        setting(min_setting), tls_version_name(*min_version), setting(max_setting),
+        tls_version_name(*max_version)));
   }
 }
 
@@ -126,7 +128,8 @@ void ignore_sigpipe() {
 
 std::unique_ptr<tls_client_context> make_tls_client_context(const tls_client_options& options) {
   ignore_sigpipe();
-  check_version_range(options.min_version, options.max_version);
+  check_version_range(options.min_version, options.max_version, "tls_client_options::min_version",
+                      "tls_client_options::max_version");
   check_alpn(options.alpn);
   switch (options.backend) {
     case tls_backend::openssl:
@@ -147,7 +150,8 @@ std::unique_ptr<tls_client_context> make_tls_client_context(const tls_client_opt
 
 std::unique_ptr<tls_server_context> make_tls_server_context(const tls_server_options& options) {
   ignore_sigpipe();
-  check_version_range(options.min_version, options.max_version);
+  check_version_range(options.min_version, options.max_version, "tls_server_options::min_version",
+                      "tls_server_options::max_version");
   check_alpn(options.alpn);
   // Generating a certificate for empty paths is the responder's job (it owns the directory
   // the files go to); a context only loads files.

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <dnstransport/tls.hpp>
@@ -169,10 +170,12 @@ class tls_server_context {
   virtual std::unique_ptr<tls_connection> accept(int fd) = 0;
 };
 
-/// Throws setup_error (naming --tls-min-version and --tls-max-version) when the minimum is
-/// above the maximum: both backends would make a context that never completes a handshake.
+/// Throws setup_error (naming the two settings by their paths, `min_setting` and
+/// `max_setting`: "load_spec::tls.min_version") when the minimum is above the maximum: both
+/// backends would make a context that never completes a handshake.
 void check_version_range(const std::optional<tls_version>& min_version,
-                         const std::optional<tls_version>& max_version);
+                         const std::optional<tls_version>& max_version,
+                         std::string_view min_setting, std::string_view max_setting);
 
 /// Builds a context for the backend named in the options. Throws setup_error when the
 /// backend is not compiled in, a file does not load, or an option is not supported.
