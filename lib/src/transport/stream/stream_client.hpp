@@ -223,7 +223,6 @@ class stream_client final : public client_base {
   // A deferred Fast Open connection whose SYN-ACK has not come yet: it is neither opened
   // nor its connect latency known; the first readiness after it tells (confirm_syn).
   bool syn_pending_ = false;
-  std::uint64_t syn_sent_ns_ = 0;  // when the write that sent that SYN returned
 
   unsigned failed_in_a_row_ = 0;  // connects/handshakes failed since the last success
 };

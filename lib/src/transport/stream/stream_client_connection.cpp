@@ -119,7 +119,6 @@ void stream_client::connect(std::uint64_t now) {
       // goes out in the SYN; the connection counts as opened once the SYN-ACK came.
       syn_pending_ = true;
       on_connected(now);
-      syn_sent_ns_ = monotonic_ns();
       if (syn_pending_) wait(boost::asio::socket_base::wait_write);
       return;
     case tcp_dial::outcome::in_progress:
@@ -137,10 +136,13 @@ bool stream_client::confirm_syn(std::uint64_t now) {
     connection_up();
     if (tally_.counted) {
       ++connections().opened;
-      // The SYN-ACK came a round trip after the write that sent the SYN; this wake-up may be
-      // later, after the first answer too, whose time is the kernel's receive stamp.
-      const std::uint64_t came = *round_trip != 0 ? std::min(now, syn_sent_ns_ + *round_trip) : now;
-      connections().connect_latency.record(came - tally_.started_ns);
+      // The kernel's round trip of the SYN, which left with the first write: this wake-up
+      // may come later, after the first answer too (timed by its kernel receive stamp, so
+      // never before the SYN-ACK's arrival, which is at least this round trip after the
+      // connect began).
+      const std::uint64_t waited = now - tally_.started_ns;
+      connections().connect_latency.record(*round_trip != 0 ? std::min(waited, *round_trip)
+                                                            : waited);
     }
     return true;
   }
