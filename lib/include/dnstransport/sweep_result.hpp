@@ -90,6 +90,12 @@ struct percent_of_udp_entry {
   double percent_min = 0;     ///< 100 x min qps / UDP max qps: the spread carried through
   double percent_max = 0;     ///< 100 x max qps / UDP min qps
   bool client_bound = false;  ///< this point or its UDP reference was client-bound
+  /// The UDP reference was client-bound: its queries/s are the generator's limit, so no
+  /// share of the server's UDP throughput can be read from it. Reports show the entry as not
+  /// measurable (percent and its range are kept here, raw, for scripts).
+  bool reference_client_bound = false;
+  /// Whether a % of UDP can be shown as a finding: its reference measured the server.
+  bool measurable() const noexcept { return !reference_client_bound; }
 };
 
 /// For every TCP/TLS point that has a UDP point with the same client count and target (and
@@ -137,6 +143,17 @@ std::vector<amortization_fit> compute_amortization(const std::vector<sweep_point
 /// transport with runs, in the order the points were run.
 std::vector<transport_costs> compute_costs(const std::vector<sweep_point_result>& points);
 
+/// A sentence a reader can act on, built from a sweep's data (compute_findings).
+struct sweep_finding {
+  std::string target;  ///< empty when the sweep has one server
+  /// What it is about: "throughput" (the share of UDP each transport keeps), "server_cost"
+  /// (what answers, connections and handshakes cost the server's CPU), "amortization" (the
+  /// queries per connection for 90 %), "delayed_ack" (answers held about 40 ms on short
+  /// connections), "distrust" (points that measured the generator, repeats that disagree).
+  std::string kind;
+  std::string text;
+};
+
 /// The machine a sweep ran on.
 struct machine_info {
   unsigned cpus = 0;      ///< logical CPUs
@@ -161,11 +178,16 @@ struct sweep_result {
   std::vector<sweep_point_result> points;  ///< points measured, in the order they were run
   std::vector<percent_of_udp_entry> percent_of_udp;
   std::vector<amortization_fit> amortization;
-  std::vector<transport_costs> costs;  ///< what answers, connections and handshakes cost
-  std::vector<std::string> warnings;   ///< spread, client-bound points, failures, ...
+  std::vector<transport_costs> costs;   ///< what answers, connections and handshakes cost
+  std::vector<std::string> warnings;    ///< spread, client-bound points, failures, ...
+  std::vector<sweep_finding> findings;  ///< what it found, in plain words
 };
 
-/// Fills percent_of_udp, amortization, costs and warnings from the points.
+/// Fills percent_of_udp, amortization, costs, warnings and findings from the points.
 void derive_results(sweep_result& result);
+
+/// A few findings per target, in the order of sweep_finding's kinds, from the points, the %
+/// of UDP, the amortization fits and the cost models (which must be derived first).
+std::vector<sweep_finding> compute_findings(const sweep_result& result);
 
 }  // namespace dnstransport

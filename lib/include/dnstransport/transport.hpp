@@ -23,8 +23,9 @@ inline constexpr std::size_t transport_count = 5;
 /// What a transport is.
 struct transport_traits {
   transport_kind kind = transport_kind::udp;
-  std::string_view name;       ///< "udp", "tcp", "tls", "doh", "doq"
-  std::string_view long_name;  ///< "UDP", "DNS over TCP", ..., "DNS over QUIC"
+  std::string_view name;        ///< "udp", "tcp", "tls", "doh", "doq"
+  std::string_view long_name;   ///< "UDP", "DNS over TCP", ..., "DNS over QUIC"
+  std::string_view short_name;  ///< as operators write it: "UDP", "TCP", "DoT", "DoH", "DoQ"
   std::uint16_t default_port = 53;
   bool has_connections = false;  ///< queries per connection, connection and handshake figures
   bool has_tls = false;          ///< TLS backend, versions, certificates, resumption, padding
@@ -33,7 +34,8 @@ struct transport_traits {
   bool over_tcp = false;
   /// Its connections are QUIC connections (RFC 9000): QUIC packet and path figures.
   bool over_quic = false;
-  /// Reads may wait a little to take several answers in one wake-up (load_spec::generator.coalesce_us).
+  /// Reads may wait a little to take several answers in one wake-up
+  /// (load_spec::generator.coalesce_us).
   bool coalescable = false;
   /// TLS 1.3 only (QUIC carries no other version).
   bool tls13_only = false;

@@ -266,9 +266,7 @@ report_table comparison_table(const std::vector<compared_sweep>& sweeps) {
                         (p->summary.client_bound ? " *" : ""));
         } else {
           const auto* e = percent_at(s.result, transport, c, per_connection);
-          row.push_back(e == nullptr
-                            ? "-"
-                            : fmt::format("{:.1f} %{}", e->percent, e->client_bound ? " *" : ""));
+          row.push_back(e == nullptr ? "-" : percent_cell(*e, false));
         }
       }
       const auto* fit = widest_fit(s.result, transport);
@@ -287,7 +285,8 @@ report_table comparison_table(const std::vector<compared_sweep>& sweeps) {
       "figure with the same clients, at the longest connections measured (q/conn)",
       "h, n90: the amortization fit with the most clients (set-up cost in queries; 90 % of "
       "T_inf at n90 queries per connection); '-' where it was not measured",
-      "* this point or its UDP reference was client-bound: it measures the generator",
+      "* client-bound: the figure measures the generator, not the server",
+      std::string(percent_reference_note),
       monitored ? "server CPU/1k: the server's CPU time per 1,000 answers over that row's "
                   "points (all client counts), where its processes were monitored; '-' where "
                   "they were not"
@@ -368,15 +367,13 @@ report_table percent_side_by_side(const std::vector<compared_sweep>& sweeps) {
                                  std::to_string(clients)};
     for (const auto& s : sweeps) {
       const auto* e = percent_at(s.result, transport, clients, per_connection);
-      row.push_back(e == nullptr
-                        ? "-"
-                        : fmt::format("{:.1f} % ({:.0f}-{:.0f}){}", e->percent, e->percent_min,
-                                      e->percent_max, e->client_bound ? " *" : ""));
+      row.push_back(e == nullptr ? "-" : percent_cell(*e, true));
     }
     t.rows.push_back(std::move(row));
   }
   t.notes = {"in brackets: lowest to highest, from the slowest and fastest repeats",
-             "* client-bound; - not measured for this server"};
+             std::string(percent_bound_note), std::string(percent_reference_note),
+             "- not measured for this server"};
   return t;
 }
 
@@ -431,6 +428,7 @@ std::string format_comparison(const std::vector<compared_sweep>& sweeps) {
     out += fmt::format("\nWarnings for {}\n", s.name);
     for (const auto& w : s.result.warnings) out += "  - " + w + "\n";
   }
+  for (const auto& s : sweeps) out += detail::findings_text(s.result);
   return out;
 }
 

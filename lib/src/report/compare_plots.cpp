@@ -108,8 +108,9 @@ void add_percent_of_udp(const std::vector<compared_sweep>& sweeps, plot_set& int
   for (std::size_t k = 0; k < sweeps.size(); ++k) {
     for (const unsigned c : clients_of(sweeps)) {
       const auto& entries = sweeps[k].result.percent_of_udp;
-      if (std::any_of(entries.begin(), entries.end(),
-                      [c](const percent_of_udp_entry& e) { return e.clients == c; })) {
+      if (std::any_of(entries.begin(), entries.end(), [c](const percent_of_udp_entry& e) {
+            return e.clients == c && e.measurable();
+          })) {
         groups.push_back({k, c});
       }
     }
@@ -117,7 +118,7 @@ void add_percent_of_udp(const std::vector<compared_sweep>& sweeps, plot_set& int
   if (groups.empty() || transports.empty()) {
     into.skipped.push_back(
         "TCP/TLS/DoH as % of UDP: no server has UDP and TCP, TLS or DoH points with the same "
-        "client counts");
+        "client counts whose UDP point measured the server (not client-bound)");
     return;
   }
   const double width = 0.8 / static_cast<double>(transports.size());
@@ -131,7 +132,7 @@ void add_percent_of_udp(const std::vector<compared_sweep>& sweeps, plot_set& int
       const std::uint64_t per_connection = longest_connections(r, transports[t]);
       for (const auto& e : r.percent_of_udp) {
         if (!(e.transport == transports[t]) || e.clients != groups[g].clients ||
-            e.queries_per_connection != per_connection) {
+            e.queries_per_connection != per_connection || !e.measurable()) {
           continue;
         }
         const double offset =

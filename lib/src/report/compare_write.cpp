@@ -44,6 +44,7 @@ std::string render_comparison_index(const std::vector<compared_sweep>& sweeps,
     out += fmt::format("<li{}>{}</li>\n", note ? " class=\"warning\"" : "", html_escape(line));
   }
   out += "</ul>\n";
+  for (const auto& s : sweeps) out += detail::findings_html(s.result);
   const auto missing = missing_points(sweeps);
   if (!missing.empty()) {
     out += "<h2>Not measured everywhere (drawn where measured)</h2>\n<ul>\n";

@@ -58,11 +58,11 @@ namespace detail {
 std::string percent_of_udp_csv(const sweep_result& r) {
   std::string out =
       "transport,tls_backend,clients,queries_per_connection,percent,percent_min,percent_max,"
-      "client_bound\n";
+      "client_bound,reference_client_bound\n";
   for (const auto& e : r.percent_of_udp) {
-    out += fmt::format("{},{},{},{:.2f},{:.2f},{:.2f},{}\n", transport_columns(e.transport),
+    out += fmt::format("{},{},{},{:.2f},{:.2f},{:.2f},{},{}\n", transport_columns(e.transport),
                        e.clients, e.queries_per_connection, e.percent, e.percent_min, e.percent_max,
-                       e.client_bound ? 1 : 0);
+                       e.client_bound ? 1 : 0, e.reference_client_bound ? 1 : 0);
   }
   return out;
 }

@@ -26,11 +26,29 @@ struct report_table {
 std::vector<std::string> sweep_description(const sweep_result& result);
 // Points; TCP/TLS as % of UDP; amortization fits; measured against model.
 std::vector<report_table> sweep_tables(const sweep_result& result);
+// What a sweep measured, as its report's heading: "DNS over UDP, TCP, DoT, DoH and DoQ:
+// unbound and builtin" (the transports of its plan, then its targets or its one server).
+std::string sweep_heading(const sweep_result& result);
+// The findings as text: a heading, then one "- " line per finding (grouped by target).
+std::string findings_text(const sweep_result& result);
+// The same as HTML: a "Findings" heading, a list per target.
+std::string findings_html(const sweep_result& result);
 // Columns padded to their widest cell, the title above, the notes below.
 std::string render_text(const report_table& table);
 
 // A fitted value (h, N for a share of T_inf) with few digits: "2.86", "33.1", "1,610".
 std::string fitted(double value);
+
+// A % of UDP in a table: "84.2 % (80-88)" (the range with with_range), " *" when this point
+// or its reference was client-bound; "UDP client-bound" when the reference measured the
+// generator (no share of the server's UDP throughput can be read from it).
+std::string percent_cell(const percent_of_udp_entry& entry, bool with_range);
+// The notes that explain percent_cell's marks.
+inline constexpr std::string_view percent_bound_note =
+    "* this point was client-bound (a generator thread at full CPU)";
+inline constexpr std::string_view percent_reference_note =
+    "UDP client-bound: UDP with this many clients measured the generator, not the server, "
+    "so no % of UDP is shown (the JSON keeps the raw ratio, with reference_client_bound)";
 
 std::string percent_of_udp_csv(const sweep_result& result);
 std::string amortization_csv(const sweep_result& result);

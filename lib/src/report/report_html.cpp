@@ -100,12 +100,31 @@ std::string html_plots(const plot_set& plots, const index_contents& contents) {
   return out;
 }
 
+std::string findings_html(const sweep_result& result) {
+  if (result.findings.empty()) return {};
+  std::string out = "<h2>Findings</h2>\n";
+  std::string target = "\n";  // no target yet
+  for (const auto& f : result.findings) {
+    if (f.target != target) {
+      if (target != "\n") out += "</ul>\n";
+      target = f.target;
+      if (!target.empty()) out += fmt::format("<h3>{}</h3>\n", html_escape(target));
+      out += "<ul class=\"findings\">\n";
+    }
+    out += fmt::format("<li class=\"{}\">{}</li>\n", html_escape(f.kind), html_escape(f.text));
+  }
+  return out + "</ul>\n";
+}
+
 std::string render_index(const sweep_result& result, const plot_set& plots,
                          const index_contents& contents) {
-  std::string out = html_head("dnstransport sweep, " + result.started_at) +
-                    "<h1>DNS over UDP, TCP and TLS: sweep report</h1>\n<ul>\n";
+  const std::string heading = sweep_heading(result);
+  std::string out = html_head(fmt::format("{}, {}", heading, result.started_at)) +
+                    fmt::format("<h1>{}</h1>\n<ul>\n", html_escape(heading));
   for (const auto& line : sweep_description(result)) out += "<li>" + html_escape(line) + "</li>\n";
   out += fmt::format("<li>made from {}</li>\n</ul>\n", html_escape(contents.source_name));
+
+  out += findings_html(result);
 
   if (!result.warnings.empty()) {
     out += "<h2>Warnings</h2>\n<ul>\n";

@@ -113,7 +113,7 @@ bar_groups bar_groups_of(const sweep_result& r) {
     }
     const std::pair key{e.transport, e.queries_per_connection};
     if (std::find(g.series.begin(), g.series.end(), key) == g.series.end()) g.series.push_back(key);
-    g.largest = std::max(g.largest, e.percent_max);
+    if (e.measurable()) g.largest = std::max(g.largest, e.percent_max);
   }
   std::sort(g.clients.begin(), g.clients.end());
   for (const auto& [transport, n] : g.series) g.longest_finite = std::max(g.longest_finite, n);
@@ -129,6 +129,13 @@ void add_percent_of_udp(const sweep_result& r, plot_set& into) {
         "counts");
     return;
   }
+  if (std::none_of(r.percent_of_udp.begin(), r.percent_of_udp.end(),
+                   [](const percent_of_udp_entry& e) { return e.measurable(); })) {
+    into.skipped.push_back(
+        "% of UDP: every UDP reference point was client-bound (it measured the generator, not "
+        "the server), so no share of UDP can be drawn; see the throughput plot");
+    return;
+  }
   const bar_groups groups = bar_groups_of(r);
   const auto& [clients, series, largest, longest_finite] = groups;
 
@@ -142,7 +149,10 @@ void add_percent_of_udp(const sweep_result& r, plot_set& into) {
         (static_cast<double>(s) - (static_cast<double>(series.size()) - 1) / 2) * width;
     std::vector<std::vector<double>> rows;
     for (const auto& e : r.percent_of_udp) {
-      if (!(e.transport == transport) || e.queries_per_connection != per_connection) continue;
+      if (!(e.transport == transport) || e.queries_per_connection != per_connection ||
+          !e.measurable()) {
+        continue;
+      }
       const auto group = std::find(clients.begin(), clients.end(), e.clients) - clients.begin();
       const double x = static_cast<double>(group) + offset;
       rows.push_back({x, e.percent, e.percent_min, e.percent_max});
@@ -172,7 +182,14 @@ void add_percent_of_udp(const sweep_result& r, plot_set& into) {
   }
   std::string tics;
   for (std::size_t g = 0; g < clients.size(); ++g) {
-    tics += fmt::format("{}'{}' {}", g == 0 ? "" : ", ", counted(clients[g], "client"), g);
+    const bool reference_bound = std::any_of(
+        r.percent_of_udp.begin(), r.percent_of_udp.end(),
+        [&](const percent_of_udp_entry& e) { return e.clients == clients[g] && !e.measurable(); });
+    tics += fmt::format(
+        "{}{} {}", g == 0 ? "" : ", ",
+        gnuplot_string(fmt::format("{}{}", counted(clients[g], "client"),
+                                   reference_bound ? " (UDP client-bound: no bars)" : "")),
+        g);
   }
   plot_script p;
   p.name = "percent_of_udp";
@@ -180,7 +197,8 @@ void add_percent_of_udp(const sweep_result& r, plot_set& into) {
   p.description =
       "Each transport's mean answers per second as a percentage of UDP with the same number of "
       "clients (bars: slowest against fastest repeats); lighter bars are shorter-lived "
-      "connections.";
+      "connections. Where UDP with that many clients was client-bound (it measured the "
+      "generator), no bar is drawn.";
   p.body = data + fmt::format("set title {}\n", gnuplot_string(p.title)) +
            "set xlabel 'concurrent clients'\n" +
            fmt::format("set ylabel {}\n",

@@ -67,6 +67,17 @@ report_table points_table(const sweep_result& r) {
   return t;
 }
 
+}  // namespace
+
+std::string percent_cell(const percent_of_udp_entry& e, bool with_range) {
+  if (!e.measurable()) return "UDP client-bound";
+  const std::string range =
+      with_range ? fmt::format(" ({:.0f}-{:.0f})", e.percent_min, e.percent_max) : "";
+  return fmt::format("{:.1f} %{}{}", e.percent, range, e.client_bound ? " *" : "");
+}
+
+namespace {
+
 // One row per (transport, queries per connection), one column per client count.
 report_table percent_table(const sweep_result& r) {
   report_table t;
@@ -92,16 +103,12 @@ report_table percent_table(const sweep_result& r) {
                                         return e.transport == transport && e.clients == c &&
                                                e.queries_per_connection == per_connection;
                                       });
-      row.push_back(found == r.percent_of_udp.end()
-                        ? "-"
-                        : fmt::format("{:.1f} % ({:.0f}-{:.0f}){}", found->percent,
-                                      found->percent_min, found->percent_max,
-                                      found->client_bound ? " *" : ""));
+      row.push_back(found == r.percent_of_udp.end() ? "-" : percent_cell(*found, true));
     }
     t.rows.push_back(std::move(row));
   }
   t.notes = {"in brackets: lowest to highest, from the slowest and fastest repeats of both",
-             "* this point or its UDP reference was client-bound"};
+             std::string(percent_bound_note), std::string(percent_reference_note)};
   return t;
 }
 
@@ -197,6 +204,50 @@ std::string fitted(double value) {
   if (value < 10) return fmt::format("{:.2f}", value);
   if (value < 100) return fmt::format("{:.1f}", value);
   return with_thousands(value);
+}
+
+namespace {
+
+// "a", "a and b", "a, b and c".
+std::string and_list(const std::vector<std::string>& items) {
+  if (items.empty()) return {};
+  if (items.size() == 1) return items.front();
+  return fmt::format("{} and {}", fmt::join(items.begin(), items.end() - 1, ", "), items.back());
+}
+
+}  // namespace
+
+std::string sweep_heading(const sweep_result& r) {
+  std::vector<std::string> transports;
+  for (const auto& t : r.plan.transports) {
+    const std::string name(traits_of(t.transport).short_name);
+    if (std::find(transports.begin(), transports.end(), name) == transports.end()) {
+      transports.push_back(name);
+    }
+  }
+  std::vector<std::string> targets;
+  for (const auto& t : r.plan.targets) targets.push_back(t.name);
+  if (targets.empty()) {
+    targets.push_back(
+        r.plan.target_description.empty()
+            ? r.plan.base.target.server
+            : fmt::format("{} ({})", r.plan.base.target.server, r.plan.target_description));
+  }
+  return fmt::format("DNS over {}: {}", and_list(transports), and_list(targets));
+}
+
+std::string findings_text(const sweep_result& r) {
+  if (r.findings.empty()) return {};
+  std::string out = fmt::format("\nFindings: {}\n", sweep_heading(r));
+  std::string target;
+  for (const auto& f : r.findings) {
+    if (f.target != target) {
+      target = f.target;
+      out += fmt::format("  {}\n", target);
+    }
+    out += fmt::format("{}- {}\n", target.empty() ? "  " : "    ", f.text);
+  }
+  return out;
 }
 
 std::vector<std::string> sweep_description(const sweep_result& r) {
@@ -302,6 +353,7 @@ std::string format_tables(const sweep_result& result) {
     out += "\nWarnings\n";
     for (const auto& w : result.warnings) out += fmt::format("  - {}\n", w);
   }
+  out += detail::findings_text(result);
   return out;
 }
 

@@ -90,6 +90,7 @@ json::object percent_to_json(const percent_of_udp_entry& e) {
   o["percent_min"] = stable(e.percent_min);
   o["percent_max"] = stable(e.percent_max);
   o["client_bound"] = e.client_bound;
+  o["reference_client_bound"] = e.reference_client_bound;
   return o;
 }
 
@@ -213,6 +214,14 @@ std::string to_json(const sweep_result& r) {
   for (const auto& c : r.costs) costs.emplace_back(costs_to_json(c));
   json::array warnings;
   for (const auto& w : r.warnings) warnings.emplace_back(w);
+  json::array findings;
+  for (const auto& f : r.findings) {
+    json::object o;
+    put_target(o, f.target);
+    o["kind"] = f.kind;
+    o["text"] = f.text;
+    findings.emplace_back(std::move(o));
+  }
   const json::object document{
       {"schema", sweep_schema},
       {"label", r.plan.base.output.label},
@@ -235,6 +244,7 @@ std::string to_json(const sweep_result& r) {
       {"amortization", std::move(fits)},
       {"costs", std::move(costs)},
       {"warnings", std::move(warnings)},
+      {"findings", std::move(findings)},
   };
   return detail::pretty(document);
 }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace dnstransport {
 
@@ -97,6 +98,7 @@ std::vector<percent_of_udp_entry> compute_percent_of_udp(
     e.percent_min = u.max > 0 ? 100 * q.min / u.max : 0;
     e.percent_max = u.min > 0 ? 100 * q.max / u.min : e.percent;
     e.client_bound = p.summary.client_bound || udp->summary.client_bound;
+    e.reference_client_bound = udp->summary.client_bound;
     entries.push_back(e);
   }
   return entries;
@@ -118,7 +120,10 @@ void derive_results(sweep_result& result) {
                                    result.points.size(), result.planned_points));
   }
   std::size_t client_bound = 0;
-  std::set<std::string> seen;
+  std::vector<const sweep_point_result*> spread;
+  // A run's warning, once, with the points it came from (the same text at many points is one
+  // line).
+  std::vector<std::pair<std::string, std::vector<std::string>>> run_warnings;
   for (const auto& p : result.points) {
     const auto& s = p.summary;
     if (s.client_bound) ++client_bound;
@@ -128,17 +133,48 @@ void derive_results(sweep_result& result) {
       warnings.push_back(
           fmt::format("{}: no answers{}{}", describe(p.point), why.empty() ? "" : ": ", why));
     } else if (s.qps.spread > spread_warning_threshold) {
-      warnings.push_back(fmt::format(
-          "{}: the repeats differ by {} of their median ({:.0f} to {:.0f} queries/s), more "
-          "than the {} the reference studies saw; use more --repeats or a longer --duration",
-          describe(p.point), percent(s.qps.spread), s.qps.min, s.qps.max,
-          percent(spread_warning_threshold)));
+      spread.push_back(&p);
     }
+    std::set<std::string> here;
     for (const auto& r : p.repeats) {
       for (const auto& w : r.warnings) {
-        if (seen.insert(w).second) warnings.push_back(fmt::format("{}: {}", describe(p.point), w));
+        if (!here.insert(w).second) continue;
+        auto at = std::find_if(run_warnings.begin(), run_warnings.end(),
+                               [&w](const auto& known) { return known.first == w; });
+        if (at == run_warnings.end()) at = run_warnings.insert(run_warnings.end(), {w, {}});
+        at->second.push_back(describe(p.point));
       }
     }
+  }
+  if (spread.size() == 1) {
+    const auto& s = spread.front()->summary;
+    warnings.push_back(fmt::format(
+        "{}: the repeats differ by {} of their median ({:.0f} to {:.0f} queries/s), more "
+        "than the {} the reference studies saw; use more --repeats or a longer --duration",
+        describe(spread.front()->point), percent(s.qps.spread), s.qps.min, s.qps.max,
+        percent(spread_warning_threshold)));
+  } else if (spread.size() > 1) {
+    // One line: the points from the widest spread down, the first few named.
+    std::stable_sort(spread.begin(), spread.end(), [](const auto* a, const auto* b) {
+      return a->summary.qps.spread > b->summary.qps.spread;
+    });
+    constexpr std::size_t named = 6;
+    std::vector<std::string> listed;
+    for (std::size_t i = 0; i < spread.size() && i < named; ++i) {
+      listed.push_back(fmt::format("{} ({})", describe(spread[i]->point),
+                                   percent(spread[i]->summary.qps.spread)));
+    }
+    warnings.push_back(fmt::format(
+        "at {} of {} points the repeats differ by more than the {} of their median the "
+        "reference studies saw: {}{}; use more --repeats or a longer --duration",
+        spread.size(), result.points.size(), percent(spread_warning_threshold),
+        fmt::join(listed, "; "),
+        spread.size() > named ? fmt::format(" and {} more", spread.size() - named) : ""));
+  }
+  for (const auto& [text, where] : run_warnings) {
+    warnings.push_back(where.size() == 1 ? fmt::format("{}: {}", where.front(), text)
+                                         : fmt::format("{} ({} points, the first {})", text,
+                                                       where.size(), where.front()));
   }
   if (client_bound > 0) {
     warnings.push_back(fmt::format(
@@ -147,6 +183,7 @@ void derive_results(sweep_result& result) {
         "or CPUs",
         client_bound, result.points.size(), percent(client_bound_cpu_share)));
   }
+  result.findings = compute_findings(result);
 }
 
 machine_info this_machine() {

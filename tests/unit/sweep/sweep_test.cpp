@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include <dnstransport/error.hpp>
 #include <dnstransport/report.hpp>
 
@@ -318,6 +320,111 @@ TEST(sweep_test, warns_about_spread_and_client_bound_points) {
   ASSERT_EQ(r.warnings.size(), 2u);
   EXPECT_NE(r.warnings[0].find("udp, 1 client: the repeats differ by 40 %"), std::string::npos);
   EXPECT_NE(r.warnings[1].find("1 of 2 points were client-bound"), std::string::npos);
+}
+
+TEST(sweep_test, spread_warnings_are_one_line_naming_the_points_widest_first) {
+  sweep_result r;
+  r.points = {measured({st::udp, 1, 0}, {80000, 100000, 120000}),    // 40 %
+              measured({st::tcp, 1, 0}, {90000, 100000, 110000}),    // 20 %
+              measured({st::tcp, 4, 0}, {50000, 100000, 150000}),    // 100 %
+              measured({st::tcp, 8, 0}, {100000, 101000, 102000})};  // 2 %: no warning
+  r.planned_points = 4;
+  derive_results(r);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  const std::string& w = r.warnings[0];
+  EXPECT_NE(w.find("at 3 of 4 points the repeats differ by more than the 15 %"), std::string::npos)
+      << w;
+  const auto widest = w.find("tcp, 4 clients, persistent connections (100 %)");
+  const auto next = w.find("udp, 1 client (40 %)");
+  const auto last = w.find("tcp, 1 client, persistent connections (20 %)");
+  ASSERT_NE(widest, std::string::npos) << w;
+  ASSERT_NE(next, std::string::npos) << w;
+  ASSERT_NE(last, std::string::npos) << w;
+  EXPECT_LT(widest, next);
+  EXPECT_LT(next, last);
+  EXPECT_EQ(w.find("8 clients"), std::string::npos) << w;
+}
+
+TEST(sweep_test, no_percent_of_udp_is_a_finding_when_udp_measured_the_generator) {
+  sweep_result r;
+  r.points = {measured({st::udp, 1, 0}, {100000}, 0.99), measured({st::tcp, 1, 0}, {500000}),
+              measured({st::udp, 4, 0}, {200000}), measured({st::tcp, 4, 0}, {100000})};
+  r.planned_points = 4;
+  derive_results(r);
+  ASSERT_EQ(r.percent_of_udp.size(), 2u);
+  EXPECT_TRUE(r.percent_of_udp[0].reference_client_bound);
+  EXPECT_FALSE(r.percent_of_udp[0].measurable());
+  EXPECT_DOUBLE_EQ(r.percent_of_udp[0].percent, 500);  // kept, raw, for scripts
+  EXPECT_TRUE(r.percent_of_udp[1].measurable());
+  const std::string tables = format_tables(r);
+  EXPECT_EQ(tables.find("500.0 %"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("UDP client-bound"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("50.0 % (50-50)"), std::string::npos) << tables;
+  EXPECT_NE(to_json(r).find("\"reference_client_bound\": true"), std::string::npos);
+}
+
+// The findings of a sweep over UDP and TCP whose short connections wait 43 ms.
+sweep_result found(double udp_cpu_share) {
+  sweep_result r;
+  r.plan.transports = {st::udp, st::tcp};
+  r.points = {measured({st::udp, 4, 0}, {100000}, udp_cpu_share),
+              measured({st::tcp, 4, 1}, {10000}), measured({st::tcp, 4, 10}, {40000}),
+              measured({st::tcp, 4, 0}, {80000})};
+  auto& short_connections = r.points[1].summary.latency;
+  short_connections = latency_histogram{};
+  short_connections.record_n(43'000'000, 100);
+  r.planned_points = r.points.size();
+  derive_results(r);
+  return r;
+}
+
+const sweep_finding* finding(const sweep_result& r, std::string_view kind) {
+  const auto at = std::find_if(r.findings.begin(), r.findings.end(),
+                               [kind](const sweep_finding& f) { return f.kind == kind; });
+  return at == r.findings.end() ? nullptr : &*at;
+}
+
+TEST(sweep_test, findings_say_what_tcp_keeps_what_a_connection_needs_and_name_delayed_acks) {
+  const sweep_result r = found(0.5);
+  const auto* kept = finding(r, "throughput");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_NE(kept->text.find("TCP 80 % (4 clients)"), std::string::npos) << kept->text;
+  const auto* amortized = finding(r, "amortization");
+  ASSERT_NE(amortized, nullptr);
+  ASSERT_EQ(r.amortization.size(), 1u);
+  EXPECT_NE(amortized->text.find(fmt::format("TCP {:.0f}", r.amortization[0].n90)),
+            std::string::npos)
+      << amortized->text;
+  const auto* delayed = finding(r, "delayed_ack");
+  ASSERT_NE(delayed, nullptr);
+  EXPECT_NE(delayed->text.find("TCP at 1 query per connection: 43 ms at p50"), std::string::npos)
+      << delayed->text;
+  EXPECT_NE(delayed->text.find("TCP_NODELAY"), std::string::npos);
+  EXPECT_EQ(finding(r, "distrust"), nullptr);     // one repeat each, nothing client-bound
+  EXPECT_EQ(finding(r, "server_cost"), nullptr);  // the server was not monitored
+  const std::string text = format_tables(r);
+  EXPECT_NE(text.find("Findings: DNS over UDP and TCP"), std::string::npos) << text;
+  EXPECT_NE(to_json(r).find("\"kind\": \"delayed_ack\""), std::string::npos);
+}
+
+TEST(sweep_test, findings_give_no_share_of_udp_when_udp_measured_the_generator) {
+  const sweep_result r = found(0.99);
+  const auto* kept = finding(r, "throughput");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_NE(kept->text.find("UDP measured the generator"), std::string::npos) << kept->text;
+  EXPECT_EQ(kept->text.find("%"), std::string::npos) << kept->text;
+  const auto* careful = finding(r, "distrust");
+  ASSERT_NE(careful, nullptr);
+  EXPECT_NE(careful->text.find("1 of 4 points measured the generator"), std::string::npos)
+      << careful->text;
+}
+
+TEST(sweep_test, no_delayed_ack_finding_when_short_connections_answer_quickly) {
+  sweep_result r = found(0.5);
+  r.points[1].summary.latency = latency_histogram{};
+  r.points[1].summary.latency.record_n(2'000'000, 100);
+  derive_results(r);
+  EXPECT_EQ(finding(r, "delayed_ack"), nullptr);
 }
 
 TEST(sweep_test, json_round_trip_renders_identical_tables) {
