@@ -9,6 +9,7 @@ namespace dnstransport::detail {
 bool connection_life::begin(std::uint64_t now) noexcept {
   if (!client_.owner_.begin_connection_setup()) return false;
   in_setup_ = true;
+  // A connection whose set-up began in the warm-up is left out of every connection figure.
   client_.begin_connection(tally, now);
   last_activity_ns = now;
   early_ = false;
@@ -16,16 +17,26 @@ bool connection_life::begin(std::uint64_t now) noexcept {
   return true;
 }
 
+bool connection_life::setup_timed_out(std::uint64_t now) const noexcept {
+  return setup_time(now) >= client_.plan().timeout_ns;
+}
+
 void connection_life::end_setup() noexcept {
   if (in_setup_) client_.owner_.end_connection_setup();
   in_setup_ = false;
 }
 
-void connection_life::opened(std::uint64_t now, bool connect_latency) noexcept {
+void connection_life::opened() noexcept {
+  client_.connection_up();
+  if (tally.counted) ++client_.connections().opened;
+}
+
+void connection_life::opened(std::uint64_t connect_latency_ns) noexcept {
+  client_.connection_up();
   if (!tally.counted) return;
   connection_counters& c = client_.connections();
   ++c.opened;
-  if (connect_latency) c.connect_latency.record(now - tally.started_ns);
+  c.connect_latency.record(connect_latency_ns);
 }
 
 void connection_life::handshake_done(std::uint64_t since, std::uint64_t now,
@@ -34,6 +45,17 @@ void connection_life::handshake_done(std::uint64_t since, std::uint64_t now,
   connection_counters& c = client_.connections();
   c.handshake_latency.record(now - since);
   ++(resumed ? c.handshakes_resumed : c.handshakes_full);
+}
+
+bool connection_life::established(std::uint64_t now, bool early_accepted) noexcept {
+  end_setup();
+  last_activity_ns = now;
+  if (!early_) return true;
+  early_ = false;
+  if (early_counted_) {
+    ++(early_accepted ? client_.early_counts().accepted : client_.early_counts().rejected);
+  }
+  return early_accepted;
 }
 
 void connection_life::failed(const std::string& cause, const std::string& message) {
@@ -66,15 +88,26 @@ void connection_life::early_sent() noexcept {
   if (early_counted_) ++client_.early_counts().offered;
 }
 
-bool connection_life::early_judged(bool accepted) noexcept {
-  early_ = false;
-  if (early_counted_)
-    ++(accepted ? client_.early_counts().accepted : client_.early_counts().rejected);
-  return accepted;
-}
-
 void connection_life::closed_by_us(bool was_open, bool count) noexcept {
   if (count && was_open && tally.counted) ++client_.connections().closed_by_client;
+}
+
+void connection_life::closed_idle(bool keepalive) noexcept {
+  if (!tally.counted) return;
+  connection_counters& c = client_.connections();
+  ++(keepalive ? c.closed_idle_keepalive : c.closed_idle);
+}
+
+void connection_life::closed_by_server(bool reset) noexcept {
+  if (!tally.counted) return;
+  connection_counters& c = client_.connections();
+  ++(reset ? c.reset_by_server : c.closed_by_server);
+}
+
+void connection_life::ended() noexcept {
+  end_setup();
+  client_.connection_down();
+  early_ = false;
 }
 
 }  // namespace dnstransport::detail

@@ -178,9 +178,7 @@ void doq_client::fill(std::uint64_t now) {
       return;
     }
     slot_table::slot& s = take_slot(now);
-    s.first_on_connection = life_.tally.sent == 0;
-    ++life_.tally.sent;
-    life_.last_activity_ns = now;
+    life_.sent(s, now);
     r.id = s.id;
     r.query_index = s.query_index;
     const auto query = (*plan().queries)[s.query_index];

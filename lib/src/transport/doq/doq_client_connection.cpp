@@ -134,16 +134,14 @@ void doq_client::connect(std::uint64_t now) {
 
 int doq_client::handshake_completed() {
   const std::uint64_t now = monotonic_ns();
-  life_.end_setup();
   state_ = conn_state::established;
   finished_unsent_ = true;
-  connection_up();
-  life_.usable(now);
   // QUIC's connection is opened by its handshake, which is its set-up.
-  life_.opened(now, false);
+  life_.opened();
   life_.handshake_done(life_.tally.started_ns, now, gnutls_session_is_resumed(session_) != 0);
-  if (!life_.early()) return 0;
-  if (life_.early_judged((gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_EARLY_DATA) != 0)) {
+  life_.usable();
+  if (life_.established(now, life_.early() && (gnutls_session_get_flags(session_) &
+                                               GNUTLS_SFLAGS_EARLY_DATA) != 0)) {
     return 0;
   }
   // ngtcp2 forgets the 0-RTT streams (without closing them): their queries go again on new
@@ -195,9 +193,9 @@ void doq_client::connection_broke(int error) {
     message = fmt::format(
         "DoQ: the server closed the connection ({}{}{})", cause, close.reasonlen > 0 ? ": " : "",
         std::string(reinterpret_cast<const char*>(close.reason), close.reasonlen));
-    if (!handshaking && life_.tally.counted) {
-      ++quic().closes[cause];
-      ++(stateless_reset_ ? connections().reset_by_server : connections().closed_by_server);
+    if (!handshaking) {
+      if (life_.tally.counted) ++quic().closes[cause];
+      life_.closed_by_server(stateless_reset_);
     }
   } else if (error == NGTCP2_ERR_RECV_VERSION_NEGOTIATION) {
     if (life_.tally.counted) ++quic().version_negotiation;
@@ -217,9 +215,9 @@ void doq_client::connection_broke(int error) {
     cause = fmt::format("quic_{}", quic_transport_error_name(close.error_code));
     message = fmt::format("DoQ: {} ({})", ngtcp2_strerror(error), cause);
     write_connection_close(close);
-    if (!handshaking && life_.tally.counted) {
-      ++connections().reset_by_server;
-      connections().record_failure(cause, message);
+    if (!handshaking) {
+      life_.closed_by_server(true);
+      if (life_.tally.counted) connections().record_failure(cause, message);
     }
   }
   if (handshaking) {
@@ -263,8 +261,7 @@ void doq_client::write_connection_close(const ngtcp2_connection_close_error& clo
 }
 
 void doq_client::end_connection() {
-  life_.end_setup();
-  connection_down();
+  life_.ended();
   fail_in_flight(false);
   if (conn_ != nullptr) {
     if (life_.tally.counted) {
@@ -303,7 +300,6 @@ void doq_client::end_connection() {
   if (timer_at_ != 0) timer_.cancel();
   timer_at_ = 0;
   waiting_read_ = false;
-  life_.early_dropped();
   early_keys_ = false;
   starved_since_ = 0;
   streams_limit_ = 0;

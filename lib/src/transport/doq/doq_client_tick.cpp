@@ -39,7 +39,7 @@ void doq_client::tick(std::uint64_t now) {
     }
     expire(now);
     cancel_expired();
-    if (now - life_.tally.started_ns >= plan().timeout_ns) {
+    if (life_.setup_timed_out(now)) {
       fail_connection("quic_handshake_timeout", "DoQ handshake: no answer within the timeout");
     }
     return;
@@ -58,7 +58,7 @@ void doq_client::tick(std::uint64_t now) {
     }
     if (const std::uint64_t idle = transport_.settings().idle_timeout_ns;
         idle != 0 && close_if_idle(now, idle)) {
-      if (life_.tally.counted) ++connections().closed_idle;
+      life_.closed_idle(false);
       return;
     }
     // A server that never grants more streams than its first limit (Knot DNS 3.2 allows

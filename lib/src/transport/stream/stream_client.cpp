@@ -103,7 +103,7 @@ void stream_client::on_ready() {
     case conn_state::handshaking:
       // Early data the stream did not take yet goes first: the library wants the same
       // write again (OpenSSL) before the handshake goes on.
-      if (early_ && channel_.output_pending()) {
+      if (life_.early() && channel_.output_pending()) {
         if (!after_write(channel_.flush()) || channel_.output_pending()) return;
       }
       handshake(now);
@@ -111,7 +111,7 @@ void stream_client::on_ready() {
     case conn_state::established:
       break;
   }
-  last_activity_ns_ = now;
+  life_.last_activity_ns = now;
   if (!session_->flush()) return;
   if (!session_->read()) return;
   if (connection_done()) {

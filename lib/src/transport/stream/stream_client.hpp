@@ -18,6 +18,7 @@
 
 #include <boost/asio/socket_base.hpp>
 
+#include "engine/connection_life.hpp"
 #include "engine/engine.hpp"
 #include "transport/stream/message_channel.hpp"
 #include "transport/stream/stream_session.hpp"
@@ -72,32 +73,27 @@ class stream_client final : public client_base {
   std::span<std::uint8_t> scratch() noexcept { return owner_.scratch(0); }
   // Whether the connection counts in the connection figures (its set-up began after the
   // warm-up).
-  bool counted() const noexcept { return tally_.counted; }
+  bool counted() const noexcept { return life_.tally.counted; }
   bool established() const noexcept { return state_ == conn_state::established; }
   // Queries written now go as early data (0-RTT), before the handshake is done.
-  bool in_early_data() const noexcept { return early_ && state_ == conn_state::handshaking; }
+  bool in_early_data() const noexcept { return life_.early() && state_ == conn_state::handshaking; }
   // Queries that may go on this connection now: the send allowance, and what is left of
   // queries_per_connection.
   std::uint64_t connection_allowance(std::uint64_t now) noexcept {
-    const std::uint64_t allowance = send_allowance(now);
-    const std::uint64_t limit = settings().queries_per_connection;
-    return limit == 0 ? allowance : std::min(allowance, limit - std::min(limit, tally_.sent));
+    return std::min<std::uint64_t>(send_allowance(now),
+                                   life_.budget_left(settings().queries_per_connection));
   }
   // Takes the next query for this connection; the session sends it.
   slot_table::slot& next_query(std::uint64_t now) noexcept {
     slot_table::slot& s = take_slot(now);
-    s.first_on_connection = tally_.sent == 0;
-    ++tally_.sent;
-    last_activity_ns_ = now;
-    if (early_ && s.counted && state_ == conn_state::handshaking) {
-      ++early_counts().queries_in_early_data;
-    }
+    life_.sent(s, now);
+    if (s.counted && in_early_data()) ++early_counts().queries_in_early_data;
     return s;
   }
   // Undoes next_query for a query the session could not send.
   void unsend(slot_table::slot& s) noexcept {
     return_slot(s);
-    --tally_.sent;
+    life_.unsent();
   }
   // A message read (DNS length framing): matched by its id, timed to `arrived`.
   void take_message(std::span<const std::uint8_t> message, std::uint64_t now,
@@ -126,17 +122,14 @@ class stream_client final : public client_base {
                        const std::string& message);
 
  private:
-  // Running to a query count, connects/handshakes failed in a row before a client gives up.
-  static constexpr unsigned max_failed_in_a_row = 3;
-
   enum class conn_state { idle, connecting, handshaking, established };
 
   std::string handshake_name();
 
   // The connection has carried what it should: close it (and open the next).
   bool connection_done() const noexcept {
-    const std::uint64_t limit = settings().queries_per_connection;
-    return slots_.empty() && ((limit != 0 && tally_.sent >= limit) || session_->refuses_queries());
+    return slots_.empty() &&
+           (life_.spent(settings().queries_per_connection, false) || session_->refuses_queries());
   }
   // The handshake is done: the session starts sending.
   void on_established(std::uint64_t now);
@@ -154,11 +147,13 @@ class stream_client final : public client_base {
   // A connect (or socket set-up) that failed with `error`, counted by its errno name.
   void fail_connection(const std::string& what, int error);
   // TLS 1.3 0-RTT, when the stream resumes a ticket that allows it (--early-data): the first
-  // queries go with the ClientHello (the session's fill_early). Once the handshake is done,
-  // early_data_judged counts what the server made of them and, when it refused them, has
-  // the session send them again. Each is false when the connection died doing so.
+  // queries go with the ClientHello (the session's fill_early). False when the connection
+  // died doing so.
   bool send_early(std::uint64_t now);
-  bool early_data_judged(std::uint64_t now);
+  // The handshake is done at `now`: counted, and the connection established (with early
+  // data the server refused, the session sends it again). False when the connection died
+  // doing so.
+  bool finish_handshake(std::uint64_t now);
   void connection_failed();
   // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
   void close(bool count);
@@ -168,7 +163,6 @@ class stream_client final : public client_base {
   // closed_idle_keepalive), not as closed_by_client. The next query due opens
   // a new connection.
   bool close_if_idle(std::uint64_t now, std::uint64_t idle_ns);
-  void end_setup() noexcept;
   void drop_socket(bool abortive = false);
 
   // Readiness and the queries' I/O (stream_client.cpp).
@@ -185,12 +179,12 @@ class stream_client final : public client_base {
   // (Here, not in a .cpp: the sessions' answer loops inline it.)
   void count_answer(const completion& c, std::uint64_t now, std::uint64_t arrived) noexcept {
     if (!c.matched) return;
-    last_activity_ns_ = now;
+    life_.last_activity_ns = now;
     latency_low_ns_ = c.latency_ns <= latency_low_ns_ || latency_low_ns_ == 0
                           ? c.latency_ns
                           : latency_low_ns_ + (c.latency_ns - latency_low_ns_) / 16;
     if (c.keepalive_timeout >= 0) keepalive_timeout_ = c.keepalive_timeout;
-    count_on_connection(tally_, c, arrived > tally_.started_ns ? arrived : now);
+    count_on_connection(life_.tally, c, arrived > life_.tally.started_ns ? arrived : now);
   }
 
   const stream_transport& transport_;
@@ -201,11 +195,10 @@ class stream_client final : public client_base {
   std::unique_ptr<stream_session> session_;
   conn_state state_ = conn_state::idle;
   std::uint64_t generation_ = 0;
-  connection_tally tally_;
+  // The connection's life, counted as the DoQ client counts its own (its last sign of use,
+  // which close_if_idle measures from: established, a query sent, the socket ready).
+  connection_life life_{*this};
   std::uint64_t handshake_started_ns_ = 0;
-  // The connection's last sign of use: established, a query sent, the socket ready (an
-  // answer read). close_if_idle measures from it.
-  std::uint64_t last_activity_ns_ = 0;
   std::uint64_t connections_made_ = 0;
   std::int32_t keepalive_timeout_ = -1;  // the server's last TIMEOUT (100 ms units); -1: none
   // Coalescing: messages taken since the last wake-up, and a low estimate of the answers'
@@ -217,14 +210,9 @@ class stream_client final : public client_base {
   bool read_posted_ = false;    // read_soon() is pending
   bool waiting_read_ = false;
   bool waiting_write_ = false;
-  bool in_setup_ = false;       // counted in the worker's set-ups in flight
-  bool early_ = false;          // early data went on this connection, not judged yet
-  bool early_counted_ = false;  // ... with queries, on a counted connection
   // A deferred Fast Open connection whose SYN-ACK has not come yet: it is neither opened
   // nor its connect latency known; the first readiness after it tells (confirm_syn).
   bool syn_pending_ = false;
-
-  unsigned failed_in_a_row_ = 0;  // connects/handshakes failed since the last success
 };
 
 }  // namespace dnstransport::detail

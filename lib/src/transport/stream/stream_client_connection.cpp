@@ -34,14 +34,14 @@ void stream_client::tick_connection(std::uint64_t now) {
       close(true);
       return;
     }
-    if (now - tally_.started_ns >= plan().timeout_ns) {
+    if (life_.setup_timed_out(now)) {
       fail_connection(state_ == conn_state::connecting || syn_pending_ ? std::string("tcp connect")
                                                                        : handshake_name(),
                       ETIMEDOUT);
     }
     return;
   }
-  if (syn_pending_ && now - tally_.started_ns >= plan().timeout_ns) {
+  if (syn_pending_ && life_.setup_timed_out(now)) {
     // The SYN that carried the first query was never answered.
     syn_pending_ = false;
     fail_connection("tcp connect", ETIMEDOUT);
@@ -57,7 +57,7 @@ void stream_client::tick_connection(std::uint64_t now) {
     // in units of 100 ms).
     if (settings().honour_keepalive && keepalive_timeout_ >= 0 &&
         close_if_idle(now, static_cast<std::uint64_t>(keepalive_timeout_) * 100'000'000)) {
-      if (tally_.counted) ++connections().closed_idle_keepalive;
+      life_.closed_idle(true);
       return;
     }
     if (connection_done()) {
@@ -67,7 +67,7 @@ void stream_client::tick_connection(std::uint64_t now) {
     }
     if (const std::uint64_t idle = settings().idle_timeout_ns;
         idle != 0 && close_if_idle(now, idle)) {
-      if (tally_.counted) ++connections().closed_idle;
+      life_.closed_idle(false);
       return;
     }
     session_->fill(now);
@@ -88,15 +88,10 @@ std::string stream_client::handshake_name() {
 }
 
 void stream_client::connect(std::uint64_t now) {
-  // Too many set-ups in flight on this thread: wait for the next tick. Thousands of
-  // simultaneous handshakes would only time out against any single server.
-  if (!owner_.begin_connection_setup()) return;
-  in_setup_ = true;
+  // Too many set-ups in flight on this thread: wait for the next tick.
+  if (!life_.begin(now)) return;
   ++generation_;
   state_ = conn_state::connecting;
-  // A connection whose set-up began in the warm-up is left out of every connection figure.
-  begin_connection(tally_, now);
-  last_activity_ns_ = now;
   keepalive_timeout_ = -1;
   waiting_read_ = waiting_write_ = false;
 
@@ -133,17 +128,12 @@ void stream_client::connect(std::uint64_t now) {
 bool stream_client::confirm_syn(std::uint64_t now) {
   if (const auto round_trip = socket_->established()) {
     syn_pending_ = false;
-    connection_up();
-    if (tally_.counted) {
-      ++connections().opened;
-      // The kernel's round trip of the SYN, which left with the first write: this wake-up
-      // may come later, after the first answer too (timed by its kernel receive stamp, so
-      // never before the SYN-ACK's arrival, which is at least this round trip after the
-      // connect began).
-      const std::uint64_t waited = now - tally_.started_ns;
-      connections().connect_latency.record(*round_trip != 0 ? std::min(waited, *round_trip)
-                                                            : waited);
-    }
+    // The kernel's round trip of the SYN, which left with the first write: this wake-up may
+    // come later, after the first answer too (timed by its kernel receive stamp, so never
+    // before the SYN-ACK's arrival, which is at least this round trip after the connect
+    // began).
+    const std::uint64_t waited = life_.setup_time(now);
+    life_.opened(*round_trip != 0 ? std::min(waited, *round_trip) : waited);
     return true;
   }
   if (const int error = socket_->connect_error(); error != 0) {
@@ -155,11 +145,7 @@ bool stream_client::confirm_syn(std::uint64_t now) {
 }
 
 void stream_client::on_connected(std::uint64_t now) {
-  if (!syn_pending_) connection_up();
-  if (tally_.counted && !syn_pending_) {
-    ++connections().opened;
-    connections().connect_latency.record(now - tally_.started_ns);
-  }
+  if (!syn_pending_) life_.opened(life_.setup_time(now));
   channel_.open(socket_->open_stream(transport_.connector(),
                                      settings().resume ? ticket_.get() : nullptr,
                                      std::move(spare_stream_)));
@@ -169,28 +155,27 @@ void stream_client::on_connected(std::uint64_t now) {
 }
 
 bool stream_client::send_early(std::uint64_t now) {
-  early_ = false;
   // A Fast Open SYN carries the ClientHello; early data would wait for the SYN-ACK anyway.
   if (syn_pending_) return true;
   const std::size_t room = channel_.stream().begin_early_data();
   if (room == 0) return true;
-  early_ = true;
+  life_.early_allowed();
   if (!session_->fill_early(now, room)) return false;
-  // Counted as offered only when queries went early (the run may have sent its last).
-  early_counted_ = tally_.counted && tally_.sent > 0;
-  if (early_counted_) ++early_counts().offered;
+  life_.early_sent();
   return true;
 }
 
-bool stream_client::early_data_judged(std::uint64_t now) {
-  if (!early_) return true;
-  early_ = false;
-  const tls_connection* tls = channel_.stream().tls();
-  if (tls != nullptr && tls->early_data() == early_data_status::accepted) {
-    if (early_counted_) ++early_counts().accepted;
+bool stream_client::finish_handshake(std::uint64_t now) {
+  byte_stream& stream = channel_.stream();
+  const tls_connection* tls = stream.tls();
+  if (stream.has_handshake()) {
+    life_.handshake_done(handshake_started_ns_, now, tls != nullptr && tls->resumed());
+  }
+  state_ = conn_state::established;
+  if (life_.established(now, life_.early() && tls != nullptr &&
+                                 tls->early_data() == early_data_status::accepted)) {
     return true;
   }
-  if (early_counted_) ++early_counts().rejected;
   // The server skipped the early data: every query in flight (all of them went early) goes
   // again, the same query with the same id, its latency still from the first send.
   channel_.drop_output();
@@ -201,21 +186,10 @@ void stream_client::handshake(std::uint64_t now) {
   byte_stream& stream = channel_.stream();
   switch (stream.handshake()) {
     case stream_io::done:
-      if (stream.has_handshake()) {
-        // The last handshake step does the expensive crypto: read the clock after it, so
-        // neither the handshake nor the first query's send time is back-dated.
-        now = monotonic_ns();
-        if (tally_.counted) {
-          connections().handshake_latency.record(now - handshake_started_ns_);
-          const tls_connection* tls = stream.tls();
-          ++(tls != nullptr && tls->resumed() ? connections().handshakes_resumed
-                                              : connections().handshakes_full);
-        }
-      }
-      end_setup();
-      state_ = conn_state::established;
-      last_activity_ns_ = now;
-      if (!early_data_judged(now)) return;
+      // The last handshake step does the expensive crypto: read the clock after it, so
+      // neither the handshake nor the first query's send time is back-dated.
+      if (stream.has_handshake()) now = monotonic_ns();
+      if (!finish_handshake(now)) return;
       on_established(now);
       // What came right after the handshake's last record may be off the socket already
       // (TLS clients read ahead): the readiness wait just armed would not see it.
@@ -239,32 +213,23 @@ void stream_client::handshake(std::uint64_t now) {
 
 void stream_client::on_established(std::uint64_t now) {
   if (!session_->established(now)) return;
-  failed_in_a_row_ = 0;
+  life_.usable();
   session_->fill(now);
   if (state_ == conn_state::established) arm_read();
 }
 
 void stream_client::fail_connection(const std::string& what, int error) {
-  if (tally_.counted) {
-    ++connections().failed;
-    connections().record_socket_error(what.c_str(), error);
-  }
+  life_.failed(what.c_str(), error);
   connection_failed();
 }
 
 void stream_client::fail_connection(const std::string& what, const std::string& cause,
                                     const std::string& message) {
-  if (tally_.counted) {
-    ++connections().failed;
-    connections().record_failure(cause, fmt::format("{}: {}", what, message));
-  }
+  life_.failed(cause, fmt::format("{}: {}", what, message));
   connection_failed();
 }
 
 void stream_client::connection_failed() {
-  // Running to a query count, a server that fails every connection would keep the run
-  // going forever: after a few failures in a row this client gives up.
-  if (++failed_in_a_row_ >= max_failed_in_a_row && plan().send_end_ns == UINT64_MAX) quota_ = 0;
   // In-flight queries exist only with TCP fast open; they die with the attempt.
   fail_in_flight(false);
   drop_socket();
@@ -280,8 +245,7 @@ void stream_client::server_closed(bool reset) {
     fail_connection("tcp connect", error != 0 ? error : ECONNREFUSED);
     return;
   }
-  auto& c = connections();
-  if (tally_.counted) ++(reset ? c.reset_by_server : c.closed_by_server);
+  life_.closed_by_server(reset);
   fail_in_flight(false);
   drop_socket();
   state_ = conn_state::idle;
@@ -290,9 +254,7 @@ void stream_client::server_closed(bool reset) {
 }
 
 void stream_client::close(bool count) {
-  if (count && tally_.counted && state_ != conn_state::idle && state_ != conn_state::connecting) {
-    ++connections().closed_by_client;
-  }
+  life_.closed_by_us(state_ != conn_state::idle && state_ != conn_state::connecting, count);
   if (state_ == conn_state::established && !settings().close_with_rst) {
     channel_.stream().shutdown();
   }
@@ -302,7 +264,7 @@ void stream_client::close(bool count) {
 
 bool stream_client::close_if_idle(std::uint64_t now, std::uint64_t idle_ns) {
   if (state_ != conn_state::established || syn_pending_ || !slots_.empty() ||
-      channel_.output_pending() || now < last_activity_ns_ + idle_ns) {
+      channel_.output_pending() || !life_.idle_for(now, idle_ns)) {
     return false;
   }
   // A query due now is sent on this connection, not on a new one.
@@ -311,14 +273,8 @@ bool stream_client::close_if_idle(std::uint64_t now, std::uint64_t idle_ns) {
   return true;
 }
 
-void stream_client::end_setup() noexcept {
-  if (in_setup_) owner_.end_connection_setup();
-  in_setup_ = false;
-}
-
 void stream_client::drop_socket(bool abortive) {
-  end_setup();
-  connection_down();
+  life_.ended();
   session_->ended();
   if (channel_.is_open() && settings().resume) {
     tls_connection* tls = channel_.stream().tls();
@@ -327,7 +283,7 @@ void stream_client::drop_socket(bool abortive) {
   // Kept for the next connection, whose connector may reuse it (plain TCP does).
   if (auto closed = channel_.close()) spare_stream_ = std::move(closed);
   // Whether the SYN carried the first query is known once the SYN-ACK came back.
-  if (tally_.sent > 0 && tally_.counted && socket_->syn_data_accepted()) {
+  if (life_.tally.sent > 0 && life_.tally.counted && socket_->syn_data_accepted()) {
     ++connections().fastopen_data_in_syn;
   }
   syn_pending_ = false;
