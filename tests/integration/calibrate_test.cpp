@@ -56,6 +56,13 @@ TEST(calibrate_test, every_case_measures_a_ceiling) {
     EXPECT_EQ(r.which.transport, options.cases[i].transport) << what;
     EXPECT_GT(r.run.responses_received, 0u) << what;
     EXPECT_EQ(r.run.lost + r.run.malformed + r.run.mismatched, 0u) << what;
+    // The responder in this process answers every query sent, and the queries per second
+    // are those answers over the measured window, which is the 0.3 s of sending or more.
+    EXPECT_EQ(r.run.responses_received, r.run.queries_sent) << what;
+    EXPECT_GE(r.run.elapsed_seconds, options.duration_seconds - 1e-9) << what;
+    EXPECT_NEAR(r.run.qps * r.run.elapsed_seconds, static_cast<double>(r.run.responses_received),
+                1e-9 * static_cast<double>(r.run.responses_received))
+        << what;
     // The worker threads are part of the process, and the responder in the same process
     // worked too (it answered every query): the client's CPU is some, not all, of it. A
     // figure taken from the whole process, or from the idle calling thread, fails here.

@@ -345,23 +345,19 @@ TEST(hostile_stream_test, count_mode_ends_when_connections_are_refused) {
   EXPECT_GT(r.connections.failures.at("ECONNREFUSED"), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    hostile, hostile_stream_test,
-    ::testing::Values(transport_variant{"tcp", transport_kind::tcp},
-                      transport_variant{"tls_openssl_to_gnutls", transport_kind::tls,
-                                        tls_backend::openssl, tls_backend::gnutls},
-                      transport_variant{"tls_gnutls_to_openssl", transport_kind::tls,
-                                        tls_backend::gnutls, tls_backend::openssl}),
-    variant_name);
+// The transports both suites run against: plain TCP, and TLS with each library as client
+// against the other as server.
+const transport_variant hostile_stream_variants[] = {
+    {"tcp", transport_kind::tcp},
+    {"tls_openssl_to_gnutls", transport_kind::tls, tls_backend::openssl, tls_backend::gnutls},
+    {"tls_gnutls_to_openssl", transport_kind::tls, tls_backend::gnutls, tls_backend::openssl},
+};
 
-INSTANTIATE_TEST_SUITE_P(
-    hostile, hostile_stream_capacity_test,
-    ::testing::Values(transport_variant{"tcp", transport_kind::tcp},
-                      transport_variant{"tls_openssl_to_gnutls", transport_kind::tls,
-                                        tls_backend::openssl, tls_backend::gnutls},
-                      transport_variant{"tls_gnutls_to_openssl", transport_kind::tls,
-                                        tls_backend::gnutls, tls_backend::openssl}),
-    variant_name);
+INSTANTIATE_TEST_SUITE_P(hostile, hostile_stream_test, ::testing::ValuesIn(hostile_stream_variants),
+                         variant_name);
+
+INSTANTIATE_TEST_SUITE_P(hostile, hostile_stream_capacity_test,
+                         ::testing::ValuesIn(hostile_stream_variants), variant_name);
 
 }  // namespace
 }  // namespace dnstransport::hostile

@@ -1,7 +1,9 @@
 // Monitoring the server's processes: a load against a responder in this process reads its
 // CPU and connections; a monitored process that exits mid-run is named, not fatal; the CLI's
 // --server-process runs the responder as a child that is monitored and stopped; a sweep of two
-// `serve` processes given as targets with pid= reports each one's CPU per 1,000 answers.
+// `serve` processes given as targets with pid= reports each one's CPU per 1,000 answers; a
+// cgroup is read for its CPU, memory and processes (a directory of its files written by the
+// test, everywhere, and a cgroup the test creates, where the machine lets it).
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -26,6 +28,7 @@
 
 #include "child_process.hpp"
 #include "cli_runs.hpp"
+#include "in_ci.hpp"
 #include "scratch_dir.hpp"
 
 namespace dnstransport {
@@ -132,14 +135,79 @@ double cgroup_cpu_seconds(const std::filesystem::path& group) {
   return 0;
 }
 
+// The cgroup monitor reads a cgroup's files (cpu.stat, memory.current, cgroup.procs) from
+// the directory given, so a directory of such files, written by the test, is read through
+// the same code on any machine, with figures known exactly. The CPU in cpu.stat grows by a
+// known step at each progress report, which the thread that takes the monitor's readings
+// makes between two of them: the window's CPU is the steps made after its first reading and
+// before its last, all of them. The processes listed are this one (the responder's).
+TEST(monitor_load_test, a_cgroup_directory_gives_the_cpu_memory_and_processes_it_lists) {
+  const hostile::scratch files("fake-cgroup");
+  const std::string group = std::filesystem::path(files.path("cpu.stat")).parent_path().string();
+  constexpr std::uint64_t user_start = 7'000'000;
+  constexpr std::uint64_t system_start = 3'000'000;
+  constexpr std::uint64_t user_step = 30'000;  // microseconds, as cpu.stat counts
+  constexpr std::uint64_t system_step = 10'000;
+  constexpr std::uint64_t memory = 123'456'789;
+  const auto write_cpu = [&](std::uint64_t steps) {
+    const std::uint64_t user = user_start + steps * user_step;
+    const std::uint64_t system = system_start + steps * system_step;
+    files.file("cpu.stat", fmt::format("usage_usec {}\nuser_usec {}\nsystem_usec {}\nnice_usec 0\n",
+                                       user + system, user, system));
+  };
+  write_cpu(0);
+  files.file("memory.current", fmt::format("{}\n", memory));
+  files.file("cgroup.procs", fmt::format("{}\n", getpid()));
+  server responder(tcp_and_udp());
+  load_spec spec;
+  spec.target.transport = transport_kind::tcp;
+  spec.target.port = responder.port(transport_kind::tcp);
+  spec.traffic.clients = 4;
+  spec.traffic.outstanding = 10;
+  spec.traffic.duration_seconds = 0.5;
+  spec.output.progress_interval_seconds = 0.05;
+  std::uint64_t reports = 0;
+  spec.output.on_progress = [&](const load_progress&) { write_cpu(++reports); };
+  spec.monitor.cgroups = {group};
+  const run_result r = run_load(spec);
+  ASSERT_GT(r.responses_received, 0u);
+  const auto& usage = r.server_usage;
+  EXPECT_EQ(usage.cgroups, std::vector<std::string>{group});
+  EXPECT_TRUE(usage.exited_cgroups.empty());
+  EXPECT_GE(usage.samples, 2u);
+  // user_usec and system_usec, each in seconds, over the window: not usage_usec, not the
+  // totals since the cgroup began, not this process's own CPU.
+  EXPECT_NEAR(usage.cpu_user_seconds, static_cast<double>(reports * user_step) / 1e6, 1e-9)
+      << reports << " reports";
+  EXPECT_NEAR(usage.cpu_system_seconds, static_cast<double>(reports * system_step) / 1e6, 1e-9)
+      << reports << " reports";
+  EXPECT_NEAR(usage.cpu_per_1k_answers,
+              usage.cpu_seconds() * 1000 / static_cast<double>(r.responses_received), 1e-12);
+  // The memory is the cgroup's memory.current (the listed processes add none of theirs); the
+  // threads, descriptors and connections are those of the processes it lists: this one, with
+  // its worker and the responder's thread, and the four persistent connections.
+  EXPECT_EQ(usage.rss_max_bytes, memory);
+  EXPECT_GE(usage.threads_max, 3u);
+  EXPECT_GT(usage.fds_max, 0u);
+  EXPECT_EQ(usage.connections_max, 4u);
+}
+
 // A cgroup holding one process that burns CPU: the run's server CPU is that process's, read
-// from the cgroup's cpu.stat, and the cgroup's processes are counted.
+// from the cgroup's cpu.stat, and the cgroup's processes are counted. It needs root and a
+// writable cgroup v2 hierarchy, which CI has (CI=true: their absence fails the test).
 TEST(monitor_load_test, a_monitored_cgroup_gives_the_cpu_of_its_processes) {
   const auto root = cgroup_v2_root();
-  if (root.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted on this machine";
+  if (root.empty()) {
+    if (hostile::in_ci()) FAIL() << "no cgroup v2 hierarchy mounted; CI needs one";
+    GTEST_SKIP() << "no cgroup v2 hierarchy mounted on this machine";
+  }
   const auto group = root / fmt::format("dnstransport-test-{}", getpid());
   std::error_code ec;
   if (!std::filesystem::create_directory(group, ec)) {
+    if (hostile::in_ci()) {
+      FAIL() << "cannot create a cgroup under " << root << ": " << ec.message()
+             << " (CI runs as root with a writable cgroup v2 hierarchy)";
+    }
     GTEST_SKIP() << "cannot create a cgroup under " << root << ": " << ec.message()
                  << " (needs root and a writable cgroup v2 hierarchy)";
   }
