@@ -66,7 +66,10 @@ per_transport<std::uint16_t> parse_ports(const std::string& line) {
 }  // namespace
 
 builtin_responder::builtin_responder(const server_options& options)
-    : in_process_(std::make_unique<server>(options)), cpus_(options.cpus) {
+    : in_process_(std::make_unique<server>(options)),
+      cpus_(options.cpus),
+      cost_answer_us_(options.cost_answer_us),
+      cost_handshake_us_(options.cost_handshake_us) {
   ports_ = in_process_->ports();
 }
 
@@ -87,6 +90,8 @@ std::unique_ptr<builtin_responder> builtin_responder::start_process(const server
   add("--cpus", fmt::format("{}", fmt::join(o.cpus, ",")));
   add("--mode", std::string(answer_mode_name(o.mode)));
   add("--tls-backend", std::string(tls_backend_name(o.tls_options.backend)));
+  if (o.cost_answer_us > 0) add("--cost-answer-us", fmt::format("{}", o.cost_answer_us));
+  if (o.cost_handshake_us > 0) add("--cost-handshake-us", fmt::format("{}", o.cost_handshake_us));
   add("--ready-fd", std::to_string(ready_fd));
 
   std::vector<char*> argv;
@@ -111,6 +116,8 @@ std::unique_ptr<builtin_responder> builtin_responder::start_process(const server
   std::unique_ptr<builtin_responder> responder(new builtin_responder());
   responder->child_ = child;
   responder->cpus_ = o.cpus;
+  responder->cost_answer_us_ = o.cost_answer_us;
+  responder->cost_handshake_us_ = o.cost_handshake_us;
   std::string line;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(start_timeout_ms);
@@ -155,8 +162,13 @@ std::string builtin_responder::where() const {
       cpus_.empty() ? std::string()
                     : fmt::format(", pinned to {} {}", cpus_.size() == 1 ? "CPU" : "CPUs",
                                   fmt::join(cpus_, ","));
-  if (child_ > 0) return fmt::format("its own process {}{}", child_, pinned);
-  return fmt::format("in this process{}", pinned);
+  const std::string cost =
+      cost_answer_us_ > 0 || cost_handshake_us_ > 0
+          ? fmt::format(", spending {} us of CPU per answer and {} us per connection set-up",
+                        cost_answer_us_, cost_handshake_us_)
+          : std::string();
+  if (child_ > 0) return fmt::format("its own process {}{}{}", child_, pinned, cost);
+  return fmt::format("in this process{}{}", pinned, cost);
 }
 
 }  // namespace dnstransport::cli

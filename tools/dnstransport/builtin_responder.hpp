@@ -21,8 +21,8 @@ class builtin_responder {
   /// A responder in this process.
   explicit builtin_responder(const server_options& options);
   /// `dnstransport serve` started from this executable with `options`' listeners, threads,
-  /// CPUs, mode, TLS backend and DoH path; returns once it listens. Throws setup_error (with
-  /// what the child said on stderr) when it does not start within a few seconds.
+  /// CPUs, mode, TLS backend, DoH path and known costs; returns once it listens. Throws setup_error
+  /// (with what the child said on stderr) when it does not start within a few seconds.
   static std::unique_ptr<builtin_responder> start_process(const server_options& options);
   ~builtin_responder();
   builtin_responder(const builtin_responder&) = delete;
@@ -34,7 +34,7 @@ class builtin_responder {
   const per_transport<std::uint16_t>& ports() const noexcept { return ports_; }
   /// The child's process id; 0 when the responder runs in this process.
   pid_t pid() const noexcept { return child_; }
-  /// "in this process" or "process 1234 on CPU 1".
+  /// "in this process" or "process 1234 on CPU 1", with its known costs when it has any.
   std::string where() const;
 
  private:
@@ -42,6 +42,8 @@ class builtin_responder {
   std::unique_ptr<server> in_process_;
   pid_t child_ = 0;
   std::vector<int> cpus_;
+  double cost_answer_us_ = 0;
+  double cost_handshake_us_ = 0;
   per_transport<std::uint16_t> ports_{};
 };
 

@@ -318,6 +318,8 @@ std::unique_ptr<builtin_responder> start_builtin_server(const run_options& o, lo
   s.tls_options.backend = *backend;
   for (const transport_kind t : transports) s.listen[t] = endpoint{"127.0.0.1", 0};
   s.doh_path = spec.target.doh_path;
+  s.cost_answer_us = o.server_cost_answer_us;
+  s.cost_handshake_us = o.server_cost_handshake_us;
   auto responder = o.server_process ? builtin_responder::start_process(s)
                                     : std::make_unique<builtin_responder>(s);
   spec.target.server = "127.0.0.1";

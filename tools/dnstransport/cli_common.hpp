@@ -112,7 +112,9 @@ struct run_options {
   std::string server_cpus;
   std::string server_mode = "answer";
   std::string server_tls_backend;
-  bool server_process = false;  // run it as a child process of its own, monitored
+  double server_cost_answer_us = 0;     // a known cost (serve --cost-answer-us)
+  double server_cost_handshake_us = 0;  // ... per set-up (serve --cost-handshake-us)
+  bool server_process = false;          // run it as a child process of its own, monitored
   // Server processes to monitor (--monitor-pid).
   std::vector<int> monitor_pids;
   std::vector<std::string> monitor_cgroups;

@@ -223,6 +223,15 @@ void add_server_options(CLI::App& app, run_options& o) {
       ->capture_default_str();
   app.add_option("--server-tls-backend", o.server_tls_backend,
                  "Built-in responder: TLS library (default: same as --tls-backend)");
+  app.add_option("--server-cost-answer-us", o.server_cost_answer_us,
+                 "Built-in responder: microseconds of CPU spent per answer on top of its own "
+                 "(serve --cost-answer-us), a known cost to check the sweep's cost model "
+                 "against; not a realistic server (0: none)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--server-cost-handshake-us", o.server_cost_handshake_us,
+                 "Built-in responder: microseconds of CPU spent per TCP connection accepted and "
+                 "per completed TLS or QUIC handshake (serve --cost-handshake-us; 0: none)")
+      ->check(CLI::Range(0.0, 1e6));
 }
 
 void add_output_options(CLI::App& app, run_options& o) {

@@ -42,6 +42,8 @@ struct serve_options {
   unsigned padding_block = 468;
   bool reverse_order = false;
   double rate_limit = 0;
+  double cost_answer_us = 0;
+  double cost_handshake_us = 0;
   bool no_ticket_renewal = false;
   int ready_fd = -1;
 };
@@ -114,6 +116,8 @@ server_options server_options_of(const serve_options& o) {
   s.padding_block = static_cast<std::uint16_t>(o.padding_block);
   s.reverse_order = o.reverse_order;
   s.rate_limit = o.rate_limit;
+  s.cost_answer_us = o.cost_answer_us;
+  s.cost_handshake_us = o.cost_handshake_us;
   return s;
 }
 
@@ -140,8 +144,12 @@ void print_listening(const server& responder, const server_options& s, const ser
     fmt::print("{:<4} {}{}\n", t.name, where,
                t.has_tls ? tls_details(t, s, o, responder.certificate()) : "");
   }
-  fmt::print("mode {}, {}{}; stop with Ctrl-C\n", o.mode, counted(s.threads, "thread"),
-             s.rate_limit > 0 ? fmt::format(", at most {} answers/s", s.rate_limit) : "");
+  fmt::print("mode {}, {}{}{}; stop with Ctrl-C\n", o.mode, counted(s.threads, "thread"),
+             s.rate_limit > 0 ? fmt::format(", at most {} answers/s", s.rate_limit) : "",
+             s.cost_answer_us > 0 || s.cost_handshake_us > 0
+                 ? fmt::format(", {} us of CPU spent per answer and {} us per set-up",
+                               s.cost_answer_us, s.cost_handshake_us)
+                 : "");
   std::fflush(stdout);
 }
 
@@ -240,6 +248,19 @@ void add_responder_flags(CLI::App& serve, serve_options& o) {
                   "Answer at most N queries per second in total: UDP queries over the limit are "
                   "dropped, TCP/TLS/DoH/DoQ answers wait (in order, nothing dropped); a target "
                   "with a known capacity for `search` (0: no limit)")
+      ->capture_default_str();
+  serve
+      .add_option("--cost-answer-us", o.cost_answer_us,
+                  "A known cost, to check a sweep's cost model against (not a realistic "
+                  "server): microseconds of CPU spent per answer on top of the responder's own, "
+                  "every transport, on the thread that answers (it spins until the thread's CPU "
+                  "clock has advanced that much, so preemption does not count; 0: none)")
+      ->capture_default_str();
+  serve
+      .add_option("--cost-handshake-us", o.cost_handshake_us,
+                  "The same per connection set-up: per TCP connection accepted (the model's "
+                  "per connection), per completed TLS handshake, full or resumed (DoT, DoH), per "
+                  "completed QUIC handshake (DoQ); 0: none")
       ->capture_default_str();
   serve.add_flag("--no-ticket-renewal", o.no_ticket_renewal,
                  "TLS: send no new session ticket after a resumed handshake, so clients "

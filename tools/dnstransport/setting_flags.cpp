@@ -80,6 +80,8 @@ std::string flag_of_setting(std::string_view path) {
       {"monitor_command::interval", "--interval"},
       {"server_options::threads", "--threads"},
       {"server_options::rate_limit", "--rate-limit"},
+      {"server_options::cost_answer_us", "--cost-answer-us"},
+      {"server_options::cost_handshake_us", "--cost-handshake-us"},
       {"server_options::keepalive_timeout_seconds", "--keepalive-timeout"},
       {"server_options::doh_path", "--doh-path"},
       {"server_options::doh_max_streams", "--doh-max-streams"},

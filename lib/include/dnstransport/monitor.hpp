@@ -13,7 +13,10 @@ namespace dnstransport {
 /// One reading of one process.
 struct process_sample {
   int pid = 0;
-  double cpu_user_seconds = 0;    ///< since the process started (all its threads, live or gone)
+  /// Since the process started (all its threads, live or gone). The sum with
+  /// cpu_system_seconds is the process's CPU clock (to the nanosecond), split as /proc's
+  /// clock ticks split it.
+  double cpu_user_seconds = 0;
   double cpu_system_seconds = 0;  ///< likewise
   std::uint64_t rss_bytes = 0;    ///< resident set size
   std::uint64_t fds = 0;          ///< open file descriptors (0 when /proc/PID/fd is unreadable)

@@ -116,6 +116,18 @@ struct server_options {
   /// arrive together and are not dropped for it. Over any window of W seconds at most
   /// rate_limit * (W + rate_limit_burst_seconds) queries are answered. 0 to 1.
   double rate_limit_burst_seconds = 0.005;
+
+  /// A known cost, for tests of a sweep's cost model (cost_model.hpp); not a realistic
+  /// server. Microseconds of CPU the responder spends on top of its own for each answer it
+  /// sends (every transport, UDP too), on the thread that answers: it spins until that
+  /// thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) has advanced by this much, so time the
+  /// thread spends preempted does not count. 0: none (at most 1,000,000).
+  double cost_answer_us = 0;
+  /// The same, once per connection set-up completed: a TCP connection accepted (plain TCP,
+  /// the cost model's per_connection), a TLS handshake completed, full or resumed (TLS and
+  /// DoH, its per_full_handshake or per_resumed_handshake), a QUIC handshake completed
+  /// (DoQ, the same). 0: none (at most 1,000,000).
+  double cost_handshake_us = 0;
 };
 
 /// Counters the responder keeps (approximate while running, exact after stop()).

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -106,6 +107,20 @@ ino_t network_namespace(const std::string& process) {
   return stat(fmt::format("/proc/{}/ns/net", process).c_str(), &info) == 0 ? info.st_ino : 0;
 }
 
+// /proc/PID/stat counts CPU in clock ticks (10 ms): a reading of a run of half a second can be
+// off by 4 %. The process's CPU clock gives the same total (every thread, live or gone) to the
+// nanosecond; it replaces the sum of the ticks, split between user and system as they are.
+void precise_cpu(int pid, process_sample& sample) {
+  clockid_t clock{};
+  timespec now{};
+  if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &now) != 0) return;
+  const double total = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+  const double ticked = sample.cpu_user_seconds + sample.cpu_system_seconds;
+  const double user_share = ticked > 0 ? sample.cpu_user_seconds / ticked : 1;
+  sample.cpu_user_seconds = total * user_share;
+  sample.cpu_system_seconds = total - sample.cpu_user_seconds;
+}
+
 }  // namespace
 
 std::optional<process_sample> sample_process(int pid) {
@@ -127,6 +142,7 @@ std::optional<process_sample> sample_process(int pid) {
   sample.cpu_system_seconds = static_cast<double>(to_number(after[12])) / ticks;  // field 15
   sample.threads = to_number(after[17]);                                          // field 20
   sample.rss_bytes = to_number(after[21]) * page;                                 // field 24
+  precise_cpu(pid, sample);
   sample.fds = count_fds(pid);
   return sample;
 }

@@ -1,6 +1,7 @@
 #include "responder/server_thread.hpp"
 
 #include <algorithm>
+#include <ctime>
 
 #include "util/clock.hpp"
 #include "util/cpu_pinning.hpp"
@@ -23,12 +24,33 @@ std::size_t largest_answer_room(const per_transport<answer_edns>& edns) {
   return room;
 }
 
+std::uint64_t thread_cpu_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::uint64_t microseconds_to_ns(double us) noexcept {
+  return static_cast<std::uint64_t>(us * 1000 + 0.5);
+}
+
 }  // namespace
+
+void spend_thread_cpu(std::uint64_t ns) noexcept {
+  if (ns == 0) return;
+  // Each reading is a system call whose CPU counts too: the overshoot is at most one call.
+  const std::uint64_t start = thread_cpu_ns();
+  while (thread_cpu_ns() - start < ns) {
+  }
+}
 
 server_thread::server_thread(const server_options& options, rate_limiter* limiter)
     : options_(options),
       limiter_(limiter),
       edns_(answer_edns_of(options)),
+      answer_cost_ns_(microseconds_to_ns(options.cost_answer_us)),
+      handshake_cost_ns_(microseconds_to_ns(options.cost_handshake_us)),
       sweep_timer_(io_),
       answer_scratch_(65535 + largest_answer_room(edns_)) {}
 

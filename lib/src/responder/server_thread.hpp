@@ -25,6 +25,10 @@ namespace dnstransport::detail {
 
 class rate_limiter;
 
+// Spins until the calling thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) has advanced by `ns`:
+// CPU spent, not time waited, however often the thread is preempted meanwhile. 0: returns.
+void spend_thread_cpu(std::uint64_t ns) noexcept;
+
 struct server_counters {
   per_transport<std::atomic<std::uint64_t>> queries;  // answered, per listener
   std::atomic<std::uint64_t> doq_early_data{0};
@@ -87,6 +91,13 @@ class server_thread {
   std::span<std::uint8_t> answer_scratch() noexcept { return answer_scratch_; }
   // What answers over `transport` give back to the queries' EDNS options.
   const answer_edns& edns(transport_kind transport) const noexcept { return edns_[transport]; }
+  // The known cost (server_options::cost_answer_us, cost_handshake_us), spent on this thread's
+  // CPU: every listener calls the first with the answers it just built, the second when a
+  // connection's set-up completed (TCP accepted, TLS or QUIC handshake done). Nothing when 0.
+  void spend_answer_cost(std::uint64_t answers) const noexcept {
+    if (answer_cost_ns_ != 0 && answers != 0) spend_thread_cpu(answer_cost_ns_ * answers);
+  }
+  void spend_handshake_cost() const noexcept { spend_thread_cpu(handshake_cost_ns_); }
 
  private:
   void schedule_sweep();
@@ -94,6 +105,8 @@ class server_thread {
   const server_options& options_;
   rate_limiter* const limiter_;
   const per_transport<answer_edns> edns_;
+  const std::uint64_t answer_cost_ns_;
+  const std::uint64_t handshake_cost_ns_;
   boost::asio::io_context io_{1};
   boost::asio::steady_timer sweep_timer_;
   std::unordered_map<accepted_connection*, std::shared_ptr<accepted_connection>> connections_;

@@ -66,6 +66,13 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
         "{}: {} is not an edns-tcp-keepalive timeout (0 to 6553.5 seconds)",
         setting("server_options::keepalive_timeout_seconds"), o.keepalive_timeout_seconds));
   }
+  for (const auto& [cost, name] : {std::pair{o.cost_answer_us, "server_options::cost_answer_us"},
+                                   {o.cost_handshake_us, "server_options::cost_handshake_us"}}) {
+    if (!(cost >= 0 && cost <= 1e6)) {
+      throw setup_error(fmt::format("{}: {} is not a cost (0 to 1,000,000 microseconds of CPU)",
+                                    setting(name), cost));
+    }
+  }
   std::vector<std::pair<transport_kind, boost::asio::ip::address>> listening;
   for (const auto& traits : all_transports()) {
     const std::optional<endpoint>& where = o.listen[traits.kind];

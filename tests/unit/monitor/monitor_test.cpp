@@ -55,6 +55,28 @@ TEST(monitor_test, this_process_has_memory_descriptors_and_threads) {
   EXPECT_GE(sample->cpu_user_seconds + sample->cpu_system_seconds, 0.0);
 }
 
+// /proc/PID/stat counts in 10 ms clock ticks; a reading is the process's CPU clock, to the
+// nanosecond, between the clock read just before and just after it.
+TEST(monitor_test, a_processs_cpu_is_its_cpu_clock_not_clock_ticks) {
+  const auto process_cpu = [] {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+  };
+  const double start = process_cpu();
+  volatile std::uint64_t spin = 0;
+  while (process_cpu() - start < 0.05) spin = spin + 1;
+  const double before = process_cpu();
+  const auto sample = sample_process(getpid());
+  const double after = process_cpu();
+  ASSERT_TRUE(sample.has_value());
+  const double cpu = sample->cpu_user_seconds + sample->cpu_system_seconds;
+  EXPECT_GE(cpu, before - 1e-9);
+  EXPECT_LE(cpu, after + 1e-9);
+  EXPECT_GE(sample->cpu_user_seconds, 0.0);
+  EXPECT_GE(sample->cpu_system_seconds, 0.0);
+}
+
 TEST(monitor_test, a_process_that_is_gone_gives_nothing) {
   EXPECT_FALSE(sample_process(reaped_child()).has_value());
   EXPECT_FALSE(sample_process(0).has_value());
@@ -96,9 +118,9 @@ TEST(monitor_test, the_window_holds_the_cpu_burnt_inside_it) {
   ASSERT_TRUE(usage.monitored());
   EXPECT_EQ(usage.pids, std::vector<int>{getpid()});
   EXPECT_EQ(usage.samples, 2u);
-  // /proc counts in clock ticks (10 ms): 0.3 s reads as 0.28 to 0.32 s, plus what the
-  // monitor's own readings cost.
-  EXPECT_GE(usage.cpu_seconds(), 0.27);
+  // The process's CPU clock, read by each sample: 0.3 s, plus what the monitor's own readings
+  // cost.
+  EXPECT_GE(usage.cpu_seconds(), 0.3);
   EXPECT_LE(usage.cpu_seconds(), 0.4);
   EXPECT_DOUBLE_EQ(usage.cpu_per_1k_answers, usage.cpu_seconds() * 1000 / 3000);
   EXPECT_DOUBLE_EQ(usage.cpu_share, usage.cpu_seconds() / 0.3);

@@ -215,6 +215,7 @@ void server_doh_connection::answer(std::int32_t stream_id, request& r) {
 void server_doh_connection::deliver(std::int32_t stream_id, request& r) {
   respond(stream_id, r, 200);
   owner_.counters.queries[transport_kind::doh].fetch_add(1, std::memory_order_relaxed);
+  owner_.spend_answer_cost(1);
   ++answered_;
   const std::uint64_t close_after = owner_.options().close_after_queries;
   if (close_after != 0 && answered_ >= close_after) {

@@ -226,6 +226,7 @@ int doq_connection::on_handshake_completed(ngtcp2_conn*, void* user_data) {
   if (!resumed || self.listener_.context().renew_tickets()) {
     gnutls_session_ticket_send(self.session_, 1, 0);
   }
+  self.thread_.spend_handshake_cost();
   return 0;
 }
 

@@ -160,6 +160,7 @@ void doq_connection::deliver(stream& s) {
   s.queued = true;
   ++answers_;
   thread_.counters.queries[transport_kind::doq].fetch_add(1, std::memory_order_relaxed);
+  thread_.spend_answer_cost(1);
 }
 
 void doq_connection::arm_rate_timer() {

@@ -42,12 +42,13 @@ class accepted_stream : public accepted_connection,
   void wait(boost::asio::socket_base::wait_type type) {
     if (waiting_ || closed_) return;
     waiting_ = true;
-    socket_.async_wait(type, [self = this->shared_from_this()](const boost::system::error_code& ec) {
-      accepted_stream& connection = *self;  // step() as this class declares it
-      connection.waiting_ = false;
-      if (ec || connection.closed_) return;
-      connection.step();
-    });
+    socket_.async_wait(type,
+                       [self = this->shared_from_this()](const boost::system::error_code& ec) {
+                         accepted_stream& connection = *self;  // step() as this class declares it
+                         connection.waiting_ = false;
+                         if (ec || connection.closed_) return;
+                         connection.step();
+                       });
   }
 
   // What a stream operation that did not finish asks for: a wait to read or to write (true),
@@ -71,8 +72,8 @@ class accepted_stream : public accepted_connection,
   }
 
   // The handshake's next step (none over plain TCP): true once it is done (a resumed session
-  // and accepted 0-RTT counted); false while it waits for the socket, or when it failed
-  // (counted, and the connection closed).
+  // and accepted 0-RTT counted, server_options::cost_handshake_us spent); false while it waits for
+  // the socket, or when it failed (counted, and the connection closed).
   bool handshake(byte_stream& stream) {
     const stream_io io = stream.handshake();
     if (io == stream_io::done) {
@@ -83,6 +84,7 @@ class accepted_stream : public accepted_connection,
           owner_.counters.tls_early_data.fetch_add(1, std::memory_order_relaxed);
         }
       }
+      owner_.spend_handshake_cost();  // plain TCP: the connection's set-up
       return true;
     }
     if (io == stream_io::closed || io == stream_io::failed) {

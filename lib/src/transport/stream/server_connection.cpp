@@ -97,6 +97,7 @@ bool server_connection::answer_buffered() {
     ++answered_now;
   }
   queries_.fetch_add(answered_now, std::memory_order_relaxed);
+  owner_.spend_answer_cost(answered_now);
   if (options.reverse_order) channel_.reverse_since(batch_start);
   return !closing_ && held_.empty();
 }
@@ -124,6 +125,7 @@ void server_connection::send_held() {
   held_.clear();
   ++answered_;
   queries_.fetch_add(1, std::memory_order_relaxed);
+  owner_.spend_answer_cost(1);
   last_activity_ns_ = monotonic_ns();
   if (!closing_) answer_buffered();
   step();

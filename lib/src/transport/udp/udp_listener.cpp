@@ -109,6 +109,7 @@ void udp_listener::on_readable() {
       replies = granted;
     }
     counters.queries[transport_kind::udp].fetch_add(replies, std::memory_order_relaxed);
+    thread_.spend_answer_cost(replies);
     unsigned done = 0;
     while (done < replies) {
       const int sent = sendmmsg(fd, &out_msgs[done], replies - done, 0);
