@@ -1,10 +1,10 @@
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -289,10 +289,21 @@ action add_serve_command(CLI::App& app) {
   return [serve, o]() -> int {
     if (!serve->parsed()) return -1;
     const server_options s = server_options_of(*o);
+    // SIGINT and SIGTERM blocked before the responder's threads start (they inherit the
+    // mask), so they come to this thread, which sleeps in sigsuspend until one does: no
+    // polling, whose wake-ups a monitored serve would spend on neither answers nor set-ups.
+    sigset_t stops;
+    sigset_t previous;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stops, &previous);
     server responder(s);
     print_listening(responder, s, *o);
     if (o->ready_fd >= 0) write_ports(responder, o->ready_fd);
-    while (!stop_requested.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (!stop_requested.load()) sigsuspend(&previous);
+    // A second Ctrl-C during the stop exits at once (cli_common's handler).
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     responder.stop();
     print_answered(responder.stats(), s);
     return exit_ok;
