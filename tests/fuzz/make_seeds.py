@@ -137,3 +137,72 @@ write("pcap", {
     "raw_nanoseconds": pcap(101, udp_query, magic=0xA1B23C4D),
     "pcapng_sll": pcapng(113, struct.pack(">HHH8sH", 4, 772, 6, bytes(8), 0x0800) + udp_query),
 })
+
+
+write("responder", {
+    "a": b"\x00" + q,
+    "aaaa_edns": b"\x00" + q_opt,
+    "keepalive_padding": b"\x06" + query("pad.example", opt=True)[:-2]
+    + struct.pack(">H", 8) + struct.pack(">HH", 11, 0) + struct.pack(">HH", 12, 0),
+    "echo": b"\x01" + q,
+    "formerr_two_questions": b"\x00" + q[:4] + b"\x00\x02" + q[6:],
+    "response_dropped": b"\x00" + ok,
+})
+write("monitor_line", {
+    "reading": b'{"time": 1795460181.381, "pid": 321, "cpu_user_seconds": 1.25, '
+    b'"cpu_system_seconds": 0.50, "rss_bytes": 14422016, "fds": 26, "threads": 2, '
+    b'"tcp_connections": 16}',
+    "exited": b'{"time": 5.000, "pid": 9, "exited": true}',
+    "no_connections": b'{"time": 1e9, "pid": 2147483647, "cpu_user_seconds": 0, '
+    b'"cpu_system_seconds": 1e-3, "rss_bytes": 0, "fds": 0, "threads": 1}',
+    "missing": b'{"time": 1, "pid": 3, "cpu_user_seconds": 1}',
+})
+write("doh_message", {
+    "query": b"AAABAAABAAAAAAAAA3d3dwdleGFtcGxlA2NvbQAAAQAB",
+    "padded": b"AAABAAABAAAAAAAAA3d3dw==",
+    "target": b"/dns-query?ct=application/dns-message&dns=AAABAAABAAAAAAAAAAABAAE&x=1",
+    "media_type": b"Application/DNS-Message ; charset=x",
+})
+
+
+def h2_frame(kind, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) \
+        + payload
+
+
+def hpack_literal(index, value):
+    # Literal without indexing, name from the static table (index < 15), no Huffman.
+    assert index < 15 and len(value) < 127
+    return bytes([index, len(value)]) + value
+
+
+def hpack_literal_big(index, value):
+    # The same for a static-table index of 15 or more.
+    return bytes([0x0f, index - 15, len(value)]) + value
+
+
+import base64  # noqa: E402
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(4, 0, 0)
+AUTHORITY = hpack_literal(1, b"fuzz.test")
+POST = b"\x83\x87" + AUTHORITY + hpack_literal(4, b"/dns-query") \
+    + hpack_literal_big(31, b"application/dns-message") + hpack_literal_big(28, str(len(q)).encode())
+
+
+def get(message, path=b"/dns-query"):
+    dns = base64.urlsafe_b64encode(message).rstrip(b"=")
+    return b"\x82\x87" + AUTHORITY + hpack_literal(4, path + b"?dns=" + dns) \
+        + hpack_literal_big(19, b"application/dns-message")
+
+
+post_request = h2_frame(1, 4, 1, POST) + h2_frame(0, 1, 1, q)
+write("doh_server", {
+    "post": b"\x03\x03\x00" + H2_PREFACE + post_request,
+    "get": b"\x03\x03\x00" + H2_PREFACE + h2_frame(1, 5, 1, get(q)),
+    "post_and_gets_one_octet_reads": b"\x00\x02\x02" + H2_PREFACE + post_request
+    + h2_frame(1, 5, 3, get(q_opt)) + h2_frame(1, 5, 5, get(q))
+    + h2_frame(4, 1, 0) + h2_frame(6, 0, 0, bytes(8)),
+    "wrong_path_and_reset": b"\x06\x07\x08" + H2_PREFACE + h2_frame(1, 5, 1, get(q))
+    + h2_frame(1, 4, 3, POST) + h2_frame(3, 0, 3, struct.pack(">I", 8)),
+    "not_http2": b"\x03\x03\x00GET /dns-query HTTP/1.1\r\nHost: x\r\n\r\n",
+})

@@ -322,7 +322,6 @@ class worker {
   // Open loop: (next arrival, client) per client with arrivals left, earliest on top; an
   // entry may be earlier than its client's real next arrival (then it is re-queued).
   std::vector<std::pair<std::uint64_t, std::uint32_t>> arrivals_;
-  std::uint64_t arrival_timer_at_ = UINT64_MAX;
   std::vector<std::unique_ptr<client_base>> clients_;
   std::uint64_t timeline_next_ns_ = UINT64_MAX;
   std::uint64_t row_index_ = 0;

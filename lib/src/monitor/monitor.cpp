@@ -91,8 +91,13 @@ std::optional<std::uint64_t> count_by_sock_diag(int fd, std::uint8_t family, std
     const ssize_t n = recv(fd, buffer, sizeof buffer, 0);
     if (n <= 0) return std::nullopt;
     int left = static_cast<int>(n);
+    // NLMSG_OK compares the header's unsigned length with `left` (an int, as NLMSG_NEXT
+    // needs): clang warns inside the macro, GCC does not.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
     for (auto* h = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(h, left);
          h = NLMSG_NEXT(h, left)) {
+#pragma GCC diagnostic pop
       if (h->nlmsg_type == NLMSG_DONE) return count;
       if (h->nlmsg_type == NLMSG_ERROR) return std::nullopt;
       const auto* socket = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));

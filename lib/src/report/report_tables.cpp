@@ -94,7 +94,10 @@ report_table percent_table(const sweep_result& r) {
   t.header = {"transport", "q/conn"};
   for (const unsigned c : clients) t.header.push_back(counted(c, "client"));
   t.left_columns = 2;
-  for (const auto& [transport, per_connection] : series) {
+  for (const auto& key : series) {
+    // Plain variables, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+    const auto transport = key.first;
+    const auto per_connection = key.second;
     std::vector<std::string> row{sweep_transport_name(transport),
                                  queries_per_connection_name(per_connection)};
     for (const unsigned c : clients) {

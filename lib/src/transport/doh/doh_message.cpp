@@ -49,10 +49,13 @@ std::string base64url_encode(std::span<const std::uint8_t> data) {
 }
 
 std::optional<std::vector<std::uint8_t>> base64url_decode(std::string_view text) {
-  // Padding is optional; when present it must complete the last group.
+  // Padding is optional; when present it completes the last group, which must be short:
+  // "====" or "AAAA====" pad nothing (found by fuzzing, tests/fuzz/fuzz_doh_message.cpp).
   std::size_t length = text.size();
   while (length > 0 && text[length - 1] == '=') --length;
-  if (length != text.size() && text.size() % 4 != 0) return std::nullopt;
+  if (length != text.size() && (length % 4 == 0 || text.size() != (length + 3) / 4 * 4)) {
+    return std::nullopt;
+  }
   if (length % 4 == 1) return std::nullopt;  // 6 bits cannot end an encoding
   std::vector<std::uint8_t> out;
   out.reserve(length * 3 / 4);

@@ -135,7 +135,6 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
   // Streams to reset, with their error codes, once ngtcp2 has returned.
   std::vector<std::pair<std::int64_t, std::uint64_t>> pending_resets_;
   phase phase_ = phase::open;
-  bool ended_ = false;
   std::vector<std::uint8_t> close_packet_;  // CONNECTION_CLOSE, sent again while closing
   std::uint64_t packets_while_closing_ = 0;
   boost::asio::steady_timer timer_;

@@ -54,6 +54,10 @@ TEST(doh_message_test, decode_accepts_padding_and_refuses_what_is_not_base64url)
   EXPECT_FALSE(base64url_decode("Z").has_value());    // a lone sextet
   EXPECT_FALSE(base64url_decode("Zh").has_value());   // stray bits after the last octet
   EXPECT_FALSE(base64url_decode("Zg=").has_value());  // padding that does not complete
+  // Padding with no short group to complete (found by fuzzing).
+  EXPECT_FALSE(base64url_decode("====").has_value());
+  EXPECT_FALSE(base64url_decode("Zm9v====").has_value());
+  EXPECT_FALSE(base64url_decode("Zg======").has_value());
   EXPECT_FALSE(base64url_decode("Zm 9v").has_value());
 }
 
