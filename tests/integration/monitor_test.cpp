@@ -43,14 +43,20 @@ server_options tcp_and_udp() {
   return o;
 }
 
-TEST(monitor_load_test, a_monitored_responder_shows_its_cpu_and_every_connection) {
-  server responder(tcp_and_udp());
+// Half a second of 4 TCP clients x 10 in flight against the responder.
+load_spec tcp_load(const server& responder) {
   load_spec spec;
   spec.target.transport = transport_kind::tcp;
   spec.target.port = responder.port(transport_kind::tcp);
   spec.traffic.clients = 4;
   spec.traffic.outstanding = 10;
   spec.traffic.duration_seconds = 0.5;
+  return spec;
+}
+
+TEST(monitor_load_test, a_monitored_responder_shows_its_cpu_and_every_connection) {
+  server responder(tcp_and_udp());
+  load_spec spec = tcp_load(responder);
   spec.monitor.pids = {getpid()};  // the responder runs in this process
   const run_result r = run_load(spec);
   ASSERT_GT(r.responses_received, 0u);
@@ -159,12 +165,7 @@ TEST(monitor_load_test, a_cgroup_directory_gives_the_cpu_memory_and_processes_it
   files.file("memory.current", fmt::format("{}\n", memory));
   files.file("cgroup.procs", fmt::format("{}\n", getpid()));
   server responder(tcp_and_udp());
-  load_spec spec;
-  spec.target.transport = transport_kind::tcp;
-  spec.target.port = responder.port(transport_kind::tcp);
-  spec.traffic.clients = 4;
-  spec.traffic.outstanding = 10;
-  spec.traffic.duration_seconds = 0.5;
+  load_spec spec = tcp_load(responder);
   spec.output.progress_interval_seconds = 0.05;
   std::uint64_t reports = 0;
   spec.output.on_progress = [&](const load_progress&) { write_cpu(++reports); };

@@ -182,9 +182,10 @@ void add_percent_of_udp(const sweep_result& r, plot_set& into) {
   }
   std::string tics;
   for (std::size_t g = 0; g < clients.size(); ++g) {
+    const unsigned count = clients[g];  // a structured binding: clang 14 cannot capture it
     const bool reference_bound = std::any_of(
         r.percent_of_udp.begin(), r.percent_of_udp.end(),
-        [&](const percent_of_udp_entry& e) { return e.clients == clients[g] && !e.measurable(); });
+        [count](const percent_of_udp_entry& e) { return e.clients == count && !e.measurable(); });
     tics += fmt::format(
         "{}{} {}", g == 0 ? "" : ", ",
         gnuplot_string(fmt::format("{}{}", counted(clients[g], "client"),

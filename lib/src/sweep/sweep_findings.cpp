@@ -201,7 +201,7 @@ void amortization(const sweep_result& r, const target_view& target,
   if (!disagree.empty()) {
     text += fmt::format(
         " For {} the throughput and the server's CPU disagree beyond their intervals: the "
-        "throughput was limited by something else than the server's CPU (the generator, the "
+        "throughput was limited by something other than the server's CPU (the generator, the "
         "network, waits such as delayed ACKs).",
         and_list(disagree));
   }

@@ -39,6 +39,21 @@ int reaped_child() {
   return child;
 }
 
+// This process's CPU time as the kernel counts it, independently of /proc/PID/stat.
+double process_cpu() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+// Burns this many seconds of this process's CPU (however busy the machine is: CPU time, not
+// wall time).
+void burn_cpu(double seconds) {
+  const double start = process_cpu();
+  volatile std::uint64_t spin = 0;
+  while (process_cpu() - start < seconds) spin = spin + 1;
+}
+
 TEST(monitor_test, this_process_has_memory_descriptors_and_threads) {
   std::atomic<bool> done{false};
   std::thread second([&done] {
@@ -58,14 +73,7 @@ TEST(monitor_test, this_process_has_memory_descriptors_and_threads) {
 // /proc/PID/stat counts in 10 ms clock ticks; a reading is the process's CPU clock, to the
 // nanosecond, between the clock read just before and just after it.
 TEST(monitor_test, a_processs_cpu_is_its_cpu_clock_not_clock_ticks) {
-  const auto process_cpu = [] {
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-  };
-  const double start = process_cpu();
-  volatile std::uint64_t spin = 0;
-  while (process_cpu() - start < 0.05) spin = spin + 1;
+  burn_cpu(0.05);
   const double before = process_cpu();
   const auto sample = sample_process(getpid());
   const double after = process_cpu();
@@ -103,16 +111,7 @@ TEST(monitor_test, the_window_holds_the_cpu_burnt_inside_it) {
   detail::server_monitor monitor({getpid()}, {}, {}, 0);
   ASSERT_TRUE(monitor.active());
   monitor.sample();
-  // Burn 0.3 s of this process's CPU, as the kernel counts it independently of /proc/PID/stat
-  // (however busy the machine is, this takes 0.3 s of CPU, not of wall time).
-  const auto process_cpu = [] {
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-  };
-  const double start = process_cpu();
-  volatile std::uint64_t spin = 0;
-  while (process_cpu() - start < 0.3) spin = spin + 1;
+  burn_cpu(0.3);
   monitor.sample();
   const process_usage usage = monitor.finish(3000, 0.3);
   ASSERT_TRUE(usage.monitored());
