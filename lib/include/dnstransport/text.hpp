@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dnstransport {
 
@@ -19,6 +20,9 @@ std::string with_thousands(double value);
 /// "1,000 clients"; `many` where the plural is not the noun and an s: counted(2, "query",
 /// "queries").
 std::string counted(std::uint64_t n, std::string_view one, std::string_view many = {});
+
+/// Items as a sentence lists them: "a", "a and b", "a, b and c"; "" for none.
+std::string and_list(const std::vector<std::string>& items);
 
 /// A duration in ns as a short human string with its unit ("812 ns", "1.42 ms", "2.0 s").
 std::string format_duration(double nanoseconds);

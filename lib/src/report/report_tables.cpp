@@ -209,17 +209,6 @@ std::string fitted(double value) {
   return with_thousands(value);
 }
 
-namespace {
-
-// "a", "a and b", "a, b and c".
-std::string and_list(const std::vector<std::string>& items) {
-  if (items.empty()) return {};
-  if (items.size() == 1) return items.front();
-  return fmt::format("{} and {}", fmt::join(items.begin(), items.end() - 1, ", "), items.back());
-}
-
-}  // namespace
-
 std::string sweep_heading(const sweep_result& r) {
   std::vector<std::string> transports;
   for (const auto& t : r.plan.transports) {

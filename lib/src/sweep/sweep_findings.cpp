@@ -25,12 +25,6 @@ constexpr std::uint64_t short_connection_queries = 4;
 // A model whose relative error exceeds this is said to be approximate.
 constexpr double approximate_model_error = 0.20;
 
-std::string and_list(const std::vector<std::string>& items) {
-  if (items.empty()) return {};
-  if (items.size() == 1) return items.front();
-  return fmt::format("{} and {}", fmt::join(items.begin(), items.end() - 1, ", "), items.back());
-}
-
 // "DoT" or, where the sweep has both TLS libraries, "DoT (OpenSSL)".
 std::string display_name(const sweep_transport& t, const std::vector<sweep_transport>& all) {
   std::string name(traits_of(t.transport).short_name);

@@ -1,6 +1,7 @@
 #include <dnstransport/text.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace dnstransport {
 
@@ -33,6 +34,12 @@ std::string counted(std::uint64_t n, std::string_view one, std::string_view many
   if (n == 1) return fmt::format("1 {}", one);
   if (many.empty()) return fmt::format("{} {}s", with_commas(n), one);
   return fmt::format("{} {}", with_commas(n), many);
+}
+
+std::string and_list(const std::vector<std::string>& items) {
+  if (items.empty()) return {};
+  if (items.size() == 1) return items.front();
+  return fmt::format("{} and {}", fmt::join(items.begin(), items.end() - 1, ", "), items.back());
 }
 
 std::string format_duration(double ns) {
