@@ -260,6 +260,7 @@ std::pair<run_result, run_result> late_answers_without_and_with_coalescing(
   load_spec spec = counted(8000);
   spec.traffic.outstanding = 800;
   spec.traffic.timeout_seconds = generous_timeout_seconds;
+  spec.generator.coalesce_us = 0;
   run_result off = run(late, spec).result;
   spec.generator.coalesce_us = 500;
   run_result on = run(late, spec).result;
@@ -277,6 +278,8 @@ TEST_P(hostile_stream_test, coalesced_reads_take_late_answers_in_fewer_wakeups) 
     EXPECT_EQ(r->latency.count(), r->responses_received);
   }
   EXPECT_EQ(on.coalesce_us, 500u);
+  EXPECT_EQ(off.generator.reads_delayed, 0u);
+  EXPECT_GT(on.generator.reads_delayed, 0u);
   // Off, the client wakes for most answers (0.75 wake-ups per answer in a Release build, 0.2
   // to 0.6 under sanitizers); on, each delayed read finds five or more (0.18, 0.10-0.16).
   EXPECT_LT(on.wakeups_per_answer(), 0.25)

@@ -232,8 +232,7 @@ TEST(udp_load_test, warmup_calls_are_left_out_of_the_generator_figures) {
   EXPECT_LE(r.generator.syscalls, 2 * r.responses_received + 2);
 }
 
-// The same closed-loop load with reads delayed when few answers came (--coalesce-us) and
-// without: the runs off and on.
+// The same closed-loop load with coalesced receiving off and on (the default).
 std::pair<run_result, run_result> udp_runs_without_and_with_coalescing() {
   server responder(udp_only());
 
@@ -243,16 +242,18 @@ std::pair<run_result, run_result> udp_runs_without_and_with_coalescing() {
   spec.traffic.outstanding = 100;
   spec.traffic.count = 20000;
   spec.traffic.timeout_seconds = generous_timeout;
+  spec.generator.coalesce_us = 0;
   run_result off = run_load(spec);
-  spec.generator.coalesce_us = 1000;
+  spec.generator.coalesce_us = load_spec{}.generator.coalesce_us;
   run_result on = run_load(spec);
   return {std::move(off), std::move(on)};
 }
 
 // Coalesced receiving: every query is still answered, each latency runs from the send to
-// the kernel's receive stamp (after the send, never later than the read), and a wake-up reads
-// far more answers than one that waits for readiness after every read.
-TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
+// the kernel's receive stamp (after the send, never later than the read), and the setting
+// is kept in the JSON. Whether a read was put off depends on the latency this machine
+// measures (coalescing_test checks that it engages against a slow server).
+TEST(udp_load_test, coalesced_reads_answer_everything) {
   const auto [off, on] = udp_runs_without_and_with_coalescing();
   for (const run_result* r : {&off, &on}) {
     ASSERT_EQ(r->responses_received, 20000u);
@@ -262,19 +263,11 @@ TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
     EXPECT_LE(r->latency.max(), static_cast<std::uint64_t>(r->elapsed_seconds * 1e9));
   }
   EXPECT_EQ(off.coalesce_us, 0u);
+  EXPECT_EQ(off.generator.reads_delayed, 0u);
   EXPECT_EQ(on.coalesce_us, 1000u);
-  // A delayed read comes at most once a millisecond per worker, and a readiness wait
-  // follows only a read of 8 answers or more (or fewer than 8 in flight, at the end): with
-  // 200 in flight, well under one wake-up per 8 answers, however fast the client.
-  EXPECT_LT(on.wakeups_per_answer(), 1.0 / 8)
-      << "off " << off.generator.wakeups << ", on " << on.generator.wakeups;
-  // How much that saves against the run without coalescing is a figure of the machine, not
-  // of the code: a fast client wakes for every few answers without it (0.09 wake-ups per
-  // answer once), a slow one finds its reads full already (a sanitizer build, or a Release
-  // build on a loaded 2-CPU machine: 0.012, as with it). It is printed, not checked (the
-  // check that it halves was skipped whenever the run without was slow, as on CI).
+  EXPECT_LE(on.generator.reads_delayed, on.responses_received);
   std::cout << "[ coalesce ] wake-ups per answer: off " << off.wakeups_per_answer() << ", on "
-            << on.wakeups_per_answer() << "\n";
+            << on.wakeups_per_answer() << "; reads delayed " << on.generator.reads_delayed << "\n";
 
   const boost::json::object json = boost::json::parse(to_json(on)).as_object();
   EXPECT_EQ(json.at("coalesce_us").to_number<unsigned>(), 1000u);
@@ -282,9 +275,8 @@ TEST(udp_load_test, coalesced_reads_answer_everything_in_fewer_wakeups) {
   EXPECT_EQ(run_result_from_json(to_json(off), "test").coalesce_us, 0u);
 }
 
-// Coalescing is for UDP, TCP and DoT, and a delay of more than 10 ms would only hold the load
-// back.
-TEST(udp_load_test, coalescing_is_refused_beyond_udp_and_10_ms) {
+// A delay of more than 10 ms would only hold the load back.
+TEST(udp_load_test, coalescing_is_refused_beyond_10_ms) {
   load_spec spec;
   spec.generator.coalesce_us = 10001;
   try {
@@ -292,16 +284,6 @@ TEST(udp_load_test, coalescing_is_refused_beyond_udp_and_10_ms) {
     ADD_FAILURE() << "no error";
   } catch (const setup_error& e) {
     EXPECT_NE(std::string(e.what()).find("load_spec::generator.coalesce_us must be at most"),
-              std::string::npos)
-        << e.what();
-  }
-  spec.generator.coalesce_us = 50;
-  spec.target.transport = transport_kind::doh;
-  try {
-    run_load(spec);
-    ADD_FAILURE() << "no error";
-  } catch (const setup_error& e) {
-    EXPECT_NE(std::string(e.what()).find("load_spec::generator.coalesce_us applies to udp"),
               std::string::npos)
         << e.what();
   }

@@ -82,7 +82,7 @@ struct run_options {
   bool no_nodelay = false;
   bool one_write_per_query = false;
   std::string tc_retry = "none";
-  unsigned coalesce_us = 0;
+  unsigned coalesce_us = generator_settings{}.coalesce_us;
   // EDNS and header bits of generated queries.
   bool edns = false;
   bool dnssec_ok = false;

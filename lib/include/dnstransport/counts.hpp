@@ -108,7 +108,8 @@ struct connection_counts {
   /// We closed after the keepalive timeout the server advertised with nothing to do
   /// (load_spec::connections.honour_keepalive); like closed_idle, not counted in closed_by_client.
   std::uint64_t closed_idle_keepalive = 0;
-  std::uint64_t closed_idle = 0;  ///< we closed after load_spec::connections.idle_seconds with nothing to do
+  std::uint64_t closed_idle =
+      0;  ///< we closed after load_spec::connections.idle_seconds with nothing to do
   std::uint64_t closed_by_server = 0;      ///< EOF from the server (FIN or TLS close_notify)
   std::uint64_t reset_by_server = 0;       ///< connection reset or other socket error while open
   std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
@@ -215,6 +216,11 @@ struct generator_stats {
   /// wake-up after it cost microseconds of CPU (tens in some VMs); wake-ups near the sleeps
   /// mean the worker slept between nearly every handler.
   std::uint64_t sleeps = 0;
+  /// Reads that coalesced receiving (generator_settings::coalesce_us) put off: after a
+  /// wake-up that brought answers, the client read again after a short delay instead of
+  /// waiting for its socket. 0 when coalescing is off or never engaged (too few queries in
+  /// flight, latencies too short for a delay).
+  std::uint64_t reads_delayed = 0;
 };
 
 /// Every member of generator_stats.
@@ -223,6 +229,7 @@ inline constexpr count_description<generator_stats> generator_descriptions[] = {
     {&generator_stats::syscalls, "syscalls"},
     {&generator_stats::syscalls_would_block, "syscalls_would_block"},
     {&generator_stats::sleeps, "sleeps"},
+    {&generator_stats::reads_delayed, "reads_delayed"},
 };
 
 /// The descriptions of a group of counts, for code written once for every group.

@@ -189,15 +189,16 @@ struct generator_settings {
   /// Send all queries that are ready in one system call: one gather write per TCP/TLS
   /// connection, one sendmmsg of many datagrams for UDP. false: one call per query.
   bool gather_writes = true;
-  /// UDP, TCP, DoT: coalesced receiving. A client whose read found fewer than 8 answers
-  /// while at least 8 are in flight reads again after this many microseconds (one timer per
-  /// worker thread) instead of waiting for its socket at once: fewer wake-ups and system
-  /// calls per answer under load. Latencies run to the kernel's receive stamp
-  /// (SO_TIMESTAMPNS) either way: UDP each datagram's, so a delay does not change them; TCP
-  /// and DoT the newest segment's of the read (one stamp per read), so a stream read is
-  /// delayed by at most 1/20 of the client's recent latency (none below 10 us), which moves
-  /// latencies by at most 5 %. 0: off (every read waits for readiness).
-  unsigned coalesce_us = 0;
+  /// Coalesced receiving, every transport: a client whose wake-up brought answers while at
+  /// least 8 queries are in flight reads again after a short delay (one timer per worker
+  /// thread) instead of waiting for its socket at once: fewer wake-ups and system calls per
+  /// answer under load. The delay is at most this many microseconds and at most 1/20 of the
+  /// client's recent latency, and none is taken under 10 us, so it engages only under loads
+  /// where it moves no figure: latencies run to the kernel's receive stamp (SO_TIMESTAMPNS;
+  /// a datagram's own, a stream read's newest segment's), at most 1/20 of the latency late,
+  /// and a closed-loop query's cycle grows by at most 1/20. generator_stats::reads_delayed
+  /// counts the reads it put off. 0: off (every read waits for readiness).
+  unsigned coalesce_us = 1000;
 };
 
 /// The server's processes whose use of CPU, memory, descriptors and connections is read
@@ -401,7 +402,7 @@ struct run_result : query_counts {
   double rate = 0;           ///< queries per second over all clients (total_rate); 0: no limit
   double client_rate = 0;    ///< load_spec::traffic.client_rate, when the rate was given per client
   double idle_seconds = 0;   ///< load_spec::connections.idle_seconds
-  unsigned coalesce_us = 0;  ///< load_spec::generator.coalesce_us
+  unsigned coalesce_us = 0;  ///< load_spec::generator.coalesce_us (0: off)
   /// How queries were scheduled: the spec's mode with a rate, `closed` without one.
   arrival_mode arrivals = arrival_mode::closed;
   std::string query_origin;

@@ -34,9 +34,6 @@ struct transport_traits {
   bool over_tcp = false;
   /// Its connections are QUIC connections (RFC 9000): QUIC packet and path figures.
   bool over_quic = false;
-  /// Reads may wait a little to take several answers in one wake-up
-  /// (load_spec::generator.coalesce_us).
-  bool coalescable = false;
   /// TLS 1.3 only (QUIC carries no other version).
   bool tls13_only = false;
   /// Runs on GnuTLS whatever the TLS backend asked for is not (DoQ: ngtcp2's crypto helper;

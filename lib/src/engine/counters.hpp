@@ -82,16 +82,20 @@ struct generator_counters {
   // The worker thread's voluntary context switches: read from the kernel when the window
   // opens and when the run ends, not counted as they happen.
   std::uint64_t sleeps = 0;
+  // Reads put off by coalesced receiving (client_base::delay_next_read).
+  std::uint64_t reads_delayed = 0;
 
   void merge(const generator_counters& other) noexcept {
     wakeups += other.wakeups;
     syscalls.merge(other.syscalls);
     sleeps += other.sleeps;
+    reads_delayed += other.reads_delayed;
   }
   // What was counted since `earlier`, a copy taken before.
   void subtract(const generator_counters& earlier) noexcept {
     wakeups -= earlier.wakeups;
     sleeps -= earlier.sleeps;
+    reads_delayed -= earlier.reads_delayed;
     syscalls.calls -= earlier.syscalls.calls;
     syscalls.would_block -= earlier.syscalls.would_block;
   }

@@ -28,6 +28,7 @@
 #include "engine/connection_tally.hpp"
 #include "engine/counters.hpp"
 #include "engine/in_flight_questions.hpp"
+#include "engine/read_coalescing.hpp"
 #include "engine/readiness.hpp"
 #include "engine/run_plan.hpp"
 #include "engine/slot_table.hpp"
@@ -157,6 +158,11 @@ class client_base {
   quic_counters& quic() noexcept;
   early_data_counters& early_counts() noexcept;
 
+  // Coalesced receiving (engine/read_coalescing.hpp), after a wake-up's reads: true when
+  // the next read was put off (this client's read_delayed comes after the delay), false when
+  // the client should wait for its socket's readiness now.
+  bool delay_next_read() noexcept;
+
   // Ends a query: frees its slot and its question.
   void release(slot_table::slot& s, slot_table::past outcome) noexcept;
 
@@ -197,6 +203,7 @@ class client_base {
   std::unique_ptr<arrival_schedule> schedule_;  // open loop only
   bool arrivals_open_ = true;                   // open loop: more queries will be scheduled
   bool connection_live_ = false;
+  read_coalescing coalescing_;  // fed by every matched message (complete)
 };
 
 // One thread's share of the run.
@@ -343,6 +350,13 @@ inline const run_plan& client_base::plan() const noexcept {
 }
 inline void client_base::count_wakeup() noexcept {
   owner_.count_wakeup();
+}
+inline bool client_base::delay_next_read() noexcept {
+  const std::uint64_t delay = coalescing_.delay_ns(owner_.plan(), slots_.in_flight());
+  if (delay == 0) return false;
+  ++owner_.shard().generator.reads_delayed;
+  owner_.delay_read(*this, delay);
+  return true;
 }
 inline syscall_counter& client_base::syscalls() noexcept {
   return owner_.syscalls();

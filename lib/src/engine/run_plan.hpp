@@ -69,11 +69,10 @@ struct run_plan {
   std::vector<std::uint32_t> replay_query;
   std::vector<std::uint64_t> replay_offset_ns;
   std::uint64_t interval_ns = 0;  // timeline row length; 0: no timeline
-  // --coalesce-us (UDP, TCP, DoT): a client with at least coalesce_batch queries in flight
-  // whose wake-up brought answers (UDP: fewer than coalesce_batch of them) reads again after
-  // a delay of at most this instead of waiting for readiness at once (worker::delay_read).
-  // Answers take the kernel's receive time either way; a stream read's is its newest
-  // segment's, so stream clients bound the delay by their latency. 0: off.
+  // Coalesced receiving (engine/read_coalescing.hpp): a client with at least coalesce_batch
+  // queries in flight whose wake-up brought answers reads again after a delay of at most
+  // this (and at most 1/20 of its recent latency) instead of waiting for readiness at once
+  // (worker::delay_read). 0: off.
   std::uint64_t coalesce_ns = 0;
   // Fewer in flight could not make a fuller read.
   static constexpr unsigned coalesce_batch = 8;

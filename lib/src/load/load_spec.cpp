@@ -226,11 +226,6 @@ void validate_connections(const load_spec& spec, const transport_traits& traits)
                                   load_setting("traffic.tc_retry_tcp")));
   }
   const std::string coalesce = load_setting("generator.coalesce_us");
-  if (spec.generator.coalesce_us != 0 && !traits.coalescable) {
-    throw setup_error(fmt::format("{} applies to {} only (not {})", coalesce,
-                                  transport_names_where(&transport_traits::coalescable),
-                                  traits.name));
-  }
   if (spec.generator.coalesce_us > max_coalesce_us) {
     throw setup_error(fmt::format("{} must be at most {} (microseconds a read may wait; got {})",
                                   coalesce, max_coalesce_us, spec.generator.coalesce_us));

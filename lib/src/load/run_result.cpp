@@ -83,6 +83,7 @@ void fill_result(run_result& r, const counters& total) {
   r.generator.syscalls = total.generator.syscalls.calls;
   r.generator.syscalls_would_block = total.generator.syscalls.would_block;
   r.generator.sleeps = total.generator.sleeps;
+  r.generator.reads_delayed = total.generator.reads_delayed;
   r.early_data = total.early_data;
   const quic_counters& u = total.quic;
   quic_stats& out = r.quic;

@@ -193,12 +193,17 @@ void outcomes(const run_result& r, table_writer& t) {
   if (!rcodes.empty()) t.line("response codes", rcodes);
 }
 
+// Which receiving mode ran, and how often it delayed a read.
 std::string coalescing_text(const run_result& r) {
-  if (r.coalesce_us == 0) return "";
-  if (!has_connections(r)) {
-    return fmt::format("; reads coalesced up to {} us, answers timed by the kernel", r.coalesce_us);
+  if (r.coalesce_us == 0) return "; coalescing off";
+  if (r.generator.reads_delayed == 0) {
+    return "; coalescing on, no read delayed (too few queries in flight or answers too fast)";
   }
-  return fmt::format("; reads coalesced up to {} us and 1/20 of the latency", r.coalesce_us);
+  return fmt::format(
+      "; {:.2f} reads per answer delayed by coalescing (up to {} us and 1/20 "
+      "of the latency)",
+      static_cast<double>(r.generator.reads_delayed) / static_cast<double>(r.responses_received),
+      r.coalesce_us);
 }
 
 // Throughput, latency and what the generator cost.

@@ -115,8 +115,9 @@ void options_from_json(const json::object& o, load_spec& s) {
   // Files from before per-client rates and idle connections had neither.
   if (o.contains("client_rate")) s.traffic.client_rate = number_at(o, "client_rate");
   if (o.contains("idle_seconds")) s.connections.idle_seconds = number_at(o, "idle_seconds");
-  if (o.contains("coalesce_us"))
-    s.generator.coalesce_us = static_cast<unsigned>(count_at(o, "coalesce_us"));
+  // Files from before coalesced receiving ran without it (now on by default).
+  s.generator.coalesce_us =
+      o.contains("coalesce_us") ? static_cast<unsigned>(count_at(o, "coalesce_us")) : 0;
   if (const auto* mode = o.if_contains("arrivals"); mode != nullptr && mode->is_string()) {
     s.traffic.arrivals = parse_arrival_mode(mode->get_string()).value_or(arrival_mode::constant);
   }

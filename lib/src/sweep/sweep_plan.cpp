@@ -351,8 +351,6 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
   if (!traits_of(spec.target.transport).has_connections) spec.connections.idle_seconds = 0;
   // --early-data concerns the transports with TLS; the others run without.
   if (!traits_of(spec.target.transport).has_tls) spec.tls.early_data = false;
-  // --coalesce-us concerns the transports whose reads it can delay; the others run without.
-  if (!traits_of(spec.target.transport).coalescable) spec.generator.coalesce_us = 0;
   spec.traffic.duration_seconds = plan.duration_seconds;
   spec.output.on_progress = nullptr;
   return spec;

@@ -74,7 +74,8 @@ run_result udp_run_with_generator_figures() {
   r.port = 53;
   r.clients = 1;
   r.queries_sent = r.responses_received = 1000;
-  r.generator = {1020, 2050, 30, 980};
+  r.generator = {1020, 2050, 30, 980, 250};
+  r.coalesce_us = 1000;
   return r;
 }
 
@@ -99,11 +100,24 @@ TEST(run_json_test, generator_figures_survive_json_and_show_per_answer) {
   EXPECT_EQ(back.generator.syscalls, 2050u);
   EXPECT_EQ(back.generator.syscalls_would_block, 30u);
   EXPECT_EQ(back.generator.sleeps, 980u);
+  EXPECT_EQ(back.generator.reads_delayed, 250u);
+  EXPECT_EQ(back.coalesce_us, 1000u);
   EXPECT_NE(format_table(back).find("  generator               1.02 wake-ups, 0.98 sleeps and 2.05 "
                                     "system calls per answer (1 % of the calls returned "
-                                    "EAGAIN)\n"),
+                                    "EAGAIN); 0.25 reads per answer delayed by coalescing (up "
+                                    "to 1000 us and 1/20 of the latency)\n"),
             std::string::npos)
       << format_table(back);
+  // Which mode ran, also when coalescing delayed nothing or was off.
+  run_result idle = back;
+  idle.generator.reads_delayed = 0;
+  EXPECT_NE(format_table(idle).find("; coalescing on, no read delayed (too few queries in flight "
+                                    "or answers too fast)\n"),
+            std::string::npos)
+      << format_table(idle);
+  idle.coalesce_us = 0;
+  EXPECT_NE(format_table(idle).find("EAGAIN); coalescing off\n"), std::string::npos)
+      << format_table(idle);
 }
 
 TEST(run_json_test, results_from_before_the_generator_counts_read_as_zero) {
@@ -116,6 +130,7 @@ TEST(run_json_test, results_from_before_the_generator_counts_read_as_zero) {
   EXPECT_EQ(back.wakeups_per_answer(), 0);
   EXPECT_EQ(back.syscalls_per_answer(), 0);
   EXPECT_EQ(back.generator.sleeps, 0u);
+  EXPECT_EQ(back.generator.reads_delayed, 0u);
   // Nothing counted: the table says nothing rather than "0.00 per answer".
   EXPECT_EQ(format_table(back).find("wake-ups"), std::string::npos);
 }

@@ -251,15 +251,11 @@ TEST(sweep_test, point_spec_carries_the_point_and_the_base_options) {
   EXPECT_EQ(total_rate(point_spec(plan, {st::tcp, 8, 0})), 4.0);
   EXPECT_EQ(point_spec(plan, {st::tcp, 8, 0}).connections.idle_seconds, 2.0);
   EXPECT_EQ(point_spec(plan, {st::udp, 8, 0}).connections.idle_seconds, 0.0);
-  // --coalesce-us for UDP, TCP and DoT, not DoH or DoQ.
+  // --coalesce-us for every transport.
   plan.base.generator.coalesce_us = 100;
-  EXPECT_EQ(point_spec(plan, {st::udp, 8, 0}).generator.coalesce_us, 100u);
-  EXPECT_EQ(point_spec(plan, {st::tcp, 8, 0}).generator.coalesce_us, 100u);
-  EXPECT_EQ(point_spec(plan, {st::tls_gnutls, 8, 0}).generator.coalesce_us, 100u);
-  EXPECT_EQ(point_spec(plan, {st::doh_gnutls, 8, 0}).generator.coalesce_us, 0u);
-  EXPECT_EQ(point_spec(plan, {sweep_transport{transport_kind::doq, tls_backend::gnutls}, 8, 0})
-                .generator.coalesce_us,
-            0u);
+  for (const sweep_transport& t : {st::udp, st::tcp, st::tls_gnutls, st::doh_gnutls, st::doq}) {
+    EXPECT_EQ(point_spec(plan, {t, 8, 0}).generator.coalesce_us, 100u);
+  }
 }
 
 TEST(sweep_test, presets_set_the_classic_studies) {

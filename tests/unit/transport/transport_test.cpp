@@ -59,11 +59,6 @@ TEST(transport_test, traits_say_what_a_connection_runs_over_and_what_reads_may_w
     EXPECT_EQ(t.tls13_only, t.over_quic) << t.name;  // QUIC carries TLS 1.3 only
     EXPECT_FALSE(t.long_name.empty()) << t.name;
   }
-  EXPECT_TRUE(traits_of(transport_kind::udp).coalescable);
-  EXPECT_TRUE(traits_of(transport_kind::tcp).coalescable);
-  EXPECT_TRUE(traits_of(transport_kind::tls).coalescable);
-  EXPECT_FALSE(traits_of(transport_kind::doh).coalescable);
-  EXPECT_FALSE(traits_of(transport_kind::doq).coalescable);
   EXPECT_EQ(traits_of(transport_kind::doq).long_name, "DNS over QUIC");
 }
 
@@ -92,7 +87,8 @@ TEST(transport_test, default_ports_are_the_registered_ones) {
 
 TEST(transport_test, names_where_a_trait_holds_list_the_compiled_transports_in_order) {
   EXPECT_EQ(transport_names_where(&transport_traits::over_tcp), "tcp, tls, doh");
-  EXPECT_EQ(transport_names_where(&transport_traits::coalescable), "udp, tcp, tls");
+  EXPECT_EQ(transport_names_where(&transport_traits::has_tls),
+            traits_of(transport_kind::doq).compiled ? "tls, doh, doq" : "tls, doh");
   EXPECT_EQ(transport_names_where(&transport_traits::has_connections),
             traits_of(transport_kind::doq).compiled ? "tcp, tls, doh, doq" : "tcp, tls, doh");
 }

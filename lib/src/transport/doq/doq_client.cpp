@@ -39,6 +39,11 @@ void doq_client::read_ready(std::uint64_t generation, bool ok) {
   on_readable();
 }
 
+void doq_client::read_delayed() {
+  delay_pending_ = false;
+  if (state_ != conn_state::idle) on_readable();  // else no connection is left to read for
+}
+
 void doq_client::on_readable() {
   static_assert(receive_batch < worker::scratch_count);  // the last one is the outbox's
   const output_round round(*this);
@@ -119,6 +124,14 @@ void doq_client::after_io(std::uint64_t now) {
   if (state_ == conn_state::established && connection_done()) {
     close(true);
     if (send_allowance(now) > 0) connect(monotonic_ns());
+    return;
+  }
+  // Coalescing (engine/read_coalescing.hpp): each datagram keeps its own kernel stamp, so a
+  // delayed read times its answers as an immediate one would. A connection opened while a
+  // delay runs is read when it ends.
+  if (delay_pending_) return;
+  if (!waiting_read_ && state_ == conn_state::established && delay_next_read()) {
+    delay_pending_ = true;
     return;
   }
   wait_readable();

@@ -49,6 +49,7 @@ class doq_client final : public client_base {
   void start() override;
   void tick(std::uint64_t now) override;
   void abandon() override;
+  void read_delayed() override;
 
  private:
   // One query's stream, kept until ngtcp2 closes the stream: ngtcp2 sends (and resends) the
@@ -203,6 +204,7 @@ class doq_client final : public client_base {
   // Finished waits for the next write.
   bool finished_unsent_ = false;
   bool waiting_read_ = false;
+  bool delay_pending_ = false;  // coalescing: the worker will call read_delayed()
 
   static constexpr unsigned receive_batch = 16;  // datagrams per recvmmsg
   // Packets made but not sent yet, back to back in the worker's last scratch buffer.

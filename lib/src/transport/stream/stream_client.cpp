@@ -17,19 +17,6 @@
 
 namespace dnstransport::detail {
 
-namespace {
-
-// The delay is at most 1/20 of the answers' recent latency: a message that arrives during it
-// is read at most the delay late, which keeps the latency percentiles within 5 % of what
-// reading each answer as it comes would measure. (A TCP socket's kernel receive stamp is
-// that of the last segment a read takes, not one per message, so stream answers keep the
-// time they were read and the delay is bounded instead.)
-constexpr std::uint64_t coalesce_latency_factor = 20;
-// Shorter delays are not worth a timer: reads wait for readiness.
-constexpr std::uint64_t min_coalesce_ns = 10'000;
-
-}  // namespace
-
 void stream_client::wait(boost::asio::socket_base::wait_type type) {
   const bool reading = type == boost::asio::socket_base::wait_read;
   bool& flag = reading ? waiting_read_ : waiting_write_;
@@ -68,18 +55,13 @@ void stream_client::read_delayed() {
   draining_ = false;
 }
 
-// While at least coalesce_batch queries are in flight and the last wake-up brought
-// answers, the next read comes after the delay rather than at the first byte: answers flow
-// in, and a readiness wait would end for the next one alone. (Unlike UDP, a full read does
-// not end the delays: the delay is what bounds how late an answer is read, not the count.)
+// With coalescing (engine/read_coalescing.hpp) the next read comes after a delay rather than
+// at the first byte while answers flow in: a readiness wait would end for the next one
+// alone. (Unlike a datagram's, a stream read's kernel stamp is its newest segment's: the
+// delay, bounded by the latency, is what bounds how late an answer is timed.)
 void stream_client::wait_for_answers() {
-  const std::uint64_t delay =
-      std::min(plan().coalesce_ns, latency_low_ns_ / coalesce_latency_factor);
-  const unsigned taken = std::exchange(taken_since_wakeup_, 0);
   if (delay_pending_) return;  // the delayed read is due soon
-  if (delay >= min_coalesce_ns && !waiting_read_ && !waiting_write_ && taken > 0 &&
-      slots_.in_flight() >= run_plan::coalesce_batch) {
-    owner_.delay_read(*this, delay);
+  if (!waiting_read_ && !waiting_write_ && delay_next_read()) {
     delay_pending_ = true;
     return;
   }

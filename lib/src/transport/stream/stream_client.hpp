@@ -98,7 +98,6 @@ class stream_client final : public client_base {
   // A message read (DNS length framing): matched by its id, timed to `arrived`.
   void take_message(std::span<const std::uint8_t> message, std::uint64_t now,
                     std::uint64_t arrived) {
-    ++taken_since_wakeup_;
     count_answer(on_message(message, now, false, arrived), now, arrived);
   }
   // The answer of the query with `id`, known by its stream (DoH: sent with id 0).
@@ -171,18 +170,13 @@ class stream_client final : public client_base {
   void arm_read() { wait(boost::asio::socket_base::wait_read); }
   void on_ready();
   // After the established connection's reads: waits for readability, or with coalescing
-  // (run_plan::coalesce_ns) reads again after a delay (at most the plan's, and at most 1/20
-  // of the answers' recent latency) when the reads brought answers while many are in
-  // flight.
+  // (engine/read_coalescing.hpp) reads again after a delay.
   void wait_for_answers();
   // Counts an answer on the connection (answers per connection, first query + set-up).
   // (Here, not in a .cpp: the sessions' answer loops inline it.)
   void count_answer(const completion& c, std::uint64_t now, std::uint64_t arrived) noexcept {
     if (!c.matched) return;
     life_.last_activity_ns = now;
-    latency_low_ns_ = c.latency_ns <= latency_low_ns_ || latency_low_ns_ == 0
-                          ? c.latency_ns
-                          : latency_low_ns_ + (c.latency_ns - latency_low_ns_) / 16;
     if (c.keepalive_timeout >= 0) keepalive_timeout_ = c.keepalive_timeout;
     count_on_connection(life_.tally, c, arrived > life_.tally.started_ns ? arrived : now);
   }
@@ -201,13 +195,9 @@ class stream_client final : public client_base {
   std::uint64_t handshake_started_ns_ = 0;
   std::uint64_t connections_made_ = 0;
   std::int32_t keepalive_timeout_ = -1;  // the server's last TIMEOUT (100 ms units); -1: none
-  // Coalescing: messages taken since the last wake-up, and a low estimate of the answers'
-  // latency (follows a lower latency at once, a higher one slowly).
-  unsigned taken_since_wakeup_ = 0;
-  std::uint64_t latency_low_ns_ = 0;
-  bool delay_pending_ = false;  // the worker will call read_delayed()
-  bool draining_ = false;       // in read_delayed(): read every record that came
-  bool read_posted_ = false;    // read_soon() is pending
+  bool delay_pending_ = false;           // the worker will call read_delayed()
+  bool draining_ = false;                // in read_delayed(): read every record that came
+  bool read_posted_ = false;             // read_soon() is pending
   bool waiting_read_ = false;
   bool waiting_write_ = false;
   // A deferred Fast Open connection whose SYN-ACK has not come yet: it is neither opened

@@ -2,10 +2,10 @@
 // kernel drops datagrams from anyone but the server. Sends and receives are batched with
 // sendmmsg/recvmmsg after a readiness wait (engine/readiness.hpp), through the client's
 // datagram_socket (a scripted peer in tests); a query goes out as two iovecs (the patched id,
-// then the pre-encoded rest), so nothing is copied per query. With coalescing
-// (run_plan::coalesce_ns) answers take the kernel's receive time, and a read that found few
-// answers while many are in flight is followed by a short delay instead of a readiness
-// wait, so the next read finds more.
+// then the pre-encoded rest), so nothing is copied per query. Answers take the kernel's
+// receive time; with coalescing (engine/read_coalescing.hpp) a read that brought answers
+// while many are in flight is followed by a short delay instead of a readiness wait, so the
+// next read finds more.
 
 #include <sys/socket.h>
 
@@ -106,13 +106,9 @@ class udp_client final : public client_base {
   }
 
   void on_readable() {
-    const unsigned read = read_answers();
+    read_answers();
     if (!waiting_write_) fill(monotonic_ns());
-    if (plan().coalesce_ns > 0 && read > 0 && read < run_plan::coalesce_batch &&
-        slots_.in_flight() >= run_plan::coalesce_batch) {
-      owner_.delay_read(*this, plan().coalesce_ns);
-      return;
-    }
+    if (delay_next_read()) return;
     wait_readable();
   }
 
