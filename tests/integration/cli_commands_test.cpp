@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,10 +21,16 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 
 #include <dnstransport/load.hpp>
 #include <dnstransport/message.hpp>
@@ -271,6 +278,54 @@ INSTANTIATE_TEST_SUITE_P(cli_serve_test, cli_serve_test, ::testing::Values(SIGIN
                          [](const ::testing::TestParamInfo<int>& param) {
                            return std::string(param.param == SIGINT ? "sigint" : "sigterm");
                          });
+
+// CPU time `pid` has spent so far (every thread), in seconds; -1 when it cannot be read.
+double process_cpu_seconds(pid_t pid) {
+  clockid_t clock{};
+  timespec t{};
+  if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &t) != 0) return -1;
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+// A graceful stop waits for each thread's current work; a second Ctrl-C exits at once
+// (status 130, where the graceful stop exits 0). Against a responder that spends 1 s of CPU
+// per answer, 20 queries in one TCP segment hold its thread for 20 s of CPU: the test waits
+// until the thread has begun (the process spends CPU; an idle responder spends none), stops
+// it, and after the stop has begun (it says so) stops it again. A forced exit that did not
+// work would leave the child running some 19 s more: past the wait, and status 0.
+TEST(cli_serve_test, a_second_sigint_exits_at_once_while_a_slow_answer_holds_the_stop) {
+  child_process child(cli, {"serve", "--tcp", "127.0.0.1:0", "--cost-answer-us", "1000000"});
+  ASSERT_TRUE(child.wait_for_stdout("stop with Ctrl-C", 20s)) << child.stdout_so_far();
+  std::smatch m;
+  const std::string out = child.stdout_so_far();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(tcp  127\.0\.0\.1:(\d+))"))) << out;
+  const auto port = static_cast<std::uint16_t>(std::stoi(m[1]));
+
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  socket.set_option(boost::asio::ip::tcp::no_delay(true));
+  std::vector<std::uint8_t> segment;
+  const std::vector<std::uint8_t> query = encode_query("www.example.com", 1);
+  for (int i = 0; i < 20; ++i) {
+    segment.push_back(static_cast<std::uint8_t>(query.size() >> 8));
+    segment.push_back(static_cast<std::uint8_t>(query.size() & 0xff));
+    segment.insert(segment.end(), query.begin(), query.end());
+  }
+  boost::asio::write(socket, boost::asio::buffer(segment));
+
+  const auto limit = std::chrono::steady_clock::now() + 20s;
+  while (process_cpu_seconds(child.pid()) < 0.2 && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_GE(process_cpu_seconds(child.pid()), 0.2) << "the responder never began the answers";
+  child.send_signal(SIGINT);
+  ASSERT_TRUE(child.wait_for_stderr("a second Ctrl-C exits at once", 20s));
+  child.send_signal(SIGINT);
+  const process_result r = child.wait(10s);
+  EXPECT_FALSE(r.timed_out) << "the second Ctrl-C did not end the stop";
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+}
 
 TEST(cli_serve_test, an_address_that_cannot_be_bound_is_a_usage_error) {
   expect_refused({"serve", "--listen", "127.0.0.1:notaport"}, "--listen");

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -302,7 +303,12 @@ action add_serve_command(CLI::App& app) {
     print_listening(responder, s, *o);
     if (o->ready_fd >= 0) write_ports(responder, o->ready_fd);
     while (!stop_requested.load()) sigsuspend(&previous);
-    // A second Ctrl-C during the stop exits at once (cli_common's handler).
+    // A second Ctrl-C during the stop exits at once (cli_common's handler): the stop waits
+    // for each thread's current work, which a slow answer (--cost-answer-us) can make long.
+    fmt::print(stderr,
+               "stopping: the threads finish what they are doing (a second Ctrl-C "
+               "exits at once)\n");
+    std::fflush(stderr);
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     responder.stop();
     print_answered(responder.stats(), s);
