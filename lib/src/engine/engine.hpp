@@ -32,6 +32,7 @@
 #include "engine/readiness.hpp"
 #include "engine/run_plan.hpp"
 #include "engine/slot_table.hpp"
+#include "engine/timer_deadlines.hpp"
 
 namespace dnstransport::detail {
 
@@ -302,8 +303,11 @@ class worker {
   void open_window_if_due() noexcept;
   void schedule_tick();
   void on_tick();
-  void schedule_arrival();
-  void on_arrival();
+  // The readiness set's timer expired (timer_deadlines.hpp): the arrivals and the read delay
+  // that are due, then the next arm.
+  void on_wake();
+  void plan_wake();
+  void on_arrival(std::uint64_t now);
   void on_delay_over();
   void close_rows(std::uint64_t now) noexcept;
   // Adds open_connections × the time since the last change, inside the measured window, to
@@ -317,13 +321,10 @@ class worker {
   const run_plan& plan_;
   boost::asio::io_context io_{1};
   boost::asio::steady_timer tick_timer_;
-  boost::asio::steady_timer arrival_timer_;
-  boost::asio::steady_timer delay_timer_;
+  timer_deadlines deadlines_;  // next arrival, end of the read delay (the readiness set's timer)
   readiness_set readiness_{io_, shard_.generator.syscalls};  // outlives the clients' sockets
-  std::vector<client_base*> delayed_;                  // clients whose reads wait for delay_timer_
-  std::vector<client_base*> reading_;                  // those being served now
-  std::chrono::steady_clock::time_point delay_due_{};  // when delay_timer_ expires
-  bool delay_armed_ = false;
+  std::vector<client_base*> delayed_;       // clients whose reads wait for the delays deadline
+  std::vector<client_base*> reading_;       // those being served now
   generator_counters generator_at_window_;  // counted before the end of the warm-up
   bool window_open_ = false;
   // Open loop: (next arrival, client) per client with arrivals left, earliest on top; an

@@ -2,6 +2,7 @@
 
 #include "engine/readiness.hpp"
 
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <array>
@@ -14,6 +15,10 @@ namespace dnstransport::detail {
 
 namespace {
 
+// The timer's events carry this key; a socket's never does (its registration number, in the
+// upper half, starts at 1).
+constexpr std::uint64_t timer_key = 0;
+
 int new_epoll_set() {
   const int fd = epoll_create1(EPOLL_CLOEXEC);
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
@@ -24,6 +29,33 @@ int new_epoll_set() {
 
 readiness_set::readiness_set(boost::asio::io_context& io, syscall_counter& syscalls)
     : io_(io), syscalls_(syscalls), epoll_(io, new_epoll_set()) {}
+
+readiness_set::~readiness_set() {
+  if (timer_fd_ >= 0) ::close(timer_fd_);
+}
+
+void readiness_set::arm_timer(std::uint64_t at_ns) {
+  if (timer_fd_ < 0) {
+    const int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "timerfd_create");
+    epoll_event event{};
+    event.events = EPOLLIN | EPOLLET;  // one event per expiry, the count never read
+    event.data.u64 = timer_key;
+    if (epoll_ctl(epoll_.native_handle(), EPOLL_CTL_ADD, fd, &event) != 0) {
+      const int error = errno;
+      ::close(fd);
+      throw std::system_error(error, std::generic_category(), "epoll_ctl (timerfd)");
+    }
+    timer_fd_ = fd;
+  }
+  // 0 would disarm it: 1 ns is as due.
+  const std::uint64_t at = at_ns == 0 ? 1 : at_ns;
+  itimerspec spec{};
+  spec.it_value.tv_sec = static_cast<time_t>(at / 1'000'000'000u);
+  spec.it_value.tv_nsec = static_cast<long>(at % 1'000'000'000u);
+  timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
+  ++timer_arms_;
+}
 
 void readiness_set::start() {
   // What became ready before (the clients' start arms waits) raised no edge Asio saw.
@@ -48,6 +80,10 @@ void readiness_set::dispatch() {
     if (n <= 0) return;
     for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
       const std::uint64_t key = events[i].data.u64;
+      if (key == timer_key) {
+        if (on_timer_) on_timer_();
+        continue;
+      }
       const auto slot = static_cast<std::uint32_t>(key);
       // A socket closed by an earlier callback of this batch (its slot free or taken again).
       if (slot >= sockets_.size() || sockets_[slot] == nullptr || sockets_[slot]->key_ != key) {

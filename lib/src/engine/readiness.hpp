@@ -17,6 +17,11 @@
 // back later with ok = false. Arming a wait costs one epoll_ctl, as Asio's did, and a wake-up
 // one epoll_wait on the set besides Asio's. Those readiness calls are not counted in the
 // worker's system calls (generator_stats::syscalls), as Asio's were not.
+//
+// The set also holds the worker's one timer (arrivals, read delays: timer_deadlines.hpp), a
+// timerfd in the set, edge-triggered and never read (an arm resets its count): an expiry is
+// one more event of the set's wake-up, with no call of its own, and an arm one
+// timerfd_settime, where an Asio timer costs two per expiry.
 
 #include <sys/epoll.h>
 
@@ -47,6 +52,15 @@ class readiness_set {
   // The epoll set (readable when a socket it reports is ready: what wakes the worker).
   int native_handle() noexcept { return epoll_.native_handle(); }
 
+  // The set's timer: `on_timer` is called (on the io_context's thread) when it expires.
+  void on_timer(std::function<void()> callback) { on_timer_ = std::move(callback); }
+  // Expires at `at_ns` (CLOCK_MONOTONIC, monotonic_ns()), replacing the time of an earlier
+  // arm: one timerfd_settime (the first also creates the timerfd and adds it to the set).
+  void arm_timer(std::uint64_t at_ns);
+  // Arms so far: the timerfd_settime calls.
+  std::uint64_t timer_arms() const noexcept { return timer_arms_; }
+  ~readiness_set();
+
  private:
   friend class watched_socket;
   // 0 or an errno.
@@ -64,6 +78,9 @@ class readiness_set {
   std::vector<watched_socket*> sockets_;
   std::vector<std::uint32_t> free_slots_;
   std::uint32_t registrations_ = 0;
+  int timer_fd_ = -1;
+  std::function<void()> on_timer_;
+  std::uint64_t timer_arms_ = 0;
 };
 
 // A client's socket descriptor, owned (closed with the object) and watched by a worker's

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <functional>
 
+#include <boost/asio/post.hpp>
+
 #include "util/clock.hpp"
 
 namespace dnstransport::detail {
@@ -36,11 +38,7 @@ std::uint64_t sleeps(const rusage& usage) noexcept {
 
 worker::worker(const run_plan& plan, std::vector<unsigned> client_indices,
                std::vector<std::uint64_t> quotas)
-    : plan_(plan),
-      tick_timer_(io_),
-      arrival_timer_(io_),
-      delay_timer_(io_),
-      scratch_(scratch_count * scratch_size) {
+    : plan_(plan), tick_timer_(io_), scratch_(scratch_count * scratch_size) {
   clients_.reserve(client_indices.size());
   if (plan.coalesce_ns > 0) {
     // Each client waits at most once at a time: no allocation while the run goes.
@@ -65,6 +63,7 @@ void worker::run() {
   // Without a warm-up the clients' socket set-up counts too.
   if (wall_start >= plan_.measure_start_ns) open_window();
   for (auto& c : clients_) c->open_schedule();
+  readiness_.on_timer([this] { on_wake(); });
   for (auto& c : clients_) c->start();
   readiness_.start();
   if (plan_.open_loop()) {
@@ -76,7 +75,8 @@ void worker::run() {
       if (next != UINT64_MAX) arrivals_.emplace_back(next, i);
     }
     std::make_heap(arrivals_.begin(), arrivals_.end(), std::greater<>());
-    schedule_arrival();
+    if (!arrivals_.empty()) deadlines_.set(timer_deadlines::arrivals, arrivals_.front().first);
+    plan_wake();
   }
   schedule_tick();
   io_.run();
@@ -132,20 +132,31 @@ void worker::note_connections_max(std::uint64_t now, std::uint64_t open) noexcep
   }
 }
 
-void worker::schedule_arrival() {
-  if (arrivals_.empty()) return;
-  arrival_timer_.expires_at(
-      std::chrono::steady_clock::time_point(std::chrono::nanoseconds(arrivals_.front().first)));
-  arrival_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
-    count_wakeup();
-    on_arrival();
-  });
+void worker::on_wake() {
+  const std::uint64_t now = monotonic_ns();
+  deadlines_.woke(now);
+  count_wakeup();
+  if (deadlines_.due(timer_deadlines::arrivals) <= now) on_arrival(now);
+  if (deadlines_.due(timer_deadlines::delays) <= now) on_delay_over();
+  plan_wake();
 }
 
-void worker::on_arrival() {
-  if (stop_requested_.load(std::memory_order_relaxed)) return;  // the tick stops the worker
-  const std::uint64_t now = monotonic_ns();
+void worker::plan_wake() {
+  const timer_deadlines::action a = deadlines_.plan(monotonic_ns());
+  if (a.what == timer_deadlines::step::arm) {
+    readiness_.arm_timer(a.at);
+  } else if (a.what == timer_deadlines::step::run_now) {
+    // Due already (the worker is behind): after the handlers that are ready, without a call.
+    boost::asio::post(io_, [this] { on_wake(); });
+  }
+}
+
+void worker::on_arrival(std::uint64_t now) {
+  // The tick stops the worker; no arrival is due any more.
+  if (stop_requested_.load(std::memory_order_relaxed)) {
+    deadlines_.set(timer_deadlines::arrivals, timer_deadlines::none);
+    return;
+  }
   roll_timeline(now);
   while (!arrivals_.empty() && arrivals_.front().first <= now) {
     std::pop_heap(arrivals_.begin(), arrivals_.end(), std::greater<>());
@@ -160,26 +171,20 @@ void worker::on_arrival() {
       std::push_heap(arrivals_.begin(), arrivals_.end(), std::greater<>());
     }
   }
-  schedule_arrival();
+  deadlines_.set(timer_deadlines::arrivals,
+                 arrivals_.empty() ? timer_deadlines::none : arrivals_.front().first);
 }
 
 void worker::delay_read(client_base& c, std::uint64_t delay_ns) {
   delayed_.push_back(&c);
-  const auto due = std::chrono::steady_clock::now() + std::chrono::nanoseconds(delay_ns);
-  if (delay_armed_ && delay_due_ <= due) return;
-  delay_armed_ = true;
-  delay_due_ = due;
-  // Moving an armed timer forward cancels its wait: that handler sees operation_aborted.
-  delay_timer_.expires_at(due);
-  delay_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
-    delay_armed_ = false;
-    count_wakeup();
-    on_delay_over();
-  });
+  const std::uint64_t due = monotonic_ns() + delay_ns;
+  if (deadlines_.due(timer_deadlines::delays) <= due) return;
+  deadlines_.set(timer_deadlines::delays, due);
+  plan_wake();
 }
 
 void worker::on_delay_over() {
+  deadlines_.set(timer_deadlines::delays, timer_deadlines::none);
   // Clients that ask again while being served wait for the next expiry.
   reading_.swap(delayed_);
   for (client_base* c : reading_) c->read_delayed();

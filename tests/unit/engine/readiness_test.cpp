@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/clock.hpp"
+
 namespace dnstransport::detail {
 namespace {
 
@@ -181,6 +183,45 @@ TEST_F(readiness_test, an_event_does_not_end_the_waits_of_the_socket_that_replac
   EXPECT_EQ(ends.back().token, 99u);
   EXPECT_TRUE(ends.back().ok);
   ::close(pipe_fds[0]);
+}
+
+// The set's timer: an expiry is an event of the set (the worker wakes for it) and calls back
+// once, never before its time; an arm replaces the time of the one before, and an arm after
+// an expiry fires again although the timerfd's count was never read (an arm resets it, so the
+// edge-triggered set sees a new event).
+TEST_F(readiness_test, the_timer_fires_once_per_arm_never_early_and_the_last_arm_counts) {
+  std::vector<std::uint64_t> fired;
+  set.on_timer([&fired] { fired.push_back(monotonic_ns()); });
+  set.start();
+  const auto run_until_fired = [this, &fired](std::size_t n) {
+    io.restart();
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (fired.size() < n && std::chrono::steady_clock::now() < give_up) {
+      io.run_one_for(std::chrono::milliseconds(100));
+    }
+  };
+  // The second arm replaces the first: the timer fires once, at the later time.
+  set.arm_timer(monotonic_ns() + 2'000'000);
+  std::uint64_t at = monotonic_ns() + 30'000'000;
+  set.arm_timer(at);
+  run_until_fired(1);
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_GE(fired[0], at);
+  EXPECT_FALSE(wakes(set));  // nothing more is pending
+  for (int round = 0; round < 3; ++round) {
+    at = monotonic_ns() + 1'000'000;
+    set.arm_timer(at);
+    run_until_fired(fired.size() + 1);
+    ASSERT_EQ(fired.size(), 2u + static_cast<unsigned>(round));
+    EXPECT_GE(fired.back(), at);
+  }
+  EXPECT_EQ(set.timer_arms(), 5u);
+  // A time already past fires at the next wait.
+  set.arm_timer(1);
+  run_until_fired(fired.size() + 1);
+  EXPECT_EQ(fired.size(), 5u);
+  EXPECT_EQ(set.timer_arms(), 6u);
+  EXPECT_FALSE(wakes(set));
 }
 
 }  // namespace
