@@ -253,6 +253,34 @@ TEST(cli_test, coalesced_receiving_is_in_the_table_and_the_json) {
   EXPECT_NE(off.out.find("; coalescing off"), std::string::npos) << off.out;
 }
 
+// The classic one-line query list, as dnsperf users write it: every client keeps
+// --outstanding queries in flight (told apart by the letter case of the name), with no
+// warning, and every query is answered.
+TEST(cli_test, a_one_line_query_list_keeps_outstanding_queries_in_flight) {
+  const scratch files;
+  const std::string queries = files.path("q1.txt");
+  std::ofstream(queries) << "www.example.com A\n";
+  for (const char* transport : {"udp", "tcp"}) {
+    SCOPED_TRACE(transport);
+    const std::string json = files.path(fmt::format("one-name-{}.json", transport));
+    const process_result r =
+        run_process(cli,
+                    {"run", "--transport", transport, "--queries", queries, "--outstanding", "100",
+                     "--clients", "2", "--count", "4000", "--json", json},
+                    30s);
+    ASSERT_FALSE(r.timed_out);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("in flight per client"), std::string::npos) << r.err;
+    std::ifstream in(json);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const run_result result = run_result_from_json(text, json);
+    EXPECT_EQ(result.in_flight_max, 100u);
+    EXPECT_EQ(result.responses_received, 4000u);
+    EXPECT_EQ(result.case_not_echoed, 0u);
+    EXPECT_TRUE(result.warnings.empty()) << result.warnings.front();
+  }
+}
+
 // How long a signalled run may take to exit: well under its 20 s timeout and 30 s duration,
 // so a run that ignores the signal, finishes its duration, or waits out a timeout fails;
 // and many times the 0.1-0.5 s a sanitizer-built child takes, so a stalled machine does

@@ -101,8 +101,6 @@ TEST_P(hostile_message_test, truncated_answers_are_counted_truncated_not_answere
   EXPECT_EQ(r.qps, 0.0);
 }
 
-// A server that answers every query with a neighbour's id: whatever the offset, no answer
-// may be counted (a client never has two queries with the same question in flight).
 TEST_P(hostile_message_test, answers_with_the_ad_bit_are_answers_counted_authenticated) {
   const run_result r = run_against(authenticated_every_other(), counted_patiently(400)).result;
   EXPECT_EQ(r.queries_sent, 400u);
@@ -111,6 +109,8 @@ TEST_P(hostile_message_test, answers_with_the_ad_bit_are_answers_counted_authent
   EXPECT_NE(format_table(r).find("authenticated (AD)"), std::string::npos) << format_table(r);
 }
 
+// A server that answers every query with a neighbour's id: whatever the offset, no answer
+// may be counted (two queries of a client in flight never ask the same question).
 TEST_P(hostile_message_test, answers_with_a_neighbours_id_are_never_counted) {
   for (const std::uint16_t offset : {1, 2, 3, 16, 255, 256, 257, 0x4000, 0x8000, 0xffff}) {
     SCOPED_TRACE(fmt::format("id offset {}", offset));
@@ -126,37 +126,103 @@ TEST_P(hostile_message_test, answers_with_a_neighbours_id_are_never_counted) {
   }
 }
 
-TEST_P(hostile_message_test, a_list_of_few_questions_keeps_one_of_each_in_flight) {
-  // Three questions asked over and over: were two queries with one question in flight at
-  // once, a neighbour's id would pass the question check (it did, before).
-  query_set few;
-  for (int i = 0; i < 4; ++i) {
-    for (const char* name : {"a.example", "b.example", "c.example"}) {
-      few.add(encode_query(name, rr_type::a));
-    }
-  }
-  const auto queries = std::make_shared<const query_set>(std::move(few));
-  for (const std::uint16_t offset : {1, 2, 0xffff}) {
+// A query list of `names`, each asked once.
+std::shared_ptr<const query_set> query_list_of(std::initializer_list<const char*> names) {
+  query_set set;
+  for (const char* name : names) set.add(encode_query(name, rr_type::a));
+  return std::make_shared<const query_set>(std::move(set));
+}
+
+TEST_P(hostile_message_test, a_list_of_few_questions_is_told_apart_by_letter_case) {
+  // Three questions asked over and over, 50 in flight a client: queries of one question in
+  // flight at once differ in the letter case of the name (DNS 0x20), so an answer with a
+  // neighbour's id fails the question check, as it would with 50 questions.
+  const auto queries = query_list_of({"a.example", "b.example", "c.example"});
+  for (const std::uint16_t offset : {1, 2, 3, 0x4000, 0xffff}) {
     SCOPED_TRACE(fmt::format("id offset {}", offset));
     load_spec spec;
     spec.traffic.queries = queries;
-    spec.traffic.count = 30;
+    spec.traffic.count = 300;
     spec.traffic.outstanding = 50;
     spec.traffic.timeout_seconds = 0.2;
     const run_result r = run_against(id_offset(offset), spec).result;
-    EXPECT_EQ(r.queries_sent, 30u);
+    EXPECT_EQ(r.queries_sent, 300u);
     EXPECT_EQ(r.responses_received, 0u);
-    ASSERT_EQ(r.warnings.size(), 1u);
-    EXPECT_NE(r.warnings[0].find("at most 3 queries in flight per client"), std::string::npos)
-        << r.warnings[0];
+    EXPECT_EQ(r.lost + r.mismatched + r.lost_on_close, r.queries_sent);
+    EXPECT_EQ(r.in_flight_max, 50u);
+    // Those that found a query of another question were mismatched by name; of the same
+    // question, by its letter case.
+    EXPECT_LE(r.case_not_echoed, r.mismatched);
+    EXPECT_GT(r.case_not_echoed + r.unexpected + r.late + r.duplicates, 0u);
   }
-  // And a correct server still gets every query answered.
+  // And a correct server gets every query answered, with 50 in flight and no warning.
   load_spec spec = counted_patiently(300);
   spec.traffic.queries = queries;
   spec.traffic.outstanding = 50;
   const run_result r = run_against(answer_all(), spec).result;
   EXPECT_EQ(r.queries_sent, 300u);
   expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.in_flight_max, 50u);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+}
+
+TEST_P(hostile_message_test, one_name_keeps_every_query_in_flight) {
+  load_spec spec = counted_patiently(400);
+  spec.traffic.queries = query_list_of({"www.example.com"});
+  spec.traffic.outstanding = 64;
+  const run_result r = run_against(answer_all(), spec).result;
+  EXPECT_EQ(r.queries_sent, 400u);
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.in_flight_max, 64u);
+  EXPECT_EQ(r.case_not_echoed, 0u);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+}
+
+TEST_P(hostile_message_test, a_name_with_few_letters_caps_what_is_in_flight_and_says_so) {
+  // "1.a" has two letter-case forms: two queries of it in flight at once, no more.
+  load_spec spec = counted_patiently(100);
+  spec.traffic.queries = query_list_of({"1.a"});
+  spec.traffic.outstanding = 10;
+  const run_result r = run_against(answer_all(), spec).result;
+  EXPECT_EQ(r.queries_sent, 100u);
+  expect_all_in(r.responses_received, r);
+  EXPECT_EQ(r.in_flight_max, 2u);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("at most 2 queries in flight per client, not "), std::string::npos)
+      << r.warnings[0];
+}
+
+// A server that answers with the question in lower case: the answers to queries sent in
+// another case cannot be told from another query's, so they are mismatched, counted as the
+// case not echoed, and the run says what the server did.
+TEST_P(hostile_message_test, a_server_that_does_not_echo_the_letter_case_is_named) {
+  load_spec spec = counted_patiently(300);
+  spec.traffic.queries = query_list_of({"www.example.com"});
+  spec.traffic.outstanding = 20;
+  const run_result r = run_against(lower_case_question(), spec).result;
+  EXPECT_EQ(r.queries_sent, 300u);
+  EXPECT_EQ(r.responses_received + r.mismatched, r.queries_sent) << summary(r);
+  EXPECT_EQ(r.case_not_echoed, r.mismatched);
+  // The first query of each client goes in the name's own (lower) case; the others not.
+  EXPECT_GT(r.case_not_echoed, r.queries_sent / 2);
+  EXPECT_GT(r.responses_received, 0u);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("the server did not echo the letter case of the question"),
+            std::string::npos)
+      << r.warnings[0];
+  const std::string table = format_table(r);
+  EXPECT_NE(table.find("case not echoed"), std::string::npos) << table;
+  // With as many distinct questions as in flight nothing is told apart by case, and the same
+  // server's answers to names written in mixed case are all taken, as before.
+  query_set mixed;
+  for (int i = 0; i < 20; ++i) {
+    mixed.add(encode_query(fmt::format("Host{}.Example.COM", i), rr_type::a));
+  }
+  load_spec plain = counted_patiently(300);
+  plain.traffic.queries = std::make_shared<const query_set>(std::move(mixed));
+  plain.traffic.outstanding = 20;
+  const run_result p = run_against(lower_case_question(), plain).result;
+  expect_all_in(p.responses_received, p);
 }
 
 TEST_P(hostile_message_test, garbage_is_unexpected_and_short_answers_malformed) {

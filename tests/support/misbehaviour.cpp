@@ -127,6 +127,19 @@ message_script wrong_question() {
   };
 }
 
+message_script lower_case_question() {
+  return [](std::span<const std::uint8_t> query, std::uint64_t) {
+    bytes answer = answer_to(query);
+    const auto name_end = skip_name(answer, dns_header_size);
+    for (std::size_t at = dns_header_size; name_end && at < *name_end; at += answer[at] + 1u) {
+      for (std::size_t i = at + 1; i <= at + answer[at]; ++i) {
+        if (answer[i] >= 'A' && answer[i] <= 'Z') answer[i] |= 0x20;
+      }
+    }
+    return one(std::move(answer));
+  };
+}
+
 message_script truncated_answers() {
   return [](std::span<const std::uint8_t> query, std::uint64_t) {
     bytes answer(query.begin(), query.end());

@@ -30,6 +30,9 @@ message_script id_offset(std::uint16_t offset);
 message_script qr_not_set();
 /// Answers a question with another name in it.
 message_script wrong_question();
+/// Answers correctly but with the question's name in lower case: a server that does not echo
+/// the letter case of the question (DNS 0x20, RFC 4343).
+message_script lower_case_question();
 /// Answers with TC set and no records, as a server whose answer did not fit.
 message_script truncated_answers();
 /// Every other query (the odd-numbered ones) answered with TC set and no records, the

@@ -69,7 +69,9 @@ void add_query_options(CLI::App& app, run_options& o) {
 }
 
 void add_pace_options(CLI::App& app, run_options& o) {
-  app.add_option("--outstanding", o.outstanding, "Queries in flight per client")
+  app.add_option("--outstanding", o.outstanding,
+                 "Queries in flight per client (a query list with fewer distinct questions tells "
+                 "their queries apart by the name's letter case, DNS 0x20)")
       ->capture_default_str();
   app.add_option("--duration", o.duration,
                  "Seconds to measure (after --warmup); --replay timing: the whole capture "

@@ -22,9 +22,14 @@ struct query_counts {
   std::uint64_t lost_on_close = 0;       ///< in flight when the connection closed or reset
   std::uint64_t malformed = 0;           ///< answer with the right id that does not parse
   std::uint64_t mismatched = 0;          ///< right id, wrong question/opcode, or QR clear
-  std::uint64_t abandoned = 0;           ///< still in flight when the run was interrupted
-  std::uint64_t truncated = 0;           ///< TC set: no complete answer (not retried over TCP)
-  std::uint64_t oversized = 0;           ///< UDP answer larger than the query allowed (512 or EDNS)
+  /// Of mismatched: the question came back in another letter case than it was sent in, where
+  /// a client tells queries of one question apart by letter case (a query list with fewer
+  /// distinct questions than load_spec::traffic.outstanding; DNS 0x20, RFC 4343): the server
+  /// does not echo the case, or answered with the id of another query of that question.
+  std::uint64_t case_not_echoed = 0;
+  std::uint64_t abandoned = 0;  ///< still in flight when the run was interrupted
+  std::uint64_t truncated = 0;  ///< TC set: no complete answer (not retried over TCP)
+  std::uint64_t oversized = 0;  ///< UDP answer larger than the query allowed (512 or EDNS)
   /// DoH: the HTTP exchange failed (a status other than 200, another content type, an empty
   /// body, the stream reset); by cause in run_result::http_failures.
   std::uint64_t http_failed = 0;
@@ -83,6 +88,8 @@ inline constexpr count_description<query_counts> query_count_descriptions[] = {
     {&query_counts::lost_on_close, "lost_on_close"},
     {&query_counts::malformed, "malformed", "malformed answers"},
     {&query_counts::mismatched, "mismatched", "mismatched answers"},
+    {&query_counts::case_not_echoed, "case_not_echoed", "case not echoed",
+     " of them: the question came back in another letter case than sent (DNS 0x20)"},
     {&query_counts::abandoned, "abandoned", "abandoned at stop"},
     {&query_counts::truncated, "truncated"},
     {&query_counts::oversized, "oversized"},

@@ -435,6 +435,10 @@ struct run_result : query_counts {
   /// Peak resident memory of the generator's process when the run ended (getrusage; the
   /// whole process, so an in-process responder counts too); under mpirun, the ranks' sum.
   std::uint64_t client_rss_bytes = 0;
+  /// The most queries one client had in flight at once (warm-up included): at most
+  /// load_spec::traffic.outstanding, fewer when the server answered faster than the clients
+  /// filled their window or the query list limited it (run_result::warnings says so).
+  unsigned in_flight_max = 0;
 
   /// Send to answer, connection set-up excluded. The answer's time is the kernel's receive
   /// stamp (SO_TIMESTAMPNS): its datagram's (UDP, DoQ), or the newest segment's of the read

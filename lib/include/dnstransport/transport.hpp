@@ -34,6 +34,10 @@ struct transport_traits {
   bool over_tcp = false;
   /// Its connections are QUIC connections (RFC 9000): QUIC packet and path figures.
   bool over_quic = false;
+  /// Each query has a stream of its own that its answer comes back on (DoH: an HTTP/2
+  /// stream, DoQ: a QUIC stream), so answers are told apart without their DNS id or question:
+  /// any number of queries of one question may be in flight.
+  bool answers_on_own_stream = false;
   /// TLS 1.3 only (QUIC carries no other version).
   bool tls13_only = false;
   /// Runs on GnuTLS whatever the TLS backend asked for is not (DoQ: ngtcp2's crypto helper;

@@ -23,8 +23,37 @@ client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
       pace_phase_(static_cast<double>(index) / owner.plan().clients),
       question_of_(owner.plan().question_of.data()),
       query_count_(static_cast<std::uint32_t>(owner.plan().question_of.size())),
-      questions_(owner.plan().outstanding, owner.plan().distinct_questions),
-      question_room_(std::min(owner.plan().outstanding, owner.plan().distinct_questions)) {}
+      questions_(
+          owner.plan().questions_apart == in_flight_questions::mode::one_each
+              ? in_flight_questions(owner.plan().outstanding, owner.plan().distinct_questions)
+              : in_flight_questions(owner.plan().outstanding, owner.plan().questions_apart,
+                                    owner.plan().question_patterns)),
+      question_room_(owner.plan().in_flight_limit()) {
+  if (questions_.how() == in_flight_questions::mode::letter_case) {
+    case_scratch_.resize(std::size_t{case_pieces} * owner.plan().queries->max_size());
+  }
+}
+
+std::span<const std::uint8_t> client_base::query_to_send(const slot_table::slot& s,
+                                                         unsigned piece) noexcept {
+  const auto query = (*plan().queries)[s.query_index];
+  const std::uint32_t flips = case_flips(s);
+  if (flips == 0) return query;
+  const std::size_t size = plan().queries->max_size();
+  return vary_letter_case(query, flips, std::span(case_scratch_).subspan(piece * size, size));
+}
+
+std::uint32_t client_base::case_flips(const slot_table::slot& s) const noexcept {
+  if (questions_.how() != in_flight_questions::mode::letter_case) return 0;
+  return s.case_pattern ^ plan().query_case[s.query_index];
+}
+
+std::uint32_t client_base::take_question(std::uint32_t query) noexcept {
+  counts().in_flight_max = std::max(counts().in_flight_max, slots_.in_flight() + 1);
+  const std::uint32_t own =
+      questions_.how() == in_flight_questions::mode::letter_case ? plan().query_case[query] : 0;
+  return questions_.take(question_of_[query], own);
+}
 
 void client_base::open_schedule() {
   if (plan().open_loop() && feeder_ == nullptr) {
@@ -87,7 +116,7 @@ std::uint32_t client_base::send_allowance(std::uint64_t now) noexcept {
   const std::uint32_t room = std::min(slots_.free_count(), question_room_ - slots_.in_flight());
   if (feeder_ != nullptr) {
     // In order; a retry whose question is still in flight waits for it.
-    if (retries_.empty() || questions_.contains(question_of_[retries_.front().query_index]))
+    if (retries_.empty() || !questions_.has_room(question_of_[retries_.front().query_index]))
       return 0;
     return std::min<std::uint32_t>(room, 1);
   }
@@ -112,6 +141,9 @@ std::uint32_t client_base::replay_allowance(std::uint32_t room) const noexcept {
   // The waiting queries whose question is not in flight, each question once: a client that
   // asks again waits for its first answer, and its other queries do not wait behind it. The
   // waiting list is at most --outstanding long, so the scan stays short.
+  if (questions_.how() != in_flight_questions::mode::one_each) {
+    return std::min(room, schedule_->waiting());
+  }
   std::uint32_t n = 0;
   for (std::uint32_t i = 0; i < schedule_->waiting() && n < room; ++i) {
     const std::uint32_t question = question_of_[schedule_->waiting_at(i).query];
@@ -129,9 +161,10 @@ slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
   if (feeder_ != nullptr) {
     const retry r = retries_.front();
     retries_.pop_front();
+    const std::uint32_t pattern = take_question(r.query_index);
     slot_table::slot& s = slots_.acquire(now, r.query_index, r.counted);
     s.sent_ns = r.sent_ns;
-    questions_.insert(question_of_[r.query_index]);
+    s.case_pattern = static_cast<std::uint16_t>(pattern);
     return s;
   }
   std::uint32_t query = next_query_;
@@ -140,32 +173,34 @@ slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
     // The oldest waiting query of the capture whose question is not in flight
     // (send_allowance counted it, so the search ends).
     std::uint32_t i = 0;
-    while (questions_.contains(question_of_[schedule_->waiting_at(i).query])) ++i;
+    while (!questions_.has_room(question_of_[schedule_->waiting_at(i).query])) ++i;
     const arrival_schedule::arrival a = schedule_->take(i);
     query = a.query;
     scheduled = a.at;
-    questions_.insert(question_of_[query]);
   } else {
-    // The next query of the cycle whose question is not in flight (send_allowance left room
-    // for one, so the search ends).
-    while (!questions_.insert(question_of_[query])) {
+    // The next query of the cycle whose question has room for one more in flight
+    // (send_allowance left room for one, so the search ends).
+    while (!questions_.has_room(question_of_[query])) {
       if (++query == query_count_) query = 0;
     }
     next_query_ = query + 1 == query_count_ ? 0 : query + 1;
     if (schedule_) scheduled = schedule_->pop_front().at;
   }
+  const auto pattern = static_cast<std::uint16_t>(take_question(query));
   owner_.roll_timeline(now);
   if (schedule_) {
     // Open loop: the query's time is its schedule's (the quota was taken when it came).
     const bool counted = scheduled >= plan().measure_start_ns;
     slot_table::slot& s = slots_.acquire(now, query, counted);
     s.sent_ns = scheduled;
+    s.case_pattern = pattern;
     ++sent_;
     if (counted) ++counts().queries_sent;
     return s;
   }
   const bool counted = measuring(now);
   slot_table::slot& s = slots_.acquire(now, query, counted);
+  s.case_pattern = pattern;
   ++sent_;
   // The count is of measured queries: the warm-up's do not use it up.
   if (quota_ != UINT64_MAX && counted) --quota_;
@@ -194,7 +229,7 @@ void client_base::release(slot_table::slot& s, slot_table::past outcome) noexcep
   if (schedule_ && s.counted && outcome != slot_table::past::nothing) {
     counts().send_lag.record(s.taken_ns - s.sent_ns);
   }
-  questions_.erase(question_of_[s.query_index]);
+  questions_.release(question_of_[s.query_index], s.case_pattern);
   slots_.release(s, outcome);
 }
 
@@ -299,8 +334,16 @@ client_base::completion client_base::complete(slot_table::slot& slot,
     // A protocol violation, whatever the message holds: no stub would take it.
     if (s->counted) ++r.oversized;
   } else {
-    const response_summary summary = check_response(message, (*plan().queries)[s->query_index],
-                                                    expected_id, plan().read_edns_options);
+    const auto query = (*plan().queries)[s->query_index];
+    response_summary summary =
+        check_response(message, query, expected_id, plan().read_edns_options);
+    // Told apart by letter case, a query is answered only by an answer that echoes its case:
+    // one that does not may carry another query's id (or come from a server that does not
+    // echo the case), and is mismatched, counted under its cause.
+    const bool case_lost = summary.verdict == response_verdict::ok &&
+                           questions_.how() == in_flight_questions::mode::letter_case &&
+                           !echoes_letter_case(message, query, case_flips(*s));
+    if (case_lost) summary.verdict = response_verdict::wrong_question;
     const bool ok = summary.verdict == response_verdict::ok;
     if (ok && summary.keepalive) done.keepalive_timeout = summary.keepalive_timeout;
     if (ok && summary.truncated && retry_truncated(*s)) {
@@ -332,6 +375,7 @@ client_base::completion client_base::complete(slot_table::slot& slot,
         case response_verdict::wrong_opcode:
         case response_verdict::wrong_question:
           ++r.mismatched;
+          if (case_lost) ++r.case_not_echoed;
           break;
       }
     }

@@ -21,6 +21,7 @@ void query_counters::merge(const query_counters& o) {
   for (const auto& [size, n] : o.padded_sizes) padded_sizes[size] += n;
   latency.merge(o.latency);
   send_lag.merge(o.send_lag);
+  in_flight_max = std::max(in_flight_max, o.in_flight_max);
 }
 
 void connection_counters::record_failure(const std::string& cause, const std::string& message) {

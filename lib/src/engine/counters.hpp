@@ -28,7 +28,8 @@ struct query_counters : query_counts {
   std::uint64_t padded_answers = 0;
   std::map<std::uint32_t, std::uint64_t> padded_sizes;  // padded answers by message size
   latency_histogram latency;
-  latency_histogram send_lag;  // open loop: scheduled time to send
+  latency_histogram send_lag;       // open loop: scheduled time to send
+  std::uint32_t in_flight_max = 0;  // the most queries one client had in flight at once
 
   void merge(const query_counters& other);
 };

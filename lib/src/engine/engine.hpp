@@ -28,6 +28,7 @@
 #include "engine/connection_tally.hpp"
 #include "engine/counters.hpp"
 #include "engine/in_flight_questions.hpp"
+#include "engine/letter_case.hpp"
 #include "engine/read_coalescing.hpp"
 #include "engine/readiness.hpp"
 #include "engine/run_plan.hpp"
@@ -81,6 +82,12 @@ class client_base {
   // it keeps its connection while `feeder` may still send or has queries in flight.
   void serve_retries(const client_base& feeder) noexcept { feeder_ = &feeder; }
   void take_retry(const retry& r) { retries_.push_back(r); }
+
+  // The octets of the query in slot `s` to send (its id still to be patched): the encoded
+  // query, or, told apart by letter case, a copy in its own case held in scratch `piece` (below
+  // case_pieces: one per query of a batch, valid until the next call with that piece).
+  static constexpr unsigned case_pieces = 256;
+  std::span<const std::uint8_t> query_to_send(const slot_table::slot& s, unsigned piece) noexcept;
 
  protected:
   // How many queries may be sent right now (free slots, quota, rate, phase; open loop: the
@@ -178,6 +185,10 @@ class client_base {
   // The query in flight with `id`, or null after counting what the id was (late, duplicate,
   // unexpected; or lost and late when its timeout passed before this was read).
   slot_table::slot* in_flight(std::uint16_t id, std::uint64_t now) noexcept;
+  // The letters of the slot's query whose case its pattern changes (0: none).
+  std::uint32_t case_flips(const slot_table::slot& s) const noexcept;
+  // Puts a query of the set in flight among the questions; its letter-case pattern.
+  std::uint32_t take_question(std::uint32_t query) noexcept;
   // An answer's EDNS options, counted (answers only, after the warm-up).
   void count_keepalive(std::uint16_t timeout) noexcept;
   void count_padded(std::size_t size) noexcept;
@@ -197,10 +208,10 @@ class client_base {
   const std::uint32_t* question_of_;  // plan().question_of, at hand
   std::uint32_t query_count_;
   in_flight_questions questions_;
-  std::uint32_t question_room_;          // queries that may be in flight: outstanding, or fewer
-                                         // when the set has fewer distinct questions
-  const client_base* feeder_ = nullptr;  // set: this client serves the feeder's TC retries
-  std::deque<retry> retries_;            // waiting to be sent (retry client only)
+  std::uint32_t question_room_;  // queries that may be in flight (run_plan::in_flight_limit)
+  std::vector<std::uint8_t> case_scratch_;      // told apart by letter case: queries in their case
+  const client_base* feeder_ = nullptr;         // set: this client serves the feeder's TC retries
+  std::deque<retry> retries_;                   // waiting to be sent (retry client only)
   std::unique_ptr<arrival_schedule> schedule_;  // open loop only
   bool arrivals_open_ = true;                   // open loop: more queries will be scheduled
   bool connection_live_ = false;

@@ -3,6 +3,7 @@
 // (client_transport) and the plan every worker shares read-only (run_plan: the queries, the
 // server, the schedule, the timeout). The load (load/run_setup.cpp) builds both.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -12,6 +13,8 @@
 #include <boost/asio/ip/address.hpp>
 
 #include <dnstransport/query_source.hpp>
+
+#include "engine/in_flight_questions.hpp"
 
 namespace dnstransport::detail {
 
@@ -45,6 +48,25 @@ struct run_plan {
   // compared case-insensitively, share one), and for UDP the largest answer it allows.
   std::vector<std::uint32_t> question_of;
   std::uint32_t distinct_questions = 0;
+  // How a client tells apart its queries in flight (in_flight_questions.hpp): one of each
+  // question, by letter case (a set of fewer questions than `outstanding` over a transport
+  // whose answers carry the id alone), or not at all (each answer on its query's own stream).
+  in_flight_questions::mode questions_apart = in_flight_questions::mode::one_each;
+  // Letter case: per question, its letter-case patterns (2^letters, at most 65536); per query,
+  // the pattern it was written in (letter_case_pattern).
+  std::vector<std::uint32_t> question_patterns;
+  std::vector<std::uint16_t> query_case;
+  // The most queries a client may have in flight: `outstanding`, or fewer when its questions
+  // (and their letter-case patterns) are fewer.
+  std::uint32_t in_flight_limit() const noexcept {
+    std::uint64_t room = distinct_questions;
+    if (questions_apart == in_flight_questions::mode::unlimited) room = outstanding;
+    if (questions_apart == in_flight_questions::mode::letter_case) {
+      room = 0;
+      for (const std::uint32_t n : question_patterns) room += n;
+    }
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(room, outstanding));
+  }
   std::vector<std::uint16_t> udp_answer_limits;
   // The queries carry EDNS options whose answers are counted (keepalive, padding): read the
   // answers' OPT records.

@@ -26,6 +26,9 @@ class slot_table {
     std::uint32_t next = none;
     std::uint16_t id = 0;
     std::uint16_t previous_id = 0;  // id of the last completed query of this slot
+    // Its question's letter case as sent, when the client tells queries of one question
+    // apart by it (in_flight_questions.hpp): bit k set, the k-th letter in upper case.
+    std::uint16_t case_pattern = 0;
     past previous = past::nothing;
     bool in_flight = false;
     bool counted = false;  // sent after the warm-up

@@ -169,6 +169,7 @@ void add_member(run_result& out, const run_result& r) {
   add_map(out.quic_failures, r.quic_failures);
   for (std::size_t i = 0; i < out.rcodes.size(); ++i) out.rcodes[i] += r.rcodes[i];
   out.send_lag.merge(r.send_lag);
+  out.in_flight_max = std::max(out.in_flight_max, r.in_flight_max);
   out.elapsed_seconds = std::max(out.elapsed_seconds, r.elapsed_seconds);
   out.client_cpu_seconds += r.client_cpu_seconds;
   out.client_rss_bytes += r.client_rss_bytes;

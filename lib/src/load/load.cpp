@@ -50,6 +50,7 @@ run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) 
   if (!ready) {
     detail::add_open_loop_warnings(result, spec);
     detail::add_warmup_warning(result, spec);
+    detail::add_case_warning(result, spec);
   }
   return result;
 }
@@ -94,6 +95,7 @@ run_result run_in_group(const load_spec& spec) {
   run_result merged = merge_results(group.gather(own, wait), group.hosts());
   detail::add_open_loop_warnings(merged, spec);
   detail::add_warmup_warning(merged, spec);
+  detail::add_case_warning(merged, spec);
   return merged;
 }
 

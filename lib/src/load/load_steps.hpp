@@ -104,5 +104,7 @@ void add_warmup_warning(run_result& r, const load_spec& spec);
 void add_warning(run_result& r, const load_spec& spec, std::string_view marked);
 // Open loop: says when the generator did not keep to its schedule.
 void add_open_loop_warnings(run_result& r, const load_spec& spec);
+// Queries told apart by letter case: says when answers did not echo it.
+void add_case_warning(run_result& r, const load_spec& spec);
 
 }  // namespace dnstransport::detail

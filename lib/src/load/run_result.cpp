@@ -63,6 +63,7 @@ void fill_result(run_result& r, const counters& total) {
   r.rcodes = q.rcodes;
   r.latency = q.latency;
   r.send_lag = q.send_lag;
+  r.in_flight_max = q.in_flight_max;
   r.edns.keepalive_answers = q.keepalive_answers;
   if (q.keepalive_answers > 0) {
     r.edns.keepalive_min_seconds = q.keepalive_min / 10.0;
@@ -164,6 +165,22 @@ void add_warmup_warning(run_result& r, const load_spec& spec) {
                           counted(c.opened - replaced, "connection") +
                               (c.opened - replaced == 1 ? " was" : " were"),
                           warmup, spec.traffic.warmup_seconds, warmup));
+}
+
+void add_case_warning(run_result& r, const load_spec& spec) {
+  if (r.case_not_echoed == 0) return;
+  const std::string outstanding = setting("load_spec::traffic.outstanding");
+  add_warning(
+      r, spec,
+      fmt::format("the server did not echo the letter case of the question: {} of {} answers came "
+                  "back in another case than sent and were counted mismatched, not answered. With "
+                  "fewer distinct questions in the query list than {} {}, a client tells its "
+                  "queries of one question apart by the letter case of the name (DNS 0x20, RFC "
+                  "4343), which servers echo; this one does not (or it answered with other "
+                  "queries' ids). Give a query list with at least {} distinct questions, or a "
+                  "lower {}",
+                  r.case_not_echoed, r.case_not_echoed + r.responses_received, outstanding,
+                  r.outstanding, r.outstanding, outstanding));
 }
 
 void add_open_loop_warnings(run_result& r, const load_spec& spec) {

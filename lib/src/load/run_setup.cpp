@@ -14,6 +14,7 @@
 #include <dnstransport/error.hpp>
 #include <dnstransport/text.hpp>
 
+#include "engine/letter_case.hpp"
 #include "load/load_steps.hpp"
 #include "registry/transports.hpp"
 #include "util/clock.hpp"
@@ -252,23 +253,50 @@ void plan_arrivals(run_plan& plan, run_result& result, const load_spec& spec) {
   }
 }
 
-// What the clients know of the queries: their questions (no two in flight at once) and, over
-// UDP, the largest answer each allows.
+// How the clients tell apart their queries in flight (in_flight_questions.hpp): by the stream
+// each answer comes on; one of each question, when the list has enough of them (or a capture
+// is replayed: a client sends what its source sent, and waits for a question's answer before
+// asking it again); otherwise by the letter case of the name (DNS 0x20), as many of a question
+// at once as its name has letter-case patterns.
+void plan_questions(run_plan& plan, run_result& result, const load_spec& spec,
+                    const query_set& queries) {
+  plan.distinct_questions = number_questions(queries, plan.question_of);
+  if (traits_of(spec.target.transport).answers_on_own_stream) {
+    plan.questions_apart = in_flight_questions::mode::unlimited;
+    return;
+  }
+  if (plan.distinct_questions >= spec.traffic.outstanding ||
+      plan.arrivals == run_plan::schedule::replay) {
+    return;
+  }
+  plan.questions_apart = in_flight_questions::mode::letter_case;
+  plan.question_patterns.assign(plan.distinct_questions, 0);
+  plan.query_case.resize(queries.size());
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    plan.question_patterns[plan.question_of[i]] = letter_case_patterns(queries[i]);
+    plan.query_case[i] = letter_case_pattern(queries[i]);
+  }
+  const std::uint32_t room = plan.in_flight_limit();
+  if (room < spec.traffic.outstanding) {
+    add_warning(
+        result, spec,
+        fmt::format("at most {} queries in flight per client, not {} {}: the query list "
+                    "has {} whose names give {} in all (two queries of a client in flight "
+                    "at once never look the same, so that an answer carrying another "
+                    "query's id cannot pass the question check; a name has 2^letters "
+                    "letter-case forms); give a query list with more questions or longer "
+                    "names",
+                    room, setting("load_spec::traffic.outstanding"), spec.traffic.outstanding,
+                    counted(plan.distinct_questions, "distinct question"),
+                    counted(room, "letter-case form")));
+  }
+}
+
+// What the clients know of the queries: their questions and, over UDP, the largest answer
+// each allows.
 void plan_queries(run_plan& plan, run_result& result, const load_spec& spec,
                   const query_set& queries) {
-  plan.distinct_questions = number_questions(queries, plan.question_of);
-  // A replayed client sends what its source sent; it has no choice of questions to widen.
-  if (plan.distinct_questions < spec.traffic.outstanding &&
-      plan.arrivals != run_plan::schedule::replay) {
-    add_warning(result, spec,
-                fmt::format("at most {} queries in flight per client, not {} {}: the query list "
-                            "has {}, and a client never has two queries with the same question in "
-                            "flight (so that an answer carrying another query's id cannot pass the "
-                            "question check)",
-                            plan.distinct_questions, setting("load_spec::traffic.outstanding"),
-                            spec.traffic.outstanding,
-                            counted(plan.distinct_questions, "distinct question")));
-  }
+  plan_questions(plan, result, spec, queries);
   plan.read_edns_options = result.edns.requested();
   if (!traits_of(spec.target.transport).has_connections) {
     plan.udp_answer_limits.reserve(queries.size());

@@ -39,6 +39,7 @@ const run_field run_figures[] = {
     {"client_cpu_seconds", &run_result::client_cpu_seconds},
     {"max_thread_cpu_share", &run_result::max_thread_cpu_share},
     {"client_rss_bytes", &run_result::client_rss_bytes, true},
+    {"in_flight_max", &run_result::in_flight_max, true},
 };
 
 const field_description<rank_result> ranks[] = {

@@ -43,10 +43,9 @@ bool dns_stream_session::fill_early(std::uint64_t now, std::size_t room) {
 
 bool dns_stream_session::write_queries(std::uint64_t now, unsigned batch) {
   std::array<iovec, max_gather * 2> pieces;
-  const query_set& queries = *driver_.plan().queries;
   for (unsigned i = 0; i < batch; ++i) {
     slot_table::slot& s = driver_.next_query(now);
-    const auto query = queries[s.query_index];
+    const auto query = driver_.query_to_send(s, i);
     auto& head = heads_[i];  // length prefix and id, then the rest of the encoded query
     put_frame_prefix(head.data(), query.size());
     patch_id(&head[frame_prefix_size], s.id);
@@ -64,7 +63,7 @@ bool dns_stream_session::resend_in_flight(std::uint64_t) {
     return driver_.after_write(driver_.channel().send({pieces.data(), count * 2u}));
   };
   for (slot_table::slot* s = slots.oldest(); s != nullptr; s = slots.next_of(*s)) {
-    const auto query = (*driver_.plan().queries)[s->query_index];
+    const auto query = driver_.query_to_send(*s, count);
     auto& head = heads_[count];
     put_frame_prefix(head.data(), query.size());
     patch_id(&head[frame_prefix_size], s->id);

@@ -30,6 +30,7 @@ class dns_stream_session final : public stream_session {
 
  private:
   static constexpr unsigned max_gather = stream_client::max_gather;
+  static_assert(max_gather <= client_base::case_pieces, "a scratch piece for each query written");
 
   // The messages read so far; `arrived`: when the newest of them came, by the kernel's
   // stamp (`now` where the stream has none). False when the connection is gone.

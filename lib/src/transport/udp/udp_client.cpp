@@ -26,6 +26,7 @@ namespace dnstransport::detail {
 namespace {
 
 constexpr unsigned batch_size = 32;
+static_assert(batch_size <= client_base::case_pieces, "a scratch piece for each query of a batch");
 
 class udp_client final : public client_base {
  public:
@@ -176,7 +177,7 @@ class udp_client final : public client_base {
       for (unsigned i = 0; i < batch; ++i) {
         slot_table::slot& s = take_slot(now);
         taken[i] = &s;
-        const auto query = (*plan().queries)[s.query_index];
+        const auto query = query_to_send(s, i);
         patch_id(id_bytes_[i].data(), s.id);
         iov[i][0] = {id_bytes_[i].data(), 2};
         iov[i][1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
