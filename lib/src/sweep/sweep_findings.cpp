@@ -117,8 +117,8 @@ void throughput_kept(const sweep_result& r, const target_view& target,
     if (best == nullptr) continue;
     const bool unsteady = best_steady == nullptr;
     if (!unsteady) best = best_steady;
-    kept.push_back(fmt::format("{} {:.0f} % ({} clients{}{})", display_name(t, target.transports),
-                               best->percent, best->clients,
+    kept.push_back(fmt::format("{} {:.0f} % ({}{}{})", display_name(t, target.transports),
+                               best->percent, counted(best->clients, "client"),
                                best->client_bound ? ", client-bound" : "",
                                unsteady ? fmt::format(", repeats disagree: {:.0f} to {:.0f} %",
                                                       best->percent_min, best->percent_max)

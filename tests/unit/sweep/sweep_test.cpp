@@ -427,6 +427,12 @@ TEST(sweep_test, findings_give_the_share_of_udp_where_the_repeats_agree) {
   EXPECT_NE(kept->text.find("TCP 80 % (16 clients, repeats disagree: 60 to 121 %)"),
             std::string::npos)
       << kept->text;
+  // One client: "1 client".
+  r.points = {measured({st::udp, 1, 0}, {100000}), measured({st::tcp, 1, 0}, {50000})};
+  derive_results(r);
+  kept = finding(r, "throughput");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_NE(kept->text.find("TCP 50 % (1 client)"), std::string::npos) << kept->text;
 }
 
 TEST(sweep_test, findings_give_no_share_of_udp_when_udp_measured_the_generator) {
