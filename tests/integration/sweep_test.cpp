@@ -251,7 +251,8 @@ TEST(sweep_cli_test, report_of_two_saved_sweeps_overlays_them_and_lists_what_one
   EXPECT_NE(printed.find("b: no tls-openssl points (measured for server A)"), std::string::npos);
   EXPECT_NE(printed.find("server A: udp not measured with 4 clients"), std::string::npos);
   const std::string index = contents(report / "index.html");
-  EXPECT_NE(index.find("DNS servers compared: server A, b"), std::string::npos);
+  EXPECT_NE(index.find("DNS servers compared: server A over UDP, TCP and DoT; b over UDP and TCP"),
+            std::string::npos);
   EXPECT_FALSE(contents(report / "comparison.csv").empty());
   if (!std::filesystem::exists("/usr/bin/gnuplot")) {
     if (hostile::in_ci()) FAIL() << "gnuplot is not installed (Debian: gnuplot-nox); CI needs it";
@@ -368,7 +369,8 @@ TEST(sweep_cli_test, a_sweep_of_two_targets_interleaves_them_and_reports_both) {
        {"\n  plain   udp ", "\n  plain   tcp ", "\n  closing udp ", "\n  closing tcp "}) {
     EXPECT_NE(tables.find(row), std::string::npos) << row << "\n" << tables;
   }
-  EXPECT_NE(contents(report / "index.html").find("DNS servers compared: plain, closing"),
+  EXPECT_NE(contents(report / "index.html")
+                .find("DNS servers compared: plain over UDP and TCP; closing over UDP and TCP"),
             std::string::npos);
   for (const std::string script :
        {"qps_vs_clients.gp", "percent_of_udp.gp", "latency_1_clients.gp", "latency_2_clients.gp"}) {

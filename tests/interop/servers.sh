@@ -27,10 +27,13 @@
 # The certificate is taken from $INTEROP_CERT and $INTEROP_KEY (see interop_make_cert).
 # INTEROP_LIMITS=default leaves out the raised TCP connection limits and idle timeouts,
 # to observe each server's defaults (tools/bench/probe-stream-limits); "raised" otherwise.
+# INTEROP_EXTRA_DATA (unbound only): more records, "absolute-name TYPE data" each, answered
+# beside the zone's (the demo's answers to the built-in query set, tools/dev); empty by default.
 
 INTEROP_ZONE=interop.test.
 INTEROP_SERVERS_ALL=(unbound nsd knot kresd dnsdist named)
 INTEROP_DOH_PATH=/dns-query
+INTEROP_EXTRA_DATA=()
 
 # name (relative to the zone), type, data. TXT data has no spaces.
 INTEROP_RECORDS=(
@@ -181,6 +184,10 @@ EOF
       read -r name type data <<<"$r"
       [ "$type" = TXT ] && data="'$data'"
       printf '  local-data: "%s.%s 300 IN %s %s"\n' "$name" "$INTEROP_ZONE" "$type" "$data"
+    done
+    for r in "${INTEROP_EXTRA_DATA[@]}"; do
+      read -r name type data <<<"$r"
+      printf '  local-data: "%s 300 IN %s %s"\n' "$name" "$type" "$data"
     done
     cat <<EOF
 stub-zone:

@@ -155,6 +155,16 @@ std::vector<unsigned> clients_of(const std::vector<compared_sweep>& sweeps) {
   return out;
 }
 
+std::string comparison_heading(const std::vector<compared_sweep>& sweeps) {
+  std::string out;
+  for (std::size_t i = 0; i < sweeps.size(); ++i) {
+    // "DNS over UDP and DoQ" -> "UDP and DoQ"
+    const std::string transports = transports_heading(sweeps[i].result).substr(9);
+    out += fmt::format("{}{} over {}", i == 0 ? "" : "; ", sweeps[i].name, transports);
+  }
+  return out;
+}
+
 std::vector<std::string> comparison_description(const std::vector<compared_sweep>& sweeps) {
   std::vector<std::string> lines;
   std::vector<std::string> machines;
@@ -413,7 +423,8 @@ std::vector<report_table> comparison_tables(const std::vector<compared_sweep>& s
 }  // namespace detail
 
 std::string format_comparison(const std::vector<compared_sweep>& sweeps) {
-  std::string out = fmt::format("Comparison of {} sweeps\n", sweeps.size());
+  std::string out = fmt::format("Comparison of {} sweeps: {}\n", sweeps.size(),
+                                detail::comparison_heading(sweeps));
   for (const auto& line : detail::comparison_description(sweeps)) out += line + "\n";
   for (const auto& table : detail::comparison_tables(sweeps)) {
     out += "\n" + detail::render_text(table);
@@ -428,7 +439,7 @@ std::string format_comparison(const std::vector<compared_sweep>& sweeps) {
     out += fmt::format("\nWarnings for {}\n", s.name);
     for (const auto& w : s.result.warnings) out += "  - " + w + "\n";
   }
-  for (const auto& s : sweeps) out += detail::findings_text(s.result);
+  for (const auto& s : sweeps) out += detail::findings_text(s.result, s.name);
   return out;
 }
 

@@ -42,6 +42,7 @@ void add_qps_against_clients(const std::vector<compared_sweep>& sweeps, plot_set
   const double divisor = largest >= 10000 ? 1000 : 1;
   std::string data;
   std::string plot;
+  double smallest = 0;  // the smallest mean drawn
   const double lines = static_cast<double>(sweeps.size() * transports.size());
   for (std::size_t k = 0; k < sweeps.size(); ++k) {
     const auto& r = sweeps[k].result;
@@ -57,6 +58,7 @@ void add_qps_against_clients(const std::vector<compared_sweep>& sweeps, plot_set
           continue;
         }
         const auto& q = p.summary.qps;
+        smallest = smallest == 0 ? q.mean : std::min(smallest, q.mean);
         rows.push_back(
             {p.point.clients * nudge, q.mean / divisor, q.min / divisor, q.max / divisor});
       }
@@ -75,13 +77,19 @@ void add_qps_against_clients(const std::vector<compared_sweep>& sweeps, plot_set
   }
   std::string tics;
   for (const unsigned c : clients) tics += (tics.empty() ? "" : ", ") + std::to_string(c);
+  // Servers (or transports) 20 times apart: on a linear axis the slower ones would lie flat
+  // on zero, so the axis is logarithmic.
+  const bool log_y = smallest > 0 && largest / smallest > 20;
   plot_script s;
   s.name = "qps_vs_clients";
   s.title = "Throughput against the number of clients, by server and transport";
-  s.description =
+  s.description = fmt::format(
       "Answers per second (mean of the repeats; bars: slowest to fastest repeat) against the "
       "number of clients: one colour per server, one dash and point type per transport "
-      "(TCP/TLS/DoH at the longest connections each server was measured with).";
+      "(TCP/TLS/DoH at the longest connections each server was measured with).{}",
+      log_y ? " The axis of answers per second is logarithmic: the fastest line is more than 20 "
+              "times the slowest."
+            : "");
   s.body =
       data + fmt::format("set title {}\n", gnuplot_string(s.title)) +
       "set xlabel 'concurrent clients'\n" +
@@ -90,7 +98,8 @@ void add_qps_against_clients(const std::vector<compared_sweep>& sweeps, plot_set
       "set logscale x 2\n" + fmt::format("set xtics ({})\n", tics) +
       fmt::format("set xrange [{}:{}]\n", gnuplot_number(clients.front() / 1.4),
                   gnuplot_number(clients.back() * 1.4)) +
-      "set yrange [0:*]\nset grid\nset key below\n" + plot + "\n";
+      (log_y ? "set logscale y\nset yrange [*:*]\n" : "set yrange [0:*]\n") +
+      "set grid\nset key below\n" + plot + "\n";
   into.plots.push_back(std::move(s));
 }
 

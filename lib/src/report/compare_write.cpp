@@ -5,6 +5,7 @@
 
 #include <dnstransport/error.hpp>
 #include <dnstransport/report.hpp>
+#include <dnstransport/text.hpp>
 
 #include "report/report_detail.hpp"
 
@@ -37,19 +38,38 @@ std::string render_comparison_index(const std::vector<compared_sweep>& sweeps,
   using detail::html_escape;
   std::string names;
   for (const auto& s : sweeps) names += (names.empty() ? "" : ", ") + s.name;
+  const std::string heading = detail::comparison_heading(sweeps);
   std::string out = detail::html_head("dnstransport comparison: " + names) +
-                    fmt::format("<h1>DNS servers compared: {}</h1>\n<ul>\n", html_escape(names));
-  for (const auto& line : detail::comparison_description(sweeps)) {
-    const bool note = line.starts_with("note: ");
-    out += fmt::format("<li{}>{}</li>\n", note ? " class=\"warning\"" : "", html_escape(line));
+                    fmt::format("<h1>DNS servers compared: {}</h1>\n", html_escape(heading));
+  // The findings first, each server's under its name; then how it was measured, folded.
+  std::string findings;
+  for (const auto& s : sweeps) {
+    if (s.result.findings.empty()) continue;
+    findings += fmt::format("<h3>{}, {}</h3>\n", html_escape(s.name),
+                            html_escape(detail::transports_heading(s.result))) +
+                detail::findings_list_html(s.result);
   }
-  out += "</ul>\n";
-  for (const auto& s : sweeps) out += detail::findings_html(s.result);
+  if (!findings.empty()) out += "<h2>Findings</h2>\n" + findings;
+  std::string notes;
+  out += "<details><summary>How it was measured</summary>\n<ul>\n";
+  for (const auto& line : detail::comparison_description(sweeps)) {
+    if (line.starts_with("note: ")) {
+      notes += fmt::format("<li class=\"warning\">{}</li>\n", html_escape(line));
+    } else {
+      out += fmt::format("<li>{}</li>\n", html_escape(line));
+    }
+  }
+  out += "</ul>\n</details>\n";
+  if (!notes.empty()) out += "<ul>\n" + notes + "</ul>\n";
   const auto missing = missing_points(sweeps);
   if (!missing.empty()) {
-    out += "<h2>Not measured everywhere (drawn where measured)</h2>\n<ul>\n";
+    // One line folded over the list: servers measured over different transports or grids
+    // (as the demo's) are drawn where measured, which the plots show anyway.
+    out += fmt::format(
+        "<details><summary>Not measured everywhere (drawn where measured): {}</summary>\n<ul>\n",
+        counted(missing.size(), "gap"));
     for (const auto& line : missing) out += "<li>" + html_escape(line) + "</li>\n";
-    out += "</ul>\n";
+    out += "</ul>\n</details>\n";
   }
   out += detail::html_plots(plots, contents);
   out += "<h2>Tables</h2>\n";

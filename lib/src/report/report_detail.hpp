@@ -26,13 +26,19 @@ struct report_table {
 std::vector<std::string> sweep_description(const sweep_result& result);
 // Points; TCP/TLS as % of UDP; amortization fits; measured against model.
 std::vector<report_table> sweep_tables(const sweep_result& result);
+// The transports of a sweep's plan: "DNS over UDP, TCP, DoT, DoH and DoQ".
+std::string transports_heading(const sweep_result& result);
 // What a sweep measured, as its report's heading: "DNS over UDP, TCP, DoT, DoH and DoQ:
-// unbound and builtin" (the transports of its plan, then its targets or its one server).
+// unbound and builtin" (the transports of its plan, then its targets, or its label and
+// server, or its one server).
 std::string sweep_heading(const sweep_result& result);
-// The findings as text: a heading, then one "- " line per finding (grouped by target).
-std::string findings_text(const sweep_result& result);
-// The same as HTML: a "Findings" heading, a list per target.
+// The findings as text: a heading (`name`, then the transports, when a name is given; the
+// sweep_heading otherwise), then one "- " line per finding (grouped by target).
+std::string findings_text(const sweep_result& result, std::string_view name = {});
+// The same as HTML: a "Findings" heading, then findings_list_html.
 std::string findings_html(const sweep_result& result);
+// The findings as HTML lists, one per target (each under an h3 naming it).
+std::string findings_list_html(const sweep_result& result);
 // Columns padded to their widest cell, the title above, the notes below.
 std::string render_text(const report_table& table);
 
@@ -148,6 +154,9 @@ std::string render_index(const sweep_result& result, const plot_set& plots,
 std::vector<sweep_transport> transports_of(const std::vector<compared_sweep>& sweeps);
 // Every client count measured by any sweep, smallest first.
 std::vector<unsigned> clients_of(const std::vector<compared_sweep>& sweeps);
+// What a comparison holds, for its heading: "unbound 1.17.1 over UDP, TCP, DoT and DoH;
+// built-in responder over UDP and DoQ" (each server with the transports it was measured over).
+std::string comparison_heading(const std::vector<compared_sweep>& sweeps);
 // Each sweep's description under its name, and notes when machines or versions differ.
 std::vector<std::string> comparison_description(const std::vector<compared_sweep>& sweeps);
 // The comparison table, % of UDP side by side, the fits of every server.

@@ -102,7 +102,12 @@ std::string html_plots(const plot_set& plots, const index_contents& contents) {
 
 std::string findings_html(const sweep_result& result) {
   if (result.findings.empty()) return {};
-  std::string out = "<h2>Findings</h2>\n";
+  return "<h2>Findings</h2>\n" + findings_list_html(result);
+}
+
+std::string findings_list_html(const sweep_result& result) {
+  if (result.findings.empty()) return {};
+  std::string out;
   std::string target = "\n";  // no target yet
   for (const auto& f : result.findings) {
     if (f.target != target) {

@@ -209,7 +209,7 @@ std::string fitted(double value) {
   return with_thousands(value);
 }
 
-std::string sweep_heading(const sweep_result& r) {
+std::string transports_heading(const sweep_result& r) {
   std::vector<std::string> transports;
   for (const auto& t : r.plan.transports) {
     const std::string name(traits_of(t.transport).short_name);
@@ -217,20 +217,28 @@ std::string sweep_heading(const sweep_result& r) {
       transports.push_back(name);
     }
   }
+  return fmt::format("DNS over {}", and_list(transports));
+}
+
+std::string sweep_heading(const sweep_result& r) {
   std::vector<std::string> targets;
   for (const auto& t : r.plan.targets) targets.push_back(t.name);
   if (targets.empty()) {
-    targets.push_back(
-        r.plan.target_description.empty()
-            ? r.plan.base.target.server
-            : fmt::format("{} ({})", r.plan.base.target.server, r.plan.target_description));
+    const std::string& label = r.plan.base.output.label;
+    const std::string& server = r.plan.base.target.server;
+    targets.push_back(!label.empty() ? fmt::format("{} ({})", label, server)
+                      : r.plan.target_description.empty()
+                          ? server
+                          : fmt::format("{} ({})", server, r.plan.target_description));
   }
-  return fmt::format("DNS over {}: {}", and_list(transports), and_list(targets));
+  return fmt::format("{}: {}", transports_heading(r), and_list(targets));
 }
 
-std::string findings_text(const sweep_result& r) {
+std::string findings_text(const sweep_result& r, std::string_view name) {
   if (r.findings.empty()) return {};
-  std::string out = fmt::format("\nFindings: {}\n", sweep_heading(r));
+  std::string out = fmt::format(
+      "\nFindings: {}\n",
+      name.empty() ? sweep_heading(r) : fmt::format("{}, {}", name, transports_heading(r)));
   std::string target;
   for (const auto& f : r.findings) {
     if (f.target != target) {

@@ -75,14 +75,31 @@ void add(std::vector<sweep_finding>& into, const target_view& target, std::strin
   into.push_back({target.name, std::move(kind), std::move(text)});
 }
 
+// Whether the repeats of the point at (transport, clients, queries per connection) of this
+// target agree within the spread the sweep warns about.
+bool steady(const target_view& target, const sweep_transport& transport, unsigned clients,
+            std::uint64_t per_connection) {
+  for (const auto* p : target.points) {
+    if (p->point.transport == transport && p->point.clients == clients &&
+        p->point.queries_per_connection == per_connection) {
+      return p->summary.qps.spread <= spread_warning_threshold;
+    }
+  }
+  return false;
+}
+
 // The share of UDP's throughput each transport keeps with persistent connections, at the
-// most clients whose UDP reference measured the server.
+// most clients whose UDP reference measured the server and whose repeats (the point's and
+// its UDP reference's) agree; when none agree, at the most clients, with the range the
+// repeats give.
 void throughput_kept(const sweep_result& r, const target_view& target,
                      std::vector<sweep_finding>& into) {
+  const sweep_transport udp;  // UDP: the reference
   std::vector<std::string> kept;
   std::size_t not_measurable = 0;
   for (const auto& t : target.transports) {
     const percent_of_udp_entry* best = nullptr;
+    const percent_of_udp_entry* best_steady = nullptr;
     for (const auto& e : r.percent_of_udp) {
       if (e.target != target.name || !(e.transport == t) || e.queries_per_connection != 0) {
         continue;
@@ -92,11 +109,20 @@ void throughput_kept(const sweep_result& r, const target_view& target,
         continue;
       }
       if (best == nullptr || e.clients > best->clients) best = &e;
+      if (steady(target, t, e.clients, 0) && steady(target, udp, e.clients, 0) &&
+          (best_steady == nullptr || e.clients > best_steady->clients)) {
+        best_steady = &e;
+      }
     }
     if (best == nullptr) continue;
-    kept.push_back(fmt::format("{} {:.0f} % ({} clients{})", display_name(t, target.transports),
-                               best->percent, best->clients,
-                               best->client_bound ? ", client-bound" : ""));
+    const bool unsteady = best_steady == nullptr;
+    if (!unsteady) best = best_steady;
+    kept.push_back(fmt::format("{} {:.0f} % ({}{}{})", display_name(t, target.transports),
+                               best->percent, counted(best->clients, "client"),
+                               best->client_bound ? ", client-bound" : "",
+                               unsteady ? fmt::format(", repeats disagree: {:.0f} to {:.0f} %",
+                                                      best->percent_min, best->percent_max)
+                                        : std::string()));
   }
   if (!kept.empty()) {
     add(into, target, "throughput",

@@ -193,6 +193,9 @@ TEST(compare_test, report_without_gnuplot_writes_tables_csv_and_overlay_scripts)
     EXPECT_NE(text.find("server A"), std::string::npos) << script;
     EXPECT_NE(text.find("server B"), std::string::npos) << script;
   }
+  // 500 to 8,000 answers/s: a linear axis.
+  EXPECT_NE(read("qps_vs_clients.gp").find("set yrange [0:*]"), std::string::npos);
+  EXPECT_EQ(read("qps_vs_clients.gp").find("set logscale y"), std::string::npos);
   const std::string tls_plot = read("amortization_tls-openssl.gp");
   EXPECT_NE(tls_plot.find("server A, 2 clients: fit"), std::string::npos);
   EXPECT_NE(tls_plot.find("n_{90} = 180"), std::string::npos);
@@ -209,11 +212,42 @@ TEST(compare_test, report_without_gnuplot_writes_tables_csv_and_overlay_scripts)
   while (std::getline(csv, line)) ++rows;
   EXPECT_EQ(rows, a.points.size() + b.points.size());
   const std::string index = read("index.html");
-  EXPECT_NE(index.find("DNS servers compared: server A, server B"), std::string::npos);
+  EXPECT_NE(index.find("DNS servers compared: server A over UDP, TCP and DoT; server B over UDP "
+                       "and TCP"),
+            std::string::npos)
+      << index;
+  // How it was measured: folded, above the plots and tables.
+  EXPECT_LT(index.find("<details><summary>How it was measured"), index.find("<h2>Tables</h2>"));
   EXPECT_NE(index.find("server B: no tls-openssl points (measured for server A)"),
             std::string::npos);
   EXPECT_NE(index.find("<table>"), std::string::npos);
-  EXPECT_NE(read("tables.txt").find("Comparison of 2 sweeps"), std::string::npos);
+  EXPECT_NE(read("tables.txt")
+                .find("Comparison of 2 sweeps: server A over UDP, TCP and DoT; "
+                      "server B over UDP and TCP"),
+            std::string::npos);
+  std::filesystem::remove_all(directory);
+}
+
+TEST(compare_test, throughput_plot_is_logarithmic_when_servers_are_20_times_apart) {
+  const auto directory =
+      std::filesystem::path(::testing::TempDir()) / ("compare-log-" + std::to_string(getpid()));
+  std::filesystem::remove_all(directory);
+  sweep_result slow = sweep_of({st::udp, st::tcp}, {1, 4}, 1000, "Linux");
+  slow.plan.base.output.label = "slow";
+  sweep_result fast = sweep_of({st::udp}, {1, 4}, 100000, "Linux");
+  fast.plan.base.output.label = "fast";
+  const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  setenv("PATH", "/nonexistent", 1);  // the scripts only, without gnuplot
+  write_comparison_report(comparison_of({{"slow.json", slow}, {"fast.json", fast}}), directory);
+  setenv("PATH", path.c_str(), 1);
+  std::ifstream in(directory / "qps_vs_clients.gp");
+  const std::string script{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_NE(script.find("set logscale y\n"), std::string::npos) << script;
+  EXPECT_EQ(script.find("set yrange [0:*]"), std::string::npos);
+  std::ifstream index_in(directory / "index.html");
+  const std::string index{std::istreambuf_iterator<char>(index_in), {}};
+  EXPECT_NE(index.find("DNS servers compared: slow over UDP and TCP; fast over UDP"),
+            std::string::npos);
   std::filesystem::remove_all(directory);
 }
 

@@ -403,6 +403,34 @@ TEST(sweep_test, findings_say_what_tcp_keeps_what_a_connection_needs_and_name_de
   EXPECT_NE(to_json(r).find("\"kind\": \"delayed_ack\""), std::string::npos);
 }
 
+TEST(sweep_test, findings_give_the_share_of_udp_where_the_repeats_agree) {
+  sweep_result r;
+  r.plan.transports = {st::udp, st::tcp};
+  // 16 clients: UDP's repeats disagree (a disturbed run: 50,000 against 100,000 q/s).
+  r.points = {
+      measured({st::udp, 4, 0}, {100000, 101000}), measured({st::udp, 16, 0}, {50000, 100000}),
+      measured({st::tcp, 4, 0}, {50000, 50500}), measured({st::tcp, 16, 0}, {60000, 60500})};
+  r.planned_points = r.points.size();
+  derive_results(r);
+  const auto* kept = finding(r, "throughput");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_NE(kept->text.find("TCP 50 % (4 clients)"), std::string::npos) << kept->text;
+  // No client count with steady repeats: the most clients, with the range.
+  r.points[0] = measured({st::udp, 4, 0}, {50000, 100000});
+  derive_results(r);
+  kept = finding(r, "throughput");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_NE(kept->text.find("TCP 80 % (16 clients, repeats disagree: 60 to 121 %)"),
+            std::string::npos)
+      << kept->text;
+  // One client: "1 client".
+  r.points = {measured({st::udp, 1, 0}, {100000}), measured({st::tcp, 1, 0}, {50000})};
+  derive_results(r);
+  kept = finding(r, "throughput");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_NE(kept->text.find("TCP 50 % (1 client)"), std::string::npos) << kept->text;
+}
+
 TEST(sweep_test, findings_give_no_share_of_udp_when_udp_measured_the_generator) {
   const sweep_result r = found(0.99);
   const auto* kept = finding(r, "throughput");
