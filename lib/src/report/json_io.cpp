@@ -1,5 +1,6 @@
 #include "report/json_io.hpp"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -115,7 +116,14 @@ double stable(double value) {
 
 double number_at(const json::object& object, std::string_view key) {
   const auto& v = at(object, key);
-  if (v.is_double()) return v.get_double();
+  if (v.is_double()) {
+    // A number beyond a double's range (1E400) reads as infinite, which no figure is and no
+    // JSON can hold when written again.
+    if (!std::isfinite(v.get_double())) {
+      throw std::invalid_argument(fmt::format("key \"{}\" is out of range", key));
+    }
+    return v.get_double();
+  }
   if (v.is_int64()) return static_cast<double>(v.get_int64());
   if (v.is_uint64()) return static_cast<double>(v.get_uint64());
   throw std::invalid_argument(fmt::format("key \"{}\" is not a number", key));

@@ -120,6 +120,26 @@ TEST(run_json_test, generator_figures_survive_json_and_show_per_answer) {
       << format_table(idle);
 }
 
+// A number beyond a double's range reads as infinite: refused, naming the key, rather than
+// read and written back as JSON no reader takes ("Infinity"; found by fuzz_json_results).
+TEST(run_json_test, a_number_out_of_range_is_refused_naming_its_key) {
+  boost::json::object o = boost::json::parse(to_json(udp_run_with_generator_figures())).as_object();
+  std::string text = boost::json::serialize(o);
+  const std::string key = "\"elapsed_seconds\":";
+  const auto at = text.find(key);
+  ASSERT_NE(at, std::string::npos) << text;
+  const auto end = text.find_first_of(",}", at);
+  text.replace(at + key.size(), end - at - key.size(), "7.19E483");
+  try {
+    (void)run_result_from_json(text, "huge.json");
+    ADD_FAILURE() << "read";
+  } catch (const setup_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("huge.json"), std::string::npos) << what;
+    EXPECT_NE(what.find("\"elapsed_seconds\" is out of range"), std::string::npos) << what;
+  }
+}
+
 TEST(run_json_test, results_from_before_the_generator_counts_read_as_zero) {
   boost::json::object o = boost::json::parse(to_json(udp_run_with_generator_figures())).as_object();
   ASSERT_TRUE(o.erase("generator"));
