@@ -17,6 +17,7 @@
 namespace dnstransport::cli {
 
 std::atomic<bool> stop_requested{false};
+std::atomic<int> stop_signal{0};
 std::shared_ptr<load_group> job_group;
 
 bool secondary_rank() noexcept {
@@ -36,6 +37,7 @@ namespace {
 
 void on_signal(int signal_number) {
   if (stop_requested.load() && signal_number == SIGINT) _exit(exit_interrupted);
+  stop_signal.store(signal_number);
   stop_requested.store(true);
 }
 

@@ -47,6 +47,9 @@ void require_server_under_mpirun(bool server_given);
 
 /// Set by SIGINT/SIGTERM; a second SIGINT exits at once with 130.
 extern std::atomic<bool> stop_requested;
+/// The signal that set stop_requested (SIGINT: a user's Ctrl-C; SIGTERM: a process manager,
+/// or the tool stopping a responder it started); 0 before one came.
+extern std::atomic<int> stop_signal;
 void install_signal_handlers();
 
 /// Everything `run` and `sweep` accept; `sweep` takes lists for the transport, clients and

@@ -305,10 +305,14 @@ action add_serve_command(CLI::App& app) {
     while (!stop_requested.load()) sigsuspend(&previous);
     // A second Ctrl-C during the stop exits at once (cli_common's handler): the stop waits
     // for each thread's current work, which a slow answer (--cost-answer-us) can make long.
-    fmt::print(stderr,
-               "stopping: the threads finish what they are doing (a second Ctrl-C "
-               "exits at once)\n");
-    std::fflush(stderr);
+    // Said to a user who pressed Ctrl-C, not to a process manager's SIGTERM (nor when a run
+    // or sweep stops the responder it started).
+    if (stop_signal.load() == SIGINT) {
+      fmt::print(stderr,
+                 "stopping: the threads finish what they are doing (a second Ctrl-C exits at "
+                 "once)\n");
+      std::fflush(stderr);
+    }
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     responder.stop();
     print_answered(responder.stats(), s);

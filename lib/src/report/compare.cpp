@@ -158,8 +158,7 @@ std::vector<unsigned> clients_of(const std::vector<compared_sweep>& sweeps) {
 std::string comparison_heading(const std::vector<compared_sweep>& sweeps) {
   std::string out;
   for (std::size_t i = 0; i < sweeps.size(); ++i) {
-    // "DNS over UDP and DoQ" -> "UDP and DoQ"
-    const std::string transports = transports_heading(sweeps[i].result).substr(9);
+    const std::string transports = transports_list(sweeps[i].result);
     out += fmt::format("{}{} over {}", i == 0 ? "" : "; ", sweeps[i].name, transports);
   }
   return out;

@@ -26,9 +26,11 @@ struct report_table {
 std::vector<std::string> sweep_description(const sweep_result& result);
 // Points; TCP/TLS as % of UDP; amortization fits; measured against model.
 std::vector<report_table> sweep_tables(const sweep_result& result);
-// The transports of a sweep's plan: "DNS over UDP, TCP, DoT, DoH and DoQ".
+// The transports of a sweep's plan: "DNS over UDP, TCP, TLS, HTTPS and QUIC".
 std::string transports_heading(const sweep_result& result);
-// What a sweep measured, as its report's heading: "DNS over UDP, TCP, DoT, DoH and DoQ:
+// The same without "DNS over ": "UDP, TCP, TLS and HTTPS".
+std::string transports_list(const sweep_result& result);
+// What a sweep measured, as its report's heading: "DNS over UDP, TCP, TLS, HTTPS and QUIC:
 // unbound and builtin" (the transports of its plan, then its targets, or its label and
 // server, or its one server).
 std::string sweep_heading(const sweep_result& result);

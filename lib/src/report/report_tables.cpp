@@ -209,15 +209,24 @@ std::string fitted(double value) {
   return with_thousands(value);
 }
 
-std::string transports_heading(const sweep_result& r) {
+// "UDP, TCP, TLS, HTTPS and QUIC": what each transport carries DNS over (its long name
+// without "DNS over "; a short name would read "DNS over DoQ").
+std::string transports_list(const sweep_result& r) {
+  constexpr std::string_view dns_over = "DNS over ";
   std::vector<std::string> transports;
   for (const auto& t : r.plan.transports) {
-    const std::string name(traits_of(t.transport).short_name);
+    std::string_view carrier = traits_of(t.transport).long_name;
+    if (carrier.starts_with(dns_over)) carrier.remove_prefix(dns_over.size());
+    const std::string name(carrier);
     if (std::find(transports.begin(), transports.end(), name) == transports.end()) {
       transports.push_back(name);
     }
   }
-  return fmt::format("DNS over {}", and_list(transports));
+  return and_list(transports);
+}
+
+std::string transports_heading(const sweep_result& r) {
+  return fmt::format("DNS over {}", transports_list(r));
 }
 
 std::string sweep_heading(const sweep_result& r) {

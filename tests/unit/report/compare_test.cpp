@@ -212,7 +212,7 @@ TEST(compare_test, report_without_gnuplot_writes_tables_csv_and_overlay_scripts)
   while (std::getline(csv, line)) ++rows;
   EXPECT_EQ(rows, a.points.size() + b.points.size());
   const std::string index = read("index.html");
-  EXPECT_NE(index.find("DNS servers compared: server A over UDP, TCP and DoT; server B over UDP "
+  EXPECT_NE(index.find("DNS servers compared: server A over UDP, TCP and TLS; server B over UDP "
                        "and TCP"),
             std::string::npos)
       << index;
@@ -222,7 +222,7 @@ TEST(compare_test, report_without_gnuplot_writes_tables_csv_and_overlay_scripts)
             std::string::npos);
   EXPECT_NE(index.find("<table>"), std::string::npos);
   EXPECT_NE(read("tables.txt")
-                .find("Comparison of 2 sweeps: server A over UDP, TCP and DoT; "
+                .find("Comparison of 2 sweeps: server A over UDP, TCP and TLS; "
                       "server B over UDP and TCP"),
             std::string::npos);
   std::filesystem::remove_all(directory);
