@@ -247,10 +247,17 @@ TEST(cli_test, coalesced_receiving_is_in_the_table_and_the_json) {
   EXPECT_EQ(result.coalesce_us, 200u);
   EXPECT_EQ(result.responses_received, 2000u);
 
-  const process_result off =
-      run_process(cli, {"run", "--coalesce-us", "0", "--clients", "2", "--count", "200"}, 30s);
+  const process_result off = run_process(
+      cli, {"run", "--coalesce-us", "0", "--rate", "2000", "--clients", "2", "--count", "200"},
+      30s);
   ASSERT_EQ(off.exit_code, 0) << off.err;
-  EXPECT_NE(off.out.find("; coalescing off"), std::string::npos) << off.out;
+  EXPECT_NE(off.out.find("; coalescing off\n"), std::string::npos) << off.out;
+  // A closed loop's default: off, and the table says why.
+  const process_result closed = run_process(cli, {"run", "--clients", "2", "--count", "200"}, 30s);
+  ASSERT_EQ(closed.exit_code, 0) << closed.err;
+  EXPECT_NE(closed.out.find("; coalescing off (a closed loop reads each answer as it comes)"),
+            std::string::npos)
+      << closed.out;
 }
 
 // The classic one-line query list, as dnsperf users write it: every client keeps

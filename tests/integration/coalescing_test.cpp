@@ -1,11 +1,14 @@
-// Coalesced receiving (engine/read_coalescing.hpp) is on by default for every transport: a
-// client with many queries in flight against a slow server puts its reads off, and every
-// query still ends in one bucket. Against a responder that spends 200 us of CPU per answer,
-// one client with 16 in flight waits milliseconds for each answer, so a delay (a twentieth of
-// that, at least 10 us) engages after the first answers whatever the machine's speed; with
-// --coalesce-us 0 no read is ever put off.
+// Coalesced receiving (engine/read_coalescing.hpp), every transport: on by default where
+// queries leave on a schedule (a rate), off by default in a closed loop (load.hpp says why),
+// on in a closed loop when a delay is given, off everywhere with 0. A client with many queries
+// in flight against a slow server puts its reads off, and every query still ends in one
+// bucket. The responder spends 200 us of CPU per answer (at most 5,000 answers/s whatever the
+// machine), so a client sending 20,000 q/s, or keeping 16 in flight, waits milliseconds for
+// each answer, and a delay (a twentieth of that, at least 10 us) engages after the first
+// answers.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,7 +48,8 @@ std::vector<coalescing_case> coalescing_cases() {
 
 class coalescing_test : public ::testing::TestWithParam<coalescing_case> {
  protected:
-  run_result run(unsigned coalesce_us) {
+  // rate 0: a closed loop of 16 in flight.
+  run_result run(std::optional<unsigned> coalesce_us, double rate) {
     const coalescing_case& c = GetParam();
     server_options options;
     options.listen[c.transport] = endpoint{"127.0.0.1", 0};
@@ -63,26 +67,38 @@ class coalescing_test : public ::testing::TestWithParam<coalescing_case> {
     spec.traffic.outstanding = 16;
     spec.traffic.count = 400;
     spec.traffic.timeout_seconds = generous_timeout_seconds;
+    spec.traffic.rate = rate;
     spec.generator.coalesce_us = coalesce_us;
     return run_checked(spec).result;
   }
 };
 
-TEST_P(coalescing_test, reads_are_put_off_by_default_against_a_slow_server) {
-  EXPECT_EQ(load_spec{}.generator.coalesce_us, 1000u);  // on unless asked otherwise
-  const run_result on = run(load_spec{}.generator.coalesce_us);
-  EXPECT_EQ(on.responses_received, 400u) << summary(on);
-  EXPECT_EQ(queries_ended(on), on.queries_sent) << summary(on);
-  EXPECT_EQ(on.latency.count(), on.responses_received);
-  EXPECT_EQ(on.coalesce_us, 1000u);
-  EXPECT_GT(on.generator.reads_delayed, 0u) << summary(on);
+void expect_reads_put_off(const run_result& r, unsigned coalesce_us) {
+  EXPECT_EQ(r.responses_received, 400u) << summary(r);
+  EXPECT_EQ(queries_ended(r), r.queries_sent) << summary(r);
+  EXPECT_EQ(r.latency.count(), r.responses_received);
+  EXPECT_EQ(r.coalesce_us, coalesce_us);
+  EXPECT_GT(r.generator.reads_delayed, 0u) << summary(r);
   // No more than one delayed read per wake-up that brought answers.
-  EXPECT_LE(on.generator.reads_delayed, on.responses_received);
+  EXPECT_LE(r.generator.reads_delayed, r.responses_received);
+}
 
-  const run_result off = run(0);
-  EXPECT_EQ(off.responses_received, 400u) << summary(off);
-  EXPECT_EQ(off.coalesce_us, 0u);
-  EXPECT_EQ(off.generator.reads_delayed, 0u);
+void expect_no_read_put_off(const run_result& r) {
+  EXPECT_EQ(r.responses_received, 400u) << summary(r);
+  EXPECT_EQ(r.coalesce_us, 0u);
+  EXPECT_EQ(r.generator.reads_delayed, 0u);
+}
+
+TEST_P(coalescing_test, reads_are_put_off_by_default_when_queries_leave_on_a_schedule) {
+  EXPECT_FALSE(load_spec{}.generator.coalesce_us.has_value());  // the default for the arrivals
+  expect_reads_put_off(run(std::nullopt, 20000), generator_settings::default_coalesce_us);
+  expect_no_read_put_off(run(0, 20000));
+}
+
+TEST_P(coalescing_test, a_closed_loop_reads_answer_by_answer_unless_a_delay_is_given) {
+  expect_no_read_put_off(run(std::nullopt, 0));
+  expect_reads_put_off(run(1000, 0), 1000);
+  expect_no_read_put_off(run(0, 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(transports, coalescing_test, ::testing::ValuesIn(coalescing_cases()),

@@ -232,7 +232,7 @@ TEST(udp_load_test, warmup_calls_are_left_out_of_the_generator_figures) {
   EXPECT_LE(r.generator.syscalls, 2 * r.responses_received + 2);
 }
 
-// The same closed-loop load with coalesced receiving off and on (the default).
+// The same closed-loop load with coalesced receiving off (a closed loop's default) and on.
 std::pair<run_result, run_result> udp_runs_without_and_with_coalescing() {
   server responder(udp_only());
 
@@ -242,9 +242,9 @@ std::pair<run_result, run_result> udp_runs_without_and_with_coalescing() {
   spec.traffic.outstanding = 100;
   spec.traffic.count = 20000;
   spec.traffic.timeout_seconds = generous_timeout;
-  spec.generator.coalesce_us = 0;
+  EXPECT_FALSE(spec.generator.coalesce_us.has_value());  // a closed loop's default: off
   run_result off = run_load(spec);
-  spec.generator.coalesce_us = load_spec{}.generator.coalesce_us;
+  spec.generator.coalesce_us = generator_settings::default_coalesce_us;
   run_result on = run_load(spec);
   return {std::move(off), std::move(on)};
 }

@@ -85,7 +85,7 @@ struct run_options {
   bool no_nodelay = false;
   bool one_write_per_query = false;
   std::string tc_retry = "none";
-  unsigned coalesce_us = generator_settings{}.coalesce_us;
+  std::optional<unsigned> coalesce_us;  // unset: the library's default for the arrivals
   // EDNS and header bits of generated queries.
   bool edns = false;
   bool dnssec_ok = false;

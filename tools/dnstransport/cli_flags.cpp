@@ -135,15 +135,15 @@ void add_connection_options(CLI::App& app, run_options& o) {
                  "resolver would; the retry's outcome is the query's)")
       ->capture_default_str();
   app.add_option("--coalesce-us", o.coalesce_us,
-                 "Coalesced receiving, on by default: a client whose wake-up brought answers "
-                 "while 8 or more queries are in flight reads again after a short delay "
-                 "instead of waiting for its socket: fewer wake-ups and system calls per "
-                 "answer under load. The delay is at most this many microseconds and at most "
-                 "1/20 of the client's recent latency (none under 10 us), so light loads and "
-                 "fast answers never wait, latencies (the kernel's receive stamps) move by at "
-                 "most 5 % and closed-loop throughput by at most 5 %. 0: off, every read "
-                 "waits for its socket")
-      ->capture_default_str();
+                 "Coalesced receiving: a client whose wake-up brought answers while 8 or more "
+                 "queries are in flight reads again after a short delay instead of waiting for "
+                 "its socket: fewer wake-ups and system calls per answer under load. The delay "
+                 "is at most this many microseconds and at most 1/20 of the client's recent "
+                 "latency (none under 10 us): latencies (the kernel's receive stamps) move by "
+                 "at most 5 %. Default: 1000 with --rate or a capture's timing (queries leave "
+                 "on a schedule), off in a closed loop, where the queries that replace a "
+                 "delayed read's answers would leave together and change the server's load. "
+                 "0: off, every read waits for its socket");
 }
 
 void add_edns_options(CLI::App& app, run_options& o) {

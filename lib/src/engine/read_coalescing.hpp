@@ -11,8 +11,9 @@
 // - latency: answers are timed by the kernel's receive stamp (each datagram's over UDP and
 //   DoQ; over TCP, DoT and DoH the newest segment's of a read, which an answer that came
 //   during the delay may take): at most 1/20 of the latency late;
-// - throughput: a closed-loop client replaces an answer's query when it reads the answer, so
-//   a delay stretches the cycle of a query (its latency) by at most 1/20;
+// - the load: by default it runs only where queries leave on a schedule (load.hpp,
+//   generator_settings::coalesce_us), never in a closed loop, which sends a query when it
+//   reads an answer and would send a delayed read's replacements together;
 // - light loads (few in flight, latencies of tens of microseconds) never delay a read.
 
 #include <algorithm>

@@ -226,9 +226,9 @@ void validate_connections(const load_spec& spec, const transport_traits& traits)
                                   load_setting("traffic.tc_retry_tcp")));
   }
   const std::string coalesce = load_setting("generator.coalesce_us");
-  if (spec.generator.coalesce_us > max_coalesce_us) {
+  if (spec.generator.coalesce_us.value_or(0) > max_coalesce_us) {
     throw setup_error(fmt::format("{} must be at most {} (microseconds a read may wait; got {})",
-                                  coalesce, max_coalesce_us, spec.generator.coalesce_us));
+                                  coalesce, max_coalesce_us, *spec.generator.coalesce_us));
   }
   check_cpus(spec.generator.cpus, load_setting("generator.cpus"));
 }

@@ -216,7 +216,6 @@ void describe_run(run_result& result, const load_spec& spec, const query_set& qu
   result.outstanding = spec.traffic.outstanding;
   result.queries_per_connection = spec.connections.queries_per_connection;
   result.idle_seconds = spec.connections.idle_seconds;
-  result.coalesce_us = spec.generator.coalesce_us;
   result.query_origin = queries.origin();
   result.query_count_in_set = queries.size();
   if (spec.traffic.capture) result.capture = summarize(spec);
@@ -251,6 +250,12 @@ void plan_arrivals(run_plan& plan, run_result& result, const load_spec& spec) {
     result.arrivals = arrival_mode::replay;
     plan_replay(*spec.traffic.capture, spec.traffic.replay_speed, plan);
   }
+  // Coalesced receiving by default only where queries leave on a schedule: in a closed loop
+  // it would bunch the queries that replace a delayed read's answers (load.hpp).
+  const unsigned coalesce_us = spec.generator.coalesce_us.value_or(
+      plan.arrivals == run_plan::schedule::closed ? 0 : generator_settings::default_coalesce_us);
+  plan.coalesce_ns = std::uint64_t{coalesce_us} * 1000;
+  result.coalesce_us = coalesce_us;
 }
 
 // How the clients tell apart their queries in flight (in_flight_questions.hpp): by the stream
@@ -342,7 +347,6 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   plan.clients = spec.traffic.clients;
   plan.outstanding = spec.traffic.outstanding;
   plan.gather_writes = spec.generator.gather_writes;
-  plan.coalesce_ns = std::uint64_t{spec.generator.coalesce_us} * 1000;
   plan.server_address = server_address;
   plan.server_port = spec.target.port;
   plan.sources = sources;

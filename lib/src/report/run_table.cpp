@@ -195,7 +195,10 @@ void outcomes(const run_result& r, table_writer& t) {
 
 // Which receiving mode ran, and how often it delayed a read.
 std::string coalescing_text(const run_result& r) {
-  if (r.coalesce_us == 0) return "; coalescing off";
+  if (r.coalesce_us == 0) {
+    return r.open_loop() ? "; coalescing off"
+                         : "; coalescing off (a closed loop reads each answer as it comes)";
+  }
   if (r.generator.reads_delayed == 0) {
     return "; coalescing on, no read delayed (too few queries in flight or answers too fast)";
   }

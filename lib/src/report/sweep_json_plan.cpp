@@ -89,7 +89,8 @@ json::object options_to_json(const load_spec& s) {
       {"rate", stable(s.traffic.rate)},
       {"client_rate", stable(s.traffic.client_rate)},
       {"idle_seconds", stable(s.connections.idle_seconds)},
-      {"coalesce_us", s.generator.coalesce_us},
+      {"coalesce_us",
+       s.generator.coalesce_us ? json::value(*s.generator.coalesce_us) : json::value("auto")},
       {"arrivals", arrival_mode_name(s.traffic.arrivals)},
       {"interval_seconds", stable(s.output.interval_seconds)},
       {"threads", s.generator.threads},
@@ -115,9 +116,15 @@ void options_from_json(const json::object& o, load_spec& s) {
   // Files from before per-client rates and idle connections had neither.
   if (o.contains("client_rate")) s.traffic.client_rate = number_at(o, "client_rate");
   if (o.contains("idle_seconds")) s.connections.idle_seconds = number_at(o, "idle_seconds");
-  // Files from before coalesced receiving ran without it (now on by default).
-  s.generator.coalesce_us =
-      o.contains("coalesce_us") ? static_cast<unsigned>(count_at(o, "coalesce_us")) : 0;
+  // "auto": on where queries leave on a schedule (load.hpp). Files from before coalesced
+  // receiving ran without it.
+  if (const auto* c = o.if_contains("coalesce_us");
+      c != nullptr && c->is_string() && c->get_string() == "auto") {
+    s.generator.coalesce_us.reset();
+  } else {
+    s.generator.coalesce_us =
+        o.contains("coalesce_us") ? static_cast<unsigned>(count_at(o, "coalesce_us")) : 0;
+  }
   if (const auto* mode = o.if_contains("arrivals"); mode != nullptr && mode->is_string()) {
     s.traffic.arrivals = parse_arrival_mode(mode->get_string()).value_or(arrival_mode::constant);
   }

@@ -116,6 +116,13 @@ TEST(run_json_test, generator_figures_survive_json_and_show_per_answer) {
             std::string::npos)
       << format_table(idle);
   idle.coalesce_us = 0;
+  idle.arrivals = arrival_mode::closed;
+  EXPECT_NE(format_table(idle).find(
+                "EAGAIN); coalescing off (a closed loop reads each answer as it comes)\n"),
+            std::string::npos)
+      << format_table(idle);
+  idle.arrivals = arrival_mode::poisson;
+  idle.rate = 1000;
   EXPECT_NE(format_table(idle).find("EAGAIN); coalescing off\n"), std::string::npos)
       << format_table(idle);
 }
