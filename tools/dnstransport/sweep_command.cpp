@@ -377,7 +377,10 @@ action add_sweep_command(CLI::App& app, std::string command) {
     if (!sweep->parsed()) return -1;
     sweep_plan plan = make_plan(*sweep, *o, *f, command);
     const auto points = expand(plan);
-    const auto [json_path, csv_path] = output_paths(*o, *f);
+    // Not a structured binding: a lambda below captures json_path (clang 14 cannot).
+    const auto paths = output_paths(*o, *f);
+    const std::filesystem::path& json_path = paths.first;
+    const std::filesystem::path& csv_path = paths.second;
     const auto responder = set_target(plan, *o, *f);
     if (!o->quiet) {
       const std::string each = plan.base.traffic.count != 0
