@@ -1,11 +1,11 @@
-// The responder's DNS-over-HTTPS connection (server_doh_connection and its nghttp2 server
-// session) fed what a client sends, without TLS: a memory_stream in place of the TLS stream
-// carries the octets into the session as the connection's reads would, then ends. The first
-// two octets choose the read and write pieces, the third the responder's settings (answer or
-// echo, GOAWAY after two answers, one concurrent stream, another path); the rest is the
-// client's side of the connection (seeds: a client preface, SETTINGS, then POST and GET
-// requests). Whatever comes, the connection ends once its input did (no wait left behind,
-// released by its thread), its output opens with the server's SETTINGS, and it writes
+// The responder's DNS-over-HTTPS connection (server_stream_connection running a
+// server_doh_session, its nghttp2 server session) fed what a client sends, without TLS: a
+// memory_stream in place of the TLS stream carries the octets into the session as the connection's
+// reads would, then ends. The first two octets choose the read and write pieces, the third the
+// responder's settings (answer or echo, GOAWAY after two answers, one concurrent stream, another
+// path); the rest is the client's side of the connection (seeds: a client preface, SETTINGS, then
+// POST and GET requests). Whatever comes, the connection ends once its input did (no wait left
+// behind, released by its thread), its output opens with the server's SETTINGS, and it writes
 // nothing after its shutdown.
 
 #include <sys/socket.h>
@@ -23,7 +23,8 @@
 #include "fuzz_check.hpp"
 #include "memory_stream.hpp"
 #include "responder/server_thread.hpp"
-#include "transport/doh/server_doh_connection.hpp"
+#include "transport/doh/server_doh_session.hpp"
+#include "transport/stream/server_stream_connection.hpp"
 
 using namespace dnstransport;
 using namespace dnstransport::detail;
@@ -51,9 +52,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   socket.assign(boost::asio::ip::tcp::v4(), ends[0]);
 
   fuzzing::memory_acceptor acceptor(wire);
-  std::weak_ptr<server_doh_connection> watch;
+  std::weak_ptr<server_stream_connection> watch;
   {
-    auto connection = std::make_shared<server_doh_connection>(thread, std::move(socket), acceptor);
+    auto connection =
+        server_stream_connection::make(thread, make_accepted_socket(std::move(socket)), acceptor,
+                                       make_server_doh_session, transport_kind::doh);
     watch = connection;
     thread.adopt(std::move(connection));
   }

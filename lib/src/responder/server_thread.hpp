@@ -44,8 +44,8 @@ struct server_counters {
   std::atomic<std::uint64_t> rate_limited_delayed{0};
 };
 
-// What the thread knows of a connection it accepted (a server_connection for TCP and TLS,
-// a server_doh_connection for DoH): it keeps it alive until the connection calls forget(),
+// What the thread knows of a connection it accepted (a server_stream_connection for TCP,
+// TLS and DoH): it keeps it alive until the connection calls forget(),
 // and sweeps it for idleness.
 class accepted_connection {
  public:

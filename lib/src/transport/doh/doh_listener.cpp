@@ -4,21 +4,10 @@
 
 #include <dnstransport/error.hpp>
 
-#include "transport/doh/server_doh_connection.hpp"
+#include "transport/doh/server_doh_session.hpp"
 #include "transport/stream/stream_listener.hpp"
 
 namespace dnstransport::detail {
-
-namespace {
-
-std::shared_ptr<accepted_connection> doh_connection(server_thread& thread,
-                                                    boost::asio::ip::tcp::socket socket,
-                                                    stream_acceptor& streams,
-                                                    transport_kind /*transport*/) {
-  return std::make_shared<server_doh_connection>(thread, std::move(socket), streams);
-}
-
-}  // namespace
 
 void check_doh_listener(const server_options& options) {
   if (options.doh_path.empty() || options.doh_path.front() != '/' ||
@@ -43,7 +32,7 @@ std::unique_ptr<thread_listener> make_doh_listener(server_thread& thread,
                                                    const listener_shared* shared) {
   const auto& tls = static_cast<const tls_listener_context&>(*shared);
   return make_stream_listener(thread, transport_kind::doh, make_tls_acceptor(tls.context()),
-                              doh_connection);
+                              make_server_doh_session);
 }
 
 }  // namespace dnstransport::detail

@@ -1,7 +1,7 @@
 #pragma once
 // Internal: the responder's half of DNS over HTTPS (doh_listener.cpp): the stream listener's
 // TLS acceptor (ALPN "h2") whose connections run an HTTP/2 server session
-// (server_doh_connection).
+// (server_doh_session).
 
 #include <memory>
 

@@ -1,14 +1,13 @@
 // The HTTP/2 side of a DoH connection of the responder: nghttp2's server session and its
 // callbacks, the request streams (a pool reused as streams close), and their answers (a 200
 // with the DNS answer, now or when the rate limit's token is due, or a 4xx).
-#include "transport/doh/server_doh_connection.hpp"
+#include "transport/doh/server_doh_session.hpp"
 
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <chrono>
 #include <cstring>
 
 #include "responder/rate_limiter.hpp"
@@ -51,10 +50,10 @@ std::string_view status_text(unsigned status) noexcept {
 
 // nghttp2's callbacks, with the connection as user data.
 struct doh_callbacks {
-  using request = server_doh_connection::request;
+  using request = server_doh_session::request;
 
-  static server_doh_connection& self(void* user_data) {
-    return *static_cast<server_doh_connection*>(user_data);
+  static server_doh_session& self(void* user_data) {
+    return *static_cast<server_doh_session*>(user_data);
   }
   static request* of(nghttp2_session* session, std::int32_t stream_id) {
     return static_cast<request*>(nghttp2_session_get_stream_user_data(session, stream_id));
@@ -132,7 +131,7 @@ struct doh_callbacks {
   }
 };
 
-bool server_doh_connection::start_session() {
+bool server_doh_session::start() {
   nghttp2_session_callbacks* callbacks = nullptr;
   if (nghttp2_session_callbacks_new(&callbacks) != 0) return false;
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks,
@@ -156,7 +155,7 @@ bool server_doh_connection::start_session() {
          0;
 }
 
-server_doh_connection::request* server_doh_connection::take_request() {
+server_doh_session::request* server_doh_session::take_request() {
   if (free_requests_.empty()) {
     requests_.push_back(std::make_unique<request>());
     return requests_.back().get();
@@ -166,12 +165,12 @@ server_doh_connection::request* server_doh_connection::take_request() {
   return r;
 }
 
-void server_doh_connection::release(request* r) {
+void server_doh_session::release(request* r) {
   r->reset();
   free_requests_.push_back(r);
 }
 
-void server_doh_connection::answer(std::int32_t stream_id, request& r) {
+void server_doh_session::answer(std::int32_t stream_id, request& r) {
   // Streams above a GOAWAY's last stream are closed by nghttp2 once it is sent.
   if (goaway_ && stream_id > goaway_last_stream_) return;
   const server_options& options = owner_.options();
@@ -212,7 +211,7 @@ void server_doh_connection::answer(std::int32_t stream_id, request& r) {
   deliver(stream_id, r);
 }
 
-void server_doh_connection::deliver(std::int32_t stream_id, request& r) {
+void server_doh_session::deliver(std::int32_t stream_id, request& r) {
   respond(stream_id, r, 200);
   owner_.counters.queries[transport_kind::doh].fetch_add(1, std::memory_order_relaxed);
   owner_.spend_answer_cost(1);
@@ -225,23 +224,14 @@ void server_doh_connection::deliver(std::int32_t stream_id, request& r) {
   }
 }
 
-void server_doh_connection::delay(std::int32_t stream_id, request& r, std::uint64_t due) {
+void server_doh_session::delay(std::int32_t stream_id, request& r, std::uint64_t due) {
   r.delayed = true;
   delayed_.push_back({stream_id, &r, due});
   owner_.counters.rate_limited_delayed.fetch_add(1, std::memory_order_relaxed);
-  if (delayed_.size() == 1) arm_rate_timer();
+  if (delayed_.size() == 1) driver_.wake_at(due);
 }
 
-void server_doh_connection::arm_rate_timer() {
-  const std::uint64_t due = delayed_.front().due;
-  rate_timer_.expires_after(std::chrono::nanoseconds(due - std::min(due, monotonic_ns())));
-  rate_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || self->closed_ || self->lingering_) return;
-    self->send_delayed();
-  });
-}
-
-void server_doh_connection::send_delayed() {
+void server_doh_session::send_delayed() {
   const std::uint64_t now = monotonic_ns();
   while (!delayed_.empty() && delayed_.front().due <= now) {
     const delayed_answer d = delayed_.front();
@@ -251,15 +241,14 @@ void server_doh_connection::send_delayed() {
     if (goaway_ && d.stream_id > goaway_last_stream_) continue;
     deliver(d.stream_id, *d.r);
   }
-  if (!delayed_.empty()) arm_rate_timer();
-  step();
+  if (!delayed_.empty()) driver_.wake_at(delayed_.front().due);
 }
 
-void server_doh_connection::forget_delayed(const request* r) {
+void server_doh_session::forget_delayed(const request* r) {
   std::erase_if(delayed_, [r](const delayed_answer& d) { return d.r == r; });
 }
 
-void server_doh_connection::respond(std::int32_t stream_id, request& r, unsigned status) {
+void server_doh_session::respond(std::int32_t stream_id, request& r, unsigned status) {
   std::array<char, 24> length_text{};
   const std::size_t length = status == 200 ? r.answer.size() : 0;
   const auto end =

@@ -87,6 +87,20 @@ class byte_stream {
   virtual std::string error_message() const = 0;
 };
 
+/// What one step of a stream's handshake came to, read once for both of its drivers (the
+/// stream client and the responder's server_stream_connection): done (with what the TLS
+/// session says of it), a wait for the socket, or failed (the peer hung up or the handshake
+/// broke: failure_cause() and error_message() say why).
+struct handshake_step {
+  enum class outcome { done, want_read, want_write, failed };
+  outcome result = outcome::failed;
+  bool resumed = false;              ///< done: the TLS session resumed a ticket
+  bool early_data_accepted = false;  ///< done: the peer took the early data (0-RTT)
+};
+
+/// Advances `stream`'s handshake by one step (done at once for plain TCP).
+handshake_step advance_handshake(byte_stream& stream);
+
 /// Opens the client side of a stream on a connected, non-blocking socket it does not own.
 class stream_connector {
  public:

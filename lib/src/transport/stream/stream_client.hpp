@@ -149,10 +149,10 @@ class stream_client final : public client_base {
   // queries go with the ClientHello (the session's fill_early). False when the connection
   // died doing so.
   bool send_early(std::uint64_t now);
-  // The handshake is done at `now`: counted, and the connection established (with early
-  // data the server refused, the session sends it again). False when the connection died
-  // doing so.
-  bool finish_handshake(std::uint64_t now);
+  // The handshake (`step`) is done at `now`: counted, and the connection established (with
+  // early data the server refused, the session sends it again). False when the connection
+  // died doing so.
+  bool finish_handshake(std::uint64_t now, const handshake_step& step);
   void connection_failed();
   // We end the connection: after queries_per_connection, at the end of the run, or on abandon.
   void close(bool count);

@@ -165,17 +165,12 @@ bool stream_client::send_early(std::uint64_t now) {
   return true;
 }
 
-bool stream_client::finish_handshake(std::uint64_t now) {
-  byte_stream& stream = channel_.stream();
-  const tls_connection* tls = stream.tls();
-  if (stream.has_handshake()) {
-    life_.handshake_done(handshake_started_ns_, now, tls != nullptr && tls->resumed());
+bool stream_client::finish_handshake(std::uint64_t now, const handshake_step& step) {
+  if (channel_.stream().has_handshake()) {
+    life_.handshake_done(handshake_started_ns_, now, step.resumed);
   }
   state_ = conn_state::established;
-  if (life_.established(now, life_.early() && tls != nullptr &&
-                                 tls->early_data() == early_data_status::accepted)) {
-    return true;
-  }
+  if (life_.established(now, life_.early() && step.early_data_accepted)) return true;
   // The server skipped the early data: every query in flight (all of them went early) goes
   // again, the same query with the same id, its latency still from the first send.
   channel_.drop_output();
@@ -184,12 +179,13 @@ bool stream_client::finish_handshake(std::uint64_t now) {
 
 void stream_client::handshake(std::uint64_t now) {
   byte_stream& stream = channel_.stream();
-  switch (stream.handshake()) {
-    case stream_io::done:
+  const handshake_step step = advance_handshake(stream);
+  switch (step.result) {
+    case handshake_step::outcome::done:
       // The last handshake step does the expensive crypto: read the clock after it, so
       // neither the handshake nor the first query's send time is back-dated.
       if (stream.has_handshake()) now = monotonic_ns();
-      if (!finish_handshake(now)) return;
+      if (!finish_handshake(now, step)) return;
       on_established(now);
       // What came right after the handshake's last record may be off the socket already
       // (TLS clients read ahead): the readiness wait just armed would not see it.
@@ -198,14 +194,13 @@ void stream_client::handshake(std::uint64_t now) {
         on_ready();
       }
       return;
-    case stream_io::want_read:
+    case handshake_step::outcome::want_read:
       wait(boost::asio::socket_base::wait_read);
       return;
-    case stream_io::want_write:
+    case handshake_step::outcome::want_write:
       wait(boost::asio::socket_base::wait_write);
       return;
-    case stream_io::closed:
-    case stream_io::failed:
+    case handshake_step::outcome::failed:
       fail_connection(handshake_name(), stream.failure_cause(), stream.error_message());
       return;
   }

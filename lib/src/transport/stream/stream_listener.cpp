@@ -1,6 +1,6 @@
-// The responder's TCP listeners: a SO_REUSEPORT acceptor per thread whose connections carry
-// DNS messages over plain TCP or TLS (server_connection), or what another transport runs
-// over the stream (DoH's HTTP/2).
+// The responder's TCP listeners: a SO_REUSEPORT acceptor per thread whose connections
+// (server_stream_connection) carry DNS messages over plain TCP or TLS (server_dns_session),
+// or what another transport runs over the stream (DoH's HTTP/2).
 #include "transport/stream/stream_listener.hpp"
 
 #include <netinet/in.h>
@@ -11,7 +11,7 @@
 
 #include <dnstransport/error.hpp>
 
-#include "transport/stream/server_connection.hpp"
+#include "transport/stream/server_dns_session.hpp"
 #include "transport/tls/tls_backend.hpp"
 
 namespace dnstransport::detail {
@@ -21,11 +21,11 @@ namespace {
 class stream_listener final : public thread_listener {
  public:
   stream_listener(server_thread& thread, transport_kind transport,
-                  std::unique_ptr<stream_acceptor> streams, stream_connection_maker connection)
+                  std::unique_ptr<stream_acceptor> streams, server_session_maker session)
       : thread_(thread),
         transport_(transport),
         streams_(std::move(streams)),
-        connection_(connection),
+        session_(session),
         acceptor_(thread.io()) {}
 
   std::uint16_t open(const boost::asio::ip::address& address, std::uint16_t port) override {
@@ -55,7 +55,8 @@ class stream_listener final : public thread_listener {
           if (ec == boost::asio::error::operation_aborted) return;
           if (!ec) {
             thread_.counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
-            thread_.adopt(connection_(thread_, std::move(socket), *streams_, transport_));
+            thread_.adopt(server_stream_connection::make(
+                thread_, make_accepted_socket(std::move(socket)), *streams_, session_, transport_));
           }
           accept();
         });
@@ -64,19 +65,9 @@ class stream_listener final : public thread_listener {
   server_thread& thread_;
   const transport_kind transport_;
   std::unique_ptr<stream_acceptor> streams_;
-  const stream_connection_maker connection_;
+  const server_session_maker session_;
   boost::asio::ip::tcp::acceptor acceptor_;
 };
-
-// DNS messages with a length prefix (RFC 7766), in the clear or over TLS.
-std::shared_ptr<accepted_connection> dns_stream_connection(server_thread& thread,
-                                                           boost::asio::ip::tcp::socket socket,
-                                                           stream_acceptor& streams,
-                                                           transport_kind transport) {
-  return std::make_shared<server_connection>(thread, std::move(socket), streams,
-                                             thread.counters.queries[transport],
-                                             thread.edns(transport));
-}
 
 }  // namespace
 
@@ -92,21 +83,21 @@ std::unique_ptr<listener_shared> share_tls_context(const server_options& /*optio
 std::unique_ptr<thread_listener> make_stream_listener(server_thread& thread,
                                                       transport_kind transport,
                                                       std::unique_ptr<stream_acceptor> streams,
-                                                      stream_connection_maker connection) {
-  return std::make_unique<stream_listener>(thread, transport, std::move(streams), connection);
+                                                      server_session_maker session) {
+  return std::make_unique<stream_listener>(thread, transport, std::move(streams), session);
 }
 
 std::unique_ptr<thread_listener> make_tcp_listener(server_thread& thread,
                                                    const listener_shared* /*shared*/) {
   return make_stream_listener(thread, transport_kind::tcp, make_tcp_acceptor(),
-                              dns_stream_connection);
+                              make_server_dns_session);
 }
 
 std::unique_ptr<thread_listener> make_tls_listener(server_thread& thread,
                                                    const listener_shared* shared) {
   const auto& tls = static_cast<const tls_listener_context&>(*shared);
   return make_stream_listener(thread, transport_kind::tls, make_tls_acceptor(tls.context()),
-                              dns_stream_connection);
+                              make_server_dns_session);
 }
 
 }  // namespace dnstransport::detail

@@ -1,8 +1,8 @@
 #pragma once
 // Internal: the responder's half of the stream transports (stream_listener.cpp): a
-// SO_REUSEPORT acceptor per thread whose connections carry DNS messages with a length
-// prefix over plain TCP or TLS (server_connection). DoH's listener is this acceptor with
-// connections of its own (transport/doh/doh_listener.cpp).
+// SO_REUSEPORT acceptor per thread whose connections (server_stream_connection) carry DNS
+// messages with a length prefix over plain TCP or TLS (server_dns_session). DoH's listener
+// is this acceptor with a session of its own (transport/doh/doh_listener.cpp).
 
 #include <memory>
 
@@ -10,6 +10,7 @@
 
 #include "responder/listener.hpp"
 #include "transport/stream/byte_stream.hpp"
+#include "transport/stream/server_stream_connection.hpp"
 
 namespace dnstransport::detail {
 
@@ -28,16 +29,12 @@ class tls_listener_context final : public listener_shared {
 std::unique_ptr<listener_shared> share_tls_context(const server_options& options,
                                                    const tls_server_options& tls);
 
-// The connection for one accepted socket, whose stream (plain or TLS) `streams` makes.
-using stream_connection_maker = std::shared_ptr<accepted_connection> (*)(
-    server_thread& thread, boost::asio::ip::tcp::socket socket, stream_acceptor& streams,
-    transport_kind transport);
-
-// The acceptor of `transport` on one thread, each connection made by `connection`.
+// The acceptor of `transport` on one thread: each connection's stream (plain or TLS) made
+// by `streams`, its session by `session`.
 std::unique_ptr<thread_listener> make_stream_listener(server_thread& thread,
                                                       transport_kind transport,
                                                       std::unique_ptr<stream_acceptor> streams,
-                                                      stream_connection_maker connection);
+                                                      server_session_maker session);
 
 std::unique_ptr<thread_listener> make_tcp_listener(server_thread& thread,
                                                    const listener_shared* shared);

@@ -1,11 +1,11 @@
-#include "transport/doh/server_doh_connection.hpp"
+#include "transport/doh/server_doh_session.hpp"
 
 #include <gtest/gtest.h>
 
 namespace dnstransport::detail {
 namespace {
 
-TEST(server_doh_connection_test, target_splits_at_the_first_question_mark) {
+TEST(server_doh_session_test, target_splits_at_the_first_question_mark) {
   EXPECT_EQ(split_doh_target("/dns-query").path, "/dns-query");
   EXPECT_EQ(split_doh_target("/dns-query").query, "");
   EXPECT_EQ(split_doh_target("/dns-query?dns=AAAB").path, "/dns-query");
@@ -13,7 +13,7 @@ TEST(server_doh_connection_test, target_splits_at_the_first_question_mark) {
   EXPECT_EQ(split_doh_target("/a?b?c").query, "b?c");
 }
 
-TEST(server_doh_connection_test, dns_parameter_is_found_among_others) {
+TEST(server_doh_session_test, dns_parameter_is_found_among_others) {
   EXPECT_EQ(doh_dns_parameter("dns=AAAB"), "AAAB");
   EXPECT_EQ(doh_dns_parameter("ct=x&dns=AAAB&y=1"), "AAAB");
   EXPECT_EQ(doh_dns_parameter("dns="), "");
@@ -22,7 +22,7 @@ TEST(server_doh_connection_test, dns_parameter_is_found_among_others) {
   EXPECT_FALSE(doh_dns_parameter("ct=x&dnsx=1"));
 }
 
-TEST(server_doh_connection_test, media_type_ignores_case_and_parameters) {
+TEST(server_doh_session_test, media_type_ignores_case_and_parameters) {
   EXPECT_TRUE(is_doh_media_type("application/dns-message"));
   EXPECT_TRUE(is_doh_media_type("Application/DNS-Message"));
   EXPECT_TRUE(is_doh_media_type("application/dns-message ; charset=x"));
