@@ -62,6 +62,10 @@ def main() -> int:
                         f"{conns.get('first_failure', '')})")
     if conns.get("reset_by_server", 0):
         problems.append(f"{conns['reset_by_server']} connections reset by the server")
+    # Closed by us because the server broke HTTP/2 or QUIC (counted as a reset before).
+    if conns.get("closed_protocol_error", 0):
+        problems.append(f"{conns['closed_protocol_error']} connections closed over the "
+                        "server's protocol error")
     if args.new_connection_per_query and conns.get("opened", 0) < answered:
         problems.append(f"qpc 1 but {conns.get('opened', 0)} connections for {answered} answers")
 

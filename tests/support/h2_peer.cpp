@@ -36,6 +36,10 @@ bool h2_session::flush() {
          !peer_.gone();
 }
 
+bool h2_session::send_raw(std::span<const std::uint8_t> octets) {
+  return flush() && peer_.write(octets);
+}
+
 connection_script serve_doh(doh_script script, h2_options options) {
   return [script = std::move(script), options](stream_peer& peer) {
     h2_session session(peer, options);

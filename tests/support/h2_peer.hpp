@@ -25,6 +25,8 @@ class h2_session : public h2_server {
 
   /// Sends everything queued. False when the connection is gone.
   bool flush();
+  /// Sends everything queued, then `octets` as they are (frames nghttp2 would not send).
+  bool send_raw(std::span<const std::uint8_t> octets);
 
  private:
   stream_peer& peer_;

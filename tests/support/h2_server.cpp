@@ -4,6 +4,8 @@
 #include <deque>
 #include <map>
 #include <new>
+#include <string>
+#include <string_view>
 
 #include "misbehaviour.hpp"
 #include "transport/doh/doh_message.hpp"
@@ -170,6 +172,49 @@ void h2_server::respond_with(std::int32_t stream_id,
 
 void h2_server::answer(const h2_request& r) {
   respond(r.stream_id, 200, detail::doh_media_type, answer_to(r.query));
+}
+
+namespace {
+
+// A frame header (RFC 9113, section 4.1) and its payload.
+void append_frame(bytes& out, std::uint8_t type, std::uint8_t flags, std::int32_t stream_id,
+                  const bytes& payload) {
+  const std::size_t n = payload.size();
+  for (const int shift : {16, 8, 0}) out.push_back(static_cast<std::uint8_t>(n >> shift));
+  out.push_back(type);
+  out.push_back(flags);
+  for (const int shift : {24, 16, 8, 0}) {
+    out.push_back(static_cast<std::uint8_t>(static_cast<std::uint32_t>(stream_id) >> shift));
+  }
+  out.insert(out.end(), payload.begin(), payload.end());
+}
+
+// HPACK (RFC 7541): a literal field without indexing whose name is static entry `index`
+// (at least 15), with a value under 127 octets and no Huffman coding.
+void append_literal(bytes& out, std::uint8_t index, std::string_view value) {
+  out.push_back(0x0f);
+  out.push_back(static_cast<std::uint8_t>(index - 15));
+  out.push_back(static_cast<std::uint8_t>(value.size()));
+  out.insert(out.end(), value.begin(), value.end());
+}
+
+}  // namespace
+
+bytes h2_server::raw_answer_frames(const h2_request& r) {
+  const bytes body = answer_to(r.query);
+  bytes headers{0x88};                                       // :status 200 (static entry 8)
+  append_literal(headers, 31, detail::doh_media_type);       // content-type
+  append_literal(headers, 28, std::to_string(body.size()));  // content-length
+  bytes out;
+  append_frame(out, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, r.stream_id, headers);
+  append_frame(out, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, r.stream_id, body);
+  return out;
+}
+
+bytes h2_server::raw_broken_frame() {
+  bytes out;
+  append_frame(out, NGHTTP2_DATA, NGHTTP2_FLAG_NONE, 0, {});
+  return out;
 }
 
 void h2_server::reset(std::int32_t stream_id, std::uint32_t error_code) {

@@ -64,6 +64,13 @@ class h2_server {
   /// GOAWAY: streams above `last_stream_id` are not processed.
   void goaway(std::int32_t last_stream_id, std::uint32_t error_code = NGHTTP2_NO_ERROR);
 
+  /// The frames of a 200 answer to `r` (HEADERS, then DATA with END_STREAM) made by hand with
+  /// literal header fields (the connection's HPACK state stays as it was), to send where
+  /// nghttp2 would not: on a stream that already ended, a second answer.
+  static bytes raw_answer_frames(const h2_request& r);
+  /// A frame that breaks HTTP/2: DATA on stream 0 (a connection error, PROTOCOL_ERROR).
+  static bytes raw_broken_frame();
+
   /// Where what the server sends goes; false when it cannot take it (the connection is gone).
   using sink = std::function<bool(std::span<const std::uint8_t>)>;
   /// Hands everything queued to `to`, in nghttp2's pieces. False when the session failed or

@@ -67,6 +67,11 @@ inline std::string summary(const run_result& r) {
   if (r.quic_failed != 0) text += fmt::format(" | quic_failed {}", r.quic_failed);
   for (const auto& [cause, n] : r.http_failures) text += fmt::format(" {}={}", cause, n);
   if (r.connections.goaway != 0) text += fmt::format(" goaway {}", r.connections.goaway);
+  if (r.unprocessed_retried != 0)
+    text += fmt::format(" unprocessed_retried {}", r.unprocessed_retried);
+  if (r.connections.closed_protocol_error != 0) {
+    text += fmt::format(" closed_protocol_error {}", r.connections.closed_protocol_error);
+  }
   return text;
 }
 

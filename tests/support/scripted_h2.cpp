@@ -32,6 +32,11 @@ void h2_connection::flush() {
   });
 }
 
+void h2_connection::send_raw(std::span<const std::uint8_t> octets) {
+  flush();
+  send(octets);
+}
+
 detail::stream_socket_factory make_h2_socket_factory(const h2_script& script, h2_log& log) {
   return make_scripted_sockets(script, log, [&script, &log]() -> std::unique_ptr<peer_end> {
     return std::make_unique<h2_connection>(script, log);

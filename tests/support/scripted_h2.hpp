@@ -52,6 +52,8 @@ class h2_connection final : public peer_end, public hostile::h2_server {
   void take(std::span<const std::uint8_t> octets) override;
   /// Sends what is queued now, ahead of anything queued after.
   void flush();
+  /// Sends what is queued, then `octets` as they are (frames nghttp2 would not send).
+  void send_raw(std::span<const std::uint8_t> octets);
 
  private:
   h2_log& log_;

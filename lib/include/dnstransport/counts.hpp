@@ -39,7 +39,14 @@ struct query_counts {
   /// one of the buckets above, not in `truncated`.
   std::uint64_t tc_retried = 0;
   std::uint64_t tc_retry_answered = 0;  ///< of those, answered over TCP (in responses_received)
-  std::uint64_t out_of_order = 0;       ///< stream answers that overtook an earlier query
+  /// Queries the server provably did not process, sent again on a new stream (of the same
+  /// connection, or of the next): DoH streams the server refused (RST_STREAM REFUSED_STREAM)
+  /// or left above a GOAWAY's last stream id (RFC 9113, section 8.7). Each counted once,
+  /// however often it went again, and each still ends in one of the buckets above: a query
+  /// the server never processes in 4 tries ends in http_failed (`refused_stream`,
+  /// `goaway_unprocessed`).
+  std::uint64_t unprocessed_retried = 0;
+  std::uint64_t out_of_order = 0;  ///< stream answers that overtook an earlier query
   /// Answers (of responses_received) with the AD bit set (RFC 4035, section 3.2.3): the
   /// server says it validated their data with DNSSEC.
   std::uint64_t authenticated_answers = 0;
@@ -97,6 +104,8 @@ inline constexpr count_description<query_counts> query_count_descriptions[] = {
     {&query_counts::quic_failed, "quic_failed"},
     {&query_counts::tc_retried, "tc_retried"},
     {&query_counts::tc_retry_answered, "tc_retry_answered"},
+    {&query_counts::unprocessed_retried, "unprocessed_retried", "retried, unprocessed",
+     " queries the server refused or did not process (REFUSED_STREAM, GOAWAY), sent again"},
     {&query_counts::out_of_order, "out_of_order"},
     {&query_counts::authenticated_answers, "authenticated_answers", "authenticated (AD)",
      " answers the server says it validated with DNSSEC"},
@@ -117,8 +126,12 @@ struct connection_counts {
   std::uint64_t closed_idle_keepalive = 0;
   std::uint64_t closed_idle =
       0;  ///< we closed after load_spec::connections.idle_seconds with nothing to do
-  std::uint64_t closed_by_server = 0;      ///< EOF from the server (FIN or TLS close_notify)
-  std::uint64_t reset_by_server = 0;       ///< connection reset or other socket error while open
+  std::uint64_t closed_by_server = 0;  ///< EOF from the server (FIN or TLS close_notify)
+  std::uint64_t reset_by_server = 0;   ///< connection reset or other socket error while open
+  /// We closed it because the server broke the protocol on it (DoH: an HTTP/2 error nghttp2
+  /// found in what the server sent; DoQ: a QUIC error ngtcp2 found), counted under its cause
+  /// in the connection failures too (`http2_error`, `quic_STREAM_LIMIT_ERROR`, ...).
+  std::uint64_t closed_protocol_error = 0;
   std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
   std::uint64_t fastopen_data_in_syn = 0;  ///< connections whose first query rode in the SYN
   std::uint64_t goaway = 0;                ///< DoH: connections the server ended with HTTP/2 GOAWAY
@@ -129,7 +142,7 @@ struct connection_counts {
   std::uint64_t certificates_reused = 0;
 };
 
-/// Every member of connection_counts (the table makes its own lines of them).
+/// Every member of connection_counts (the table makes its own lines of the unlabelled ones).
 inline constexpr count_description<connection_counts> connection_count_descriptions[] = {
     {&connection_counts::opened, "opened"},
     {&connection_counts::answered, "answered"},
@@ -138,6 +151,8 @@ inline constexpr count_description<connection_counts> connection_count_descripti
     {&connection_counts::closed_idle, "closed_idle"},
     {&connection_counts::closed_by_server, "closed_by_server"},
     {&connection_counts::reset_by_server, "reset_by_server"},
+    {&connection_counts::closed_protocol_error, "closed_protocol_error", "closed: protocol error",
+     " connections we closed because the server broke the protocol on them"},
     {&connection_counts::failed, "failed"},
     {&connection_counts::fastopen_data_in_syn, "fastopen_data_in_syn"},
     {&connection_counts::goaway, "goaway"},

@@ -317,6 +317,15 @@ void client_base::lose_on_close(std::uint16_t id) noexcept {
   release(*s, slot_table::past::expired);
 }
 
+void client_base::count_stray(std::uint16_t id, std::uint64_t now) noexcept {
+  if (slots_.find(id) != nullptr) {
+    // Its query is in flight again (on another stream): this message is not its answer.
+    if (measuring(now)) ++counts().unexpected;
+    return;
+  }
+  in_flight(id, now);  // counts what the id was
+}
+
 client_base::completion client_base::complete(slot_table::slot& slot,
                                               std::span<const std::uint8_t> message,
                                               std::uint64_t now, std::uint16_t expected_id,
@@ -418,7 +427,12 @@ void client_base::expire(std::uint64_t now) noexcept {
 }
 
 void client_base::fail_in_flight(bool abandoned) noexcept {
-  while (slot_table::slot* s = slots_.oldest()) {
+  for (slot_table::slot* s = slots_.oldest(); s != nullptr;) {
+    slot_table::slot* const next = slots_.next_of(*s);
+    if (s->waiting_resend && !abandoned) {
+      s = next;
+      continue;
+    }
     if (s->counted) {
       if (abandoned) {
         ++counts().abandoned;
@@ -427,6 +441,7 @@ void client_base::fail_in_flight(bool abandoned) noexcept {
       }
     }
     release(*s, slot_table::past::expired);
+    s = next;
   }
 }
 

@@ -104,6 +104,10 @@ void connection_life::closed_by_server(bool reset) noexcept {
   ++(reset ? c.reset_by_server : c.closed_by_server);
 }
 
+void connection_life::closed_protocol_error() noexcept {
+  if (tally.counted) ++client_.connections().closed_protocol_error;
+}
+
 void connection_life::ended() noexcept {
   end_setup();
   client_.connection_down();

@@ -6,7 +6,8 @@
 // (connection_tally); opened (in the worker's gauge of open connections too), its handshake
 // full or resumed; 0-RTT offered, then accepted or rejected; established; failures, after a
 // few of which in a row a client running to a query count gives up; the last sign of use,
-// for the idle close; closed by us, by the server, or for idleness; and its end. How a
+// for the idle close; closed by us, by the server, for idleness or for the server's protocol
+// error; and its end. How a
 // transport connects, shakes hands and closes is its own; what these steps count is here,
 // once.
 
@@ -92,6 +93,8 @@ class connection_life {
   void closed_idle(bool keepalive) noexcept;
   // The server ended it: closed, or reset.
   void closed_by_server(bool reset) noexcept;
+  // We closed it because the server broke the protocol on it (HTTP/2, QUIC).
+  void closed_protocol_error() noexcept;
   // It is gone, however it ended: out of the set-up budget and the gauge of open
   // connections, its 0-RTT with it.
   void ended() noexcept;

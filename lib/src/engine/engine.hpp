@@ -130,8 +130,16 @@ class client_base {
   enum class exchange_layer { http, quic };
   void fail_exchange(std::uint16_t id, std::uint64_t now, std::string_view cause,
                      exchange_layer layer = exchange_layer::http) noexcept;
-  // The query with `id` was never processed (HTTP/2 GOAWAY, refused stream): lost on close.
+  // The query with `id` was in flight on a connection that ended: lost on close.
   void lose_on_close(std::uint16_t id) noexcept;
+  // A message for the query with `id`, known by its stream, after that query ended (a second
+  // answer on an HTTP/2 stream): counted as duplicate, late or unexpected, as a message with
+  // a past id is.
+  void count_stray(std::uint16_t id, std::uint64_t now) noexcept;
+  // A message that belongs to no query this client can name: unexpected.
+  void count_unexpected(std::uint64_t now) noexcept {
+    if (measuring(now)) ++counts().unexpected;
+  }
 
   // A truncated answer's query: true when the client retries it elsewhere (UDP with
   // --tc-retry tcp), and the query then ends there instead of in `truncated`.
@@ -153,6 +161,8 @@ class client_base {
   void expire_waiting_retries(std::uint64_t now) noexcept;
 
   // Counts every query in flight as lost on close (stream closed or reset), or abandoned.
+  // Queries waiting to be sent again (slot::waiting_resend: on no connection) are not lost
+  // on close: they wait for the next connection (or their timeout).
   void fail_in_flight(bool abandoned) noexcept;
 
   const run_plan& plan() const noexcept;

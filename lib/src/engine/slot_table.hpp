@@ -33,6 +33,9 @@ class slot_table {
     bool in_flight = false;
     bool counted = false;  // sent after the warm-up
     bool first_on_connection = false;
+    // Sent, but on no connection now: the transport sends it again (a stream the server did
+    // not process). A connection's end does not lose it; its timeout still runs.
+    bool waiting_resend = false;
   };
 
   // `seed` varies the ids between clients so the server does not see the same few ids.
@@ -67,6 +70,7 @@ class slot_table {
     s.in_flight = true;
     s.counted = counted;
     s.first_on_connection = false;
+    s.waiting_resend = false;
     s.prev = tail_;
     s.next = none;
     if (tail_ != none) {

@@ -70,6 +70,8 @@ std::string http_failure_text(std::string_view cause) {
   if (cause == "content_length") return "body length is not its content-length";
   if (cause == "no_status") return "no valid :status";
   if (cause == "body_too_large") return "body over 65535 octets";
+  if (cause == "refused_stream") return "refused (REFUSED_STREAM) on every try";
+  if (cause == "goaway_unprocessed") return "left unprocessed by GOAWAY on every try";
   return std::string(cause);
 }
 
@@ -318,6 +320,10 @@ void connections(const run_result& r, table_writer& t) {
   if (c.closed_idle_keepalive) {
     t.line("closed idle", counted(c.closed_idle_keepalive, "connection") +
                               ", after the server's keepalive timeout");
+  }
+  for (const auto& d : connection_count_descriptions) {
+    if (!d.label.empty() && c.*d.member != 0)
+      t.line(d.label, with_commas(c.*d.member) + std::string(d.note));
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "transport/doh/doh_client.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,10 @@ constexpr std::int32_t doh_connection_window = 1 << 24;
 }  // namespace
 
 doh_session::doh_session(stream_client& driver, const doh_transport& transport)
-    : driver_(driver), doh_(transport), requests_(driver.plan().outstanding) {
+    : driver_(driver),
+      doh_(transport),
+      requests_(driver.plan().outstanding),
+      closed_(std::max<std::size_t>(64, 2 * std::size_t{driver.plan().outstanding})) {
   free_.reserve(requests_.size());
   for (auto it = requests_.rbegin(); it != requests_.rend(); ++it) free_.push_back(&*it);
   const std::string& path = doh_.settings().path;
@@ -73,18 +77,20 @@ bool doh_session::fill_early(std::uint64_t now, std::size_t room) {
 }
 
 bool doh_session::resend_in_flight(std::uint64_t now) {
-  // The server never saw the early HTTP/2 session: a new one, with every query in flight
-  // on a stream of its own again.
-  std::vector<slot_table::slot*> in_flight;
-  slot_table& slots = driver_.slots();
-  for (slot_table::slot* s = slots.oldest(); s != nullptr; s = slots.next_of(*s)) {
-    in_flight.push_back(s);
+  // The server never saw the early HTTP/2 session: a new one, with every query that went
+  // early on a stream of its own again (those waiting to go again still wait).
+  std::vector<waiting_query> in_flight;
+  for (const request& r : requests_) {
+    if (r.in_use && !r.finished && driver_.slots().find(r.id) != nullptr) {
+      in_flight.push_back({r.id, r.resends});
+    }
   }
   ended();
   if (!start_session()) return false;
   out_.clear();
-  for (slot_table::slot* s : in_flight) {
-    if (!submit_slot(*s) || !take_output()) return false;
+  for (const waiting_query& w : in_flight) {
+    slot_table::slot* s = driver_.slots().find(w.id);
+    if (submit_slot(*s, w.resends) == nullptr || !take_output()) return false;
     if (s->counted) ++driver_.early_counts().queries_resent;
   }
   now_ = now;
@@ -119,6 +125,25 @@ void doh_session::ended() noexcept {
   settings_received_ = goaway_ = false;
   last_error_.clear();
   goaway_last_stream_ = 0;
+  ++connection_;  // the closed streams remembered were this connection's
+}
+
+std::uint32_t doh_session::waiting() noexcept {
+  // Those that timed out meanwhile are gone (lost).
+  std::erase_if(waiting_,
+                [this](const waiting_query& w) { return driver_.slots().find(w.id) == nullptr; });
+  return static_cast<std::uint32_t>(waiting_.size());
+}
+
+void doh_session::resend_later(request& r, const char* cause, std::uint64_t now) {
+  slot_table::slot* s = driver_.slots().find(r.id);
+  if (s == nullptr) return;  // it timed out already
+  if (r.resends >= max_resends) {
+    driver_.fail_exchange(r.id, now, cause);
+    return;
+  }
+  s->waiting_resend = true;
+  waiting_.push_back({r.id, static_cast<std::uint8_t>(r.resends + 1)});
 }
 
 void doh_session::session_failed(const char* what, int error) {
@@ -128,7 +153,8 @@ void doh_session::session_failed(const char* what, int error) {
                            ? fmt::format("{}: {} ({})", what, nghttp2_strerror(error), error)
                            : fmt::format("{}: {}", what, last_error_));
   }
-  driver_.server_closed(true);
+  // nghttp2 found the error in what the server sent (or could not go on): we close.
+  driver_.close_broken();
 }
 
 int doh_session::on_error(nghttp2_session*, int, const char* message, std::size_t size,

@@ -28,16 +28,14 @@ nghttp2_nv request_header(std::string_view name, std::string_view value) noexcep
 
 }  // namespace
 
-std::uint32_t doh_session::stream_room(std::uint64_t now) noexcept {
+std::uint32_t doh_session::stream_room() const noexcept {
   if (goaway_ || session_ == nullptr) return 0;
-  const std::uint64_t allowance =
-      std::min<std::uint64_t>(driver_.connection_allowance(now), free_.size());
   const std::uint32_t server_limit =
       settings_received_
           ? nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
           : streams_before_settings;
   const std::uint32_t room = server_limit > open_streams_ ? server_limit - open_streams_ : 0;
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(allowance, room));
+  return static_cast<std::uint32_t>(std::min<std::size_t>(free_.size(), room));
 }
 
 bool doh_session::fill(std::uint64_t now) {
@@ -51,13 +49,43 @@ bool doh_session::fill(std::uint64_t now) {
   // connection (Knot Resolver 5) refuse a stream whose HEADERS arrive between another's
   // HEADERS and DATA. They still leave in one write.
   out_.clear();
-  for (std::uint32_t room = stream_room(now); room > 0; --room) {
-    // Early data stops short of the ticket's limit: every request takes at most
-    // request_bound() octets more.
-    if (early && out_.size() + request_bound() > early_room_) break;
-    if (!submit(now) || !take_output()) break;
+  // Queries the server did not process go first, whatever the send allowance and the
+  // queries per connection (they were counted when they first went).
+  std::uint32_t room = stream_room();
+  if (submit_waiting(room)) {
+    for (room = static_cast<std::uint32_t>(
+             std::min<std::uint64_t>(room, driver_.connection_allowance(now)));
+         room > 0; --room) {
+      // Early data stops short of the ticket's limit: every request takes at most
+      // request_bound() octets more.
+      if (early && out_.size() + request_bound() > early_room_) break;
+      if (!submit(now) || !take_output()) break;
+    }
   }
   return write_output();
+}
+
+bool doh_session::submit_waiting(std::uint32_t& room) {
+  const bool early = driver_.in_early_data();
+  while (!waiting_.empty()) {
+    if (room == 0 || (early && out_.size() + request_bound() > early_room_)) return false;
+    const waiting_query w = waiting_.front();
+    slot_table::slot* s = driver_.slots().find(w.id);
+    if (s == nullptr) {  // timed out while it waited
+      waiting_.pop_front();
+      continue;
+    }
+    if (submit_slot(*s, w.resends) == nullptr) {
+      goaway_ = true;  // stream ids used up: it goes on the next connection
+      return false;
+    }
+    waiting_.pop_front();
+    s->waiting_resend = false;
+    if (w.resends == 1 && s->counted) ++driver_.counts().unprocessed_retried;
+    --room;
+    if (!take_output()) return false;
+  }
+  return true;
 }
 
 std::size_t doh_session::request_bound() const noexcept {
@@ -68,19 +96,20 @@ std::size_t doh_session::request_bound() const noexcept {
 
 bool doh_session::submit(std::uint64_t now) {
   slot_table::slot& s = driver_.next_query(now);
-  if (submit_slot(s)) return true;
+  if (submit_slot(s) != nullptr) return true;
   // Stream ids used up (2^30 requests): the connection is replaced like after a GOAWAY.
   driver_.unsend(s);
   goaway_ = true;
   return false;
 }
 
-bool doh_session::submit_slot(slot_table::slot& s) {
+doh_session::request* doh_session::submit_slot(slot_table::slot& s, std::uint8_t resends) {
   request& r = *free_.back();
   const auto query = (*driver_.plan().queries)[s.query_index];
   r.query.assign(query.begin(), query.end());
   r.query[0] = r.query[1] = 0;  // RFC 8484 §4.1: DNS id 0, answers are matched by stream
   r.id = s.id;
+  r.resends = resends;
   r.finished = r.reset_by_server = r.too_large = r.content_type_ok = false;
   r.status = 0;
   r.content_length = -1;
@@ -115,12 +144,12 @@ bool doh_session::submit_slot(slot_table::slot& s) {
     body.read_callback = &doh_session::read_body;
     stream_id = nghttp2_submit_request(session_, nullptr, headers, std::size(headers), &body, &r);
   }
-  if (stream_id < 0) return false;
+  if (stream_id < 0) return nullptr;
   r.in_use = true;
   r.stream_id = stream_id;
   free_.pop_back();
   ++open_streams_;
-  return true;
+  return &r;
 }
 
 ssize_t doh_session::read_body(nghttp2_session*, std::int32_t, std::uint8_t* buffer,

@@ -1,8 +1,9 @@
 // The DoH client's responses coming in: the stream's reads fed to nghttp2 (each answer
 // timed by the read that brought it), and nghttp2's callbacks: :status, content-type and
 // content-length read, the body gathered, the answer counted or its failure named (status,
-// content type, length, empty body, RST_STREAM), GOAWAY and SETTINGS noted, and the streams
-// a GOAWAY or REFUSED_STREAM leaves unprocessed lost on close.
+// content type, length, empty body, RST_STREAM), GOAWAY and SETTINGS noted, the streams
+// a GOAWAY or REFUSED_STREAM leaves unprocessed sent again, and a response on a stream that
+// ended counted (duplicate, late).
 
 #include "transport/doh/doh_client.hpp"
 
@@ -185,7 +186,14 @@ int doh_session::on_frame(nghttp2_session*, const nghttp2_frame* frame, void* us
     case NGHTTP2_DATA:
       if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
         request* r = self.stream_request(frame->hd.stream_id);
-        if (r != nullptr && !r->finished) self.finish(*r, self.now_);
+        if (r == nullptr) return 0;
+        if (!r->finished) {
+          self.finish(*r, self.now_);
+        } else {
+          // A response on a stream we gave up (its query timed out, the RST_STREAM not sent
+          // yet): late.
+          self.driver_.count_stray(r->id, self.now_);
+        }
       }
       return 0;
     default:
@@ -200,14 +208,50 @@ int doh_session::on_stream_close(nghttp2_session*, std::int32_t stream_id, std::
   if (r == nullptr || !r->in_use) return 0;
   if (!r->finished) {
     const std::uint64_t now = self.now_ != 0 ? self.now_ : monotonic_ns();
-    if (error_code == NGHTTP2_REFUSED_STREAM ||
-        (self.goaway_ && stream_id > self.goaway_last_stream_)) {
-      self.driver_.lose_on_close(r->id);  // never processed by the server
+    // Never processed by the server (RFC 9113, section 8.7), so safe to send again. nghttp2
+    // closes the streams above a GOAWAY's last stream id with REFUSED_STREAM too.
+    if (self.goaway_ && stream_id > self.goaway_last_stream_) {
+      self.resend_later(*r, "goaway_unprocessed", now);
+    } else if (error_code == NGHTTP2_REFUSED_STREAM) {
+      self.resend_later(*r, "refused_stream", now);
     } else {
       self.driver_.fail_exchange(r->id, now, r->reset_by_server ? "stream_reset" : "stream_error");
     }
+  } else {
+    self.remember_closed(*r);
   }
   self.release_request(*r);
+  return 0;
+}
+
+void doh_session::remember_closed(const request& r) noexcept {
+  closed_[static_cast<std::size_t>(r.stream_id >> 1) % closed_.size()] = {r.stream_id, connection_,
+                                                                          r.id};
+}
+
+void doh_session::count_stray(std::int32_t stream_id) noexcept {
+  const closed_stream& c = closed_[static_cast<std::size_t>(stream_id >> 1) % closed_.size()];
+  const std::uint64_t now = now_ != 0 ? now_ : monotonic_ns();
+  if (c.stream_id == stream_id && c.connection == connection_) {
+    driver_.count_stray(c.id, now);
+  } else {
+    // Closed too long ago to say whose it was, or refused (its query went again).
+    driver_.count_unexpected(now);
+  }
+}
+
+int doh_session::on_begin_frame(nghttp2_session* session, const nghttp2_frame_hd* header,
+                                void* user_data) {
+  // nghttp2 ignores a HEADERS frame on a stream that closed, with no other callback: a
+  // second response (or one after we gave the stream up) is seen only here.
+  if (header->type != NGHTTP2_HEADERS || (header->stream_id & 1) == 0) return 0;
+  auto& self = *static_cast<doh_session*>(user_data);
+  if (static_cast<std::uint32_t>(header->stream_id) >=
+          nghttp2_session_get_next_stream_id(session) ||
+      nghttp2_session_get_stream_user_data(session, header->stream_id) != nullptr) {
+    return 0;  // on an open stream, or on one never opened (a protocol error)
+  }
+  self.count_stray(header->stream_id);
   return 0;
 }
 

@@ -15,6 +15,7 @@ doh_transport::doh_transport(const stream_settings& stream, doh_settings doh,
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks_,
                                                             &doh_session::on_data_chunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks_, &doh_session::on_frame);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks_, &doh_session::on_begin_frame);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks_, &doh_session::on_stream_close);
   nghttp2_session_callbacks_set_error_callback2(callbacks_, &doh_session::on_error);
   if (nghttp2_option_new(&options_) != 0) {

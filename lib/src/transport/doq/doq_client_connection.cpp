@@ -216,7 +216,7 @@ void doq_client::connection_broke(int error) {
     message = fmt::format("DoQ: {} ({})", ngtcp2_strerror(error), cause);
     write_connection_close(close);
     if (!handshaking) {
-      life_.closed_by_server(true);
+      life_.closed_protocol_error();
       if (life_.tally.counted) connections().record_failure(cause, message);
     }
   }

@@ -98,7 +98,7 @@ void stream_client::on_ready() {
   if (!session_->read()) return;
   if (connection_done()) {
     close(true);
-    if (send_allowance(now) > 0) connect(monotonic_ns());
+    if (has_work(now)) connect(monotonic_ns());
     return;
   }
   session_->fill(monotonic_ns());

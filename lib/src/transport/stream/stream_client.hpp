@@ -64,6 +64,9 @@ class stream_client final : public client_base {
   message_channel& channel() noexcept { return channel_; }
   const stream_settings& settings() const noexcept { return transport_.settings(); }
   using client_base::connections;
+  using client_base::count_stray;
+  using client_base::count_unexpected;
+  using client_base::counts;
   using client_base::early_counts;
   using client_base::fail_exchange;
   using client_base::lose_on_close;
@@ -116,6 +119,9 @@ class stream_client final : public client_base {
   bool draining() const noexcept { return draining_; }
   // The server ended the connection: EOF (or close_notify), or a reset/error.
   void server_closed(bool reset);
+  // We end the connection because the server broke the protocol on it (the session counted
+  // the cause); its queries in flight are lost on close.
+  void close_broken();
   // A set-up that failed above TCP, counted by `cause` ("tls_certificate", "doh_no_h2").
   void fail_connection(const std::string& what, const std::string& cause,
                        const std::string& message);
@@ -125,10 +131,19 @@ class stream_client final : public client_base {
 
   std::string handshake_name();
 
-  // The connection has carried what it should: close it (and open the next).
+  // The connection has carried what it should: close it (and open the next). Only queries
+  // on no connection (the session's waiting()) may be left; those go on this connection
+  // unless it takes no more streams.
   bool connection_done() const noexcept {
-    return slots_.empty() &&
-           (life_.spent(settings().queries_per_connection, false) || session_->refuses_queries());
+    // (Every waiting query holds a slot: none in flight, none waiting.)
+    const std::uint32_t waiting = slots_.empty() ? 0 : session_->waiting();
+    return slots_.in_flight() == waiting &&
+           (session_->refuses_queries() ||
+            (waiting == 0 && life_.spent(settings().queries_per_connection, false)));
+  }
+  // Queries may go on a connection now: new ones, or ones waiting to go again.
+  bool has_work(std::uint64_t now) noexcept {
+    return send_allowance(now) > 0 || session_->waiting() > 0;
   }
   // The handshake is done: the session starts sending.
   void on_established(std::uint64_t now);

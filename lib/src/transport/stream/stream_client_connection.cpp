@@ -62,7 +62,7 @@ void stream_client::tick_connection(std::uint64_t now) {
     }
     if (connection_done()) {
       close(true);
-      if (send_allowance(now) > 0) connect(now);
+      if (has_work(now)) connect(now);
       return;
     }
     if (const std::uint64_t idle = settings().idle_timeout_ns;
@@ -73,9 +73,11 @@ void stream_client::tick_connection(std::uint64_t now) {
     session_->fill(now);
     return;
   }
+  // Queries waiting to go again (on no connection) time out here.
+  expire(now);
   // Connect only when a query may go out at once: a paced client would otherwise hold an
   // idle connection (that servers close) and count the wait as set-up time.
-  if (send_allowance(now) > 0) connect(now);
+  if (has_work(now)) connect(now);
 }
 
 void stream_client::abandon() {
@@ -245,7 +247,16 @@ void stream_client::server_closed(bool reset) {
   drop_socket();
   state_ = conn_state::idle;
   const std::uint64_t now = monotonic_ns();
-  if (send_allowance(now) > 0) connect(now);
+  if (has_work(now)) connect(now);
+}
+
+void stream_client::close_broken() {
+  life_.closed_protocol_error();
+  fail_in_flight(false);
+  drop_socket();
+  state_ = conn_state::idle;
+  const std::uint64_t now = monotonic_ns();
+  if (has_work(now)) connect(now);
 }
 
 void stream_client::close(bool count) {

@@ -38,6 +38,10 @@ class stream_session {
   // The server takes no new queries on this connection (HTTP/2 GOAWAY, stream ids used
   // up): the driver replaces it once nothing is in flight.
   virtual bool refuses_queries() const noexcept = 0;
+  // Queries in flight that are on no connection: they wait to be sent again on a new stream
+  // (DoH: the server refused them, or a GOAWAY left them unprocessed). The driver keeps (or
+  // opens) a connection for them, and its connection is done once only these are left.
+  virtual std::uint32_t waiting() noexcept { return 0; }
   // Periodic work on the established connection, after the driver's (DoH cancels the
   // streams of queries that timed out).
   virtual void tick(std::uint64_t now) = 0;

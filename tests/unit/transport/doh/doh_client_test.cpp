@@ -214,56 +214,134 @@ TEST(doh_client_test, rst_stream_fails_those_queries_only) {
   EXPECT_EQ(r.counts.connections.reset_by_server, 0u);
 }
 
-TEST(doh_client_test, refused_streams_were_never_processed_and_are_lost_on_close) {
-  const auto r = run_doh(every_request([](h2_connection& c, const h2_request& q) {
-                           if (q.number % 3 == 2) {
+TEST(doh_client_test, a_refused_stream_is_sent_again_and_its_query_answered_once) {
+  // The first connection's second request (stream 3) is refused (REFUSED_STREAM: not
+  // processed, RFC 9113 section 8.7), every other request answered: that query goes again on
+  // a new stream of the same connection and is answered once.
+  auto refused = std::make_shared<bool>(false);
+  const auto r = run_doh(every_request([refused](h2_connection& c, const h2_request& q) {
+                           if (q.stream_id == 3 && !*refused) {
+                             *refused = true;
                              c.reset(q.stream_id, NGHTTP2_REFUSED_STREAM);
                            } else {
                              c.answer(q);
                            }
                          }),
                          {.count = 30, .outstanding = 10});
-  EXPECT_EQ(r.counts.queries.responses_received, 20u);
-  EXPECT_EQ(r.counts.queries.lost_on_close, 10u);
+  EXPECT_EQ(r.counts.queries.queries_sent, 30u);
+  EXPECT_EQ(r.counts.queries.responses_received, 30u);
+  EXPECT_EQ(r.counts.queries.unprocessed_retried, 1u);
+  EXPECT_EQ(r.counts.queries.lost_on_close, 0u);
+  EXPECT_EQ(r.counts.queries.lost, 0u);
   EXPECT_EQ(r.counts.queries.http_failed, 0u);
+  EXPECT_EQ(r.counts.queries.duplicates + r.counts.queries.unexpected, 0u);
+  EXPECT_EQ(r.log.requests, 31u);  // the refused one twice
+  EXPECT_EQ(r.counts.connections.opened, 1u);
 }
 
-TEST(doh_client_test, goaway_with_queries_in_flight_loses_the_unprocessed_and_reconnects) {
-  // Each connection carries ten requests at once: the first seven are answered, then
-  // GOAWAY names the seventh as the last processed; the three after it never are.
+TEST(doh_client_test, a_server_that_refuses_every_stream_fails_each_query_after_three_resends) {
+  const auto r = run_doh(every_request([](h2_connection& c, const h2_request& q) {
+                           c.reset(q.stream_id, NGHTTP2_REFUSED_STREAM);
+                         }),
+                         {.count = 10, .outstanding = 5});
+  EXPECT_EQ(r.counts.queries.queries_sent, 10u);
+  EXPECT_EQ(r.counts.queries.responses_received, 0u);
+  EXPECT_EQ(r.counts.queries.unprocessed_retried, 10u);  // each query counted once
+  EXPECT_EQ(r.counts.queries.http_failed, 10u);
+  EXPECT_EQ(cause(r.counts.queries.http_failures, "refused_stream"), 10u);
+  EXPECT_EQ(r.counts.queries.lost_on_close + r.counts.queries.lost, 0u);
+  EXPECT_EQ(r.log.requests, 40u);  // each sent once and again three times
+  EXPECT_EQ(r.counts.connections.opened, 1u);
+}
+
+TEST(doh_client_test, goaway_with_queries_in_flight_sends_the_unprocessed_again_on_the_next) {
+  // Each connection carries ten requests at once: the first seven are answered, then GOAWAY
+  // names the seventh as the last processed; the three after it never are, and go again,
+  // first, on the next connection. 30 queries at 7 answers a connection: 5 connections
+  // (7 + 7 + 7 + 7 + 2 answers), of which the first 4 leave 3, 3, 3 and 2 unprocessed.
   const auto r = run_doh(every_request([](h2_connection& c, const h2_request& q) {
                            if (q.number < 7) c.answer(q);
                            if (q.number == 6) c.goaway(q.stream_id);
                          }),
                          {.count = 30, .outstanding = 10});
   EXPECT_EQ(r.counts.queries.queries_sent, 30u);
-  EXPECT_EQ(r.counts.queries.responses_received, 21u);
-  EXPECT_EQ(r.counts.queries.lost_on_close, 9u);
+  EXPECT_EQ(r.counts.queries.responses_received, 30u);
+  EXPECT_EQ(r.counts.queries.unprocessed_retried, 11u);
+  EXPECT_EQ(r.counts.queries.lost_on_close, 0u);
   EXPECT_EQ(r.counts.queries.lost, 0u);
   EXPECT_EQ(r.counts.queries.http_failed, 0u);
-  EXPECT_EQ(r.counts.connections.goaway, 3u);
-  EXPECT_EQ(r.counts.connections.opened, 3u);
+  EXPECT_EQ(r.counts.connections.goaway, 4u);
+  EXPECT_EQ(r.counts.connections.opened, 5u);
   // The client closes each once its last answer came: the server did not.
-  EXPECT_EQ(r.counts.connections.closed_by_client, 3u);
+  EXPECT_EQ(r.counts.connections.closed_by_client, 5u);
   EXPECT_EQ(r.counts.connections.closed_by_server, 0u);
-  EXPECT_EQ(r.log.connections, 3u);
-  EXPECT_EQ(r.log.closed_by_client, 3u);
-  EXPECT_EQ(r.log.requests, 30u);
+  EXPECT_EQ(r.log.connections, 5u);
+  EXPECT_EQ(r.log.closed_by_client, 5u);
+  EXPECT_EQ(r.log.requests, 41u);
+}
+
+TEST(doh_client_test, a_query_left_unprocessed_on_every_connection_fails_after_three_resends) {
+  // GOAWAY naming no stream processed, on every connection: each query goes on four
+  // connections, then fails.
+  const auto r = run_doh(every_request([](h2_connection& c, const h2_request& q) {
+                           if (q.number == 0) c.goaway(0);
+                         }),
+                         {.count = 5, .outstanding = 5});
+  EXPECT_EQ(r.counts.queries.queries_sent, 5u);
+  EXPECT_EQ(r.counts.queries.responses_received, 0u);
+  EXPECT_EQ(r.counts.queries.unprocessed_retried, 5u);
+  EXPECT_EQ(r.counts.queries.http_failed, 5u);
+  EXPECT_EQ(cause(r.counts.queries.http_failures, "goaway_unprocessed"), 5u);
+  EXPECT_EQ(r.counts.queries.lost_on_close + r.counts.queries.lost, 0u);
+  EXPECT_EQ(r.counts.connections.goaway, 4u);
+  EXPECT_EQ(r.counts.connections.opened, 4u);
+  EXPECT_EQ(r.log.requests, 20u);
 }
 
 TEST(doh_client_test, the_servers_stream_limit_is_kept_once_its_settings_came) {
   // The first ten requests go before the server's SETTINGS (limit 2) are read: it refuses
-  // the eight beyond its limit (REFUSED_STREAM: lost on close). After that, two at a time.
+  // the eight beyond its limit (REFUSED_STREAM: not processed), and they go again, two at a
+  // time as every query after them.
   h2_script script;
   script.h2.max_concurrent_streams = 2;
   const auto r = run_doh(script, {.count = 40, .outstanding = 10});
   EXPECT_EQ(r.counts.queries.queries_sent, 40u);
-  EXPECT_EQ(r.counts.queries.lost_on_close, 8u);
-  EXPECT_EQ(r.counts.queries.responses_received, 32u);
+  EXPECT_EQ(r.counts.queries.responses_received, 40u);
+  EXPECT_EQ(r.counts.queries.unprocessed_retried, 8u);
+  EXPECT_EQ(r.counts.queries.lost_on_close, 0u);
   EXPECT_EQ(r.counts.queries.http_failed, 0u);
-  EXPECT_EQ(r.log.requests, 32u);
+  EXPECT_EQ(r.log.requests, 40u);  // the refused never reached the handler
   EXPECT_EQ(r.log.most_open_streams, 2u);
   EXPECT_EQ(r.counts.connections.opened, 1u);
+}
+
+TEST(doh_client_test, a_second_answer_on_a_stream_that_ended_is_a_duplicate) {
+  const auto r = run_doh(every_request([](h2_connection& c, const h2_request& q) {
+                           c.answer(q);
+                           c.send_raw(h2_connection::raw_answer_frames(q));
+                         }),
+                         {.count = 20, .outstanding = 5});
+  expect_all_answered(r, 20);
+  EXPECT_EQ(r.counts.queries.duplicates, 20u);
+  EXPECT_EQ(r.counts.queries.late + r.counts.queries.unexpected, 0u);
+  EXPECT_EQ(r.counts.connections.opened, 1u);
+  EXPECT_EQ(r.counts.connections.closed_protocol_error, 0u);
+}
+
+TEST(doh_client_test, a_server_that_breaks_http2_is_closed_by_us_not_counted_as_its_reset) {
+  // On each connection, at its first request, a DATA frame on stream 0 (PROTOCOL_ERROR): the
+  // client's nghttp2 ends the session, and the client closes the connection.
+  const auto r = run_doh(every_request([](h2_connection& c, const h2_request& q) {
+                           if (q.number == 0) c.send_raw(h2_connection::raw_broken_frame());
+                         }),
+                         {.count = 10, .outstanding = 5});
+  EXPECT_EQ(r.counts.queries.queries_sent, 10u);
+  EXPECT_EQ(r.counts.queries.lost_on_close, 10u);  // in flight when we closed
+  EXPECT_EQ(r.counts.connections.opened, 2u);
+  EXPECT_EQ(r.counts.connections.closed_protocol_error, 2u);
+  EXPECT_EQ(cause(r.counts.connections.failures, "http2_error"), 2u);
+  EXPECT_EQ(r.counts.connections.reset_by_server, 0u);
+  EXPECT_EQ(r.counts.connections.closed_by_server, 0u);
 }
 
 class doh_queries_per_connection_test : public ::testing::TestWithParam<std::uint64_t> {};
