@@ -41,16 +41,17 @@ struct query_counts {
   std::uint64_t tc_retry_answered = 0;  ///< of those, answered over TCP (in responses_received)
   std::uint64_t out_of_order = 0;       ///< stream answers that overtook an earlier query
   /// Answers (of responses_received) on a connection, TCP, TLS, DoH or DoQ, to a query sent
-  /// while the answer to an earlier query of the connection was still to come: the answers
-  /// whose timing tells a server that works on a connection's queries together (RFC 7766,
+  /// a whole answer time (3/4 of the connection's shortest latency) or more before the
+  /// previous answer on the connection came: queries that waited behind an earlier one,
+  /// whose answers tell a server that works on a connection's queries together (RFC 7766,
   /// section 6.2.1.1) from one that takes them one at a time.
   std::uint64_t queued_answers = 0;
   /// Of queued_answers: answers that came after the answer to every earlier query of the
-  /// connection and at least 3/4 of the connection's shortest latency after the previous
-  /// one, as from a server that starts on a connection's next query only when it has
-  /// answered the one before. A server that works on them together sends such answers
-  /// close behind each other, or out of order. (A server whose CPU is saturated spaces its
-  /// answers out in the same way: only a server with CPU to spare tells the two apart.)
+  /// connection and a whole answer time after the previous one, as from a server that
+  /// starts on a connection's next query only when it has answered the one before. A server
+  /// that works on them together sends such answers close behind each other, or out of
+  /// order. (A server whose CPU is saturated spaces its answers out in the same way: only a
+  /// server with CPU to spare tells the two apart.)
   std::uint64_t one_at_a_time_answers = 0;
   /// Answers (of responses_received) with the AD bit set (RFC 4035, section 3.2.3): the
   /// server says it validated their data with DNSSEC.

@@ -29,23 +29,30 @@ struct connection_tally {
     return false;
   }
 
-  // How an answer stood to the answers before it on the connection.
+  // How an answer stood to the answers before it on the connection. A whole answer time is
+  // 3/4 of the connection's shortest latency.
   struct spacing {
-    // Its query was sent before the previous answer arrived: an earlier query of the
-    // connection was still unanswered.
+    // Its query was sent a whole answer time or more before the previous answer arrived: it
+    // waited behind an earlier query, long enough to be answered by then had the server
+    // worked on the two together.
     bool queued = false;
-    // Queued, in order, and a whole answer time (3/4 of the connection's shortest latency)
-    // after the previous answer: as if the server had started on it only then.
+    // Queued, in order, and a whole answer time after the previous answer: as if the server
+    // had started on it only then. (Answers that follow queries sent one by one, each
+    // answered a latency after its own send, are never both queued and that far apart.)
     bool one_at_a_time = false;
   };
   // The answer to a query sent at `sent_ns` arrived at `arrived_ns`; `in_order`: it overtook
   // no later query's answer (overtaken() said false). Call once per answer, in arrival order.
   spacing space(std::uint64_t sent_ns, std::uint64_t arrived_ns, bool in_order) noexcept {
     spacing s;
-    if (last_answer_ns != 0 && last_answer_ns > sent_ns) {
+    const auto whole_answer_time = [this](std::uint64_t t) {
+      return t * 4 >= shortest_latency_ns * 3;
+    };
+    if (last_answer_ns != 0 && last_answer_ns > sent_ns &&
+        whole_answer_time(last_answer_ns - sent_ns)) {
       s.queued = true;
       const std::uint64_t gap = arrived_ns > last_answer_ns ? arrived_ns - last_answer_ns : 0;
-      s.one_at_a_time = in_order && gap * 4 >= shortest_latency_ns * 3;
+      s.one_at_a_time = in_order && whole_answer_time(gap);
     }
     last_answer_ns = std::max(last_answer_ns, arrived_ns);
     if (arrived_ns > sent_ns)
