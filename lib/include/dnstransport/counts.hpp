@@ -46,7 +46,20 @@ struct query_counts {
   /// the server never processes in 4 tries ends in http_failed (`refused_stream`,
   /// `goaway_unprocessed`).
   std::uint64_t unprocessed_retried = 0;
-  std::uint64_t out_of_order = 0;  ///< stream answers that overtook an earlier query
+  std::uint64_t out_of_order = 0;       ///< stream answers that overtook an earlier query
+  /// Answers (of responses_received) on a connection, TCP, TLS, DoH or DoQ, to a query sent
+  /// a whole answer time (3/4 of the connection's shortest latency) or more before the
+  /// previous answer on the connection came: queries that waited behind an earlier one,
+  /// whose answers tell a server that works on a connection's queries together (RFC 7766,
+  /// section 6.2.1.1) from one that takes them one at a time.
+  std::uint64_t queued_answers = 0;
+  /// Of queued_answers: answers that came after the answer to every earlier query of the
+  /// connection and a whole answer time after the previous one, as from a server that
+  /// starts on a connection's next query only when it has answered the one before. A server
+  /// that works on them together sends such answers close behind each other, or out of
+  /// order. (A server whose CPU is saturated spaces its answers out in the same way: only a
+  /// server with CPU to spare tells the two apart.)
+  std::uint64_t one_at_a_time_answers = 0;
   /// Answers (of responses_received) with the AD bit set (RFC 4035, section 3.2.3): the
   /// server says it validated their data with DNSSEC.
   std::uint64_t authenticated_answers = 0;
@@ -107,6 +120,8 @@ inline constexpr count_description<query_counts> query_count_descriptions[] = {
     {&query_counts::unprocessed_retried, "unprocessed_retried", "retried, unprocessed",
      " queries the server refused or did not process (REFUSED_STREAM, GOAWAY), sent again"},
     {&query_counts::out_of_order, "out_of_order"},
+    {&query_counts::queued_answers, "queued_answers"},
+    {&query_counts::one_at_a_time_answers, "one_at_a_time_answers"},
     {&query_counts::authenticated_answers, "authenticated_answers", "authenticated (AD)",
      " answers the server says it validated with DNSSEC"},
     {&query_counts::late, "late"},

@@ -149,7 +149,9 @@ struct sweep_finding {
   /// What it is about: "throughput" (the share of UDP each transport keeps), "server_cost"
   /// (what answers, connections and handshakes cost the server's CPU), "amortization" (the
   /// queries per connection for 90 %), "delayed_ack" (answers held about 40 ms on short
-  /// connections), "distrust" (points that measured the generator, repeats that disagree).
+  /// connections), "one_at_a_time" (a connection's queries answered one at a time, no
+  /// pipelining, while the monitored server's CPU had time to spare), "distrust" (points
+  /// that measured the generator, repeats that disagree).
   std::string kind;
   std::string text;
 };

@@ -338,6 +338,7 @@ client_base::completion client_base::complete(slot_table::slot& slot,
   slot_table::slot* s = &slot;
   completion done{true, false, s->sequence, s->first_on_connection};
   done.latency_ns = answered_ns - s->sent_ns;
+  done.sent_ns = s->sent_ns;
   coalescing_.answered(done.latency_ns);
   if (datagram && message.size() > plan().udp_answer_limits[s->query_index]) {
     // A protocol violation, whatever the message holds: no stub would take it.

@@ -112,6 +112,7 @@ class client_base {
     std::int32_t keepalive_timeout = -1;
     // From the query's send to the message (matched messages, counted or not).
     std::uint64_t latency_ns = 0;
+    std::uint64_t sent_ns = 0;  // when the query was sent
   };
   // `datagram`: arrived over UDP, where an answer may not exceed what the query allowed.
   // `received_ns`: when the kernel received it (util/receive_time.hpp; for a stream, the
@@ -151,8 +152,10 @@ class client_base {
   // A new connection's set-up begins at `now` (connection_tally.hpp).
   void begin_connection(connection_tally& t, std::uint64_t now) const noexcept;
   // An exchange on the connection completed (`c`; nothing when it matched no query), its
-  // answer taken at `end_ns`: an answer that overtook an earlier query's is out of order, and
-  // a counted connection counts its answers and its first query's latency from its set-up.
+  // answer taken at `end_ns`: an answer that overtook an earlier query's is out of order, one
+  // to a query sent before the previous answer came is queued (and one at a time when it
+  // came a whole answer time after that: connection_tally::space), and a counted connection
+  // counts its answers and its first query's latency from its set-up.
   void count_on_connection(connection_tally& t, const completion& c, std::uint64_t end_ns) noexcept;
 
   // Counts every query sent before `now - timeout` as lost.
@@ -404,7 +407,15 @@ inline void client_base::begin_connection(connection_tally& t, std::uint64_t now
 inline void client_base::count_on_connection(connection_tally& t, const completion& c,
                                              std::uint64_t end_ns) noexcept {
   if (!c.matched) return;
-  if (t.overtaken(c.sequence) && t.counted) ++counts().out_of_order;
+  const bool overtaken = t.overtaken(c.sequence);
+  if (overtaken && t.counted) ++counts().out_of_order;
+  // Spacing counts every answer to a query sent after the warm-up (c.answered), on
+  // connections opened before it too: persistent connections are opened then.
+  const auto spacing = t.space(c.sent_ns, end_ns, !overtaken);
+  if (c.answered && spacing.queued) {
+    ++counts().queued_answers;
+    if (spacing.one_at_a_time) ++counts().one_at_a_time_answers;
+  }
   if (!t.counted || !c.answered) return;
   ++connections().answered;
   if (c.first_on_connection) connections().first_query_latency.record(end_ns - t.started_ns);

@@ -1,7 +1,8 @@
 // What a sweep found, in a few sentences per target, built from its points and the models
 // derived from them: the throughput each transport keeps against UDP, what a connection and
 // a handshake cost the server, the queries per connection a handshake needs, server
-// behaviours worth naming, and what a reader should distrust.
+// behaviours worth naming (delayed ACKs, queries answered one at a time), and what a reader
+// should distrust.
 #include <dnstransport/sweep_result.hpp>
 #include <dnstransport/text.hpp>
 
@@ -22,6 +23,14 @@ constexpr double delayed_ack_low_ms = 30;
 constexpr double delayed_ack_high_ms = 60;
 constexpr double persistent_fast_ms = 10;
 constexpr std::uint64_t short_connection_queries = 4;
+// A connection's queries answered one at a time: nearly every answer queued behind another
+// on its connection came in order and a whole answer time after the previous one
+// (query_counts::one_at_a_time_answers), none overtook another, and the server's CPU was
+// mostly idle meanwhile, so the spacing was not the CPU's: a server with a saturated CPU
+// spaces its answers out the same way, pipelining or not.
+constexpr double one_at_a_time_share = 0.9;
+constexpr std::uint64_t one_at_a_time_min_queued = 20;
+constexpr double one_at_a_time_idle_cpu = 0.5;  // of one CPU, in every repeat
 // A model whose relative error exceeds this is said to be approximate.
 constexpr double approximate_model_error = 0.20;
 
@@ -266,6 +275,52 @@ void delayed_acks(const target_view& target, std::vector<sweep_finding>& into) {
                   fmt::join(seen, "; ")));
 }
 
+// A connection's queries answered strictly one at a time (no pipelining, RFC 7766 section
+// 6.2.1.1), where the evidence is there: queued answers spaced a whole answer time apart,
+// in order, while the monitored server's CPU was mostly idle. Points that measured the
+// generator, and repeats whose server was not monitored, give no evidence.
+void one_at_a_time(const target_view& target, std::vector<sweep_finding>& into) {
+  std::vector<std::string> seen;
+  for (const auto& t : target.transports) {
+    std::uint64_t queued = 0;
+    std::uint64_t spaced = 0;
+    std::uint64_t overtook = 0;
+    double busiest = 0;
+    for (const auto* p : target.points) {
+      if (!(p->point.transport == t) || p->summary.client_bound) continue;
+      for (const auto& run : p->repeats) {
+        const auto& usage = run.server_usage;
+        if (!usage.monitored() || !usage.cpu_measured ||
+            usage.cpu_share >= one_at_a_time_idle_cpu) {
+          continue;
+        }
+        queued += run.queued_answers;
+        spaced += run.one_at_a_time_answers;
+        overtook += run.out_of_order;
+        busiest = std::max(busiest, usage.cpu_share);
+      }
+    }
+    if (queued < one_at_a_time_min_queued || overtook > 0 ||
+        static_cast<double>(spaced) < one_at_a_time_share * static_cast<double>(queued)) {
+      continue;
+    }
+    seen.push_back(
+        fmt::format("{}: {} of {} answers to queries queued behind another on their "
+                    "connection, with the server's CPU at most {:.0f} % busy",
+                    display_name(t, target.transports), with_commas(spaced), with_commas(queued),
+                    busiest * 100));
+  }
+  if (seen.empty()) return;
+  add(into, target, "one_at_a_time",
+      fmt::format("The server answers a connection's queries one at a time, without pipelining "
+                  "(RFC 7766, section 6.2.1.1): each answer came in order and a whole answer "
+                  "time after the previous one ({}), though its CPU had time to spare. A client "
+                  "that sends several queries on one connection waits for each in turn: spread "
+                  "them over connections, or ask the server's developers for concurrent "
+                  "processing of a connection's queries.",
+                  fmt::join(seen, "; ")));
+}
+
 // What a reader should distrust, with counts.
 void distrust(const target_view& target, std::vector<sweep_finding>& into) {
   std::size_t bound = 0;
@@ -306,6 +361,7 @@ std::vector<sweep_finding> compute_findings(const sweep_result& r) {
     server_costs(r, target, out);
     amortization(r, target, out);
     delayed_acks(target, out);
+    one_at_a_time(target, out);
     distrust(target, out);
   }
   return out;

@@ -451,6 +451,45 @@ TEST(sweep_test, no_delayed_ack_finding_when_short_connections_answer_quickly) {
   EXPECT_EQ(finding(r, "delayed_ack"), nullptr);
 }
 
+// A sweep over TCP (2 clients, persistent connections) whose 100 queued answers came
+// `spaced` one at a time, `overtook` out of order, with the server's CPU `busy` (of one CPU;
+// negative: not monitored).
+sweep_result queued_answers(std::uint64_t spaced, std::uint64_t overtook, double busy) {
+  sweep_result r;
+  r.plan.transports = {st::tcp};
+  r.points = {measured({st::tcp, 2, 0}, {1000})};
+  run_result& run = r.points[0].repeats[0];
+  run.queued_answers = 100;
+  run.one_at_a_time_answers = spaced;
+  run.out_of_order = overtook;
+  if (busy >= 0) {
+    run.server_usage.pids = {1234};
+    run.server_usage.cpu_share = busy;
+  }
+  r.planned_points = r.points.size();
+  derive_results(r);
+  return r;
+}
+
+TEST(sweep_test, a_server_answering_one_query_at_a_time_with_cpu_to_spare_is_named) {
+  const sweep_result r = queued_answers(95, 0, 0.1);
+  const auto* serial = finding(r, "one_at_a_time");
+  ASSERT_NE(serial, nullptr);
+  EXPECT_NE(serial->text.find("TCP: 95 of 100 answers"), std::string::npos) << serial->text;
+  EXPECT_NE(serial->text.find("at most 10 % busy"), std::string::npos) << serial->text;
+  EXPECT_NE(serial->text.find("RFC 7766"), std::string::npos) << serial->text;
+}
+
+TEST(sweep_test, answers_one_at_a_time_are_not_named_without_evidence_against_the_cpu) {
+  // A busy CPU spaces a pipelining server's answers out the same way; without the monitor
+  // nothing says it was not busy.
+  EXPECT_EQ(finding(queued_answers(100, 0, 0.9), "one_at_a_time"), nullptr);
+  EXPECT_EQ(finding(queued_answers(100, 0, -1), "one_at_a_time"), nullptr);
+  // Answers that overtook others were worked on together; most answers close behind others.
+  EXPECT_EQ(finding(queued_answers(100, 1, 0.1), "one_at_a_time"), nullptr);
+  EXPECT_EQ(finding(queued_answers(80, 0, 0.1), "one_at_a_time"), nullptr);
+}
+
 TEST(sweep_test, json_round_trip_renders_identical_tables) {
   const sweep_result original = synthetic_sweep();
   const std::string json = to_json(original);
