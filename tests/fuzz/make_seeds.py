@@ -2,8 +2,9 @@
 """Writes the fuzzers' seed corpora into tests/fuzz/corpus/<target>/ (run by hand; the
 files are committed). A handful of small, valid or nearly valid inputs per target: the
 fuzzer finds its way from there. The TLS target's seeds (tests/fuzz/corpus/tls) are real
-handshake bytes, written by the target itself:
-  FUZZ_TLS_WRITE_SEEDS=tests/fuzz/corpus/tls build-fuzz/tests/fuzz/fuzz_tls"""
+handshake bytes, written by the target itself, and so are the DoQ client's (its packet lists):
+  FUZZ_TLS_WRITE_SEEDS=tests/fuzz/corpus/tls build-fuzz/tests/fuzz/fuzz_tls
+  FUZZ_DOQ_CLIENT_WRITE_SEEDS=tests/fuzz/corpus/doq_client build-fuzz/tests/fuzz/fuzz_doq_client"""
 import os
 import struct
 
