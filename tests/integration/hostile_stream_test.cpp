@@ -182,8 +182,9 @@ TEST_P(hostile_stream_test, paced_client_connects_when_it_has_a_query_to_send) {
   expect_all_in(r.responses_received, r);
   EXPECT_EQ(r.connections.opened, r.queries_sent);
   // Set-up plus one answer over loopback, not the 100 ms a connection would wait for its
-  // query if it were opened as soon as the last one closed (or at the start).
-  EXPECT_LT(r.first_query_latency.percentile(50), 20'000'000u);
+  // query if it were opened as soon as the last one closed (or at the start): under half of
+  // that (a TLS set-up took 25 ms in an ASan build on a loaded machine; 20 ms was too tight).
+  EXPECT_LT(r.first_query_latency.percentile(50), 50'000'000u);
 }
 
 TEST_P(hostile_stream_test, count_mode_ends_when_every_set_up_fails) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -122,8 +123,15 @@ TEST(search_test, stop_and_max_time_end_the_search_with_its_steps) {
   const search_result stopped = run_search(spec);
   EXPECT_TRUE(stopped.interrupted);
   EXPECT_EQ(stopped.end_reason, "interrupted");
-  EXPECT_EQ(stopped.steps.size(), 2u);
-  EXPECT_EQ(stopped.max_rate, responder_limit / 2);
+  ASSERT_EQ(stopped.steps.size(), 2u);
+  // The highest rate of a step that passed (responder_limit / 2 where the machine keeps up
+  // with the second step; a loaded sanitizer build may fail it).
+  double passed = 0;
+  for (const auto& step : stopped.steps) {
+    if (step.passed) passed = std::max(passed, step.rate);
+  }
+  EXPECT_EQ(stopped.max_rate, passed);
+  EXPECT_EQ(stopped.steps[1].rate, responder_limit / 2);
 
   spec = search_of(transport_kind::udp, s.responder.port(transport_kind::udp));
   spec.max_time_seconds = 1.5;  // three 0.5 s steps do not fit with the pauses
