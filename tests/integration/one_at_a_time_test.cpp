@@ -59,7 +59,13 @@ const sweep_finding* finding_of(const sweep_result& r, std::string_view kind) {
   return at == r.findings.end() ? nullptr : &*at;
 }
 
-TEST(one_at_a_time_test, a_server_answering_each_connection_one_query_at_a_time_is_named) {
+// The generator must read each answer as it comes: a generator that reads late (a sanitizer
+// build, a loaded machine) takes two answers of a connection in one read, with one receive
+// stamp, and the second no longer came a whole answer time after the first (a ThreadSanitizer
+// run counted 39 of 78 over TCP). A busy generator hides the behaviour and never invents it
+// (the tests below); that it is named needs a generator with time to spare, so this test is a
+// `capacity` test (tests/CMakeLists.txt): alone, in the Release stage only.
+TEST(one_at_a_time_capacity_test, a_server_answering_each_connection_one_query_at_a_time_is_named) {
   const sweep_result r = sweep_against(one_at_a_time(hold));
   ASSERT_EQ(r.points.size(), 2u);
   for (const auto& p : r.points) {
