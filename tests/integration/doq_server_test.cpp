@@ -31,6 +31,7 @@
 #include <dnstransport/message.hpp>
 
 #include "doq_client.hpp"
+#include "responder_stats.hpp"
 #include "scratch_dir.hpp"
 
 namespace dnstransport {
@@ -114,19 +115,9 @@ class doq_server_test : public ::testing::Test {
     }
   };
 
-  // Waits until the responder's counters say `done`: at most 30 s, which only a responder
-  // that never gets there reaches (a loaded machine makes it later, not false).
-  template <typename Predicate>
-  static bool stats_reach(const server& responder, Predicate done) {
-    for (int i = 0; i < 3000; ++i) {
-      if (done(responder.stats())) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
-  }
   static bool dropped_reaches(const server& responder, std::uint64_t n) {
-    return stats_reach(responder,
-                       [n](const server_stats& s) { return s.doq_packets_dropped >= n; });
+    return hostile::responder_stats_reach(
+        responder, [n](const server_stats& s) { return s.doq_packets_dropped >= n; });
   }
 
   // Sends an empty datagram, which the responder drops, and waits until it has counted

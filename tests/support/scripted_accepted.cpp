@@ -6,6 +6,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "scripted_tls_session.hpp"
 #include "transport/tls/tls_backend.hpp"
 
 namespace dnstransport::scripted {
@@ -41,36 +42,11 @@ namespace {
 
 using wire = accepted_client::wire;
 
-// What a TLS session says after a handshake that resumed a ticket and took early data.
-class resumed_session final : public detail::tls_connection {
- public:
-  detail::tls_io handshake() override { return detail::tls_io::done; }
-  detail::tls_io read(std::uint8_t*, std::size_t, std::size_t& transferred) override {
-    transferred = 0;
-    return detail::tls_io::error;  // the scripted stream reads, never its session
-  }
-  detail::tls_io write(const std::uint8_t*, std::size_t, std::size_t& transferred) override {
-    transferred = 0;
-    return detail::tls_io::error;
-  }
-  detail::tls_io shutdown() override { return detail::tls_io::done; }
-  void count_syscalls(detail::syscall_counter&) override {}
-  std::size_t pending() const override { return 0; }
-  bool resumed() const override { return true; }
-  detail::early_data_status early_data() const override {
-    return detail::early_data_status::accepted;
-  }
-  std::unique_ptr<detail::tls_ticket> ticket() override { return nullptr; }
-  std::string version() const override { return "TLSv1.3"; }
-  std::string alpn() const override { return {}; }
-  detail::tls_failure failure() const override { return detail::tls_failure::none; }
-  std::string error_message() const override { return {}; }
-};
-
 class accepted_stream final : public detail::byte_stream {
  public:
   explicit accepted_stream(std::shared_ptr<wire> w) : wire_(std::move(w)) {
-    if (wire_->handshake.resumed_with_early_data) session_ = std::make_unique<resumed_session>();
+    if (wire_->handshake.resumed_with_early_data)
+      session_ = std::make_unique<scripted_tls_session>("", true);
   }
 
   const char* name() const noexcept override { return session_ ? "tls" : "tcp"; }
@@ -106,7 +82,7 @@ class accepted_stream final : public detail::byte_stream {
 
  private:
   std::shared_ptr<wire> wire_;
-  std::unique_ptr<resumed_session> session_;
+  std::unique_ptr<scripted_tls_session> session_;
   unsigned steps_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "engine/readiness.hpp"
+#include "scripted_tls_session.hpp"
 #include "transport/stream/byte_stream.hpp"
 #include "transport/tls/tls_backend.hpp"
 
@@ -31,40 +32,11 @@ struct link {
   bool write_blocked = false;  // the last write said want_write (want_write_first)
 };
 
-// What a TLS stream's session would say after a handshake that agreed on `alpn`: no
-// handshake, no ticket, no early data. Only what the client asks of a session is answered.
-class scripted_session final : public detail::tls_connection {
- public:
-  explicit scripted_session(std::string alpn) : alpn_(std::move(alpn)) {}
-
-  detail::tls_io handshake() override { return detail::tls_io::done; }
-  detail::tls_io read(std::uint8_t*, std::size_t, std::size_t& transferred) override {
-    transferred = 0;
-    return detail::tls_io::error;  // the scripted stream reads, never its session
-  }
-  detail::tls_io write(const std::uint8_t*, std::size_t, std::size_t& transferred) override {
-    transferred = 0;
-    return detail::tls_io::error;
-  }
-  detail::tls_io shutdown() override { return detail::tls_io::done; }
-  void count_syscalls(detail::syscall_counter&) override {}
-  std::size_t pending() const override { return 0; }
-  bool resumed() const override { return false; }
-  std::unique_ptr<detail::tls_ticket> ticket() override { return nullptr; }
-  std::string version() const override { return "TLSv1.3"; }
-  std::string alpn() const override { return alpn_; }
-  detail::tls_failure failure() const override { return detail::tls_failure::none; }
-  std::string error_message() const override { return {}; }
-
- private:
-  std::string alpn_;
-};
-
 class scripted_byte_stream final : public detail::byte_stream {
  public:
   scripted_byte_stream(std::shared_ptr<link> l, const wire_script& wire, wire_log& log)
       : link_(std::move(l)), wire_(wire), log_(log) {
-    if (!wire.alpn.empty()) session_ = std::make_unique<scripted_session>(wire.alpn);
+    if (!wire.alpn.empty()) session_ = std::make_unique<scripted_tls_session>(wire.alpn);
   }
 
   const char* name() const noexcept override { return session_ ? "tls" : "tcp"; }
@@ -120,7 +92,7 @@ class scripted_byte_stream final : public detail::byte_stream {
   const wire_script& wire_;
   wire_log& log_;
   std::size_t piece_ = 0;  // index into wire_.read_pieces
-  std::unique_ptr<scripted_session> session_;
+  std::unique_ptr<scripted_tls_session> session_;
 };
 
 class scripted_socket final : public detail::stream_socket {
