@@ -172,6 +172,13 @@ class fuzzed_peer final : public scripted::datagram_peer {
           ngtcp2_cid_init(&new_scid, body.data() + 1, l);
           used = 1 + l;
         }
+        // A Retry's connection ID differs from the one the client sent it to (RFC 9000,
+        // section 17.2.5.1; ngtcp2 asserts it): a second Retry drawn with the first one's ID
+        // gets its last octet changed.
+        if (ngtcp2_cid_eq(&new_scid, &dcid)) {
+          if (new_scid.datalen == 0) new_scid.datalen = 1;
+          new_scid.data[new_scid.datalen - 1] ^= 0xff;
+        }
         const auto token = body.subspan(used);
         if (token.empty()) return;  // a Retry has a token (RFC 9000, section 17.2.5)
         const ngtcp2_ssize n =
