@@ -226,6 +226,16 @@ TEST(sweep_cli_test, sweep_and_report_write_json_csv_plots_and_index) {
   const std::string index = contents(report / "index.html");
   EXPECT_NE(index.find("<table>"), std::string::npos);
   EXPECT_FALSE(contents(report / "points.csv").empty());
+  // What the CLI writes and prints names the library's settings by its flags: no path, no
+  // mark left (the library's texts mark them; the CLI names them).
+  for (const std::string& text :
+       {index, contents(report / "tables.txt"), contents(directory / "report.log"),
+        contents(directory / "sweep.log"), contents(json)}) {
+    EXPECT_EQ(text.find('\x1e'), std::string::npos);
+    EXPECT_EQ(text.find("\\u001e"), std::string::npos);
+    EXPECT_EQ(text.find("sweep_plan::"), std::string::npos);
+    EXPECT_EQ(text.find("load_spec::"), std::string::npos);
+  }
   if (!std::filesystem::exists("/usr/bin/gnuplot")) {
     if (hostile::in_ci()) FAIL() << "gnuplot is not installed (Debian: gnuplot-nox); CI needs it";
     GTEST_SKIP() << "gnuplot is not installed";

@@ -50,14 +50,14 @@ action add_report_command(CLI::App& app) {
         report_output written;
         if (schema == run_schema) {
           const run_result run = run_result_from_json(text, f->files.front());
-          if (!f->quiet) fmt::print("{}", format_table(run));
+          if (!f->quiet) fmt::print("{}", format_table(run, flag_of_setting));
           if (f->out_dir.empty()) return exit_ok;
-          written = write_run_report(run, f->out_dir, f->files.front());
+          written = write_run_report(run, f->out_dir, f->files.front(), flag_of_setting);
         } else {
           const search_result found = search_result_from_json(text, f->files.front());
-          if (!f->quiet) fmt::print("{}", format_search(found));
+          if (!f->quiet) fmt::print("{}", format_search(found, flag_of_setting));
           if (f->out_dir.empty()) return exit_ok;
-          written = write_search_report(found, f->out_dir, f->files.front());
+          written = write_search_report(found, f->out_dir, f->files.front(), flag_of_setting);
         }
         if (!written.plot_problem.empty()) fmt::print(stderr, "note: {}\n", written.plot_problem);
         fmt::print("report written: {} ({} files)\n", f->out_dir, written.files.size());
@@ -71,12 +71,14 @@ action add_report_command(CLI::App& app) {
     const bool compare = read.size() > 1;
     const auto sweeps = compare ? comparison_of(read) : std::vector<compared_sweep>{};
     if (!f->quiet) {
-      fmt::print("{}", compare ? format_comparison(sweeps) : format_tables(read.front().second));
+      fmt::print("{}", compare ? format_comparison(sweeps, flag_of_setting)
+                               : format_tables(read.front().second, flag_of_setting));
     }
     if (f->out_dir.empty()) return exit_ok;
     const report_output written =
-        compare ? write_comparison_report(sweeps, f->out_dir)
-                : write_report(read.front().second, f->out_dir, read.front().first);
+        compare
+            ? write_comparison_report(sweeps, f->out_dir, flag_of_setting)
+            : write_report(read.front().second, f->out_dir, read.front().first, flag_of_setting);
     for (const auto& skipped : written.skipped_plots)
       fmt::print(stderr, "not plotted: {}\n", skipped);
     if (!written.plot_problem.empty()) fmt::print(stderr, "note: {}\n", written.plot_problem);

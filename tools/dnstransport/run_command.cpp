@@ -52,7 +52,7 @@ action add_run_command(CLI::App& app) {
     progress.finish();
     if (!o.json_file.empty()) write_file(o.json_file, to_json(result));
     if (!o.quiet) {
-      fmt::print("{}", format_table(result));
+      fmt::print("{}", format_table(result, flag_of_setting));
       if (!o.json_file.empty()) fmt::print("  result written to {}\n", o.json_file);
     }
     if (result.ranks_failed() > 0) {

@@ -170,12 +170,12 @@ action add_search_command(CLI::App& app) {
     progress.finish();
     if (!f->json_file.empty()) write_file(f->json_file, to_json(result));
     if (!quiet) {
-      fmt::print("\n{}", format_search(result));
+      fmt::print("\n{}", format_search(result, flag_of_setting));
       if (!f->json_file.empty()) fmt::print("search written to {}\n", f->json_file);
     }
     if (!f->report_dir.empty() && !secondary_rank()) {
       const report_output written = write_search_report(
-          result, f->report_dir, f->json_file.empty() ? "search" : f->json_file);
+          result, f->report_dir, f->json_file.empty() ? "search" : f->json_file, flag_of_setting);
       if (!written.plot_problem.empty()) fmt::print(stderr, "note: {}\n", written.plot_problem);
       if (!quiet) fmt::print("report written: {}\n", f->report_dir);
     }

@@ -412,7 +412,8 @@ action add_sweep_command(CLI::App& app, std::string command) {
       fmt::print(
           "{}\nresults written to {} and {}\nplots and a web page: dnstransport report {} "
           "--out DIR\n",
-          format_tables(result), json_path.string(), csv_path.string(), json_path.string());
+          format_tables(result, flag_of_setting), json_path.string(), csv_path.string(),
+          json_path.string());
     }
     if (result.interrupted) return exit_interrupted;
     const bool silent_point =

@@ -16,10 +16,14 @@ namespace dnstransport {
 /// those (setup_error::message_naming).
 std::string setting(std::string_view path);
 
+/// How a program names the library's settings in the texts it shows (errors, warnings, the
+/// report's notes): the CLI gives its flags (`--rate` for `load_spec::traffic.rate`). Empty:
+/// each setting is named by its path.
+using setting_namer = std::function<std::string(std::string_view)>;
+
 /// `marked` (a text holding settings marked by setting(): a setup_error's marked_message(), a
 /// warning) with each setting named by `name_of(path)`, or by its path when name_of is empty.
-std::string naming_settings(std::string_view marked,
-                            const std::function<std::string(std::string_view)>& name_of);
+std::string naming_settings(std::string_view marked, const setting_namer& name_of);
 
 /// A problem with what the user asked for: a bad value, a rule two settings break together,
 /// an unreadable or malformed query file, a certificate that does not load, an unknown TLS
@@ -40,7 +44,7 @@ class setup_error : public std::runtime_error {
   const std::string& marked_message() const noexcept { return marked_; }
 
   /// The message with each setting named by `name_of(path)` instead of its path.
-  std::string message_naming(const std::function<std::string(std::string_view)>& name_of) const;
+  std::string message_naming(const setting_namer& name_of) const;
 
  private:
   std::string marked_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <dnstransport/counts.hpp>
+#include <dnstransport/error.hpp>
 #include <dnstransport/histogram.hpp>
 #include <dnstransport/monitor.hpp>
 #include <dnstransport/pcap.hpp>
@@ -243,7 +244,7 @@ struct output_settings {
   /// How the run's warnings (run_result::warnings) name the settings they mention, given a
   /// setting's path ("load_spec::traffic.rate"); empty: by their paths. A program with names
   /// of its own for the settings (the CLI: its flags) gives them here.
-  std::function<std::string(std::string_view)> setting_name;
+  setting_namer setting_name;
 };
 
 /// Everything one load needs, in parts. A rule a setting breaks is reported by validate (and

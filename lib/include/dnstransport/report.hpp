@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <dnstransport/error.hpp>
 #include <dnstransport/load.hpp>
 #include <dnstransport/search.hpp>
 #include <dnstransport/sweep_result.hpp>
@@ -31,8 +32,10 @@ std::string to_json(const run_result& result);
 run_result run_result_from_json(std::string_view text, std::string_view source_name);
 
 /// The table printed after a run: what was run, where every query went, throughput,
-/// latency percentiles, client CPU cost, and connection figures for TCP/TLS.
-std::string format_table(const run_result& result);
+/// latency percentiles, client CPU cost, and connection figures for TCP/TLS. The settings its
+/// notes mention are named by `name_of` (the CLI: its flags; empty: their paths), as in
+/// every text and report below.
+std::string format_table(const run_result& result, const setting_namer& name_of = {});
 
 /// Schema tag of the search JSON document.
 inline constexpr std::string_view search_schema = "dnstransport.search/1";
@@ -47,7 +50,7 @@ std::string to_json(const search_result& result);
 search_result search_result_from_json(std::string_view text, std::string_view source_name);
 
 /// The table of a search's steps and its result, as printed by `search` and `report`.
-std::string format_search(const search_result& result);
+std::string format_search(const search_result& result, const setting_namer& name_of = {});
 
 /// "dnstransport.run/1", "dnstransport.sweep/1", ... of a JSON document; empty when it has
 /// none (or is not JSON).
@@ -76,7 +79,7 @@ std::string to_csv(const sweep_result& result);
 /// mean/median/min/max/stddev, p50/p99 latency, client-bound), TCP/TLS as % of UDP, the
 /// amortization fits with measured-versus-model detail, and the warnings. A sweep of several
 /// servers (plan.targets) is shown as their comparison (format_comparison).
-std::string format_tables(const sweep_result& result);
+std::string format_tables(const sweep_result& result, const setting_namer& name_of = {});
 
 /// What write_report wrote.
 struct report_output {
@@ -92,13 +95,13 @@ struct report_output {
 /// "search" (answered % and p99 latency against the offered rate, like resperf-report).
 report_output write_search_report(const search_result& result,
                                   const std::filesystem::path& directory,
-                                  std::string_view source_name);
+                                  std::string_view source_name, const setting_namer& name_of = {});
 
 /// A run's report in `directory`: run.txt (its table), timeline.csv and the plot "timeline"
 /// (answers per second and p50/p99 latency per interval; the server's CPU share when it was
 /// monitored). Throws setup_error when the run has no timeline.
 report_output write_run_report(const run_result& result, const std::filesystem::path& directory,
-                               std::string_view source_name);
+                               std::string_view source_name, const setting_namer& name_of = {});
 
 /// Writes into `directory` (created if needed): tables.txt, points.csv, percent_of_udp.csv,
 /// amortization.csv, one gnuplot script per plot, PNG and SVG plots drawn by running
@@ -107,7 +110,7 @@ report_output write_run_report(const run_result& result, const std::filesystem::
 /// a missing or failing gnuplot is reported in plot_problem, not thrown. A sweep of several
 /// servers (plan.targets) is written as their comparison (write_comparison_report).
 report_output write_report(const sweep_result& result, const std::filesystem::path& directory,
-                           std::string_view source_name);
+                           std::string_view source_name, const setting_namer& name_of = {});
 
 /// One sweep in a comparison of servers, under the name the report gives it.
 struct compared_sweep {
@@ -134,7 +137,8 @@ std::vector<std::string> missing_points(const std::vector<compared_sweep>& sweep
 /// table (per server: UDP queries/s and each transport's % of UDP at every client count, h
 /// and n90 per transport), % of UDP for every queries-per-connection value side by side, the
 /// amortization fits of every server, and the points missing from some sweeps.
-std::string format_comparison(const std::vector<compared_sweep>& sweeps);
+std::string format_comparison(const std::vector<compared_sweep>& sweeps,
+                              const setting_namer& name_of = {});
 
 /// Writes a comparison into `directory` (created if needed): tables.txt, comparison.csv (a
 /// row per server and point), gnuplot scripts and, with gnuplot, PNG/SVG plots overlaying the
@@ -142,6 +146,7 @@ std::string format_comparison(const std::vector<compared_sweep>& sweeps);
 /// amortization per transport with each server's fit, latency percentiles per client count),
 /// and index.html. Throws setup_error when a file cannot be written.
 report_output write_comparison_report(const std::vector<compared_sweep>& sweeps,
-                                      const std::filesystem::path& directory);
+                                      const std::filesystem::path& directory,
+                                      const setting_namer& name_of = {});
 
 }  // namespace dnstransport

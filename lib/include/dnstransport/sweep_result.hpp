@@ -180,8 +180,11 @@ struct sweep_result {
   std::vector<sweep_point_result> points;  ///< points measured, in the order they were run
   std::vector<percent_of_udp_entry> percent_of_udp;
   std::vector<amortization_fit> amortization;
-  std::vector<transport_costs> costs;   ///< what answers, connections and handshakes cost
-  std::vector<std::string> warnings;    ///< spread, client-bound points, failures, ...
+  std::vector<transport_costs> costs;  ///< what answers, connections and handshakes cost
+  /// Spread, client-bound points, failures, ...; the settings they mention are marked by
+  /// setting() (naming_settings names them; format_tables and write_report do, and to_json
+  /// with plan.base.output.setting_name).
+  std::vector<std::string> warnings;
   std::vector<sweep_finding> findings;  ///< what it found, in plain words
 };
 

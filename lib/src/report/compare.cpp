@@ -299,8 +299,9 @@ report_table comparison_table(const std::vector<compared_sweep>& sweeps) {
       monitored ? "server CPU/1k: the server's CPU time per 1,000 answers over that row's "
                   "points (all client counts), where its processes were monitored; '-' where "
                   "they were not"
-                : "server CPU per answer was not measured: give run/sweep --monitor-pid PID "
-                  "(or a --target its pid=PID) on the server's machine"};
+                : fmt::format("server CPU per answer was not measured: give {} PID (or a {} "
+                              "its pid=PID) on the server's machine",
+                              setting("load_spec::monitor.pids"), setting("sweep_plan::targets"))};
   return t;
 }
 
@@ -421,7 +422,8 @@ std::vector<report_table> comparison_tables(const std::vector<compared_sweep>& s
 
 }  // namespace detail
 
-std::string format_comparison(const std::vector<compared_sweep>& sweeps) {
+std::string format_comparison(const std::vector<compared_sweep>& sweeps,
+                              const setting_namer& name_of) {
   std::string out = fmt::format("Comparison of {} sweeps: {}\n", sweeps.size(),
                                 detail::comparison_heading(sweeps));
   for (const auto& line : detail::comparison_description(sweeps)) out += line + "\n";
@@ -439,7 +441,7 @@ std::string format_comparison(const std::vector<compared_sweep>& sweeps) {
     for (const auto& w : s.result.warnings) out += "  - " + w + "\n";
   }
   for (const auto& s : sweeps) out += detail::findings_text(s.result, s.name);
-  return out;
+  return naming_settings(out, name_of);
 }
 
 }  // namespace dnstransport

@@ -93,10 +93,11 @@ std::string render_comparison_index(const std::vector<compared_sweep>& sweeps,
 }  // namespace
 
 report_output write_comparison_report(const std::vector<compared_sweep>& sweeps,
-                                      const std::filesystem::path& directory) {
+                                      const std::filesystem::path& directory,
+                                      const setting_namer& name_of) {
   detail::make_directory(directory);
   report_output output;
-  detail::write_text(directory / "tables.txt", format_comparison(sweeps), output.files);
+  detail::write_text(directory / "tables.txt", format_comparison(sweeps, name_of), output.files);
   detail::write_text(directory / "comparison.csv", comparison_csv(sweeps), output.files);
 
   detail::plot_set plots;
@@ -106,10 +107,12 @@ report_output write_comparison_report(const std::vector<compared_sweep>& sweeps,
   detail::index_contents contents;
   contents.source_name = sources;
   contents.data_files = {"tables.txt", "comparison.csv"};
-  detail::draw_plots(plots, directory, sources, output, contents.drawn);
+  detail::draw_plots(plots, directory, sources, output, contents.drawn, name_of);
   contents.plot_problem = output.plot_problem;
   output.index = directory / "index.html";
-  detail::write_text(output.index, render_comparison_index(sweeps, plots, contents), output.files);
+  detail::write_text(output.index,
+                     naming_settings(render_comparison_index(sweeps, plots, contents), name_of),
+                     output.files);
   return output;
 }
 

@@ -106,10 +106,11 @@ std::string percentile_body(const std::string& title, const std::vector<latency_
 
 // Writes each plot's script into `directory` and, when gnuplot is installed, draws it; the
 // names of the plots drawn go to `drawn`, the files to output.files, the first problem to
-// output.plot_problem.
+// output.plot_problem, the plots left out to output.skipped_plots (with their settings named
+// by `name_of`).
 void draw_plots(const plot_set& plots, const std::filesystem::path& directory,
                 std::string_view source_name, report_output& output,
-                std::vector<std::string>& drawn);
+                std::vector<std::string>& drawn, const setting_namer& name_of);
 // Creates `directory` (and its parents) if needed; throws setup_error naming it.
 void make_directory(const std::filesystem::path& directory);
 // Writes `text` to `path` and adds it to `written`; throws setup_error naming the path.

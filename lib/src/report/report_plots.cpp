@@ -279,8 +279,9 @@ void add_server_cpu(const sweep_result& r, plot_set& into) {
   }
   if (clients == 0) {
     into.skipped.push_back(
-        "server CPU per 1,000 answers: the server was not monitored (--monitor-pid, "
-        "--monitor-cgroup, --server-process or a target's pid=)");
+        fmt::format("server CPU per 1,000 answers: the server was not monitored ({}, {} or a "
+                    "target's pid=)",
+                    setting("load_spec::monitor.pids"), setting("load_spec::monitor.cgroups")));
     return;
   }
   const std::vector<std::uint64_t> per_connection = connection_lengths(r);

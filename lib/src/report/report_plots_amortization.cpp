@@ -168,9 +168,10 @@ void add_amortization_plots(const sweep_result& result, plot_set& into) {
     any = true;
   }
   if (!any) {
-    into.skipped.push_back(
+    into.skipped.push_back(fmt::format(
         "queries/s against queries per connection: needs TCP or TLS measured at two or more "
-        "queries-per-connection values (see --preset amortization)");
+        "queries-per-connection values (see {} amortization)",
+        setting("apply_preset::name")));
   }
 }
 

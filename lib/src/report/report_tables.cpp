@@ -351,8 +351,10 @@ std::string render_text(const report_table& t) {
 
 }  // namespace detail
 
-std::string format_tables(const sweep_result& result) {
-  if (!result.plan.targets.empty()) return format_comparison(comparison_of({{"", result}}));
+std::string format_tables(const sweep_result& result, const setting_namer& name_of) {
+  if (!result.plan.targets.empty()) {
+    return format_comparison(comparison_of({{"", result}}), name_of);
+  }
   std::string out;
   for (const auto& line : detail::sweep_description(result)) out += fmt::format("{}\n", line);
   for (const auto& table : detail::sweep_tables(result)) {
@@ -363,7 +365,7 @@ std::string format_tables(const sweep_result& result) {
     for (const auto& w : result.warnings) out += fmt::format("  - {}\n", w);
   }
   out += detail::findings_text(result);
-  return out;
+  return naming_settings(out, name_of);
 }
 
 }  // namespace dnstransport

@@ -43,8 +43,8 @@ void write_text(const std::filesystem::path& path, const std::string& text,
 
 void draw_plots(const plot_set& plots, const std::filesystem::path& directory,
                 std::string_view source_name, report_output& output,
-                std::vector<std::string>& drawn) {
-  output.skipped_plots = plots.skipped;
+                std::vector<std::string>& drawn, const setting_namer& name_of) {
+  for (const auto& s : plots.skipped) output.skipped_plots.push_back(naming_settings(s, name_of));
   for (const auto& p : plots.plots) {
     write_text(directory / (p.name + ".gp"), gnuplot_file(p, source_name), output.files);
   }
@@ -76,14 +76,15 @@ void draw_plots(const plot_set& plots, const std::filesystem::path& directory,
 }  // namespace detail
 
 report_output write_report(const sweep_result& result, const std::filesystem::path& directory,
-                           std::string_view source_name) {
+                           std::string_view source_name, const setting_namer& name_of) {
   if (!result.plan.targets.empty()) {
-    return write_comparison_report(comparison_of({{std::string(source_name), result}}), directory);
+    return write_comparison_report(comparison_of({{std::string(source_name), result}}), directory,
+                                   name_of);
   }
   detail::make_directory(directory);
   report_output output;
   auto& files = output.files;
-  detail::write_text(directory / "tables.txt", format_tables(result), files);
+  detail::write_text(directory / "tables.txt", format_tables(result, name_of), files);
   detail::write_text(directory / "points.csv", to_csv(result), files);
   detail::write_text(directory / "percent_of_udp.csv", detail::percent_of_udp_csv(result), files);
   detail::write_text(directory / "amortization.csv", detail::amortization_csv(result), files);
@@ -102,10 +103,11 @@ report_output write_report(const sweep_result& result, const std::filesystem::pa
   if (std::filesystem::equivalent(source, directory / source.filename(), same_ec)) {
     contents.data_files.push_back(source.filename().string());
   }
-  detail::draw_plots(plots, directory, source_name, output, contents.drawn);
+  detail::draw_plots(plots, directory, source_name, output, contents.drawn, name_of);
   contents.plot_problem = output.plot_problem;
   output.index = directory / "index.html";
-  detail::write_text(output.index, detail::render_index(result, plots, contents), files);
+  detail::write_text(
+      output.index, naming_settings(detail::render_index(result, plots, contents), name_of), files);
   return output;
 }
 

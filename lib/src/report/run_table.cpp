@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include <dnstransport/error.hpp>
 #include <dnstransport/message.hpp>
 #include <dnstransport/report.hpp>
 #include <dnstransport/text.hpp>
@@ -160,7 +161,9 @@ void outcomes(const run_result& r, table_writer& t) {
   if (const std::uint64_t tc = r.truncated + r.tc_retried; tc != 0) {
     t.line("truncated (TC=1)",
            with_commas(tc) + share(tc, sent) +
-               (r.tc_retried ? "" : ", not answers (--tc-retry tcp retries them)"));
+               (r.tc_retried ? ""
+                             : fmt::format(", not answers ({} retries them)",
+                                           setting("load_spec::traffic.tc_retry_tcp"))));
   }
   if (r.tc_retried) {
     t.line("retried over TCP", fmt::format("{}, {} answered", with_commas(r.tc_retried),
@@ -246,9 +249,10 @@ void throughput_and_client(const run_result& r, table_writer& t) {
                                     r.syscalls_per_answer(), would_block, coalescing_text(r)));
   }
   if (r.max_thread_cpu_share > 0.9) {
-    t.note(
+    t.note(fmt::format(
         "note: a worker thread was near 100 % CPU: the figure may measure this client, not "
-        "the server (add --threads or CPUs)");
+        "the server (add {} or CPUs)",
+        setting("load_spec::generator.threads")));
   }
 }
 
@@ -297,10 +301,11 @@ void handshakes(const run_result& r, table_writer& t) {
 void connections(const run_result& r, table_writer& t) {
   if (!has_connections(r)) return;
   const auto& c = r.connections;
-  const std::string idle = r.idle_seconds > 0 || c.closed_idle > 0
-                               ? fmt::format(", {} closed idle (--idle {:g} s)",
-                                             with_commas(c.closed_idle), r.idle_seconds)
-                               : "";
+  const std::string idle =
+      r.idle_seconds > 0 || c.closed_idle > 0
+          ? fmt::format(", {} closed idle ({} {:g} s)", with_commas(c.closed_idle),
+                        setting("load_spec::connections.idle_seconds"), r.idle_seconds)
+          : "";
   t.line("connections",
          fmt::format("{} opened, {} closed by us{}, {} closed by server, {} reset, {} failed",
                      with_commas(c.opened), with_commas(c.closed_by_client), idle,
@@ -416,7 +421,7 @@ void ranks(const run_result& r, table_writer& t) {
 
 }  // namespace
 
-std::string format_table(const run_result& r) {
+std::string format_table(const run_result& r, const setting_namer& name_of) {
   table_writer t;
   what_ran(r, t);
   capture(r, t);
@@ -431,7 +436,7 @@ std::string format_table(const run_result& r) {
   errors(r, t);
   ranks(r, t);
   for (const auto& w : r.warnings) t.out += fmt::format("  warning: {}\n", w);
-  return std::move(t.out);
+  return naming_settings(t.out, name_of);
 }
 
 }  // namespace dnstransport

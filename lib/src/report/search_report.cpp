@@ -175,7 +175,7 @@ std::string schema_of(std::string_view text) {
   return schema != nullptr && schema->is_string() ? std::string(schema->get_string()) : "";
 }
 
-std::string format_search(const search_result& r) {
+std::string format_search(const search_result& r, const setting_namer& name_of) {
   detail::report_table t;
   t.title = "Search for the highest rate answered in full: " + load_description(r);
   t.header = {"step",     "phase", "offered q/s", "answered q/s", "answered %",
@@ -206,23 +206,26 @@ std::string format_search(const search_result& r) {
   } else {
     result = "no rate tried was answered in full";
   }
-  const std::string why = r.end_reason == "converged"         ? ""
-                          : r.end_reason == "max_rate"        ? "the --max-rate ceiling passed"
-                          : r.end_reason == "max_time"        ? "stopped by --max-time"
-                          : r.end_reason == "interrupted"     ? "interrupted"
-                          : r.end_reason == "no_passing_rate" ? "even the lowest rate failed"
-                                                              : r.end_reason;
+  const std::string why =
+      r.end_reason == "converged" ? ""
+      : r.end_reason == "max_rate"
+          ? fmt::format("the {} ceiling passed", setting("search_spec::max_rate"))
+      : r.end_reason == "max_time"
+          ? fmt::format("stopped by {}", setting("search_spec::max_time_seconds"))
+      : r.end_reason == "interrupted"     ? "interrupted"
+      : r.end_reason == "no_passing_rate" ? "even the lowest rate failed"
+                                          : r.end_reason;
   out += "\n" + result + (why.empty() ? "" : " [" + why + "]") +
          fmt::format(", {} steps in {:.0f} s\n", r.steps.size(), r.elapsed_seconds);
-  return out;
+  return naming_settings(out, name_of);
 }
 
 report_output write_search_report(const search_result& r, const std::filesystem::path& directory,
-                                  std::string_view source_name) {
+                                  std::string_view source_name, const setting_namer& name_of) {
   detail::make_directory(directory);
   report_output output;
   output.index = directory / "search.txt";
-  detail::write_text(output.index, format_search(r), output.files);
+  detail::write_text(output.index, format_search(r, name_of), output.files);
   std::string csv =
       "step,phase,repeat,offered_qps,answered_qps,answered_percent,scheduled,answered,not_sent,"
       "lost,p50_ms,p99_ms,client_cpu_share,passed,verdict\n";
@@ -280,12 +283,12 @@ report_output write_search_report(const search_result& r, const std::filesystem:
                            body});
   }
   std::vector<std::string> drawn;
-  detail::draw_plots(plots, directory, source_name, output, drawn);
+  detail::draw_plots(plots, directory, source_name, output, drawn, name_of);
   return output;
 }
 
 report_output write_run_report(const run_result& r, const std::filesystem::path& directory,
-                               std::string_view source_name) {
+                               std::string_view source_name, const setting_namer& name_of) {
   if (r.timeline.empty()) {
     throw setup_error(fmt::format(
         "{}: the run has no timeline (it was run with {} 0, or before timelines existed)",
@@ -294,7 +297,7 @@ report_output write_run_report(const run_result& r, const std::filesystem::path&
   detail::make_directory(directory);
   report_output output;
   output.index = directory / "run.txt";
-  detail::write_text(output.index, format_table(r), output.files);
+  detail::write_text(output.index, format_table(r, name_of), output.files);
   const bool monitored = r.server_usage.monitored();
   std::string csv =
       "start_seconds,duration_seconds,sent,answered,lost,failed,not_sent,qps,p50_ms,p99_ms,"
@@ -349,7 +352,7 @@ report_output write_run_report(const run_result& r, const std::filesystem::path&
                            server});
   }
   std::vector<std::string> drawn;
-  detail::draw_plots(plots, directory, source_name, output, drawn);
+  detail::draw_plots(plots, directory, source_name, output, drawn, name_of);
   return output;
 }
 

@@ -213,7 +213,9 @@ std::string to_json(const sweep_result& r) {
   json::array costs;
   for (const auto& c : r.costs) costs.emplace_back(costs_to_json(c));
   json::array warnings;
-  for (const auto& w : r.warnings) warnings.emplace_back(w);
+  for (const auto& w : r.warnings) {
+    warnings.emplace_back(naming_settings(w, r.plan.base.output.setting_name));
+  }
   json::array findings;
   for (const auto& f : r.findings) {
     json::object o;

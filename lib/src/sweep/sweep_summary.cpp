@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <dnstransport/error.hpp>
+
 namespace dnstransport {
 
 namespace {
@@ -150,9 +152,10 @@ void derive_results(sweep_result& result) {
     const auto& s = spread.front()->summary;
     warnings.push_back(fmt::format(
         "{}: the repeats differ by {} of their median ({:.0f} to {:.0f} queries/s), more "
-        "than the {} the reference studies saw; use more --repeats or a longer --duration",
+        "than the {} the reference studies saw; use more {} or a longer {}",
         describe(spread.front()->point), percent(s.qps.spread), s.qps.min, s.qps.max,
-        percent(spread_warning_threshold)));
+        percent(spread_warning_threshold), setting("sweep_plan::repeats"),
+        setting("sweep_plan::duration_seconds")));
   } else if (spread.size() > 1) {
     // One line: the points from the widest spread down, the first few named.
     std::stable_sort(spread.begin(), spread.end(), [](const auto* a, const auto* b) {
@@ -164,12 +167,13 @@ void derive_results(sweep_result& result) {
       listed.push_back(fmt::format("{} ({})", describe(spread[i]->point),
                                    percent(spread[i]->summary.qps.spread)));
     }
-    warnings.push_back(fmt::format(
-        "at {} of {} points the repeats differ by more than the {} of their median the "
-        "reference studies saw: {}{}; use more --repeats or a longer --duration",
-        spread.size(), result.points.size(), percent(spread_warning_threshold),
-        fmt::join(listed, "; "),
-        spread.size() > named ? fmt::format(" and {} more", spread.size() - named) : ""));
+    warnings.push_back(
+        fmt::format("at {} of {} points the repeats differ by more than the {} of their median the "
+                    "reference studies saw: {}{}; use more {} or a longer {}",
+                    spread.size(), result.points.size(), percent(spread_warning_threshold),
+                    fmt::join(listed, "; "),
+                    spread.size() > named ? fmt::format(" and {} more", spread.size() - named) : "",
+                    setting("sweep_plan::repeats"), setting("sweep_plan::duration_seconds")));
   }
   for (const auto& [text, where] : run_warnings) {
     warnings.push_back(where.size() == 1 ? fmt::format("{}: {}", where.front(), text)
@@ -179,9 +183,10 @@ void derive_results(sweep_result& result) {
   if (client_bound > 0) {
     warnings.push_back(fmt::format(
         "{} of {} points were client-bound (a worker thread of this generator at {} CPU or "
-        "more): their queries/s measure the generator, not the server; give it more --threads "
-        "or CPUs",
-        client_bound, result.points.size(), percent(client_bound_cpu_share)));
+        "more): their queries/s measure the generator, not the server; give it more {} or "
+        "CPUs",
+        client_bound, result.points.size(), percent(client_bound_cpu_share),
+        setting("load_spec::generator.threads")));
   }
   result.findings = compute_findings(result);
 }

@@ -43,8 +43,7 @@ std::string setting(std::string_view path) {
   return out;
 }
 
-std::string naming_settings(std::string_view marked,
-                            const std::function<std::string(std::string_view)>& name_of) {
+std::string naming_settings(std::string_view marked, const setting_namer& name_of) {
   if (!name_of) return render(marked, path_itself, nullptr);
   return render(marked, name_of, nullptr);
 }
@@ -54,8 +53,7 @@ setup_error::setup_error(const std::string& message)
   render(marked_, path_itself, &settings_);
 }
 
-std::string setup_error::message_naming(
-    const std::function<std::string(std::string_view)>& name_of) const {
+std::string setup_error::message_naming(const setting_namer& name_of) const {
   return naming_settings(marked_, name_of);
 }
 

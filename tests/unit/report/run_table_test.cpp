@@ -101,6 +101,32 @@ TEST(run_table_test, connection_sections_only_where_the_transport_has_them) {
   EXPECT_TRUE(has(doq, "  QUIC packets            0 sent, 0 received"));
 }
 
+// The notes name the settings that change what they describe as the caller names them (the
+// CLI: its flags), by their paths without a namer; no mark is left in either.
+TEST(run_table_test, notes_name_settings_as_the_caller_names_them) {
+  run_result r = run_of(transport_kind::tcp, 2);
+  r.truncated = 5;
+  r.max_thread_cpu_share = 0.95;
+  r.idle_seconds = 0.1;
+  r.connections.closed_idle = 3;
+  const std::string by_path = format_table(r);
+  EXPECT_TRUE(has(by_path, "not answers (load_spec::traffic.tc_retry_tcp retries them)"))
+      << by_path;
+  EXPECT_TRUE(has(by_path, "(add load_spec::generator.threads or CPUs)")) << by_path;
+  EXPECT_TRUE(has(by_path, "3 closed idle (load_spec::connections.idle_seconds 0.1 s)")) << by_path;
+  const std::string named = format_table(r, [](std::string_view path) {
+    return path == "load_spec::traffic.tc_retry_tcp"       ? std::string("--tc-retry tcp")
+           : path == "load_spec::generator.threads"        ? std::string("--threads")
+           : path == "load_spec::connections.idle_seconds" ? std::string("--idle")
+                                                           : std::string(path);
+  });
+  EXPECT_TRUE(has(named, "not answers (--tc-retry tcp retries them)")) << named;
+  EXPECT_TRUE(has(named, "(add --threads or CPUs)")) << named;
+  EXPECT_TRUE(has(named, "3 closed idle (--idle 0.1 s)")) << named;
+  EXPECT_FALSE(has(named, "\x1e"));
+  EXPECT_FALSE(has(by_path, "\x1e"));
+}
+
 TEST(run_table_test, open_loop_shows_the_schedule_and_what_was_not_sent) {
   run_result r = run_of(transport_kind::udp, 2);
   r.arrivals = arrival_mode::poisson;

@@ -318,6 +318,35 @@ TEST(sweep_test, warns_about_spread_and_client_bound_points) {
   EXPECT_NE(r.warnings[1].find("1 of 2 points were client-bound"), std::string::npos);
 }
 
+// The warnings mark the settings they mention; the tables name them as the caller does (the
+// CLI: its flags), the JSON as the sweep's own plan does, and both by paths without a namer.
+TEST(sweep_test, warnings_name_settings_as_the_caller_names_them) {
+  sweep_result r;
+  r.points = {measured({st::udp, 1, 0}, {80000, 100000, 120000}),
+              measured({st::tcp, 1, 0}, {50000}, 0.97)};
+  r.planned_points = 2;
+  derive_results(r);
+  const auto flag = [](std::string_view path) {
+    if (path == "sweep_plan::repeats") return std::string("--repeats");
+    if (path == "sweep_plan::duration_seconds") return std::string("--duration");
+    if (path == "load_spec::generator.threads") return std::string("--threads");
+    return std::string(path);
+  };
+  const std::string named = format_tables(r, flag);
+  EXPECT_NE(named.find("use more --repeats or a longer --duration"), std::string::npos) << named;
+  EXPECT_NE(named.find("give it more --threads or CPUs"), std::string::npos) << named;
+  EXPECT_EQ(named.find('\x1e'), std::string::npos);
+  const std::string by_path = format_tables(r);
+  EXPECT_NE(by_path.find("use more sweep_plan::repeats or a longer sweep_plan::duration_seconds"),
+            std::string::npos)
+      << by_path;
+  EXPECT_EQ(to_json(r).find("--repeats"), std::string::npos);
+  r.plan.base.output.setting_name = flag;
+  const std::string json = to_json(r);
+  EXPECT_NE(json.find("use more --repeats"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\\u001e"), std::string::npos);
+}
+
 TEST(sweep_test, spread_warnings_are_one_line_naming_the_points_widest_first) {
   sweep_result r;
   r.points = {measured({st::udp, 1, 0}, {80000, 100000, 120000}),    // 40 %
