@@ -120,6 +120,24 @@ bar_groups bar_groups_of(const sweep_result& r) {
   return g;
 }
 
+// The x tics of the % of UDP bars: one group per client count, saying where UDP was
+// client-bound (and so the group has no bars).
+std::string client_group_tics(const sweep_result& r, const std::vector<unsigned>& clients) {
+  std::string tics;
+  for (std::size_t g = 0; g < clients.size(); ++g) {
+    const unsigned count = clients[g];
+    const bool reference_bound = std::any_of(
+        r.percent_of_udp.begin(), r.percent_of_udp.end(),
+        [count](const percent_of_udp_entry& e) { return e.clients == count && !e.measurable(); });
+    tics += fmt::format(
+        "{}{} {}", g == 0 ? "" : ", ",
+        gnuplot_string(fmt::format("{}{}", counted(count, "client"),
+                                   reference_bound ? " (UDP client-bound: no bars)" : "")),
+        g);
+  }
+  return tics;
+}
+
 // (2) Grouped bars: one group per client count, one bar per TCP/TLS transport and queries per
 // connection, darker for longer-lived connections.
 void add_percent_of_udp(const sweep_result& r, plot_set& into) {
@@ -180,18 +198,7 @@ void add_percent_of_udp(const sweep_result& r, plot_set& into) {
     data += gnuplot_data("bound", bound);
     plot += fmt::format(", \\\n     $bound using 1:2 {}", client_bound_style);
   }
-  std::string tics;
-  for (std::size_t g = 0; g < clients.size(); ++g) {
-    const unsigned count = clients[g];  // a structured binding: clang 14 cannot capture it
-    const bool reference_bound = std::any_of(
-        r.percent_of_udp.begin(), r.percent_of_udp.end(),
-        [count](const percent_of_udp_entry& e) { return e.clients == count && !e.measurable(); });
-    tics += fmt::format(
-        "{}{} {}", g == 0 ? "" : ", ",
-        gnuplot_string(fmt::format("{}{}", counted(clients[g], "client"),
-                                   reference_bound ? " (UDP client-bound: no bars)" : "")),
-        g);
-  }
+  const std::string tics = client_group_tics(r, clients);
   plot_script p;
   p.name = "percent_of_udp";
   p.title = "Throughput over each transport as a percentage of UDP";

@@ -54,6 +54,36 @@ std::string percent(double share) {
   return fmt::format("{:.0f} %", share * 100);
 }
 
+// The warning about the points whose repeats differ by more than spread_warning_threshold
+// (`spread`, not empty) of `points`: one line, the widest first.
+std::string spread_warning(std::vector<const sweep_point_result*> spread, std::size_t points) {
+  if (spread.size() == 1) {
+    const auto& s = spread.front()->summary;
+    return fmt::format(
+        "{}: the repeats differ by {} of their median ({:.0f} to {:.0f} queries/s), more "
+        "than the {} the reference studies saw; use more {} or a longer {}",
+        describe(spread.front()->point), percent(s.qps.spread), s.qps.min, s.qps.max,
+        percent(spread_warning_threshold), setting("sweep_plan::repeats"),
+        setting("sweep_plan::duration_seconds"));
+  }
+  // One line: the points from the widest spread down, the first few named.
+  std::stable_sort(spread.begin(), spread.end(), [](const auto* a, const auto* b) {
+    return a->summary.qps.spread > b->summary.qps.spread;
+  });
+  constexpr std::size_t named = 6;
+  std::vector<std::string> listed;
+  for (std::size_t i = 0; i < spread.size() && i < named; ++i) {
+    listed.push_back(
+        fmt::format("{} ({})", describe(spread[i]->point), percent(spread[i]->summary.qps.spread)));
+  }
+  return fmt::format(
+      "at {} of {} points the repeats differ by more than the {} of their median the "
+      "reference studies saw: {}{}; use more {} or a longer {}",
+      spread.size(), points, percent(spread_warning_threshold), fmt::join(listed, "; "),
+      spread.size() > named ? fmt::format(" and {} more", spread.size() - named) : "",
+      setting("sweep_plan::repeats"), setting("sweep_plan::duration_seconds"));
+}
+
 }  // namespace
 
 point_summary summarize(const std::vector<run_result>& repeats) {
@@ -148,33 +178,7 @@ void derive_results(sweep_result& result) {
       }
     }
   }
-  if (spread.size() == 1) {
-    const auto& s = spread.front()->summary;
-    warnings.push_back(fmt::format(
-        "{}: the repeats differ by {} of their median ({:.0f} to {:.0f} queries/s), more "
-        "than the {} the reference studies saw; use more {} or a longer {}",
-        describe(spread.front()->point), percent(s.qps.spread), s.qps.min, s.qps.max,
-        percent(spread_warning_threshold), setting("sweep_plan::repeats"),
-        setting("sweep_plan::duration_seconds")));
-  } else if (spread.size() > 1) {
-    // One line: the points from the widest spread down, the first few named.
-    std::stable_sort(spread.begin(), spread.end(), [](const auto* a, const auto* b) {
-      return a->summary.qps.spread > b->summary.qps.spread;
-    });
-    constexpr std::size_t named = 6;
-    std::vector<std::string> listed;
-    for (std::size_t i = 0; i < spread.size() && i < named; ++i) {
-      listed.push_back(fmt::format("{} ({})", describe(spread[i]->point),
-                                   percent(spread[i]->summary.qps.spread)));
-    }
-    warnings.push_back(
-        fmt::format("at {} of {} points the repeats differ by more than the {} of their median the "
-                    "reference studies saw: {}{}; use more {} or a longer {}",
-                    spread.size(), result.points.size(), percent(spread_warning_threshold),
-                    fmt::join(listed, "; "),
-                    spread.size() > named ? fmt::format(" and {} more", spread.size() - named) : "",
-                    setting("sweep_plan::repeats"), setting("sweep_plan::duration_seconds")));
-  }
+  if (!spread.empty()) warnings.push_back(spread_warning(spread, result.points.size()));
   for (const auto& [text, where] : run_warnings) {
     warnings.push_back(where.size() == 1 ? fmt::format("{}: {}", where.front(), text)
                                          : fmt::format("{} ({} points, the first {})", text,
