@@ -238,7 +238,9 @@ struct output_settings {
   std::string label;
   /// Length of one row of the run's timeline; 0: no timeline.
   double interval_seconds = 1;
-  /// Called from the thread that called run_load, about every progress_interval seconds.
+  /// Called from the thread that called run_load (async_run_load: through its executor),
+  /// about every progress_interval seconds. An exception from it stops the load, which
+  /// then ends with that exception.
   std::function<void(const load_progress&)> on_progress;
   double progress_interval_seconds = 1;
   /// How the run's warnings (run_result::warnings) name the settings they mention, given a
@@ -512,7 +514,8 @@ double total_rate(const load_spec& spec) noexcept;
 
 /// Runs one load and returns what was measured. Throws setup_error before sending anything
 /// when the spec is unusable (unresolvable server, zero clients, TLS backend missing, ...);
-/// once traffic flows, every failure is counted, never thrown.
+/// once traffic flows, every failure is counted, never thrown. The blocking form of
+/// async_run_load (async_load.hpp), run on an io_context of its own in the calling thread.
 run_result run_load(const load_spec& spec);
 
 /// Checks a spec without running it; throws setup_error naming the offending setting.

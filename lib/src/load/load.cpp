@@ -5,53 +5,34 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
+#include <utility>
+
+#include <boost/asio/io_context.hpp>
 
 #include <dnstransport/error.hpp>
 #include <dnstransport/group.hpp>
 
-#include "load/load_steps.hpp"
-#include "util/clock.hpp"
+#include "load/load_operation.hpp"
 
 namespace dnstransport {
 
 namespace {
 
-using detail::monotonic_ns;
-using detail::seconds_to_ns;
-
-// One process's load. `ready`, when given, is called once the set-up is done, just before
-// the first query: false means "do not send" (the result is then an interrupted, empty run).
-run_result run_alone(const load_spec& spec, const std::function<bool()>& ready) {
-  const auto prepared = detail::make_run_plan(spec);
-  run_result result = std::move(prepared->result);
-  detail::run_plan& plan = prepared->plan;
-  detail::run_watch watch(spec, plan, prepared->duration_seconds);
-  auto workers = detail::make_workers(spec, plan, prepared->threads);
-
-  if (ready && !ready()) {
-    result.interrupted = true;
-    return result;
-  }
-  plan.start_ns = monotonic_ns();
-  plan.measure_start_ns = plan.start_ns + seconds_to_ns(spec.traffic.warmup_seconds);
-  plan.send_end_ns = spec.traffic.count == 0 && spec.traffic.duration_seconds > 0
-                         ? plan.measure_start_ns + seconds_to_ns(spec.traffic.duration_seconds)
-                         : UINT64_MAX;
-  watch.start();
-  watch.run(workers);
-  const detail::run_ends ends{watch.stop_ns(), monotonic_ns()};
-
-  const std::uint64_t window_end = detail::add_workers(result, workers, plan, spec, ends);
-  watch.close_window(window_end);
-  detail::fill_timeline(result, workers, plan,
-                        static_cast<double>(ends.end_ns - plan.measure_start_ns) / 1e9);
-  watch.add_server_figures(result);
-  // In a group, the merged result gets them once, from every member's counts.
-  if (!ready) {
-    detail::add_open_loop_warnings(result, spec);
-    detail::add_warmup_warning(result, spec);
-    detail::add_case_warning(result, spec);
-  }
+// One process's load, on an io_context of its own (the operation async_run_load runs on the
+// caller's executor). `ready`: see load_operation.
+run_result run_alone(const load_spec& spec, std::function<bool()> ready) {
+  boost::asio::io_context io;
+  std::exception_ptr error;
+  run_result result;
+  const auto operation = std::make_shared<detail::load_operation>(
+      io.get_executor(), spec, nullptr, std::move(ready), [&](std::exception_ptr e, run_result r) {
+        error = e;
+        result = std::move(r);
+      });
+  operation->start();
+  io.run();
+  if (error) std::rethrow_exception(error);
   return result;
 }
 

@@ -3,8 +3,11 @@
 // before its first query (run_setup.cpp), the watch over the workers while they run
 // (run_watch.cpp) and the result made from what the workers counted (run_result.cpp).
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include <dnstransport/load.hpp>
@@ -38,17 +41,30 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec);
 std::vector<std::unique_ptr<worker>> make_workers(const load_spec& spec, run_plan& plan,
                                                   unsigned threads);
 
-// What the calling thread does while the workers run: it reads the monitored server (about
-// ten times a run, and at each timeline row's end), reports progress and passes a stop
-// request on; afterwards it adds the server's figures to the result. Made before the
-// workers: a monitor command that fails ends the run before anything is sent.
+// What the watching side (the executor of load_operation) does while the workers run: it
+// reads the monitored server (about ten times a run, and at each timeline row's end),
+// reports progress and passes a stop request on; afterwards it adds the server's figures to
+// the result. Made before the workers: a monitor command that fails ends the run before
+// anything is sent.
 class run_watch {
  public:
+  // How often the watching side looks at the workers.
+  static constexpr std::uint64_t tick_ns = 20'000'000;
+
   run_watch(const load_spec& spec, run_plan& plan, double duration_seconds);
+  ~run_watch();
+  run_watch(const run_watch&) = delete;
+  run_watch& operator=(const run_watch&) = delete;
   // The plan's start and window are set: the first reading, the progress clock.
   void start();
-  // Runs each worker on a thread of its own and watches them until every one has ended.
-  void run(std::vector<std::unique_ptr<worker>>& workers);
+  // Runs each worker on a thread of its own; the last to end calls `all_ended` on its thread.
+  void start_workers(std::vector<std::unique_ptr<worker>>& workers,
+                     std::function<void()> all_ended);
+  // Every tick_ns while the workers run: passes a stop on (asked through load_spec::stop,
+  // or `stop_asked` by the caller), reads the server, reports progress.
+  void tick(std::uint64_t now, bool stop_asked);
+  // After all_ended: the workers' threads are joined.
+  void join();
   // When a stop was asked for (0: never).
   std::uint64_t stop_ns() const noexcept { return stop_ns_; }
   // The measured window ended: the last reading.
@@ -58,10 +74,13 @@ class run_watch {
 
  private:
   void read_server(std::uint64_t now);
-  void report_progress(std::uint64_t now, const std::vector<std::unique_ptr<worker>>& workers);
+  void report_progress(std::uint64_t now);
 
   const load_spec& spec_;
   run_plan& plan_;
+  std::vector<std::unique_ptr<worker>>* workers_ = nullptr;
+  std::vector<std::thread> threads_;
+  std::atomic<std::size_t> ended_{0};
   server_monitor monitor_;
   double monitor_interval_;
   double planned_seconds_;

@@ -1,10 +1,10 @@
-// While the workers run, the calling thread watches them: it reads the monitored server
-// (about ten times a run, and at each timeline row's end), reports progress and passes a
-// stop request on. Afterwards it adds the server's figures to the result: the window's
-// usage, each timeline row's CPU and memory, and warnings about processes that went away.
+// While the workers run, each on a thread of its own, the load's executor watches them
+// every 20 ms (load_operation.cpp): it reads the monitored server (about ten times a run, and
+// at each timeline row's end), reports progress and passes a stop request on. Afterwards it adds
+// the server's figures to the result: the window's usage, each timeline row's CPU and memory, and
+// warnings about processes that went away.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <thread>
 
 #include <fmt/format.h>
@@ -44,28 +44,41 @@ void run_watch::start() {
   next_progress_ += progress_period_;
 }
 
-void run_watch::run(std::vector<std::unique_ptr<worker>>& workers) {
-  std::atomic<unsigned> finished{0};
-  std::vector<std::thread> pool;
+run_watch::~run_watch() {
+  // A load given up before its workers ended (an exception on the watching side): stop and
+  // join them, so no thread outlives what it points at.
+  if (threads_.empty()) return;
+  for (auto& w : *workers_) w->request_stop();
+  join();
+}
+
+void run_watch::start_workers(std::vector<std::unique_ptr<worker>>& workers,
+                              std::function<void()> all_ended) {
+  workers_ = &workers;
+  if (workers.empty()) all_ended();
   for (std::size_t w = 0; w < workers.size(); ++w) {
-    pool.emplace_back([&, w] {
+    threads_.emplace_back([this, w, all_ended] {
       if (!spec_.generator.cpus.empty())
         pin_current_thread(spec_.generator.cpus[w % spec_.generator.cpus.size()]);
-      workers[w]->run();
-      finished.fetch_add(1, std::memory_order_release);
+      (*workers_)[w]->run();
+      if (ended_.fetch_add(1, std::memory_order_acq_rel) + 1 == workers_->size()) all_ended();
     });
   }
-  while (finished.load(std::memory_order_acquire) < workers.size()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const std::uint64_t now = monotonic_ns();
-    if (stop_ns_ == 0 && spec_.stop != nullptr && spec_.stop->load(std::memory_order_relaxed)) {
-      stop_ns_ = now;
-      for (auto& w : workers) w->request_stop();
-    }
-    read_server(now);
-    if (spec_.output.on_progress && now >= next_progress_) report_progress(now, workers);
+}
+
+void run_watch::tick(std::uint64_t now, bool stop_asked) {
+  if (stop_ns_ == 0 &&
+      (stop_asked || (spec_.stop != nullptr && spec_.stop->load(std::memory_order_relaxed)))) {
+    stop_ns_ = now;
+    for (auto& w : *workers_) w->request_stop();
   }
-  for (auto& t : pool) t.join();
+  read_server(now);
+  if (spec_.output.on_progress && now >= next_progress_) report_progress(now);
+}
+
+void run_watch::join() {
+  for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
 void run_watch::read_server(std::uint64_t now) {
@@ -82,12 +95,11 @@ void run_watch::read_server(std::uint64_t now) {
   }
 }
 
-void run_watch::report_progress(std::uint64_t now,
-                                const std::vector<std::unique_ptr<worker>>& workers) {
+void run_watch::report_progress(std::uint64_t now) {
   load_progress p;
   p.elapsed_seconds = static_cast<double>(now - plan_.start_ns) / 1e9;
   p.planned_seconds = planned_seconds_;
-  for (const auto& w : workers) {
+  for (const auto& w : *workers_) {
     p.queries_sent += w->published_sent();
     p.responses_received += w->published_received();
     p.lost += w->published_lost();

@@ -1,0 +1,208 @@
+// async_run_load (dnstransport/async_load.hpp): a load watched on the caller's executor and
+// completed through a callback, a future or a coroutine; two loads at once on one
+// io_context; cancelled through the token's cancellation slot; a setup error or a progress
+// callback's exception delivered to the handler, never thrown from the call. Every wait is
+// for an event (a completion, a progress report), never for a length of time.
+#include <dnstransport/async_load.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/server.hpp>
+
+namespace dnstransport {
+namespace {
+
+server_options udp_responder() {
+  server_options options;
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
+  return options;
+}
+
+load_spec counted_load(const server& responder, std::uint64_t count) {
+  load_spec spec;
+  spec.target.port = responder.port(transport_kind::udp);
+  spec.traffic.count = count;
+  spec.traffic.outstanding = 10;
+  return spec;
+}
+
+// A load that lasts far longer than any test: it ends when it is stopped.
+load_spec long_load(const server& responder) {
+  load_spec spec = counted_load(responder, 0);
+  spec.traffic.duration_seconds = 100;
+  spec.output.progress_interval_seconds = 0.05;
+  return spec;
+}
+
+TEST(async_load_test, a_callback_runs_on_the_executor_after_the_call_returned) {
+  server responder(udp_responder());
+  boost::asio::io_context io;
+  bool called = false;
+  std::thread::id where;
+  std::exception_ptr error;
+  run_result result;
+  async_run_load(io.get_executor(), counted_load(responder, 200),
+                 [&](std::exception_ptr e, run_result r) {
+                   called = true;
+                   where = std::this_thread::get_id();
+                   error = e;
+                   result = std::move(r);
+                 });
+  EXPECT_FALSE(called);
+  io.run();
+  ASSERT_TRUE(called);
+  EXPECT_EQ(where, std::this_thread::get_id());
+  EXPECT_FALSE(error);
+  EXPECT_EQ(result.queries_sent, 200u);
+  EXPECT_EQ(result.responses_received, 200u);
+  EXPECT_FALSE(result.interrupted);
+}
+
+TEST(async_load_test, a_future_gives_the_result_or_rethrows_the_setup_error) {
+  server responder(udp_responder());
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  std::thread runner([&io] { io.run(); });
+  std::future<run_result> ran =
+      async_run_load(io.get_executor(), counted_load(responder, 100), boost::asio::use_future);
+  load_spec bad = counted_load(responder, 100);
+  bad.traffic.clients = 0;
+  std::future<run_result> refused;
+  EXPECT_NO_THROW(refused = async_run_load(io.get_executor(), bad, boost::asio::use_future));
+  EXPECT_EQ(ran.get().responses_received, 100u);
+  try {
+    refused.get();
+    ADD_FAILURE() << "a load of 0 clients ran";
+  } catch (const setup_error& e) {
+    EXPECT_NE(std::string(e.what()).find("load_spec::traffic.clients"), std::string::npos)
+        << e.what();
+  }
+  work.reset();
+  runner.join();
+}
+
+TEST(async_load_test, progress_is_reported_on_the_executor_and_cancelling_stops_the_load) {
+  server responder(udp_responder());
+  boost::asio::io_context io;
+  boost::asio::cancellation_signal cancel;
+  load_spec spec = long_load(responder);
+  unsigned reports = 0;
+  bool elsewhere = false;
+  const std::thread::id io_thread = std::this_thread::get_id();
+  spec.output.on_progress = [&](const load_progress& p) {
+    ++reports;
+    if (std::this_thread::get_id() != io_thread) elsewhere = true;
+    // Once answers flow, the caller gives up on the load.
+    if (p.responses_received > 0 && reports >= 2) cancel.emit(boost::asio::cancellation_type::all);
+  };
+  std::exception_ptr error;
+  run_result result;
+  bool called = false;
+  async_run_load(
+      io.get_executor(), spec,
+      boost::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, run_result r) {
+        called = true;
+        error = e;
+        result = std::move(r);
+      }));
+  io.run();
+  ASSERT_TRUE(called);
+  EXPECT_FALSE(error);
+  EXPECT_GE(reports, 2u);
+  EXPECT_FALSE(elsewhere);
+  EXPECT_TRUE(result.interrupted);
+  EXPECT_GT(result.responses_received, 0u);
+  EXPECT_LT(result.elapsed_seconds, 100);
+}
+
+TEST(async_load_test, a_progress_callback_that_throws_ends_the_load_with_its_error) {
+  server responder(udp_responder());
+  boost::asio::io_context io;
+  load_spec spec = long_load(responder);
+  spec.output.on_progress = [](const load_progress& p) {
+    if (p.responses_received > 0) throw std::runtime_error("the caller's own failure");
+  };
+  std::exception_ptr error;
+  async_run_load(io.get_executor(), spec,
+                 [&](std::exception_ptr e, const run_result&) { error = e; });
+  io.run();
+  ASSERT_TRUE(error);
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the caller's own failure");
+  }
+}
+
+// Each load's progress sees the other one running: they overlap on the one thread that runs
+// the io_context, each in its own coroutine.
+TEST(async_load_test, two_coroutines_run_two_loads_at_once_on_one_io_context) {
+  server responder(udp_responder());
+  boost::asio::io_context io;
+  struct side {
+    bool progressed = false;
+    bool ended = false;
+    bool saw_the_other_running = false;
+    run_result result;
+  };
+  side a;
+  side b;
+  const auto load_of = [&](side& mine, side& other) {
+    load_spec spec = counted_load(responder, 0);
+    spec.traffic.duration_seconds = 100;
+    spec.output.progress_interval_seconds = 0.05;
+    spec.output.on_progress = [&mine, &other](const load_progress& p) {
+      if (p.responses_received == 0) return;
+      mine.progressed = true;
+      if (other.progressed && !other.ended) mine.saw_the_other_running = true;
+    };
+    return spec;
+  };
+  std::atomic<bool> stop{false};
+  const auto run = [&](side& mine, side& other) -> boost::asio::awaitable<void> {
+    load_spec spec = load_of(mine, other);
+    spec.stop = &stop;
+    const auto report = spec.output.on_progress;
+    // Both stop once each has seen the other running (or the other has ended).
+    spec.output.on_progress = [&, report](const load_progress& p) {
+      report(p);
+      if ((a.saw_the_other_running || b.saw_the_other_running) && a.progressed && b.progressed)
+        stop = true;
+    };
+    mine.result = co_await async_run_load(io.get_executor(), spec, boost::asio::use_awaitable);
+    mine.ended = true;
+  };
+  boost::asio::co_spawn(io, run(a, b), boost::asio::detached);
+  boost::asio::co_spawn(io, run(b, a), boost::asio::detached);
+  io.run();
+  EXPECT_TRUE(a.ended);
+  EXPECT_TRUE(b.ended);
+  EXPECT_TRUE(a.saw_the_other_running || b.saw_the_other_running);
+  EXPECT_GT(a.result.responses_received, 0u);
+  EXPECT_GT(b.result.responses_received, 0u);
+  EXPECT_TRUE(a.result.interrupted);
+  EXPECT_TRUE(b.result.interrupted);
+}
+
+}  // namespace
+}  // namespace dnstransport
