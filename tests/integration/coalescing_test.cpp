@@ -2,11 +2,16 @@
 // queries leave on a schedule (a rate), off by default in a closed loop (load.hpp says why),
 // on in a closed loop when a delay is given, off everywhere with 0. A client with many queries
 // in flight against a slow server puts its reads off, and every query still ends in one
-// bucket. The responder spends 2 ms of CPU per answer against a client sending 20,000 q/s (at
+// bucket. The responder spends 2 ms of CPU per answer against a client sending 1,000 q/s (at
 // most 500 answers/s whatever the machine: the queries queue as long as the client sends
 // faster than that), or 200 us against a closed loop of 16 in flight, so the client waits
 // milliseconds for each answer, and a delay (a twentieth of that, at least 10 us) engages
-// after the first answers.
+// after the first answers. Over TCP the responder answers each read's queries in one write,
+// so answers come in bursts (the queries that arrived while it worked on the last burst) and
+// a delay engages after a burst that leaves queries in flight: at 1,000 q/s the 400 queries
+// take 0.4 s to leave, so there are several bursts even when the responder's first read
+// comes late (at 20,000 q/s they left within 20 ms: a ThreadSanitizer build's responder,
+// reading late on a loaded machine, took them in one burst, and no read was put off).
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -96,23 +101,8 @@ void expect_no_read_put_off(const run_result& r) {
 
 TEST_P(coalescing_test, reads_are_put_off_by_default_when_queries_leave_on_a_schedule) {
   EXPECT_FALSE(load_spec{}.generator.coalesce_us.has_value());  // the default for the arrivals
-  const run_result on = run(std::nullopt, 20000);
-#if defined(__SANITIZE_THREAD__)
-  // OPEN DEFECT, found at the end of session 24 and not understood yet: over TCP, in the
-  // ThreadSanitizer build only, no read is put off at a rate (400 answers in 163 wake-ups,
-  // up to 400 in flight), where the Release and ASan builds put reads off and TLS, DoH, UDP
-  // and DoQ do under ThreadSanitizer too. Until it is found, that one case checks only the
-  // mode and the counts here.
-  if (GetParam().transport == transport_kind::tcp) {
-    EXPECT_EQ(on.coalesce_us, generator_settings::default_coalesce_us);
-    EXPECT_EQ(on.responses_received, 400u) << summary(on);
-    EXPECT_EQ(queries_ended(on), on.queries_sent) << summary(on);
-  } else
-#endif
-  {
-    expect_reads_put_off(on, generator_settings::default_coalesce_us);
-  }
-  expect_no_read_put_off(run(0, 20000));
+  expect_reads_put_off(run(std::nullopt, 1000), generator_settings::default_coalesce_us);
+  expect_no_read_put_off(run(0, 1000));
 }
 
 TEST_P(coalescing_test, a_closed_loop_reads_answer_by_answer_unless_a_delay_is_given) {
