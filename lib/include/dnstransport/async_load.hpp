@@ -63,16 +63,15 @@ auto async_run_load(const boost::asio::any_io_executor& executor, load_spec spec
         using handler_type = decltype(handler);
         // The handler may be move-only (a coroutine's): held once, shared by the callbacks.
         auto held = std::make_shared<handler_type>(std::move(handler));
-        auto work = std::make_shared<decltype(boost::asio::make_work_guard(
-            boost::asio::get_associated_executor(*held, watch_executor)))>(
-            boost::asio::make_work_guard(
-                boost::asio::get_associated_executor(*held, watch_executor)));
+        // The handler's executor has work until the handler has run.
+        auto guard = boost::asio::make_work_guard(
+            boost::asio::get_associated_executor(*held, watch_executor));
+        auto work = std::make_shared<decltype(guard)>(std::move(guard));
         auto operation = detail::start_load(
             watch_executor, std::move(load),
-            [held, work, watch_executor](std::exception_ptr error, run_result result) {
+            [held, work](std::exception_ptr error, run_result result) {
               boost::asio::get_associated_cancellation_slot(*held).clear();
-              auto handler_executor = boost::asio::get_associated_executor(*held, watch_executor);
-              boost::asio::dispatch(handler_executor,
+              boost::asio::dispatch(work->get_executor(),
                                     [held, work, error, ran = std::move(result)]() mutable {
                                       work->reset();
                                       std::move (*held)(error, std::move(ran));
