@@ -307,12 +307,18 @@ TEST(sweep_test, percent_of_udp_carries_the_spread) {
   EXPECT_FALSE(percent[0].client_bound);
 }
 
-TEST(sweep_test, warns_about_spread_and_client_bound_points) {
+// A sweep with a point whose repeats differ by 40 % and a client-bound one, derived.
+sweep_result spread_and_client_bound() {
   sweep_result r;
   r.points = {measured({st::udp, 1, 0}, {80000, 100000, 120000}),
               measured({st::tcp, 1, 0}, {50000}, 0.97)};
   r.planned_points = 2;
   derive_results(r);
+  return r;
+}
+
+TEST(sweep_test, warns_about_spread_and_client_bound_points) {
+  const sweep_result r = spread_and_client_bound();
   ASSERT_EQ(r.warnings.size(), 2u);
   EXPECT_NE(r.warnings[0].find("udp, 1 client: the repeats differ by 40 %"), std::string::npos);
   EXPECT_NE(r.warnings[1].find("1 of 2 points were client-bound"), std::string::npos);
@@ -321,11 +327,7 @@ TEST(sweep_test, warns_about_spread_and_client_bound_points) {
 // The warnings mark the settings they mention; the tables name them as the caller does (the
 // CLI: its flags), the JSON as the sweep's own plan does, and both by paths without a namer.
 TEST(sweep_test, warnings_name_settings_as_the_caller_names_them) {
-  sweep_result r;
-  r.points = {measured({st::udp, 1, 0}, {80000, 100000, 120000}),
-              measured({st::tcp, 1, 0}, {50000}, 0.97)};
-  r.planned_points = 2;
-  derive_results(r);
+  sweep_result r = spread_and_client_bound();
   const auto flag = [](std::string_view path) {
     if (path == "sweep_plan::repeats") return std::string("--repeats");
     if (path == "sweep_plan::duration_seconds") return std::string("--duration");
