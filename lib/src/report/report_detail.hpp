@@ -82,6 +82,16 @@ void add_amortization_plots(const sweep_result& result, plot_set& into);
 // Plots 4-5: latency percentiles per client count, connection set-up percentiles.
 void add_latency_plots(const sweep_result& result, plot_set& into);
 
+// A server's sweep in the cost-model plot, under its name ("" for a report of one sweep).
+struct cost_plot_source {
+  std::string name;
+  const sweep_result* result = nullptr;
+};
+// Plot 7: each run's CPU per answer as its cost model predicts it against the measured, the
+// server's (filled points) and the generator's (open), on logarithmic axes with the ±15 %
+// band; one colour per transport, or per server when there are several.
+void add_cost_plot(const std::vector<cost_plot_source>& sources, plot_set& into);
+
 // One fit drawn in an amortization plot: measured points, the fit and the simple model.
 struct amortization_curve {
   const amortization_fit* fit = nullptr;

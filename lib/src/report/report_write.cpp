@@ -93,6 +93,7 @@ report_output write_report(const sweep_result& result, const std::filesystem::pa
   detail::add_throughput_plots(result, plots);
   detail::add_amortization_plots(result, plots);
   detail::add_latency_plots(result, plots);
+  detail::add_cost_plot({{"", &result}}, plots);
 
   detail::index_contents contents;
   contents.source_name = std::string(source_name);
