@@ -32,6 +32,8 @@ struct cpu_cost_model {
   unit_cost per_resumed_handshake;  ///< ... with a resumed one
   /// sqrt(mean(((predicted - measured) / measured)^2)) over the runs.
   double relative_error = 0;
+  /// The largest |predicted - measured| / measured of one run: where the model misses most.
+  double largest_error = 0;
   std::size_t runs = 0;  ///< the runs it was fitted over
 
   /// What the model says a run's counts cost (CPU seconds).

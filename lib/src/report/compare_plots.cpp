@@ -261,7 +261,7 @@ void add_comparison_plots(const std::vector<compared_sweep>& sweeps, plot_set& i
   add_percent_of_udp(sweeps, into);
   add_amortization(sweeps, into);
   add_latency(sweeps, into);
-  std::vector<cost_plot_source> sources;
+  std::vector<named_sweep> sources;
   for (const auto& s : sweeps) sources.push_back({s.name, &s.result});
   add_cost_plot(sources, into);
 }

@@ -49,6 +49,14 @@ std::string render_comparison_index(const std::vector<compared_sweep>& sweeps,
                             html_escape(detail::transports_heading(s.result))) +
                 detail::findings_list_html(s.result);
   }
+  const auto across = detail::comparison_findings(sweeps);
+  if (!across.empty()) {
+    findings += "<h3>Across servers</h3>\n<ul class=\"findings\">\n";
+    for (const auto& line : across) {
+      findings += fmt::format("<li class=\"apart\">{}</li>\n", html_escape(line));
+    }
+    findings += "</ul>\n";
+  }
   if (!findings.empty()) out += "<h2>Findings</h2>\n" + findings;
   std::string notes;
   out += "<details><summary>How it was measured</summary>\n<ul>\n";

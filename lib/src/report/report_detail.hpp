@@ -82,15 +82,18 @@ void add_amortization_plots(const sweep_result& result, plot_set& into);
 // Plots 4-5: latency percentiles per client count, connection set-up percentiles.
 void add_latency_plots(const sweep_result& result, plot_set& into);
 
-// A server's sweep in the cost-model plot, under its name ("" for a report of one sweep).
-struct cost_plot_source {
+// A server's sweep under its name in a plot or table of several ("" for a report of one sweep).
+struct named_sweep {
   std::string name;
   const sweep_result* result = nullptr;
 };
 // Plot 7: each run's CPU per answer as its cost model predicts it against the measured, the
 // server's (filled points) and the generator's (open), on logarithmic axes with the ±15 %
 // band; one colour per transport, or per server when there are several.
-void add_cost_plot(const std::vector<cost_plot_source>& sources, plot_set& into);
+void add_cost_plot(const std::vector<named_sweep>& sources, plot_set& into);
+// The cost models' table: per answer, TCP connection, full and resumed handshake, fit error,
+// memory per connection and N for 50/90/99 %, each transport's row named by its server.
+report_table costs_table(const std::vector<named_sweep>& sources);
 
 // One fit drawn in an amortization plot: measured points, the fit and the simple model.
 struct amortization_curve {
@@ -170,6 +173,9 @@ std::vector<unsigned> clients_of(const std::vector<compared_sweep>& sweeps);
 // What a comparison holds, for its heading: "unbound 1.17.1 over UDP, TCP, DoT and DoH;
 // built-in responder over UDP and DoQ" (each server with the transports it was measured over).
 std::string comparison_heading(const std::vector<compared_sweep>& sweeps);
+// What holds across the servers: one sentence for each server measured over no transport
+// that another was (its figures compare with no other server's).
+std::vector<std::string> comparison_findings(const std::vector<compared_sweep>& sweeps);
 // Each sweep's description under its name, and notes when machines or versions differ.
 std::vector<std::string> comparison_description(const std::vector<compared_sweep>& sweeps);
 // The comparison table, % of UDP side by side, the fits of every server.

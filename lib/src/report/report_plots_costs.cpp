@@ -35,7 +35,7 @@ std::vector<std::vector<double>> cost_rows(const sweep_result& r, const transpor
 
 }  // namespace
 
-void add_cost_plot(const std::vector<cost_plot_source>& sources, plot_set& into) {
+void add_cost_plot(const std::vector<named_sweep>& sources, plot_set& into) {
   std::size_t owners = 0;  // servers with costs: one colour each when there are several
   for (const auto& s : sources) {
     for (std::size_t i = 0; i < s.result->costs.size(); ++i) {

@@ -147,41 +147,6 @@ std::string cost_cell(const unit_cost& c, double scale, const char* unit) {
                      fitted(c.high * scale));
 }
 
-report_table costs_table(const sweep_result& r) {
-  report_table t;
-  t.title = "Cost model: CPU per answer, connection and handshake (95 % interval over the runs)";
-  t.header = {"transport",          "side",        "per answer", "per TCP connection",
-              "per full handshake", "per resumed", "fit error",  "runs",
-              "memory/connection",  "N for 50 %",  "90 %",       "99 %"};
-  t.left_columns = 2;
-  for (const auto& c : r.costs) {
-    const std::string name = c.target.empty() ? sweep_transport_name(c.transport)
-                                              : c.target + ": " + sweep_transport_name(c.transport);
-    auto add = [&](const char* side, const cpu_cost_model& m, bool server) {
-      t.rows.push_back(
-          {name, side, cost_cell(m.per_answer, 1e6, "us"), cost_cell(m.per_connection, 1e6, "us"),
-           cost_cell(m.per_full_handshake, 1e6, "us"),
-           cost_cell(m.per_resumed_handshake, 1e6, "us"),
-           fmt::format("{:.1f} %", m.relative_error * 100), std::to_string(m.runs),
-           server ? cost_cell(c.server_bytes_per_connection, 1.0 / 1024, "KiB") : "",
-           server && c.n50 > 0 ? fitted(c.n50) : "", server && c.n90 > 0 ? fitted(c.n90) : "",
-           server && c.n99 > 0 ? fitted(c.n99) : ""});
-    };
-    if (c.server) add("server", *c.server, true);
-    if (c.generator) add("generator", *c.generator, false);
-  }
-  t.notes = {
-      "least squares over every run of the transport with costs that cannot be negative: CPU = "
-      "answers x per answer + connections x per connection + handshakes x per handshake; a TLS or "
-      "QUIC handshake includes its connection's set-up",
-      "server: the server's CPU where the sweep monitored it (its processes, cgroups or monitor "
-      "command); generator: this tool's own; fit error = relative RMS of the model against the "
-      "runs",
-      "N for 50/90/99 %: queries per connection at which the server's costs give 50/90/99 % of "
-      "the throughput of persistent connections (set-up cost / answer cost x 1, 9, 99)"};
-  return t;
-}
-
 report_table samples_table(const sweep_result& r) {
   report_table t;
   t.title = "Amortization: measured against the models";
@@ -314,6 +279,44 @@ std::vector<std::string> sweep_description(const sweep_result& r) {
   return lines;
 }
 
+report_table costs_table(const std::vector<named_sweep>& sources) {
+  report_table t;
+  t.title = "Cost model: CPU per answer, connection and handshake (95 % interval over the runs)";
+  t.header = {"transport",          "side",        "per answer", "per TCP connection",
+              "per full handshake", "per resumed", "fit error",  "runs",
+              "memory/connection",  "N for 50 %",  "90 %",       "99 %"};
+  t.left_columns = 2;
+  for (const auto& [who, r] : sources) {
+    for (const auto& c : r->costs) {
+      std::string name = who;
+      if (!c.target.empty()) name += (name.empty() ? "" : "/") + c.target;
+      name += (name.empty() ? "" : ": ") + sweep_transport_name(c.transport);
+      auto add = [&](const char* side, const cpu_cost_model& m, bool server) {
+        t.rows.push_back(
+            {name, side, cost_cell(m.per_answer, 1e6, "us"), cost_cell(m.per_connection, 1e6, "us"),
+             cost_cell(m.per_full_handshake, 1e6, "us"),
+             cost_cell(m.per_resumed_handshake, 1e6, "us"),
+             fmt::format("{:.1f} %", m.relative_error * 100), std::to_string(m.runs),
+             server ? cost_cell(c.server_bytes_per_connection, 1.0 / 1024, "KiB") : "",
+             server && c.n50 > 0 ? fitted(c.n50) : "", server && c.n90 > 0 ? fitted(c.n90) : "",
+             server && c.n99 > 0 ? fitted(c.n99) : ""});
+      };
+      if (c.server) add("server", *c.server, true);
+      if (c.generator) add("generator", *c.generator, false);
+    }
+  }
+  t.notes = {
+      "least squares over every run of the transport with costs that cannot be negative: CPU = "
+      "answers x per answer + connections x per connection + handshakes x per handshake; a TLS or "
+      "QUIC handshake includes its connection's set-up",
+      "server: the server's CPU where the sweep monitored it (its processes, cgroups or monitor "
+      "command); generator: this tool's own; fit error = relative RMS of the model against the "
+      "runs",
+      "N for 50/90/99 %: queries per connection at which the server's costs give 50/90/99 % of "
+      "the throughput of persistent connections (set-up cost / answer cost x 1, 9, 99)"};
+  return t;
+}
+
 std::vector<report_table> sweep_tables(const sweep_result& r) {
   std::vector<report_table> tables{points_table(r)};
   if (!r.percent_of_udp.empty()) tables.push_back(percent_table(r));
@@ -321,7 +324,7 @@ std::vector<report_table> sweep_tables(const sweep_result& r) {
     tables.push_back(fits_table(r));
     tables.push_back(samples_table(r));
   }
-  if (!r.costs.empty()) tables.push_back(costs_table(r));
+  if (!r.costs.empty()) tables.push_back(costs_table({{"", &r}}));
   return tables;
 }
 

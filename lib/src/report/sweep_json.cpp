@@ -137,6 +137,7 @@ json::value cpu_model_to_json(const std::optional<cpu_cost_model>& m) {
                       {"full_handshake_seconds", unit_cost_to_json(m->per_full_handshake)},
                       {"resumed_handshake_seconds", unit_cost_to_json(m->per_resumed_handshake)},
                       {"relative_error", stable(m->relative_error)},
+                      {"largest_error", stable(m->largest_error)},
                       {"runs", m->runs}};
 }
 

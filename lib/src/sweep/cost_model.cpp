@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <functional>
 
 #include "sweep/cost_fit.hpp"
@@ -91,6 +92,11 @@ std::optional<cpu_cost_model> fit_side(const std::vector<const run_result*>& run
     c.value = fit->coefficients[i];
     c.low = intervals ? (*intervals)[i].low : c.value;
     c.high = intervals ? (*intervals)[i].high : c.value;
+  }
+  for (const auto& o : observations) {
+    double predicted = 0;
+    for (std::size_t i = 0; i < terms.size(); ++i) predicted += fit->coefficients[i] * o.counts[i];
+    m.largest_error = std::max(m.largest_error, std::abs(predicted - o.measured) / o.measured);
   }
   return m;
 }

@@ -31,7 +31,7 @@ constexpr std::uint64_t short_connection_queries = 4;
 constexpr double one_at_a_time_share = 0.9;
 constexpr std::uint64_t one_at_a_time_min_queued = 20;
 constexpr double one_at_a_time_idle_cpu = 0.5;  // of one CPU, in every repeat
-// A model whose relative error exceeds this is said to be approximate.
+// A model that misses one of its runs by more than this is said to be approximate.
 constexpr double approximate_model_error = 0.20;
 
 // "DoT" or, where the sweep has both TLS libraries, "DoT (OpenSSL)".
@@ -150,7 +150,8 @@ void throughput_kept(const sweep_result& r, const target_view& target,
 void server_costs(const sweep_result& r, const target_view& target,
                   std::vector<sweep_finding>& into) {
   std::vector<std::string> parts;
-  bool approximate = false;
+  double worst = 0;  // the largest miss of a run, over the transports
+  std::string worst_transport;
   for (const auto& c : r.costs) {
     if (c.target != target.name || !c.server) continue;
     const cpu_cost_model& m = *c.server;
@@ -177,16 +178,23 @@ void server_costs(const sweep_result& r, const target_view& target,
       costs.push_back(std::move(answer));
     }
     if (costs.empty()) continue;
-    approximate = approximate || m.relative_error > approximate_model_error;
+    if (m.largest_error > worst) {
+      worst = m.largest_error;
+      worst_transport = display_name(c.transport, target.transports);
+    }
     parts.push_back(fmt::format("{}: {}", display_name(c.transport, target.transports),
                                 fmt::join(costs, ", ")));
   }
   if (parts.empty()) return;
   add(into, target, "server_cost",
       fmt::format("Server CPU (95 % intervals in brackets): {}.{}", fmt::join(parts, "; "),
-                  approximate ? " The model misses some points by more than 20 %: read the "
-                                "costs as approximate."
-                              : ""));
+                  worst > approximate_model_error
+                      ? fmt::format(" The model misses some runs by more than {:.0f} % (by up to "
+                                    "{:.0f} %, {}): read these costs as averages over the "
+                                    "sweep's loads; the plot of the model against the measured "
+                                    "shows where it misses.",
+                                    approximate_model_error * 100, worst * 100, worst_transport)
+                      : ""));
 }
 
 // The queries per connection for 90 % of persistent throughput, from the throughput fit

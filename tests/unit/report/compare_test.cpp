@@ -13,6 +13,7 @@
 
 #include <dnstransport/sweep.hpp>
 
+#include "report/report_detail.hpp"
 #include "sweep_transports.hpp"
 
 namespace dnstransport {
@@ -249,6 +250,37 @@ TEST(compare_test, throughput_plot_is_logarithmic_when_servers_are_20_times_apar
   EXPECT_NE(index.find("DNS servers compared: slow over UDP and TCP; fast over UDP"),
             std::string::npos);
   std::filesystem::remove_all(directory);
+}
+
+// A server measured over transports no other server was gets a finding saying its figures
+// compare with no one else's (the demo's built-in responder, measured over DoQ alone).
+TEST(compare_test, a_server_that_shares_no_transport_is_said_to_stand_apart) {
+  const auto both = comparison_of({{"unbound.json", sweep_of({st::udp, st::tcp}, {1}, 1000, "L")},
+                                   {"knot.json", sweep_of({st::udp}, {1}, 2000, "L")},
+                                   {"builtin.json", sweep_of({st::tls_openssl}, {1}, 3000, "L")}});
+  const auto apart = detail::comparison_findings(both);
+  ASSERT_EQ(apart.size(), 1u);
+  EXPECT_EQ(
+      apart[0].rfind("builtin was measured over TLS alone, which no other server here was", 0), 0u)
+      << apart[0];
+  EXPECT_NE(format_comparison(both).find("Findings across servers\n  - builtin was measured"),
+            std::string::npos);
+
+  const auto disjoint =
+      comparison_of({{"unbound.json", sweep_of({st::udp, st::tcp}, {1}, 1000, "L")},
+                     {"builtin.json", sweep_of({st::tls_openssl}, {1}, 3000, "L")}});
+  const auto none_shared = detail::comparison_findings(disjoint);
+  ASSERT_EQ(none_shared.size(), 1u);
+  EXPECT_EQ(none_shared[0],
+            "No transport was measured on more than one server (unbound over UDP and TCP; "
+            "builtin over TLS): each server's figures and lines in the plots compare only with "
+            "its own, never across servers.");
+
+  const auto overlapping =
+      comparison_of({{"unbound.json", sweep_of({st::udp, st::tcp}, {1}, 1000, "L")},
+                     {"knot.json", sweep_of({st::udp}, {1}, 2000, "L")}});
+  EXPECT_TRUE(detail::comparison_findings(overlapping).empty());
+  EXPECT_EQ(format_comparison(overlapping).find("across servers"), std::string::npos);
 }
 
 }  // namespace
