@@ -47,6 +47,48 @@ void stop_load(load_operation& operation) noexcept;
 
 }  // namespace detail
 
+namespace detail {
+
+/// How the library's operations meet Asio's completion tokens. `start(executor, done)` starts
+/// an operation and returns a shared_ptr to it; `done` (void(std::exception_ptr, Result)) is
+/// posted to `executor` once when it ends. The token completes with what `done` got, through
+/// the handler's own executor (which has work until then), and a cancellation through the
+/// token's slot calls `stop(operation)`, which must be safe from any thread.
+template <typename Result, typename CompletionToken, typename Start, typename Stop>
+auto initiate_operation(CompletionToken&& token, const boost::asio::any_io_executor& executor,
+                        Start start, Stop stop) {
+  return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, Result)>(
+      [](auto handler, const boost::asio::any_io_executor& watch_executor, Start begin, Stop end) {
+        using handler_type = decltype(handler);
+        // The handler may be move-only (a coroutine's): held once, shared by the callbacks.
+        auto held = std::make_shared<handler_type>(std::move(handler));
+        // The handler's executor has work until the handler has run.
+        auto guard = boost::asio::make_work_guard(
+            boost::asio::get_associated_executor(*held, watch_executor));
+        auto work = std::make_shared<decltype(guard)>(std::move(guard));
+        auto operation =
+            begin(watch_executor, [held, work](std::exception_ptr error, Result result) {
+              boost::asio::get_associated_cancellation_slot(*held).clear();
+              boost::asio::dispatch(work->get_executor(),
+                                    [held, work, error, ran = std::move(result)]() mutable {
+                                      work->reset();
+                                      std::move (*held)(error, std::move(ran));
+                                    });
+            });
+        auto slot = boost::asio::get_associated_cancellation_slot(*held);
+        if (slot.is_connected()) {
+          using operation_type = typename decltype(operation)::element_type;
+          slot.assign([weak = std::weak_ptr<operation_type>(operation),
+                       end](boost::asio::cancellation_type) {
+            if (const auto running = weak.lock()) end(*running);
+          });
+        }
+      },
+      token, executor, std::move(start), std::move(stop));
+}
+
+}  // namespace detail
+
 /// Runs the load `spec` on `executor` and completes `token` with
 /// `void(std::exception_ptr error, run_result result)`: `error` is null when the load ran
 /// (interrupted or not: every per-query failure is a counter in `result`), or holds the
@@ -58,34 +100,13 @@ void stop_load(load_operation& operation) noexcept;
 template <typename CompletionToken>
 auto async_run_load(const boost::asio::any_io_executor& executor, load_spec spec,
                     CompletionToken&& token) {
-  return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, run_result)>(
-      [](auto handler, const boost::asio::any_io_executor& watch_executor, load_spec load) {
-        using handler_type = decltype(handler);
-        // The handler may be move-only (a coroutine's): held once, shared by the callbacks.
-        auto held = std::make_shared<handler_type>(std::move(handler));
-        // The handler's executor has work until the handler has run.
-        auto guard = boost::asio::make_work_guard(
-            boost::asio::get_associated_executor(*held, watch_executor));
-        auto work = std::make_shared<decltype(guard)>(std::move(guard));
-        auto operation = detail::start_load(
-            watch_executor, std::move(load),
-            [held, work](std::exception_ptr error, run_result result) {
-              boost::asio::get_associated_cancellation_slot(*held).clear();
-              boost::asio::dispatch(work->get_executor(),
-                                    [held, work, error, ran = std::move(result)]() mutable {
-                                      work->reset();
-                                      std::move (*held)(error, std::move(ran));
-                                    });
-            });
-        auto slot = boost::asio::get_associated_cancellation_slot(*held);
-        if (slot.is_connected()) {
-          slot.assign([weak = std::weak_ptr<detail::load_operation>(operation)](
-                          boost::asio::cancellation_type) {
-            if (const auto running = weak.lock()) detail::stop_load(*running);
-          });
-        }
+  return detail::initiate_operation<run_result>(
+      std::forward<CompletionToken>(token), executor,
+      [load = std::move(spec)](const boost::asio::any_io_executor& on,
+                               detail::load_completion done) mutable {
+        return detail::start_load(on, std::move(load), std::move(done));
       },
-      token, executor, std::move(spec));
+      [](detail::load_operation& running) { detail::stop_load(running); });
 }
 
 }  // namespace dnstransport

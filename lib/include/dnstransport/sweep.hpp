@@ -29,7 +29,7 @@ struct sweep_progress {
   std::optional<load_progress> run;  ///< the current run; nothing when it is just starting
 };
 
-/// Hooks called from the thread that called run_sweep.
+/// Hooks called from the thread that called run_sweep (async_run_sweep: on its executor).
 struct sweep_callbacks {
   /// At the start of each run and about once per second during it.
   std::function<void(const sweep_progress&)> on_progress;
@@ -42,7 +42,8 @@ struct sweep_callbacks {
 /// Checks the whole plan first (throws setup_error before sending anything). When
 /// plan.base.stop becomes true the sweep stops within about 50 ms and returns what was
 /// measured: complete repeats are kept, the interrupted run is discarded (and said so in the
-/// warnings), and `interrupted` is set.
+/// warnings), and `interrupted` is set. async_run_sweep (async_sweep.hpp) runs the same sweep
+/// on an executor of the caller's; this runs it on an io_context of its own.
 sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks = {});
 
 }  // namespace dnstransport

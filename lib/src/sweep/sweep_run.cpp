@@ -1,9 +1,16 @@
-// Running a sweep: every point of the plan, repeated, with progress, an ETA and a clean stop.
+// Running a sweep: every point of the plan, repeated, with progress, an ETA and a clean stop;
+// as an operation on an executor (async_run_sweep), which run_sweep runs on an io_context of
+// its own.
+#include <dnstransport/async_sweep.hpp>
 #include <dnstransport/sweep.hpp>
 
 #include <chrono>
 #include <ctime>
-#include <thread>
+#include <mutex>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <dnstransport/error.hpp>
 #include <dnstransport/search.hpp>
@@ -32,14 +39,6 @@ std::string utc_now() {
 
 bool stopped(const std::atomic<bool>* stop) {
   return stop != nullptr && stop->load(std::memory_order_relaxed);
-}
-
-// Sleeps for `seconds`, returning early when the stop flag is raised.
-void pause_unless_stopped(double seconds, const std::atomic<bool>* stop) {
-  const auto end = clock_type::now() + std::chrono::duration<double>(seconds);
-  while (!stopped(stop) && clock_type::now() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
 }
 
 // Estimates the time left from the wall time the runs so far took (pauses included), or from
@@ -133,52 +132,65 @@ sweep_plan prepare(const sweep_plan& plan, const std::vector<sweep_point>& point
   return prepared;
 }
 
-// One sweep in progress: the points measured in turn, each by its repeats or by a search.
-class sweep_runner {
+}  // namespace
+
+namespace detail {
+
+// One sweep in progress: the points measured in turn, each by its repeats or by a search,
+// every run a load on the executor, the pauses between runs timers there. `may_block`: a
+// point's search (run_search) and a group's loads (run_load) are run by their blocking calls
+// within the executor's handlers: for run_sweep's io_context only.
+class sweep_operation : public std::enable_shared_from_this<sweep_operation> {
  public:
-  sweep_runner(const sweep_plan& plan, const sweep_callbacks& callbacks,
-               std::vector<sweep_point> points)
-      : plan_(plan),
-        callbacks_(callbacks),
-        points_(std::move(points)),
-        prepared_(prepare(plan, points_)),
-        stop_(plan.base.stop),
+  sweep_operation(boost::asio::any_io_executor executor, sweep_plan plan, sweep_callbacks callbacks,
+                  bool may_block, sweep_completion done)
+      : executor_(std::move(executor)),
+        plan_(std::move(plan)),
+        callbacks_(std::move(callbacks)),
+        may_block_(may_block),
+        done_(std::move(done)),
+        timer_(executor_),
+        stop_(plan_.base.stop),
         // Shared by several processes: every member must run each point, so a stop is
         // decided together at the start of the next load (load_group::start_together).
-        lockstep_(plan.base.group != nullptr),
-        eta_(plan, points_.size() * plan.repeats) {}
+        lockstep_(plan_.base.group != nullptr),
+        eta_(plan_, 0) {}
 
-  sweep_result run() {
-    describe_sweep();
-    for (std::size_t i = 0; i < points_.size() && !result_.interrupted; ++i) {
-      sweep_point_result measured;
-      measured.point = points_[i];
-      progress_ = {};
-      progress_.point_index = i;
-      progress_.point_count = points_.size();
-      progress_.repeats = plan_.repeats;
-      progress_.point = points_[i];
-      naming_target(measured.point, [&] {
-        if (plan_.search) {
-          search_point(measured);
-        } else {
-          repeat_point(measured);
-        }
-      });
-      if (!measured.repeats.empty()) {
-        measured.summary = summarize(measured.repeats);
-        result_.points.push_back(std::move(measured));
-      }
-      result_.elapsed_seconds = seconds_since(start_);
-      derive_results(result_);
-      if (callbacks_.on_point_done && !result_.interrupted) callbacks_.on_point_done(result_);
-    }
-    result_.elapsed_seconds = seconds_since(start_);
-    derive_results(result_);
-    return std::move(result_);
+  void start() {
+    boost::asio::post(executor_, [self = shared_from_this()] { self->begin(); });
+  }
+
+  // From any thread: the pause or the running load ends within about 50 ms.
+  void stop() noexcept {
+    stop_asked_.store(true, std::memory_order_relaxed);
+    const std::lock_guard lock(running_mutex_);
+    if (running_) stop_load(*running_);
   }
 
  private:
+  bool stop_requested() const {
+    return stop_asked_.load(std::memory_order_relaxed) || stopped(stop_);
+  }
+
+  void begin() {
+    try {
+      if (!may_block_ && (plan_.search || plan_.base.group)) {
+        throw setup_error(fmt::format(
+            "{}: a sweep that searches each point or is run by a group of processes is run by "
+            "run_sweep, not async_run_sweep",
+            setting(plan_.search ? "sweep_plan::search" : "load_spec::group")));
+      }
+      points_ = expand(plan_);
+      prepared_ = prepare(plan_, points_);
+      eta_ = eta_estimator(plan_, points_.size() * plan_.repeats);
+      describe_sweep();
+    } catch (...) {
+      finish(std::current_exception());
+      return;
+    }
+    begin_point();
+  }
+
   void describe_sweep() {
     result_.plan = prepared_;
     result_.plan.base.stop = nullptr;
@@ -191,15 +203,69 @@ class sweep_runner {
     result_.planned_points = points_.size();
   }
 
-  // The pause between runs (none before the first); false when a stop came.
-  bool pause() {
-    if (!first_run_) pause_unless_stopped(plan_.pause_seconds, stop_);
-    first_run_ = false;
-    if (!lockstep_ && stopped(stop_)) {
-      result_.interrupted = true;
-      return false;
+  void begin_point() {
+    if (index_ >= points_.size() || result_.interrupted) {
+      finish(nullptr);
+      return;
     }
-    return true;
+    measured_ = {};
+    measured_.point = points_[index_];
+    progress_ = {};
+    progress_.point_index = index_;
+    progress_.point_count = points_.size();
+    progress_.repeats = plan_.repeats;
+    progress_.point = points_[index_];
+    repeat_ = 0;
+    if (plan_.search) {
+      after_pause([this] { search_point(); });
+    } else {
+      next_repeat();
+    }
+  }
+
+  // The pause between runs (none before the first), in slices that notice a stop; then
+  // `then`, unless a stop came (the sweep then ends, interrupted).
+  void after_pause(std::function<void()> then) {
+    if (first_run_) {
+      first_run_ = false;
+      continue_unless_stopped(then);
+      return;
+    }
+    pause_end_ = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                         std::chrono::duration<double>(plan_.pause_seconds));
+    wait_slice(std::move(then));
+  }
+
+  void wait_slice(std::function<void()> then) {
+    const auto now = clock_type::now();
+    if (now >= pause_end_ || (!lockstep_ && stop_requested())) {
+      continue_unless_stopped(then);
+      return;
+    }
+    timer_.expires_after(std::min<clock_type::duration>(pause_end_ - now, pause_slice));
+    timer_.async_wait([self = shared_from_this(),
+                       then = std::move(then)](const boost::system::error_code&) mutable {
+      self->wait_slice(std::move(then));
+    });
+  }
+
+  void continue_unless_stopped(const std::function<void()>& then) {
+    if (!lockstep_ && stop_requested()) {
+      result_.interrupted = true;
+      point_done();
+      return;
+    }
+    guarded(then);
+  }
+
+  // Runs `step`, ending the sweep with what it throws (a callback's exception, a setup_error
+  // of a point's target named as the target's).
+  void guarded(const std::function<void()>& step) {
+    try {
+      naming_target(measured_.point, step);
+    } catch (...) {
+      finish(std::current_exception());
+    }
   }
 
   void report(double run_seconds, bool with_eta) {
@@ -208,11 +274,66 @@ class sweep_runner {
     callbacks_.on_progress(progress_);
   }
 
+  void next_repeat() {
+    if (repeat_ == plan_.repeats) {
+      point_done();
+      return;
+    }
+    run_start_ = clock_type::now();
+    after_pause([this] { start_run(); });
+  }
+
+  void start_run() {
+    progress_.repeat = repeat_;
+    progress_.run.reset();
+    if (callbacks_.on_progress) report(0, true);
+    load_spec spec = point_spec(prepared_, measured_.point);
+    spec.stop = stop_;
+    if (callbacks_.on_progress) {
+      // Called on the executor while the load runs, which holds this operation until its
+      // completion has run.
+      spec.output.on_progress = [this, began = run_start_](const load_progress& p) {
+        progress_.run = p;
+        report(seconds_since(began), true);
+      };
+    }
+    if (may_block_ && plan_.base.group) {
+      run_done(nullptr, run_load(spec));
+      return;
+    }
+    const std::lock_guard lock(running_mutex_);
+    running_ = start_load(executor_, std::move(spec),
+                          [self = shared_from_this()](std::exception_ptr error, run_result run) {
+                            {
+                              const std::lock_guard done_lock(self->running_mutex_);
+                              self->running_.reset();
+                            }
+                            self->run_done(error, std::move(run));
+                          });
+    if (stop_asked_.load(std::memory_order_relaxed)) stop_load(*running_);
+  }
+
+  void run_done(std::exception_ptr error, run_result run) {
+    if (error) {
+      guarded([&] { std::rethrow_exception(error); });
+      return;
+    }
+    eta_.run_done(seconds_since(run_start_));
+    // A member that went missing ends the sweep like a stop: the points done are kept.
+    if (run.interrupted || run.ranks_missing() > 0) {
+      result_.interrupted = true;
+      point_done();
+      return;
+    }
+    measured_.repeats.push_back(std::move(run));
+    ++repeat_;
+    next_repeat();
+  }
+
   // sweep --search: the highest rate answered in full, and its passing steps as repeats.
-  void search_point(sweep_point_result& measured) {
-    if (!pause()) return;
+  void search_point() {
     if (callbacks_.on_progress) report(0, false);
-    search_spec spec = point_search_spec(prepared_, measured.point, stop_);
+    search_spec spec = point_search_spec(prepared_, measured_.point, stop_);
     if (callbacks_.on_progress) {
       spec.on_progress = [this](const load_progress& p) {
         progress_.run = p;
@@ -222,63 +343,110 @@ class sweep_runner {
     search_result found = run_search(spec);
     if (found.interrupted) {
       result_.interrupted = true;
+      point_done();
       return;
     }
-    measured.search = point_search{found.max_rate, found.failed_rate, found.end_reason,
-                                   static_cast<unsigned>(found.steps.size())};
+    measured_.search = point_search{found.max_rate, found.failed_rate, found.end_reason,
+                                    static_cast<unsigned>(found.steps.size())};
     for (auto& step : found.steps) {
-      if (step.passed && step.rate == found.max_rate)
-        measured.repeats.push_back(std::move(step.run));
+      if (step.passed && step.rate == found.max_rate) {
+        measured_.repeats.push_back(std::move(step.run));
+      }
     }
-    if (measured.repeats.empty()) {
+    if (measured_.repeats.empty()) {
       result_.warnings.push_back(fmt::format("{}: no rate tried was answered in full ({})",
-                                             describe(measured.point), found.end_reason));
+                                             describe(measured_.point), found.end_reason));
     }
+    point_done();
   }
 
-  void repeat_point(sweep_point_result& measured) {
-    for (unsigned repeat = 0; repeat < plan_.repeats; ++repeat) {
-      const auto run_start = clock_type::now();
-      if (!pause()) return;
-      progress_.repeat = repeat;
-      progress_.run.reset();
-      if (callbacks_.on_progress) report(0, true);
-      load_spec spec = point_spec(prepared_, measured.point);
-      spec.stop = stop_;
-      if (callbacks_.on_progress) {
-        spec.output.on_progress = [this, run_start](const load_progress& p) {
-          progress_.run = p;
-          report(seconds_since(run_start), true);
-        };
-      }
-      run_result run = run_load(spec);
-      eta_.run_done(seconds_since(run_start));
-      // A member that went missing ends the sweep like a stop: the points done are kept.
-      if (run.interrupted || run.ranks_missing() > 0) {
-        result_.interrupted = true;
+  void point_done() {
+    if (!measured_.repeats.empty()) {
+      measured_.summary = summarize(measured_.repeats);
+      result_.points.push_back(std::move(measured_));
+      measured_ = {};
+    }
+    result_.elapsed_seconds = seconds_since(start_);
+    derive_results(result_);
+    if (callbacks_.on_point_done && !result_.interrupted) {
+      try {
+        callbacks_.on_point_done(result_);
+      } catch (...) {
+        finish(std::current_exception());
         return;
       }
-      measured.repeats.push_back(std::move(run));
     }
+    ++index_;
+    begin_point();
   }
 
-  const sweep_plan& plan_;
-  const sweep_callbacks& callbacks_;
-  const std::vector<sweep_point> points_;
-  const sweep_plan prepared_;
+  void finish(std::exception_ptr error) {
+    if (finished_) return;
+    finished_ = true;
+    result_.elapsed_seconds = seconds_since(start_);
+    derive_results(result_);
+    boost::asio::post(executor_,
+                      [done = std::move(done_), error, result = std::move(result_)]() mutable {
+                        done(error, std::move(result));
+                      });
+  }
+
+  static constexpr clock_type::duration pause_slice = std::chrono::milliseconds(20);
+
+  boost::asio::any_io_executor executor_;
+  const sweep_plan plan_;
+  const sweep_callbacks callbacks_;
+  const bool may_block_;
+  sweep_completion done_;
+  boost::asio::steady_timer timer_;
   const std::atomic<bool>* const stop_;
   const bool lockstep_;
+  std::atomic<bool> stop_asked_{false};
+  std::mutex running_mutex_;
+  std::shared_ptr<load_operation> running_;  // the load running, if any
+  std::vector<sweep_point> points_;
+  sweep_plan prepared_;
   const clock_type::time_point start_ = clock_type::now();
+  clock_type::time_point run_start_ = start_;
+  clock_type::time_point pause_end_ = start_;
   eta_estimator eta_;
   bool first_run_ = true;
+  bool finished_ = false;
+  std::size_t index_ = 0;
+  unsigned repeat_ = 0;
+  sweep_point_result measured_;
   sweep_progress progress_;
   sweep_result result_;
 };
 
-}  // namespace
+std::shared_ptr<sweep_operation> start_sweep(const boost::asio::any_io_executor& executor,
+                                             sweep_plan plan, sweep_callbacks callbacks,
+                                             sweep_completion done) {
+  auto operation = std::make_shared<sweep_operation>(executor, std::move(plan),
+                                                     std::move(callbacks), false, std::move(done));
+  operation->start();
+  return operation;
+}
+
+void stop_sweep(sweep_operation& operation) noexcept {
+  operation.stop();
+}
+
+}  // namespace detail
 
 sweep_result run_sweep(const sweep_plan& plan, const sweep_callbacks& callbacks) {
-  return sweep_runner(plan, callbacks, expand(plan)).run();
+  boost::asio::io_context io;
+  std::exception_ptr error;
+  sweep_result result;
+  const auto operation = std::make_shared<detail::sweep_operation>(
+      io.get_executor(), plan, callbacks, true, [&](std::exception_ptr e, sweep_result r) {
+        error = e;
+        result = std::move(r);
+      });
+  operation->start();
+  io.run();
+  if (error) std::rethrow_exception(error);
+  return result;
 }
 
 }  // namespace dnstransport
