@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -202,6 +203,55 @@ TEST(async_load_test, two_coroutines_run_two_loads_at_once_on_one_io_context) {
   EXPECT_GT(b.result.responses_received, 0u);
   EXPECT_TRUE(a.result.interrupted);
   EXPECT_TRUE(b.result.interrupted);
+}
+
+// The timeline's rows come as they close: the load below would run 100 s, and is cancelled
+// from the third row's callback (rows kept until the end would never cancel it). Every row
+// comes once, in order, on the executor, and they are the result's timeline, the last
+// (shorter) row included.
+TEST(async_load_test, timeline_rows_come_as_they_close_and_are_the_results) {
+  server responder(udp_responder());
+  boost::asio::io_context io;
+  load_spec spec = long_load(responder);
+  spec.output.interval_seconds = 0.05;
+  boost::asio::cancellation_signal cancel;
+  std::vector<timeline_row> rows;
+  bool elsewhere = false;
+  const auto here = std::this_thread::get_id();
+  spec.output.on_interval = [&](const timeline_row& row) {
+    elsewhere = elsewhere || std::this_thread::get_id() != here;
+    rows.push_back(row);
+    if (rows.size() == 3) cancel.emit(boost::asio::cancellation_type::terminal);
+  };
+  run_result result;
+  bool completed = false;
+  async_run_load(
+      io.get_executor(), spec,
+      boost::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, run_result r) {
+        completed = true;
+        EXPECT_FALSE(e);
+        result = std::move(r);
+      }));
+  io.run();
+  ASSERT_TRUE(completed);
+  EXPECT_TRUE(result.interrupted);
+  EXPECT_FALSE(elsewhere);
+  ASSERT_GE(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), result.timeline.size());
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const timeline_row& a = rows[k];
+    const timeline_row& b = result.timeline[k];
+    EXPECT_EQ(a.start_seconds, b.start_seconds) << k;
+    EXPECT_EQ(a.duration_seconds, b.duration_seconds) << k;
+    EXPECT_EQ(a.sent, b.sent) << k;
+    EXPECT_EQ(a.answered, b.answered) << k;
+    EXPECT_EQ(a.lost, b.lost) << k;
+    EXPECT_EQ(a.failed, b.failed) << k;
+    EXPECT_EQ(a.qps, b.qps) << k;
+    EXPECT_EQ(a.p50_ms, b.p50_ms) << k;
+    EXPECT_EQ(a.p99_ms, b.p99_ms) << k;
+  }
+  EXPECT_GT(rows[0].answered, 0u);
 }
 
 }  // namespace

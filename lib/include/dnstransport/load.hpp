@@ -231,6 +231,8 @@ struct monitor_settings {
   friend bool operator==(const monitor_settings&, const monitor_settings&) = default;
 };
 
+struct timeline_row;
+
 /// What the run reports while it runs and how its result is named and cut in time.
 struct output_settings {
   /// A name for what is measured ("unbound 1.17, 1 thread"), kept in the result and its
@@ -243,6 +245,13 @@ struct output_settings {
   /// then ends with that exception.
   std::function<void(const load_progress&)> on_progress;
   double progress_interval_seconds = 1;
+  /// Called with each row of the timeline (interval_seconds > 0) as it is closed: once every
+  /// worker has passed its end (within about 30 ms of it) and, when the server is monitored,
+  /// it was read there; on the thread that on_progress is called on, in order, each row once.
+  /// The rows still open when the load ends (its last, shorter row) come just before it
+  /// completes. They are run_result::timeline's rows, the same figures. An exception from it
+  /// stops the load, which then ends with that exception.
+  std::function<void(const timeline_row&)> on_interval;
   /// How the run's warnings (run_result::warnings) name the settings they mention, given a
   /// setting's path ("load_spec::traffic.rate"); empty: by their paths. A program with names
   /// of its own for the settings (the CLI: its flags) gives them here.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <span>
 #include <string_view>
@@ -313,7 +314,15 @@ class worker {
   };
   // Ends the current row at the end of the run (a shorter last row).
   void finish_timeline() noexcept;
+  // After the worker ended: its rows.
   const std::vector<row>& timeline() const noexcept { return rows_; }
+  // While it runs, from another thread: how many rows are closed (every row of a lower
+  // index is final; the run's last, shorter row is not counted), and copies of the rows of
+  // index [from, to).
+  std::uint64_t rows_closed() const noexcept {
+    return rows_closed_.load(std::memory_order_acquire);
+  }
+  std::vector<row> rows_between(std::uint64_t from, std::uint64_t to) const;
 
   // Latest time a counted answer arrived, for the measured window.
   std::uint64_t last_answer_ns = 0;
@@ -357,8 +366,10 @@ class worker {
   std::vector<std::unique_ptr<client_base>> clients_;
   std::uint64_t timeline_next_ns_ = UINT64_MAX;
   std::uint64_t row_index_ = 0;
-  row row_start_;  // the cumulative counts when the current row began
-  std::vector<row> rows_;
+  row row_start_;          // the cumulative counts when the current row began
+  std::vector<row> rows_;  // appended under rows_mutex_, read by rows_between
+  mutable std::mutex rows_mutex_;
+  std::atomic<std::uint64_t> rows_closed_{0};
   counters shard_;
   std::vector<std::uint8_t> scratch_;
   std::atomic<bool> stop_requested_{false};

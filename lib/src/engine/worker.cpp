@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <iterator>
 
 #include <boost/asio/post.hpp>
 
@@ -224,6 +225,7 @@ void worker::append_row(const row& now_counts) noexcept {
     row_latency.for_each_bucket([&r](std::uint64_t lowest, std::uint64_t, std::uint64_t n) {
       r.latency.emplace_back(lowest, n);
     });
+    const std::lock_guard lock(rows_mutex_);
     rows_.push_back(std::move(r));
   } catch (...) {  // out of memory: the timeline misses a row, the totals do not
   }
@@ -235,8 +237,19 @@ void worker::close_rows(std::uint64_t now) noexcept {
   while (now >= timeline_next_ns_) {
     append_row(cumulative());
     ++row_index_;
+    rows_closed_.store(row_index_, std::memory_order_release);
     timeline_next_ns_ += plan_.interval_ns;
   }
+}
+
+std::vector<worker::row> worker::rows_between(std::uint64_t from, std::uint64_t to) const {
+  std::vector<row> out;
+  const std::lock_guard lock(rows_mutex_);
+  // Rows are appended in index order: the wanted ones are at the end.
+  auto first = rows_.end();
+  while (first != rows_.begin() && std::prev(first)->index >= from) --first;
+  for (auto it = first; it != rows_.end() && it->index < to; ++it) out.push_back(*it);
+  return out;
 }
 
 void worker::finish_timeline() noexcept {

@@ -107,6 +107,7 @@ run_result load_operation::make_result() {
   fill_timeline(result, workers_, plan,
                 static_cast<double>(ends.end_ns - plan.measure_start_ns) / 1e9);
   watch_->add_server_figures(result);
+  watch_->deliver_last_rows(result);
   // In a group, the merged result gets them once, from every member's counts.
   if (!ready_) {
     add_open_loop_warnings(result, spec_);

@@ -71,10 +71,18 @@ class run_watch {
   void close_window(std::uint64_t window_end);
   // The server's usage over the window and per timeline row, and its warnings.
   void add_server_figures(run_result& result);
+  // load_output::on_interval with the rows of the finished `result` not given yet.
+  void deliver_last_rows(const run_result& result);
 
  private:
   void read_server(std::uint64_t now);
   void report_progress(std::uint64_t now);
+  // load_output::on_interval with the rows every worker has closed (and, monitored, that the
+  // server was read at the end of).
+  void deliver_closed_rows();
+  // Row k's server CPU and memory from the readings at its start and end, as
+  // add_server_figures gives them (none when no reading was taken at its end).
+  void add_server_row(timeline_row& row, std::uint64_t k) const;
 
   const load_spec& spec_;
   run_plan& plan_;
@@ -98,6 +106,7 @@ class run_watch {
   std::uint64_t previous_progress_ = 0;
   std::uint64_t previous_received_ = 0;
   std::uint64_t stop_ns_ = 0;
+  std::uint64_t rows_delivered_ = 0;  // given to on_interval
 };
 
 // When the run ended, for its measured window.
@@ -113,6 +122,11 @@ std::uint64_t add_workers(run_result& result, const std::vector<std::unique_ptr<
 
 // The workers' counters, summed, into the public result.
 void fill_result(run_result& r, const counters& total);
+// One worker's row added to the run's row `into` (its latency into `latency`), and the row's
+// rates and percentiles once every worker's is in: fill_timeline's steps, also for the rows
+// given to load_output::on_interval while the load runs.
+void add_worker_row(timeline_row& into, latency_histogram& latency, const worker::row& row);
+void finish_row(timeline_row& row, const latency_histogram& latency);
 // Merges the workers' timeline rows (by interval) into the result's timeline.
 void fill_timeline(run_result& result, const std::vector<std::unique_ptr<worker>>& workers,
                    const run_plan& plan, double seconds_until_end);

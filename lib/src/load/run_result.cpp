@@ -116,28 +116,32 @@ void fill_timeline(run_result& result, const std::vector<std::unique_ptr<worker>
   }
   for (const auto& w : workers) {
     for (const auto& row : w->timeline()) {
-      timeline_row& t = result.timeline[row.index];
-      t.sent += row.sent;
-      t.answered += row.answered;
-      t.lost += row.lost;
-      t.failed += row.failed;
-      t.not_sent += row.not_sent;
-      t.connections_open += row.connections_open;
-      t.connections_opened += row.connections_opened;
-      t.handshakes += row.handshakes;
-      if (row.latency.empty()) continue;
-      latency_histogram h;
-      for (const auto& [lowest, n] : row.latency) h.restore(lowest, n);
-      h.restore_stats(row.latency_min, row.latency_max, row.latency_sum);
-      latency[row.index].merge(h);
+      add_worker_row(result.timeline[row.index], latency[row.index], row);
     }
   }
-  for (std::size_t k = 0; k < rows; ++k) {
-    timeline_row& t = result.timeline[k];
-    if (t.duration_seconds > 0) t.qps = static_cast<double>(t.answered) / t.duration_seconds;
-    t.p50_ms = static_cast<double>(latency[k].percentile(50)) / 1e6;
-    t.p99_ms = static_cast<double>(latency[k].percentile(99)) / 1e6;
-  }
+  for (std::size_t k = 0; k < rows; ++k) finish_row(result.timeline[k], latency[k]);
+}
+
+void add_worker_row(timeline_row& t, latency_histogram& latency, const worker::row& row) {
+  t.sent += row.sent;
+  t.answered += row.answered;
+  t.lost += row.lost;
+  t.failed += row.failed;
+  t.not_sent += row.not_sent;
+  t.connections_open += row.connections_open;
+  t.connections_opened += row.connections_opened;
+  t.handshakes += row.handshakes;
+  if (row.latency.empty()) return;
+  latency_histogram h;
+  for (const auto& [lowest, n] : row.latency) h.restore(lowest, n);
+  h.restore_stats(row.latency_min, row.latency_max, row.latency_sum);
+  latency.merge(h);
+}
+
+void finish_row(timeline_row& t, const latency_histogram& latency) {
+  if (t.duration_seconds > 0) t.qps = static_cast<double>(t.answered) / t.duration_seconds;
+  t.p50_ms = static_cast<double>(latency.percentile(50)) / 1e6;
+  t.p99_ms = static_cast<double>(latency.percentile(99)) / 1e6;
 }
 
 void add_warning(run_result& r, const load_spec& spec, std::string_view marked) {

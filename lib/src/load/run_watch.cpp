@@ -74,6 +74,59 @@ void run_watch::tick(std::uint64_t now, bool stop_asked) {
   }
   read_server(now);
   if (spec_.output.on_progress && now >= next_progress_) report_progress(now);
+  if (spec_.output.on_interval && plan_.interval_ns > 0) deliver_closed_rows();
+}
+
+void run_watch::deliver_closed_rows() {
+  std::uint64_t closed = UINT64_MAX;
+  for (const auto& w : *workers_) closed = std::min(closed, w->rows_closed());
+  // A monitored server's figures of a row come from the reading at its end.
+  if (monitor_.active()) closed = std::min(closed, rows_read_);
+  if (closed == UINT64_MAX || closed <= rows_delivered_) return;
+  const double interval = static_cast<double>(plan_.interval_ns) / 1e9;
+  const auto count = static_cast<std::size_t>(closed - rows_delivered_);
+  std::vector<timeline_row> rows(count);
+  std::vector<latency_histogram> latency(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    rows[i].start_seconds = static_cast<double>(rows_delivered_ + i) * interval;
+    rows[i].duration_seconds = interval;
+  }
+  for (const auto& w : *workers_) {
+    for (const auto& row : w->rows_between(rows_delivered_, closed)) {
+      const auto i = static_cast<std::size_t>(row.index - rows_delivered_);
+      add_worker_row(rows[i], latency[i], row);
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    finish_row(rows[i], latency[i]);
+    add_server_row(rows[i], rows_delivered_ + i);
+  }
+  for (const auto& row : rows) {
+    ++rows_delivered_;
+    spec_.output.on_interval(row);
+  }
+}
+
+void run_watch::add_server_row(timeline_row& row, std::uint64_t k) const {
+  double cpu_before = 0;
+  std::uint64_t reading_row = 0;  // as add_server_figures walks the readings
+  for (const auto& r : readings_) {
+    if (reading_row > k) return;
+    if (r.row == reading_row + 1 && reading_row == k) {
+      row.server_cpu_seconds = r.cpu_seconds - cpu_before;
+      row.server_rss_bytes = r.rss_bytes;
+      return;
+    }
+    reading_row = r.row;
+    cpu_before = r.cpu_seconds;
+  }
+}
+
+void run_watch::deliver_last_rows(const run_result& result) {
+  if (!spec_.output.on_interval) return;
+  while (rows_delivered_ < result.timeline.size()) {
+    spec_.output.on_interval(result.timeline[rows_delivered_++]);
+  }
 }
 
 void run_watch::join() {

@@ -353,6 +353,7 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
   if (!traits_of(spec.target.transport).has_tls) spec.tls.early_data = false;
   spec.traffic.duration_seconds = plan.duration_seconds;
   spec.output.on_progress = nullptr;
+  spec.output.on_interval = nullptr;
   return spec;
 }
 
