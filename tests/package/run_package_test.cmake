@@ -1,5 +1,6 @@
 # Installs the build tree into a scratch prefix, then configures, builds and runs the
-# consumer project against it. Fails on the first step that fails.
+# consumer project and the examples (EXAMPLES_DIR) against it. Fails on the first step that
+# fails.
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 
@@ -15,3 +16,11 @@ step("${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" -G "${GENERATO
      "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release)
 step("${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
 step("${WORK_DIR}/build/consumer")
+
+step("${CMAKE_COMMAND}" -S "${EXAMPLES_DIR}" -B "${WORK_DIR}/examples" -G "${GENERATOR}"
+     "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release)
+step("${CMAKE_COMMAND}" --build "${WORK_DIR}/examples")
+foreach(example load_with_timeline two_loads_in_coroutines)
+  step("${WORK_DIR}/examples/${example}")
+endforeach()
+step("${WORK_DIR}/examples/sweep_and_report" "${WORK_DIR}/sweep-report")
