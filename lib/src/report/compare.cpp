@@ -483,7 +483,7 @@ std::string format_comparison(const std::vector<compared_sweep>& sweeps,
   }
   for (const auto& s : sweeps) out += detail::findings_text(s.result, s.name);
   const auto across = detail::comparison_findings(sweeps);
-  if (!across.empty()) out += "Findings across servers\n";
+  if (!across.empty()) out += "\nFindings across servers\n";
   for (const auto& line : across) out += "  - " + line + "\n";
   return naming_settings(out, name_of);
 }
