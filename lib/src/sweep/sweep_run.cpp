@@ -41,34 +41,6 @@ bool stopped(const std::atomic<bool>* stop) {
   return stop != nullptr && stop->load(std::memory_order_relaxed);
 }
 
-// Estimates the time left from the wall time the runs so far took (pauses included), or from
-// the plan before the first run ends.
-class eta_estimator {
- public:
-  eta_estimator(const sweep_plan& plan, std::size_t runs)
-      : planned_run_seconds_(plan.base.traffic.warmup_seconds + plan.duration_seconds +
-                             plan.pause_seconds),
-        runs_(runs) {}
-
-  void run_done(double wall_seconds) {
-    spent_seconds_ += wall_seconds;
-    ++done_;
-  }
-
-  double seconds_left(double current_run_elapsed) const {
-    const double per_run =
-        done_ > 0 ? spent_seconds_ / static_cast<double>(done_) : planned_run_seconds_;
-    const double left = per_run * static_cast<double>(runs_ - done_) - current_run_elapsed;
-    return left > 0 ? left : 0;
-  }
-
- private:
-  double planned_run_seconds_;
-  std::size_t runs_;
-  std::size_t done_ = 0;
-  double spent_seconds_ = 0;
-};
-
 }  // namespace
 
 namespace {
@@ -136,6 +108,34 @@ sweep_plan prepare(const sweep_plan& plan, const std::vector<sweep_point>& point
 
 namespace detail {
 
+// Estimates the time left from the wall time the runs so far took (pauses included), or from
+// the plan before the first run ends.
+class sweep_eta {
+ public:
+  sweep_eta(const sweep_plan& plan, std::size_t runs)
+      : planned_run_seconds_(plan.base.traffic.warmup_seconds + plan.duration_seconds +
+                             plan.pause_seconds),
+        runs_(runs) {}
+
+  void run_done(double wall_seconds) {
+    spent_seconds_ += wall_seconds;
+    ++done_;
+  }
+
+  double seconds_left(double current_run_elapsed) const {
+    const double per_run =
+        done_ > 0 ? spent_seconds_ / static_cast<double>(done_) : planned_run_seconds_;
+    const double left = per_run * static_cast<double>(runs_ - done_) - current_run_elapsed;
+    return left > 0 ? left : 0;
+  }
+
+ private:
+  double planned_run_seconds_;
+  std::size_t runs_;
+  std::size_t done_ = 0;
+  double spent_seconds_ = 0;
+};
+
 // One sweep in progress: the points measured in turn, each by its repeats or by a search,
 // every run a load on the executor, the pauses between runs timers there. `may_block`: a
 // point's search (run_search) and a group's loads (run_load) are run by their blocking calls
@@ -182,7 +182,7 @@ class sweep_operation : public std::enable_shared_from_this<sweep_operation> {
       }
       points_ = expand(plan_);
       prepared_ = prepare(plan_, points_);
-      eta_ = eta_estimator(plan_, points_.size() * plan_.repeats);
+      eta_ = sweep_eta(plan_, points_.size() * plan_.repeats);
       describe_sweep();
     } catch (...) {
       finish(std::current_exception());
@@ -409,7 +409,7 @@ class sweep_operation : public std::enable_shared_from_this<sweep_operation> {
   const clock_type::time_point start_ = clock_type::now();
   clock_type::time_point run_start_ = start_;
   clock_type::time_point pause_end_ = start_;
-  eta_estimator eta_;
+  sweep_eta eta_;
   bool first_run_ = true;
   bool finished_ = false;
   std::size_t index_ = 0;
