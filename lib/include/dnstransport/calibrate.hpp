@@ -14,6 +14,7 @@ namespace dnstransport {
 
 /// One transport (and TLS backend) to calibrate, at a number of queries per connection.
 struct calibration_case {
+  /// The transport.
   transport_kind transport = transport_kind::udp;
   tls_backend backend = tls_backend::openssl;  ///< used when transport is tls
   std::uint64_t queries_per_connection = 0;    ///< 0: persistent connections
@@ -36,13 +37,15 @@ std::vector<calibration_case> default_calibration_cases();
 
 /// Settings shared by every calibration load.
 struct calibration_options {
-  std::vector<calibration_case> cases = default_calibration_cases();
-  double duration_seconds = 2;
-  unsigned clients = 8;
+  std::vector<calibration_case> cases = default_calibration_cases();  ///< run in this order
+  double duration_seconds = 2;  ///< measured time of each case's load
+  unsigned clients = 8;         ///< clients of each load
+  /// Queries in flight per client (1 in a case of one query per connection).
   unsigned outstanding = 100;
   std::vector<int> client_cpus;  ///< pin the generator here; empty: no pinning
   std::vector<int> server_cpus;  ///< pin the in-process responder here; empty: no pinning
-  unsigned server_threads = 1;
+  unsigned server_threads = 1;   ///< threads of the in-process responder
+  /// Set to true: the running case's load stops and no further case starts.
   const std::atomic<bool>* stop = nullptr;
   /// Called before each case with its index and the number of cases.
   std::function<void(std::size_t, std::size_t)> on_case;
@@ -50,8 +53,8 @@ struct calibration_options {
 
 /// What one calibration load showed.
 struct calibration_result {
-  calibration_case which;
-  run_result run;
+  calibration_case which;  ///< the case
+  run_result run;          ///< what its load measured
   /// Answers per second of client CPU: the most one fully busy worker thread could drive.
   double qps_per_client_cpu = 0;
   /// True when the busiest worker thread was the limit (>= 90 % CPU): the measured qps is

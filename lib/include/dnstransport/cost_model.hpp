@@ -18,7 +18,7 @@ namespace dnstransport {
 
 /// One fitted cost: CPU seconds per unit (bytes, for memory), with its 95 % interval.
 struct unit_cost {
-  double value = 0;
+  double value = 0;     ///< the cost fitted over every run
   double low = 0;       ///< 2.5th percentile over bootstrap resamples of the runs
   double high = 0;      ///< 97.5th percentile
   bool fitted = false;  ///< false: no run had any of this unit (nothing to fit it from)
@@ -26,7 +26,7 @@ struct unit_cost {
 
 /// A side's CPU (the server's, or the generator's own) as costs times counts.
 struct cpu_cost_model {
-  unit_cost per_answer;
+  unit_cost per_answer;             ///< an answer, on every transport
   unit_cost per_connection;         ///< a TCP connection's set-up (tcp)
   unit_cost per_full_handshake;     ///< a connection with a full TLS/QUIC handshake, set-up in
   unit_cost per_resumed_handshake;  ///< ... with a resumed one
@@ -44,8 +44,8 @@ struct cpu_cost_model {
 
 /// The costs of one target's transport.
 struct transport_costs {
-  std::string target;  ///< empty when the sweep has one server
-  sweep_transport transport;
+  std::string target;         ///< empty when the sweep has one server
+  sweep_transport transport;  ///< the transport (and TLS library)
   /// The server's, when at least as many of its runs measured the server's CPU
   /// (load_spec::monitor) as the model has costs, plus one.
   std::optional<cpu_cost_model> server;
@@ -55,11 +55,11 @@ struct transport_costs {
   /// open at once, over the runs), for transports with connections whose server was monitored.
   unit_cost server_bytes_per_connection;
   /// From the server's costs: the queries per connection at which a server-bound throughput
-  /// reaches 50, 90 and 99 % of what persistent connections give (set-up cost / answer cost
-  /// times 1, 9 and 99); 0 when the costs do not give them.
+  /// reaches 50 % of what persistent connections give (set-up cost / answer cost); 0 when
+  /// the costs do not give it.
   double n50 = 0;
-  double n90 = 0;
-  double n99 = 0;
+  double n90 = 0;  ///< the same for 90 % (9 times set-up cost / answer cost)
+  double n99 = 0;  ///< the same for 99 % (99 times set-up cost / answer cost)
 };
 
 /// Bootstrap resamples behind each interval; the seed is fixed, so a sweep's models are the

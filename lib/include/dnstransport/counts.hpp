@@ -16,7 +16,7 @@ namespace dnstransport {
 /// quic_failed, abandoned. Packets that match no query in flight are counted apart (late,
 /// duplicates, unexpected).
 struct query_counts {
-  std::uint64_t queries_sent = 0;
+  std::uint64_t queries_sent = 0;        ///< after the warm-up; each ends in one outcome
   std::uint64_t responses_received = 0;  ///< complete, well-formed answers to the query sent
   std::uint64_t lost = 0;                ///< no answer within the timeout
   std::uint64_t lost_on_close = 0;       ///< in flight when the connection closed or reset
@@ -46,7 +46,7 @@ struct query_counts {
   /// the server never processes in 4 tries ends in http_failed (`refused_stream`,
   /// `goaway_unprocessed`).
   std::uint64_t unprocessed_retried = 0;
-  std::uint64_t out_of_order = 0;       ///< stream answers that overtook an earlier query
+  std::uint64_t out_of_order = 0;  ///< stream answers that overtook an earlier query
   /// Answers (of responses_received) on a connection, TCP, TLS, DoH or DoQ, to a query sent
   /// a whole answer time (3/4 of the connection's shortest latency) or more before the
   /// previous answer on the connection came: queries that waited behind an earlier one,
@@ -90,8 +90,8 @@ inline std::uint64_t queries_ended(const query_counts& c) noexcept {
 /// One count of a group of counts: which member it is and how it is shown.
 template <typename Counts>
 struct count_description {
-  std::uint64_t Counts::*member;
-  std::string_view name;  ///< its key in the run's JSON
+  std::uint64_t Counts::*member;  ///< the count, as a pointer to its member
+  std::string_view name;          ///< its key in the run's JSON
   /// Its line in the run's table, shown when the count is not zero; empty: the table shows
   /// it in a line of its own making (with the other stray packets, as a share, ...).
   std::string_view label = {};
@@ -150,10 +150,12 @@ struct connection_counts {
   std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
   std::uint64_t fastopen_data_in_syn = 0;  ///< connections whose first query rode in the SYN
   std::uint64_t goaway = 0;                ///< DoH: connections the server ended with HTTP/2 GOAWAY
-  /// --verify (DoT, DoH): server certificate chains verified in full, and handshakes that
-  /// received a chain verified before and took its verdict instead (the same chain, octet
-  /// for octet, verified less than a minute before); over the whole run, warm-up included.
+  /// --verify (DoT, DoH): server certificate chains verified in full; over the whole run,
+  /// warm-up included.
   std::uint64_t certificates_verified = 0;
+  /// --verify (DoT, DoH): handshakes that received a chain verified before and took its
+  /// verdict instead (the same chain, octet for octet, verified less than a minute before);
+  /// over the whole run, warm-up included.
   std::uint64_t certificates_reused = 0;
 };
 
@@ -181,6 +183,7 @@ struct early_data_stats {
   std::uint64_t offered = 0;   ///< connections that sent queries in 0-RTT
   std::uint64_t accepted = 0;  ///< ... whose 0-RTT the server accepted
   std::uint64_t rejected = 0;  ///< ... whose 0-RTT the server refused
+  /// Queries sent in 0-RTT, whether the server then accepted them or not.
   std::uint64_t queries_in_early_data = 0;
   /// Queries of refused 0-RTT sent again once the handshake was done (each counted once).
   std::uint64_t queries_resent = 0;
@@ -199,17 +202,21 @@ inline constexpr count_description<early_data_stats> early_data_descriptions[] =
 struct quic_counts {
   std::uint64_t retries = 0;              ///< Retry packets (address validation) followed
   std::uint64_t version_negotiation = 0;  ///< Version Negotiation answers (no common version)
-  std::uint64_t stateless_resets = 0;
+  std::uint64_t stateless_resets = 0;     ///< Stateless Resets received (RFC 9000 §10.3)
   /// Connections the client replaced because the server grants no streams beyond its first
   /// limit: never a MAX_STREAMS on the connection, every query answered, queries waiting, for
   /// 3 PTOs (Knot DNS 3.2 grants 100 streams per connection and no more).
   std::uint64_t streams_exhausted = 0;
   std::uint64_t stray_packets = 0;  ///< datagrams that belonged to no connection
+  /// UDP datagrams the clients sent on their connections.
   std::uint64_t packets_sent = 0;
+  /// UDP datagrams the clients received on their connections, stray_packets included.
   std::uint64_t packets_received = 0;
   /// ngtcp2's loss recovery: packets carrying query data declared lost (and sent again),
-  /// and probe timeouts, summed over connections.
+  /// summed over connections.
   std::uint64_t stream_packets_lost = 0;
+  /// ngtcp2's count of successive probe timeouts (PTO) as each connection ended, summed
+  /// over connections: the PTOs since its last acknowledgement, not every PTO of its life.
   std::uint64_t probe_timeouts = 0;
   /// Connections that had an RTT sample when they ended (quic_stats' path estimates are
   /// means over them).
@@ -269,21 +276,27 @@ inline constexpr count_description<generator_stats> generator_descriptions[] = {
     {&generator_stats::reads_delayed, "reads_delayed"},
 };
 
-/// The descriptions of a group of counts, for code written once for every group.
+/// The descriptions of a group of counts, for code written once for every group; empty for
+/// a type that is no group of counts.
 template <typename Counts>
 inline constexpr std::span<const count_description<Counts>> count_descriptions{};
+/// The descriptions of query_counts: query_count_descriptions.
 template <>
 inline constexpr std::span<const count_description<query_counts>> count_descriptions<query_counts>{
     query_count_descriptions};
+/// The descriptions of connection_counts: connection_count_descriptions.
 template <>
 inline constexpr std::span<const count_description<connection_counts>>
     count_descriptions<connection_counts>{connection_count_descriptions};
+/// The descriptions of early_data_stats: early_data_descriptions.
 template <>
 inline constexpr std::span<const count_description<early_data_stats>>
     count_descriptions<early_data_stats>{early_data_descriptions};
+/// The descriptions of quic_counts: quic_count_descriptions.
 template <>
 inline constexpr std::span<const count_description<quic_counts>> count_descriptions<quic_counts>{
     quic_count_descriptions};
+/// The descriptions of generator_stats: generator_descriptions.
 template <>
 inline constexpr std::span<const count_description<generator_stats>>
     count_descriptions<generator_stats>{generator_descriptions};

@@ -11,8 +11,8 @@ namespace dnstransport {
 
 /// An address and port to listen on or send to.
 struct endpoint {
-  std::string address;
-  std::uint16_t port = 0;
+  std::string address;     ///< IPv4 or IPv6 address (no brackets), or a host name
+  std::uint16_t port = 0;  ///< for a listener, 0 picks a free port
 };
 
 /// Parses "ADDR:PORT", "[v6]:PORT", "ADDR" (uses default_port) or a bare v6 address.

@@ -34,6 +34,7 @@ class setup_error : public std::runtime_error {
  public:
   /// `message` may hold settings marked by setting(); what() names them by their paths.
   explicit setup_error(const std::string& message);
+  /// The same, from a C string.
   explicit setup_error(const char* message) : setup_error(std::string(message)) {}
 
   /// The settings the message names, in order (paths as given to setting()).

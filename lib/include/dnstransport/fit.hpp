@@ -12,8 +12,8 @@ namespace dnstransport {
 /// A measured or observed (queries per connection, queries/s) pair; N = 0 means unlimited and
 /// observes T_inf directly.
 struct throughput_sample {
-  std::uint64_t queries_per_connection = 0;
-  double qps = 0;
+  std::uint64_t queries_per_connection = 0;  ///< N; 0: unlimited
+  double qps = 0;                            ///< queries per second at N
 };
 
 /// T(N) = t_inf * N / (N + h): throughput when every connection carries N queries and its

@@ -17,8 +17,9 @@ namespace dnstransport {
 /// allocation. Not thread-safe: each worker owns one and they are merged at the end.
 class latency_histogram {
  public:
-  /// Sub-buckets per power of two (log2 of it: 7).
+  /// log2 of sub_bucket_count: 7.
   static constexpr unsigned sub_bucket_bits = 7;
+  /// Linear sub-buckets per power of two: 128.
   static constexpr unsigned sub_bucket_count = 1u << sub_bucket_bits;
   /// Values up to 2^max_exponent - 1 ns are bucketed without clamping.
   static constexpr unsigned max_exponent = 42;
@@ -41,8 +42,9 @@ class latency_histogram {
 
   /// Number of observations.
   std::uint64_t count() const noexcept { return count_; }
-  /// Smallest and largest value recorded, exactly; 0 when empty.
+  /// Smallest value recorded, exactly; 0 when empty.
   std::uint64_t min() const noexcept { return count_ ? min_ : 0; }
+  /// Largest value recorded, exactly; 0 when empty.
   std::uint64_t max() const noexcept { return max_; }
   /// Exact arithmetic mean of the recorded values; 0 when empty.
   double mean() const noexcept;
@@ -57,17 +59,22 @@ class latency_histogram {
   void for_each_bucket(
       const std::function<void(std::uint64_t, std::uint64_t, std::uint64_t)>& f) const;
 
-  /// Rebuilds a histogram from saved buckets and exact statistics, as written by
-  /// for_each_bucket plus min/max/sum. `sum` is the sum of all values in ns.
+  /// Rebuilds a histogram from saved buckets, one call per bucket as for_each_bucket gave
+  /// it: adds `count` observations to the bucket whose lowest value is `lowest`. Leaves min,
+  /// max and sum alone (restore_stats).
   void restore(std::uint64_t lowest, std::uint64_t count) noexcept;
+  /// Sets the exact statistics of a histogram rebuilt with restore, as saved from min(),
+  /// max() and sum(). `sum` is the sum of all values in ns.
   void restore_stats(std::uint64_t min, std::uint64_t max, double sum) noexcept;
 
   /// Sum of all recorded values in ns (kept as double to avoid overflow on long runs).
   double sum() const noexcept { return sum_; }
 
-  /// Bucket index of a value, and the inclusive range of a bucket: exposed for tests.
+  /// Bucket index of a value: exposed for tests.
   static unsigned bucket_index(std::uint64_t nanoseconds) noexcept;
+  /// Lowest value of a bucket, inclusive: exposed for tests.
   static std::uint64_t bucket_lowest(unsigned index) noexcept;
+  /// Highest value of a bucket, inclusive: exposed for tests.
   static std::uint64_t bucket_highest(unsigned index) noexcept;
 
  private:

@@ -94,23 +94,25 @@ enum class close_mode {
 
 /// A snapshot handed to the progress callback about once per progress interval.
 struct load_progress {
-  double elapsed_seconds = 0;  ///< since the start, warm-up included
-  double planned_seconds = 0;  ///< warm-up plus duration; 0 when running to a query count
-  std::uint64_t queries_sent = 0;
-  std::uint64_t responses_received = 0;
-  std::uint64_t lost = 0;
-  double recent_qps = 0;  ///< answers per second over the last interval
+  double elapsed_seconds = 0;            ///< since the start, warm-up included
+  double planned_seconds = 0;            ///< warm-up plus duration; 0 when running to a query count
+  std::uint64_t queries_sent = 0;        ///< so far, after the warm-up
+  std::uint64_t responses_received = 0;  ///< answers so far, after the warm-up
+  std::uint64_t lost = 0;                ///< so far: timed out, or lost on close
+  double recent_qps = 0;                 ///< answers per second over the last interval
 };
 
 /// What is measured: the server, how it is reached, and over which transport.
 struct target_settings {
   std::string server = "127.0.0.1";  ///< IPv4 or IPv6 address, or a host name resolved once
+  /// The server's port (not 0): 53 whatever the transport unless set (a server usually has
+  /// DoT and DoQ on 853, DoH on 443: default_ports()).
   std::uint16_t port = 53;
-  transport_kind transport = transport_kind::udp;
-  /// DoH: the path of the server's URI template (RFC 8484 §3), and the request method. The
-  /// client always offers ALPN "h2", whatever tls.alpn says.
+  transport_kind transport = transport_kind::udp;  ///< how the queries travel
+  /// DoH: the path of the server's URI template (RFC 8484 §3). The client always offers
+  /// ALPN "h2", whatever tls.alpn says.
   std::string doh_path = "/dns-query";
-  doh_method doh_request = doh_method::post;
+  doh_method doh_request = doh_method::post;  ///< DoH: the request method (RFC 8484 §4.1)
 };
 
 /// How many queries, which ones, at what pace and for how long.
@@ -169,6 +171,7 @@ struct connection_settings {
   /// tls.early_data), as a stub resolver does between bursts. Checked on the worker's 10 ms
   /// tick. 0: a connection is kept while there is work.
   double idle_seconds = 0;
+  /// How a client closes a TCP connection (TCP, DoT, DoH) it is done with.
   close_mode close = close_mode::fin;
   bool tcp_nodelay = true;    ///< TCP_NODELAY on client sockets
   bool tcp_fastopen = false;  ///< send the first query in the SYN where the kernel allows
@@ -206,6 +209,7 @@ struct generator_settings {
   /// another load, not the one dnsperf and the reference studies measure; set a value to
   /// coalesce a closed loop anyway.
   std::optional<unsigned> coalesce_us;
+  /// coalesce_us when it is unset and queries leave on a schedule: 1 ms.
   static constexpr unsigned default_coalesce_us = 1000;
 };
 
@@ -228,6 +232,7 @@ struct monitor_settings {
   /// Whether anything is monitored.
   bool any() const noexcept { return !pids.empty() || !cgroups.empty() || !command.empty(); }
 
+  /// Equal when every member is.
   friend bool operator==(const monitor_settings&, const monitor_settings&) = default;
 };
 
@@ -244,6 +249,7 @@ struct output_settings {
   /// about every progress_interval seconds. An exception from it stops the load, which
   /// then ends with that exception.
   std::function<void(const load_progress&)> on_progress;
+  /// Seconds between on_progress calls (0.05 at least).
   double progress_interval_seconds = 1;
   /// Called with each row of the timeline (interval_seconds > 0) as it is closed: once every
   /// worker has passed its end (within about 30 ms of it) and, when the server is monitored,
@@ -261,13 +267,13 @@ struct output_settings {
 /// Everything one load needs, in parts. A rule a setting breaks is reported by validate (and
 /// run_load) as a setup_error naming it by its path from here ("load_spec::traffic.rate").
 struct load_spec {
-  target_settings target;
-  traffic_settings traffic;
-  connection_settings connections;
-  generator_settings generator;
-  tls_client_options tls;
-  monitor_settings monitor;
-  output_settings output;
+  target_settings target;           ///< the server, its port and the transport
+  traffic_settings traffic;         ///< the queries, their pace, the run's length
+  connection_settings connections;  ///< how connections are held, sockets bound
+  generator_settings generator;     ///< the generator's threads, CPUs, system calls
+  tls_client_options tls;           ///< TLS of the DoT, DoH and DoQ clients
+  monitor_settings monitor;         ///< the server processes whose usage is read
+  output_settings output;           ///< progress, timeline, label, setting names
 
   /// When set to true (e.g. from a signal handler), the load stops within about 50 ms:
   /// queries still in flight are counted as abandoned and the result is returned as usual
@@ -283,9 +289,10 @@ struct load_spec {
 
 /// What a run's packet capture held and how it was replayed (run_result::capture).
 struct capture_summary {
-  pcap_counts counts;
+  pcap_counts counts;         ///< what the capture held, packet by packet
   std::uint64_t clients = 0;  ///< distinct source addresses of the queries
   double span_seconds = 0;    ///< capture time from the first query to the last
+  /// How its queries were sent (load_spec::traffic.replay).
   replay_mode replay = replay_mode::fast;
   double speed = 1;  ///< replay_mode::timing only
 };
@@ -294,9 +301,11 @@ struct capture_summary {
 /// warm-up (their later events included, whenever they happen).
 struct connection_stats : connection_counts {
   /// Connections open at once (TCP connected, or QUIC connection started, until closed),
-  /// over every client, in the measured window: time-weighted mean and maximum. Warm-up
-  /// connections count while they stay open.
+  /// over every client, in the measured window: time-weighted mean. Warm-up connections
+  /// count while they stay open.
   double concurrent_mean = 0;
+  /// The most connections open at once in the measured window, counted as for
+  /// concurrent_mean.
   std::uint64_t concurrent_max = 0;
   /// Failures by cause: errno name for connects ("ECONNREFUSED"), TLS failure kind
   /// ("tls_certificate") for handshakes.
@@ -316,9 +325,10 @@ struct edns_stats {
   bool keepalive_sent = false;          ///< the queries carried edns-tcp-keepalive
   std::uint16_t padding_block = 0;      ///< the queries were padded to multiples of this; 0: not
   std::uint64_t keepalive_answers = 0;  ///< answers carrying edns-tcp-keepalive (RFC 7828)
-  /// Lowest and highest idle timeout those answers advertised, in seconds (the option counts
-  /// in units of 100 ms); 0 without any.
+  /// Lowest idle timeout those answers advertised, in seconds (the option counts in units
+  /// of 100 ms); 0 without any.
   double keepalive_min_seconds = 0;
+  /// Highest idle timeout those answers advertised, in seconds; 0 without any.
   double keepalive_max_seconds = 0;
   std::uint64_t padded_answers = 0;  ///< answers carrying a padding option (RFC 7830)
   /// Padded answers by their size in octets (the DNS message, without the TCP length).
@@ -341,10 +351,11 @@ struct quic_stats : quic_counts {
   /// "idle_timeout".
   std::map<std::string, std::uint64_t> closes;
   /// ngtcp2's path estimates as each connection ended, over the connections with an RTT
-  /// sample (quic_counts::rtt_samples): mean smoothed RTT, lowest RTT seen, mean congestion
-  /// window.
+  /// sample (quic_counts::rtt_samples): the mean smoothed RTT, in ms; 0 without samples.
   double smoothed_rtt_ms = 0;
+  /// The lowest RTT any of those connections saw, in ms; 0 without samples.
   double min_rtt_ms = 0;
+  /// The mean of their congestion windows as they ended, in octets; 0 without samples.
   double mean_cwnd_bytes = 0;
 
   /// Adds the connections of other clients (another member of a load run by several
@@ -357,22 +368,23 @@ struct quic_stats : quic_counts {
 /// in the interval in which they were sent, answers and losses in the one in which they
 /// happened.
 struct timeline_row {
-  double start_seconds = 0;     ///< since the end of the warm-up
-  double duration_seconds = 0;  ///< the interval, shorter for the last row
-  std::uint64_t sent = 0;
-  std::uint64_t answered = 0;
-  std::uint64_t lost = 0;      ///< timed out, or in flight when a connection closed
-  std::uint64_t failed = 0;    ///< every other outcome that is not an answer
-  std::uint64_t not_sent = 0;  ///< open loop: scheduled but not sent (both causes)
-  double qps = 0;              ///< answered / duration
-  double p50_ms = 0;           ///< latency of the interval's answers; 0 with none
-  double p99_ms = 0;
-  std::uint64_t connections_open = 0;  ///< at the end of the interval, over every client
-  std::uint64_t connections_opened = 0;
-  std::uint64_t handshakes = 0;  ///< TLS/QUIC handshakes completed (full and resumed)
+  double start_seconds = 0;              ///< since the end of the warm-up
+  double duration_seconds = 0;           ///< the interval, shorter for the last row
+  std::uint64_t sent = 0;                ///< queries sent in the interval
+  std::uint64_t answered = 0;            ///< answers that came in the interval
+  std::uint64_t lost = 0;                ///< timed out, or in flight when a connection closed
+  std::uint64_t failed = 0;              ///< every other outcome that is not an answer
+  std::uint64_t not_sent = 0;            ///< open loop: scheduled but not sent (both causes)
+  double qps = 0;                        ///< answered / duration
+  double p50_ms = 0;                     ///< median latency of the interval's answers; 0 with none
+  double p99_ms = 0;                     ///< their 99th percentile latency; 0 with none
+  std::uint64_t connections_open = 0;    ///< at the end of the interval, over every client
+  std::uint64_t connections_opened = 0;  ///< connections opened in the interval
+  std::uint64_t handshakes = 0;          ///< TLS/QUIC handshakes completed (full and resumed)
   /// The monitored server processes' CPU in the interval, in seconds (-1: not monitored or
-  /// no reading in the interval), and their resident memory at its end.
+  /// no reading in the interval).
   double server_cpu_seconds = -1;
+  /// Their resident memory at the interval's end, in bytes (0: not monitored or no reading).
   std::uint64_t server_rss_bytes = 0;
 };
 
@@ -382,22 +394,22 @@ inline constexpr double client_bound_cpu_share = 0.9;
 
 /// One member's own figures in a load run by several processes (run_result::ranks).
 struct rank_result {
-  unsigned rank = 0;
-  std::string host;
+  unsigned rank = 0;  ///< its number in the group, 0 to size - 1
+  std::string host;   ///< the host it ran on (load_group::hosts); empty when not known
   /// False when the member sent no result (it failed, hung or was killed); its figures are
   /// then zero and not in the merged counts.
   bool reported = true;
-  bool interrupted = false;
-  unsigned clients = 0;
-  std::uint64_t queries_sent = 0;
-  std::uint64_t responses_received = 0;
-  double elapsed_seconds = 0;
-  double qps = 0;
-  double client_cpu_seconds = 0;
-  double max_thread_cpu_share = 0;     ///< its busiest worker thread's CPU share
-  std::uint64_t client_rss_bytes = 0;  ///< its process's peak resident memory
-  bool client_bound = false;           ///< max_thread_cpu_share >= client_bound_cpu_share (0.9)
-  std::string first_failure;           ///< its first connection failure, when it had one
+  bool interrupted = false;              ///< its load was stopped early (load_spec::stop)
+  unsigned clients = 0;                  ///< its share of the clients
+  std::uint64_t queries_sent = 0;        ///< queries it sent after the warm-up
+  std::uint64_t responses_received = 0;  ///< answers it received
+  double elapsed_seconds = 0;            ///< its measured window
+  double qps = 0;                        ///< its answers per second over that window
+  double client_cpu_seconds = 0;         ///< CPU time of its worker threads
+  double max_thread_cpu_share = 0;       ///< its busiest worker thread's CPU share
+  std::uint64_t client_rss_bytes = 0;    ///< its process's peak resident memory
+  bool client_bound = false;             ///< max_thread_cpu_share >= client_bound_cpu_share (0.9)
+  std::string first_failure;             ///< its first connection failure, when it had one
 
   /// It sent no result, or got no answer (every connection refused, a source address it
   /// cannot bind, ...).
@@ -409,14 +421,19 @@ struct rank_result {
 /// count only connections opened after the warm-up.
 struct run_result : query_counts {
   // What was run.
-  std::string label;  ///< load_spec::output.label
-  std::string server;
-  std::uint16_t port = 0;
-  transport_kind transport = transport_kind::udp;
-  std::string tls_backend;  ///< empty unless TLS
+  std::string label;                               ///< load_spec::output.label
+  std::string server;                              ///< load_spec::target.server, as given
+  std::uint16_t port = 0;                          ///< load_spec::target.port
+  transport_kind transport = transport_kind::udp;  ///< load_spec::target.transport
+  std::string tls_backend;                         ///< empty unless TLS
+  /// load_spec::traffic.clients (of a load run by several processes: the members' sum).
   unsigned clients = 0;
+  /// load_spec::traffic.outstanding: queries in flight per client, at most.
   unsigned outstanding = 0;
+  /// Worker threads: load_spec::generator.threads, at most one per client (of a load run by
+  /// several processes: the most one member had).
   unsigned threads = 0;
+  /// load_spec::connections.queries_per_connection; 0: unlimited.
   std::uint64_t queries_per_connection = 0;
   double rate = 0;          ///< queries per second over all clients (total_rate); 0: no limit
   double client_rate = 0;   ///< load_spec::traffic.client_rate, when the rate was given per client
@@ -426,8 +443,8 @@ struct run_result : query_counts {
   unsigned coalesce_us = 0;
   /// How queries were scheduled: the spec's mode with a rate, `closed` without one.
   arrival_mode arrivals = arrival_mode::closed;
-  std::string query_origin;
-  std::size_t query_count_in_set = 0;
+  std::string query_origin;            ///< where the queries came from (query_set::origin)
+  std::size_t query_count_in_set = 0;  ///< queries in the set the clients cycle through
   /// Set when the queries came from a packet capture (load_spec::traffic.capture).
   std::optional<capture_summary> capture;
 
@@ -470,18 +487,20 @@ struct run_result : query_counts {
   latency_histogram connect_latency;    ///< TCP connect (SYN to established)
   latency_histogram handshake_latency;  ///< TLS handshake, after TCP connect
 
-  connection_stats connections;
-  early_data_stats early_data;  ///< TLS transports with --early-data
-  edns_stats edns;              ///< with load_spec::traffic.edns_keepalive or edns_padding_block
-  quic_stats quic;              ///< DoQ only
+  connection_stats connections;  ///< transports with connections (all but UDP)
+  early_data_stats early_data;   ///< TLS transports with --early-data
+  edns_stats edns;               ///< with load_spec::traffic.edns_keepalive or edns_padding_block
+  quic_stats quic;               ///< DoQ only
   process_usage
       server_usage;  ///< what the monitored server processes spent (load_spec::monitor.pids)
-  generator_stats generator;  ///< the generator's own wake-ups and system calls
-  std::uint64_t handshakes_full = 0;
-  std::uint64_t handshakes_resumed = 0;
+  generator_stats generator;             ///< the generator's own wake-ups and system calls
+  std::uint64_t handshakes_full = 0;     ///< full TLS/QUIC handshakes completed
+  std::uint64_t handshakes_resumed = 0;  ///< TLS/QUIC handshakes that resumed a session
 
-  /// Per interval of interval_seconds from the end of the warm-up (empty: no timeline).
+  /// Length of a timeline row, in seconds (load_spec::output.interval_seconds); 0: none.
   double interval_seconds = 0;
+  /// One row per interval of interval_seconds from the end of the warm-up (empty: no
+  /// timeline).
   std::vector<timeline_row> timeline;
 
   std::vector<std::string> warnings;  ///< things the user should know about this run
@@ -510,11 +529,14 @@ struct run_result : query_counts {
   double connections_per_second() const noexcept;
   /// TLS or QUIC handshakes (full and resumed) per query sent (0 without queries).
   double handshakes_per_query() const noexcept;
-  /// The generator's wake-ups and system calls per answer (generator_stats; 0 without
-  /// answers): near 1 and 2 or more, the client paid a wake-up and a read for nearly every
-  /// answer.
+  /// The generator's wake-ups per answer (generator_stats::wakeups; 0 without answers): near
+  /// 1, with system calls near 2 or more, the client paid a wake-up and a read for nearly
+  /// every answer.
   double wakeups_per_answer() const noexcept;
+  /// The generator's system calls per answer (generator_stats::syscalls; 0 without answers).
   double syscalls_per_answer() const noexcept;
+  /// Times a worker thread went to sleep, per answer (generator_stats::sleeps; 0 without
+  /// answers).
   double sleeps_per_answer() const noexcept;
 };
 

@@ -20,24 +20,24 @@ inline constexpr std::size_t max_name_wire_size = 255;
 /// Longest single label (RFC 1035 §2.3.4).
 inline constexpr std::size_t max_label_size = 63;
 
-/// Record types by number; only the ones the code names itself. Any other type is
-/// accepted as a number (`TYPE65534`).
+/// Record types by number; only the ones the code names itself (RFC 1035 unless noted). Any
+/// other type is accepted as a number (`TYPE65534`).
 namespace rr_type {
-inline constexpr std::uint16_t a = 1;
-inline constexpr std::uint16_t ns = 2;
-inline constexpr std::uint16_t cname = 5;
-inline constexpr std::uint16_t soa = 6;
-inline constexpr std::uint16_t ptr = 12;
-inline constexpr std::uint16_t mx = 15;
-inline constexpr std::uint16_t txt = 16;
-inline constexpr std::uint16_t aaaa = 28;
-inline constexpr std::uint16_t srv = 33;
-inline constexpr std::uint16_t opt = 41;
-inline constexpr std::uint16_t ds = 43;
-inline constexpr std::uint16_t rrsig = 46;
-inline constexpr std::uint16_t dnskey = 48;
-inline constexpr std::uint16_t https = 65;
-inline constexpr std::uint16_t any = 255;
+inline constexpr std::uint16_t a = 1;        ///< A: an IPv4 address
+inline constexpr std::uint16_t ns = 2;       ///< NS: an authoritative name server
+inline constexpr std::uint16_t cname = 5;    ///< CNAME: the canonical name of an alias
+inline constexpr std::uint16_t soa = 6;      ///< SOA: the start of a zone of authority
+inline constexpr std::uint16_t ptr = 12;     ///< PTR: a name pointer (reverse lookups)
+inline constexpr std::uint16_t mx = 15;      ///< MX: a mail exchange
+inline constexpr std::uint16_t txt = 16;     ///< TXT: text strings
+inline constexpr std::uint16_t aaaa = 28;    ///< AAAA: an IPv6 address (RFC 3596)
+inline constexpr std::uint16_t srv = 33;     ///< SRV: where a service is (RFC 2782)
+inline constexpr std::uint16_t opt = 41;     ///< OPT: the EDNS pseudo-record (RFC 6891)
+inline constexpr std::uint16_t ds = 43;      ///< DS: a delegation signer (RFC 4034)
+inline constexpr std::uint16_t rrsig = 46;   ///< RRSIG: a DNSSEC signature (RFC 4034)
+inline constexpr std::uint16_t dnskey = 48;  ///< DNSKEY: a DNSSEC key (RFC 4034)
+inline constexpr std::uint16_t https = 65;   ///< HTTPS: an HTTPS binding (RFC 9460)
+inline constexpr std::uint16_t any = 255;    ///< ANY (QTYPE *): all records (RFC 8482)
 }  // namespace rr_type
 
 /// Class IN, the only class queries are sent in.
@@ -54,8 +54,8 @@ std::string rr_type_name(std::uint16_t type);
 std::string rcode_name(unsigned rcode);
 
 /// Encodes a domain name in presentation format ("www.example.com", "example.com.", ".")
-/// to uncompressed wire format, with the escapes of RFC 1035 §5.1: `\.` for a dot inside a
-/// label and `\DDD` (decimal, 0..255) for any octet. A missing trailing dot is implied.
+/// to uncompressed wire format. It takes the escapes of RFC 1035 §5.1: `\.` for a dot inside
+/// a label and `\DDD` (decimal, 0..255) for any octet. A missing trailing dot is implied.
 /// Throws std::invalid_argument, with a message saying what is wrong, for an empty
 /// label, a label over 63 octets, a name over 255 octets, or a bad escape.
 std::vector<std::uint8_t> encode_name(std::string_view name);
@@ -90,9 +90,9 @@ struct edns_config {
 
 /// What goes into one query besides its name and type.
 struct query_options {
-  bool recursion_desired = true;  ///< RD bit; on by default, as for a stub resolver
-  std::uint16_t qclass = class_in;
-  edns_config edns;
+  bool recursion_desired = true;    ///< RD bit; on by default, as for a stub resolver
+  std::uint16_t qclass = class_in;  ///< QCLASS of the question; IN by default
+  edns_config edns;                 ///< OPT record and its options; none by default
 };
 
 /// Builds a complete query message for `name` and `type` with id 0 (patched at send time
@@ -141,7 +141,7 @@ std::string_view verdict_name(response_verdict verdict);
 
 /// The parts of a response a load generator counts.
 struct response_summary {
-  response_verdict verdict = response_verdict::malformed;
+  response_verdict verdict = response_verdict::malformed;  ///< ok, or what is wrong with it
   std::uint16_t id = 0;    ///< valid when the message had at least 2 octets
   std::uint8_t rcode = 0;  ///< 4-bit header RCODE (extended bits not applied)
   bool truncated = false;  ///< TC bit

@@ -12,15 +12,15 @@ namespace dnstransport {
 
 /// One reading of one process.
 struct process_sample {
-  int pid = 0;
-  /// Since the process started (all its threads, live or gone). The sum with
+  int pid = 0;  ///< the process read
+  /// User CPU seconds since the process started (all its threads, live or gone). The sum with
   /// cpu_system_seconds is the process's CPU clock (to the nanosecond), split as /proc's
   /// clock ticks split it.
   double cpu_user_seconds = 0;
   double cpu_system_seconds = 0;  ///< likewise
   std::uint64_t rss_bytes = 0;    ///< resident set size
   std::uint64_t fds = 0;          ///< open file descriptors (0 when /proc/PID/fd is unreadable)
-  std::uint64_t threads = 0;
+  std::uint64_t threads = 0;      ///< threads of the process
 };
 
 /// Reads pid's figures from /proc; nothing when the process does not exist (or has exited).
@@ -34,8 +34,8 @@ std::optional<std::uint64_t> count_tcp_connections(int pid, std::uint16_t port);
 /// A cgroup (v2) of the server: its CPU from cpu.stat, its memory from memory.current, and the
 /// processes in it (cgroup.procs).
 struct cgroup_sample {
-  double cpu_user_seconds = 0;  ///< since the cgroup was created, every process in it
-  double cpu_system_seconds = 0;
+  double cpu_user_seconds = 0;     ///< since the cgroup was created, every process in it
+  double cpu_system_seconds = 0;   ///< system CPU, likewise
   std::uint64_t memory_bytes = 0;  ///< memory.current: the cgroup's memory, page cache too
   std::vector<int> pids;           ///< processes in it now
 };
@@ -50,7 +50,7 @@ struct monitor_line {
   double time = 0;        ///< Unix seconds on the monitored machine when the reading was taken
   process_sample sample;  ///< sample.pid names the process; the rest is 0 when exited
   std::optional<std::uint64_t> tcp_connections;  ///< with `monitor --port`
-  bool exited = false;
+  bool exited = false;                           ///< the process exited (or is gone): no reading
 };
 
 /// The line as one JSON object, without a newline.
@@ -65,19 +65,21 @@ std::optional<monitor_line> parse_monitor_line(std::string_view text, std::strin
 struct process_usage {
   std::vector<int> pids;             ///< the processes watched by id (--monitor-pid)
   std::vector<std::string> cgroups;  ///< the cgroups watched (--monitor-cgroup)
-  /// The command whose `dnstransport monitor` lines were read (--monitor-command), and the
-  /// processes (on its machine) those lines named.
+  /// The command whose `dnstransport monitor` lines were read (--monitor-command); empty:
+  /// none.
   std::string command;
-  std::vector<int> command_pids;
+  std::vector<int> command_pids;  ///< the processes (on its machine) those lines named
+  /// User CPU seconds in the window (a command's readings scaled to the window's length).
   double cpu_user_seconds = 0;
-  double cpu_system_seconds = 0;
+  double cpu_system_seconds = 0;  ///< system CPU seconds in the window, likewise
   /// CPU seconds per 1,000 answers received in the window: the server's cost of a query.
   double cpu_per_1k_answers = 0;
   /// CPU seconds per wall second of the window (1.0 = one CPU busy all the time).
   double cpu_share = 0;
+  /// The most resident memory at one reading, in bytes (a cgroup's: its memory.current).
   std::uint64_t rss_max_bytes = 0;
-  std::uint64_t fds_max = 0;
-  std::uint64_t threads_max = 0;
+  std::uint64_t fds_max = 0;      ///< the most open file descriptors at one reading
+  std::uint64_t threads_max = 0;  ///< the most threads at one reading
   /// TCP transports: the most established connections on the target port at one sample.
   std::uint64_t connections_max = 0;
   /// False when a command's readings were too few to measure CPU in the window (the CPU
@@ -90,7 +92,9 @@ struct process_usage {
   /// Cgroups that could no longer be read (removed) during the load.
   std::vector<std::string> exited_cgroups;
 
+  /// Whether anything was monitored: processes, cgroups or a command.
   bool monitored() const noexcept { return !pids.empty() || !cgroups.empty() || !command.empty(); }
+  /// CPU seconds in the window, user and system.
   double cpu_seconds() const noexcept { return cpu_user_seconds + cpu_system_seconds; }
 };
 

@@ -61,7 +61,7 @@ struct pcap_capture {
   /// The distinct source addresses (IPv4 or IPv6, printed as "192.0.2.1", "2001:db8::1"),
   /// in the order of their first query; each is one client when the capture is replayed.
   std::vector<std::string> sources;
-  pcap_counts counts;
+  pcap_counts counts;  ///< what the capture held, packet by packet
 };
 
 /// True when `head` (the first octets of a file) starts with a pcap magic number (either

@@ -27,6 +27,7 @@ class query_set {
 
   /// Number of queries.
   std::size_t size() const noexcept { return offsets_.size() - 1; }
+  /// Whether it holds no query.
   bool empty() const noexcept { return size() == 0; }
 
   /// The i-th query, id included (always 0).
@@ -39,6 +40,7 @@ class query_set {
 
   /// Where the queries came from ("built-in default set", a file path), for reports.
   const std::string& origin() const noexcept { return origin_; }
+  /// Sets what origin() gives.
   void set_origin(std::string origin) { origin_ = std::move(origin); }
 
  private:

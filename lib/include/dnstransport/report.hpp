@@ -114,9 +114,9 @@ report_output write_report(const sweep_result& result, const std::filesystem::pa
 
 /// One sweep in a comparison of servers, under the name the report gives it.
 struct compared_sweep {
-  std::string name;    ///< its label; the file name (without .json) when it has none
-  std::string source;  ///< the file it was read from
-  sweep_result result;
+  std::string name;     ///< its label; the file name (without .json) when it has none
+  std::string source;   ///< the file it was read from
+  sweep_result result;  ///< the sweep; of a sweep of several servers, this server's part
 };
 
 /// The sweeps read from `files` (file name, result), in the order given, each named by its

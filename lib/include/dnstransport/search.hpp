@@ -44,32 +44,35 @@ struct search_spec {
 
 /// "ramp" (doubling or halving to find a passing and a failing rate) or "bisect".
 enum class search_phase { ramp, bisect };
+/// "ramp" or "bisect".
 std::string_view search_phase_name(search_phase phase) noexcept;
 
 /// One load of the search.
 struct search_step {
   unsigned index = 0;  ///< 0-based, in the order run
+  /// The ramp, or the bisection.
   search_phase phase = search_phase::ramp;
   unsigned repeat = 0;  ///< 0-based repetition at this rate
   double rate = 0;      ///< offered queries per second
+  /// Answers as a percentage of the queries scheduled (run_result::answered_percent).
   double answered_percent = 0;
-  double qps = 0;     ///< answers per second
-  double p50_ms = 0;  ///< latency from the scheduled send time
-  double p99_ms = 0;
-  std::uint64_t scheduled = 0;
-  std::uint64_t answered = 0;
+  double qps = 0;               ///< answers per second
+  double p50_ms = 0;            ///< median latency, from the scheduled send time
+  double p99_ms = 0;            ///< 99th percentile latency, likewise
+  std::uint64_t scheduled = 0;  ///< queries whose time came after the warm-up
+  std::uint64_t answered = 0;   ///< answers received
   std::uint64_t lost = 0;       ///< lost and lost on close
   std::uint64_t not_sent = 0;   ///< the generator could not send them on time
   double client_cpu_share = 0;  ///< busiest generator thread's CPU share
-  bool passed = false;
-  std::string verdict;  ///< "pass", or why not ("answered 97.31 % < 100 %", "p99 ...")
-  run_result run;       ///< everything the step measured
+  bool passed = false;          ///< it met the criteria (verdict "pass")
+  std::string verdict;          ///< "pass", or why not ("answered 97.31 % < 100 %", "p99 ...")
+  run_result run;               ///< everything the step measured
 };
 
 /// What the search found.
 struct search_result {
-  search_spec criteria;  ///< as run (callbacks and stop flag cleared)
-  std::vector<search_step> steps;
+  search_spec criteria;            ///< as run (callbacks and stop flag cleared)
+  std::vector<search_step> steps;  ///< every step, in the order run
   /// The highest rate that passed (all its repetitions, in bisection); 0 when none did.
   double max_rate = 0;
   /// The lowest rate that failed above it; 0 when none did (the ceiling or the time ran
@@ -79,7 +82,7 @@ struct search_result {
   /// Why the search ended: "converged", "max_rate" (the ceiling passed), "max_time",
   /// "interrupted", "no_passing_rate" (even the lowest rate tried failed).
   std::string end_reason;
-  double elapsed_seconds = 0;
+  double elapsed_seconds = 0;  ///< wall time of the whole search, pauses included
 };
 
 /// Runs the search. Throws setup_error for an unusable spec before sending anything; once

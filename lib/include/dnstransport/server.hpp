@@ -50,9 +50,9 @@ struct server_options {
   /// 9000, section 8.1.2), as a server under a flood of spoofed Initials would: a round trip
   /// more per connection. Initials with a Retry token that does not check out are dropped.
   bool doq_retry = false;
-  unsigned threads = 1;
+  unsigned threads = 1;   ///< threads answering, each with its own socket per listener
   std::vector<int> cpus;  ///< pin thread i to cpus[i % size]; empty: no pinning
-  answer_mode mode = answer_mode::answer;
+  answer_mode mode = answer_mode::answer;  ///< what it sends back
   /// TLS settings of the TLS listener, of the DoH listener (which selects ALPN "h2" instead
   /// of tls_options.alpn) and of the DoQ listener (ALPN "doq", GnuTLS, TLS 1.3); all use the
   /// same certificate.
@@ -137,7 +137,7 @@ struct server_stats {
   per_transport<std::uint64_t> queries;
   std::uint64_t connections_accepted = 0;   ///< TCP, TLS and DoH connections, QUIC connections
   std::uint64_t tls_handshakes_failed = 0;  ///< DoQ too: connections that never completed one
-  std::uint64_t tls_resumed = 0;
+  std::uint64_t tls_resumed = 0;            ///< handshakes that resumed a session, DoQ too
   /// TLS and DoH connections whose early data (0-RTT) was accepted and answered.
   std::uint64_t tls_early_data = 0;
   /// Dropped, or for DoH: answered 400, or for DoQ: the stream reset with
@@ -165,6 +165,8 @@ struct server_stats {
 /// destructor.
 class server {
  public:
+  /// Binds the listeners `options` asks for and starts the threads. Throws setup_error when
+  /// it cannot (a port in use, a certificate that does not load, ...).
   explicit server(server_options options);
   ~server();
   server(const server&) = delete;
@@ -182,6 +184,7 @@ class server {
   /// Stops all threads and closes every socket. Idempotent.
   void stop();
 
+  /// The counters so far: approximate while running, exact after stop().
   server_stats stats() const;
 
  private:

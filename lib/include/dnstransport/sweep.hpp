@@ -19,11 +19,11 @@ namespace dnstransport {
 
 /// Where a sweep is, for a progress display.
 struct sweep_progress {
-  std::size_t point_index = 0;  ///< 0-based
-  std::size_t point_count = 0;
-  unsigned repeat = 0;  ///< 0-based
-  unsigned repeats = 0;
-  sweep_point point;
+  std::size_t point_index = 0;       ///< 0-based
+  std::size_t point_count = 0;       ///< points in the plan
+  unsigned repeat = 0;               ///< 0-based
+  unsigned repeats = 0;              ///< runs per point
+  sweep_point point;                 ///< the point being measured
   double elapsed_seconds = 0;        ///< since the sweep started
   double eta_seconds = 0;            ///< estimated time left, from the runs so far
   std::optional<load_progress> run;  ///< the current run; nothing when it is just starting

@@ -18,9 +18,10 @@ namespace dnstransport {
 /// One entry of a sweep's transport axis: a transport and, for DNS over TLS, the client's TLS
 /// library (so OpenSSL and GnuTLS can be compared in one sweep).
 struct sweep_transport {
-  transport_kind transport = transport_kind::udp;
-  std::optional<tls_backend> backend;  ///< set for tls only
+  transport_kind transport = transport_kind::udp;  ///< the transport
+  std::optional<tls_backend> backend;              ///< set for tls only
 
+  /// Equal when the transport and the backend are.
   friend bool operator==(const sweep_transport&, const sweep_transport&) = default;
 };
 
@@ -55,15 +56,16 @@ using sweep_ports = per_transport<std::uint16_t>;
 
 /// One of several servers a sweep measures side by side (`--target`).
 struct sweep_target {
-  std::string name;    ///< names the server in the points, tables and plots
-  std::string server;  ///< address or host name
-  sweep_ports ports = default_ports();
+  std::string name;                     ///< names the server in the points, tables and plots
+  std::string server;                   ///< address or host name
+  sweep_ports ports = default_ports();  ///< its listeners' ports, per transport
   /// What of it is monitored, its points' load_spec::monitor: its processes (pid=PID) and
   /// cgroups (cgroup=PATH) on this machine, or its `monitor` command for a server elsewhere
   /// (`--monitor-command NAME=COMMAND`).
   monitor_settings monitor;
   std::string description;  ///< what it is, for the record
 
+  /// Equal when every member is.
   friend bool operator==(const sweep_target&, const sweep_target&) = default;
 };
 
@@ -83,13 +85,15 @@ struct sweep_plan {
   /// stop flag, ...). Its target.transport and .port, traffic.clients and .duration_seconds,
   /// connections.queries_per_connection and output.on_progress are replaced for each point.
   load_spec base;
+  /// Where the listeners of `base`'s server are, per transport (without targets).
   sweep_ports ports = default_ports();
   /// Several servers measured with the same grid: every point is run against each target in
   /// turn before the next point, so that whatever else loads the machine hits them alike.
   /// Empty: the one server of `base` on `ports`.
   std::vector<sweep_target> targets;
+  /// The transport axis, in the order run.
   std::vector<sweep_transport> transports = every_sweep_transport(tls_backend::openssl);
-  std::vector<unsigned> clients{1, 4, 16};
+  std::vector<unsigned> clients{1, 4, 16};  ///< the client-count axis, in the order run
   /// TCP/TLS: queries per connection; 0 = unlimited (one connection for the whole run).
   std::vector<std::uint64_t> queries_per_connection{1, 10, 100, 0};
   unsigned repeats = 3;           ///< runs per point
@@ -114,11 +118,12 @@ void apply_preset(sweep_plan& plan, std::string_view name);
 
 /// One cell of the grid.
 struct sweep_point {
-  sweep_transport transport;
-  unsigned clients = 1;
+  sweep_transport transport;                 ///< the transport (and TLS library)
+  unsigned clients = 1;                      ///< load_spec::traffic.clients
   std::uint64_t queries_per_connection = 0;  ///< 0: unlimited (always 0 for udp)
   std::string target{};  ///< the sweep_target's name; empty when the sweep has one server
 
+  /// Equal when every member is.
   friend bool operator==(const sweep_point&, const sweep_point&) = default;
 };
 

@@ -22,33 +22,34 @@ inline constexpr double spread_warning_threshold = 0.15;
 
 /// Queries per second over the repeats of a point.
 struct qps_statistics {
-  double mean = 0;
-  double median = 0;
-  double min = 0;
-  double max = 0;
+  double mean = 0;    ///< mean of the repeats' queries/s
+  double median = 0;  ///< their median
+  double min = 0;     ///< the lowest
+  double max = 0;     ///< the highest
   double stddev = 0;  ///< sample standard deviation (n - 1); 0 for a single repeat
   double spread = 0;  ///< (max - min) / median; 0 when the median is 0
 };
 
 /// What the repeats of a point add up to.
 struct point_summary {
-  qps_statistics qps;
+  qps_statistics qps;                     ///< the repeats' queries per second
   latency_histogram latency;              ///< all repeats merged
   latency_histogram first_query_latency;  ///< all repeats merged
   latency_histogram connect_latency;      ///< all repeats merged
   latency_histogram handshake_latency;    ///< all repeats merged
   std::uint64_t queries_sent = 0;         ///< summed over the repeats
-  std::uint64_t responses_received = 0;
-  std::uint64_t lost = 0;  ///< lost + lost_on_close
-  std::uint64_t connections_opened = 0;
-  std::uint64_t connections_failed = 0;
-  double max_thread_cpu_share = 0;  ///< highest over the repeats
-  bool client_bound = false;        ///< max_thread_cpu_share >= client_bound_cpu_share
-  /// The monitored server's CPU over the repeats that monitored it (load_spec::monitor.pids),
-  /// and the answers of those repeats; server_monitored is false when none did.
+  std::uint64_t responses_received = 0;   ///< summed over the repeats
+  std::uint64_t lost = 0;                 ///< lost + lost_on_close, summed
+  std::uint64_t connections_opened = 0;   ///< summed over the repeats
+  std::uint64_t connections_failed = 0;   ///< summed over the repeats
+  double max_thread_cpu_share = 0;        ///< highest over the repeats
+  bool client_bound = false;              ///< max_thread_cpu_share >= client_bound_cpu_share
+  /// Whether any repeat measured the monitored server's CPU (load_spec::monitor.pids); false
+  /// when none did.
   bool server_monitored = false;
+  /// The monitored server's CPU seconds, summed over the repeats that measured it.
   double server_cpu_seconds = 0;
-  std::uint64_t server_answers = 0;
+  std::uint64_t server_answers = 0;  ///< the answers of those repeats
   /// Server CPU seconds per 1,000 answers (0 when not monitored or nothing was answered).
   double server_cpu_per_1k_answers() const noexcept {
     return server_answers == 0 ? 0
@@ -59,7 +60,6 @@ struct point_summary {
 /// Summarizes the repeats of one point (an empty list gives an all-zero summary).
 point_summary summarize(const std::vector<run_result>& repeats);
 
-/// One point with every repeat kept.
 /// sweep --search: what the search of one point found.
 struct point_search {
   double max_rate = 0;     ///< the highest rate answered in full
@@ -68,11 +68,12 @@ struct point_search {
   unsigned steps = 0;      ///< loads the search ran
 };
 
+/// One point with every repeat kept.
 struct sweep_point_result {
-  sweep_point point;
+  sweep_point point;  ///< which point
   /// The runs measured (with sweep --search: the passing repetitions at the rate found).
   std::vector<run_result> repeats;
-  point_summary summary;
+  point_summary summary;               ///< what the repeats add up to
   std::optional<point_search> search;  ///< sweep --search only
 };
 
@@ -82,9 +83,10 @@ inline constexpr transport_kind reference_transport = transport_kind::udp;
 
 /// A TCP/TLS point's throughput relative to UDP with the same number of clients.
 struct percent_of_udp_entry {
-  std::string target;  ///< the point's target (its UDP reference is the same target's)
-  sweep_transport transport;
-  unsigned clients = 0;
+  std::string target;         ///< the point's target (its UDP reference is the same target's)
+  sweep_transport transport;  ///< the point's transport
+  unsigned clients = 0;       ///< the point's clients, and its UDP reference's
+  /// The point's queries per connection; 0: unlimited.
   std::uint64_t queries_per_connection = 0;
   double percent = 0;         ///< 100 x mean qps / UDP mean qps
   double percent_min = 0;     ///< 100 x min qps / UDP max qps: the spread carried through
@@ -107,12 +109,12 @@ std::vector<percent_of_udp_entry> compute_percent_of_udp(
 struct amortization_sample {
   std::uint64_t queries_per_connection = 0;  ///< 0: unlimited
   double measured_qps = 0;                   ///< mean over the repeats
-  double measured_min = 0;
-  double measured_max = 0;
-  double model_qps = 0;         ///< the fitted model
-  double simple_model_qps = 0;  ///< t_inf * N / (N + 1): a set-up costs one query
-  double deviation = 0;         ///< (measured - model) / model
-  bool client_bound = false;
+  double measured_min = 0;                   ///< lowest of the repeats
+  double measured_max = 0;                   ///< highest of the repeats
+  double model_qps = 0;                      ///< the fitted model
+  double simple_model_qps = 0;               ///< t_inf * N / (N + 1): a set-up costs one query
+  double deviation = 0;                      ///< (measured - model) / model
+  bool client_bound = false;                 ///< the point was client-bound (point_summary)
 };
 
 /// Where the measured curve departs from the fitted model by more than this share, the
@@ -121,13 +123,13 @@ inline constexpr double amortization_departure_tolerance = 0.15;
 
 /// The handshake-amortization answer for one transport and client count.
 struct amortization_fit {
-  std::string target;  ///< empty when the sweep has one server
-  sweep_transport transport;
-  unsigned clients = 0;
-  amortization_model model;
-  double n50 = 0;  ///< queries per connection for 50 % of t_inf (= h)
-  double n90 = 0;  ///< 90 % (= 9 h)
-  double n99 = 0;  ///< 99 % (= 99 h)
+  std::string target;         ///< empty when the sweep has one server
+  sweep_transport transport;  ///< a transport with connections
+  unsigned clients = 0;       ///< the client count of the points fitted
+  amortization_model model;   ///< the fitted T(N)
+  double n50 = 0;             ///< queries per connection for 50 % of t_inf (= h)
+  double n90 = 0;             ///< 90 % (= 9 h)
+  double n99 = 0;             ///< 99 % (= 99 h)
   /// The simple model t_inf * N / (N + 1) against the same measurements (relative RMS).
   double simple_residual = 0;
   std::vector<amortization_sample> samples;  ///< in increasing N, unlimited last
@@ -153,7 +155,7 @@ struct sweep_finding {
   /// pipelining, while the monitored server's CPU had time to spare), "distrust" (points
   /// that measured the generator, repeats that disagree).
   std::string kind;
-  std::string text;
+  std::string text;  ///< the sentence
 };
 
 /// The machine a sweep ran on.
@@ -169,17 +171,18 @@ machine_info this_machine();
 /// Everything a sweep measured and derived.
 struct sweep_result {
   sweep_plan plan;  ///< as run (base.traffic.queries and callbacks are not kept when read back)
-  std::string query_origin;  ///< where the queries came from
-  std::size_t query_count = 0;
-  std::string tool_version;
-  machine_info machine;
-  std::string started_at;  ///< UTC, ISO 8601
-  double elapsed_seconds = 0;
-  bool interrupted = false;  ///< stopped by base.stop before every point was run
+  std::string query_origin;     ///< where the queries came from
+  std::size_t query_count = 0;  ///< queries in the set
+  std::string tool_version;     ///< library_version() of the build that ran it
+  machine_info machine;         ///< the machine it ran on
+  std::string started_at;       ///< UTC, ISO 8601
+  double elapsed_seconds = 0;   ///< wall time so far, pauses included
+  bool interrupted = false;     ///< stopped by base.stop before every point was run
+  /// Points in the plan (expand(plan)): more than points.size() when it stopped early.
   std::size_t planned_points = 0;
   std::vector<sweep_point_result> points;  ///< points measured, in the order they were run
-  std::vector<percent_of_udp_entry> percent_of_udp;
-  std::vector<amortization_fit> amortization;
+  std::vector<percent_of_udp_entry> percent_of_udp;  ///< compute_percent_of_udp(points)
+  std::vector<amortization_fit> amortization;        ///< compute_amortization(points)
   std::vector<transport_costs> costs;  ///< what answers, connections and handshakes cost
   /// Spread, client-bound points, failures, ...; the settings they mention are marked by
   /// setting() (naming_settings names them; format_tables and write_report do, and to_json

@@ -36,6 +36,7 @@ std::optional<tls_version> parse_tls_version(std::string_view name) noexcept;
 
 /// How the client side of a DNS-over-TLS connection behaves.
 struct tls_client_options {
+  /// The TLS library; DoQ runs on GnuTLS only (openssl is an error there).
   tls_backend backend = tls_backend::openssl;
   std::optional<tls_version> min_version;  ///< none: the library's default minimum (1.2)
   std::optional<tls_version> max_version;  ///< none: the highest the library supports
@@ -53,11 +54,13 @@ struct tls_client_options {
 
 /// How the built-in responder's TLS listener behaves.
 struct tls_server_options {
+  /// The TLS library of the TLS and DoH listeners (the DoQ listener always uses GnuTLS).
   tls_backend backend = tls_backend::openssl;
   std::filesystem::path certificate_file;  ///< PEM chain; generated when empty
   std::filesystem::path key_file;          ///< PEM private key; generated when empty
-  std::optional<tls_version> min_version;
-  std::optional<tls_version> max_version;
+  std::optional<tls_version> min_version;  ///< none: 1.2
+  std::optional<tls_version> max_version;  ///< none: the highest the library supports
+  /// As tls_client_options::priority; empty: the library's default.
   std::string priority;
   /// ALPN protocols the listener selects, in its order of preference, when the client offers
   /// one ("dot" for DoT, "h2" for DoH). A client that offers none of them still gets through,
@@ -85,8 +88,8 @@ struct tls_server_options {
 
 /// Paths of a certificate and its key written to disk.
 struct certificate_files {
-  std::filesystem::path certificate_file;
-  std::filesystem::path key_file;
+  std::filesystem::path certificate_file;  ///< the certificate (PEM)
+  std::filesystem::path key_file;          ///< its private key (PEM)
 };
 
 /// Writes a fresh self-signed certificate (ECDSA P-256, valid for a year, subject and

@@ -22,10 +22,12 @@ inline constexpr std::size_t transport_count = 5;
 
 /// What a transport is.
 struct transport_traits {
+  /// The transport these traits describe.
   transport_kind kind = transport_kind::udp;
   std::string_view name;        ///< "udp", "tcp", "tls", "doh", "doq"
   std::string_view long_name;   ///< "UDP", "DNS over TCP", ..., "DNS over QUIC"
   std::string_view short_name;  ///< as operators write it: "UDP", "TCP", "DoT", "DoH", "DoQ"
+  /// Its registered port: 53 (UDP, TCP), 853 (DoT, DoQ) or 443 (DoH).
   std::uint16_t default_port = 53;
   bool has_connections = false;  ///< queries per connection, connection and handshake figures
   bool has_tls = false;          ///< TLS backend, versions, certificates, resumption, padding
@@ -70,19 +72,27 @@ std::string transport_names_where(bool transport_traits::*trait);
 /// sweep's ports, per-transport counts. Iterating visits them in all_transports()'s order.
 template <typename T>
 struct per_transport {
+  /// The values, in transport_kind's order (which is all_transports()'s).
   std::array<T, transport_count> values{};
 
+  /// The value of `transport`.
   T& operator[](transport_kind transport) noexcept {
     return values[static_cast<std::size_t>(transport)];
   }
+  /// The value of `transport`.
   const T& operator[](transport_kind transport) const noexcept {
     return values[static_cast<std::size_t>(transport)];
   }
+  /// The first value (udp's).
   auto begin() noexcept { return values.begin(); }
+  /// Past the last value.
   auto end() noexcept { return values.end(); }
+  /// The first value (udp's).
   auto begin() const noexcept { return values.begin(); }
+  /// Past the last value.
   auto end() const noexcept { return values.end(); }
 
+  /// Equal when every transport's value is.
   friend bool operator==(const per_transport&, const per_transport&) = default;
 };
 
