@@ -251,7 +251,7 @@ EOF
   SRV_DOH_REASON="NSD $(interop_version nsd) has no DNS-over-HTTPS listener (UDP, TCP and TLS only)"
   # NSD 4.6 answers only the first of the queries that reach it in one TLS record: whenever
   # two queries of a client fell due together (a stalled machine), one was lost. Over DoT
-  # each client sends one query at a time, as the README's server table advises.
+  # each client sends one query at a time, as the server table in docs/real-servers.md advises.
   SRV_TLS_OUTSTANDING=1
 }
 
