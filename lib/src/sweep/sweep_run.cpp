@@ -195,6 +195,7 @@ class sweep_operation : public std::enable_shared_from_this<sweep_operation> {
     result_.plan = prepared_;
     result_.plan.base.stop = nullptr;
     result_.plan.base.output.on_progress = nullptr;
+    result_.plan.base.output.on_interval = nullptr;
     result_.query_origin = prepared_.base.traffic.queries->origin();
     result_.query_count = prepared_.base.traffic.queries->size();
     result_.tool_version = std::string(library_version());
