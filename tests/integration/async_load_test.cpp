@@ -251,7 +251,9 @@ TEST(async_load_test, timeline_rows_come_as_they_close_and_are_the_results) {
     EXPECT_EQ(a.p50_ms, b.p50_ms) << k;
     EXPECT_EQ(a.p99_ms, b.p99_ms) << k;
   }
-  EXPECT_GT(rows[0].answered, 0u);
+  std::uint64_t answered = 0;
+  for (const auto& row : rows) answered += row.answered;
+  EXPECT_GT(answered, 0u);
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 /// `boost::asio::use_awaitable` in a C++20 coroutine, `deferred`), cancellable through the
 /// token's cancellation slot. run_load (load.hpp) is this on an io_context of its own.
 ///
+/// `executor` must not run the load's handlers at once on several threads: an io_context run
+/// by one thread, or a strand.
+///
 /// The engine's workers still run each on a thread of its own (one per
 /// generator_settings::threads, pinned as asked); what runs on `executor` is the watching:
 /// every 20 ms it passes a stop on, reads the monitored server and calls
@@ -68,9 +71,10 @@ auto initiate_operation(CompletionToken&& token, const boost::asio::any_io_execu
         auto work = std::make_shared<decltype(guard)>(std::move(guard));
         auto operation =
             begin(watch_executor, [held, work](std::exception_ptr error, Result result) {
-              boost::asio::get_associated_cancellation_slot(*held).clear();
+              // The slot is the handler's: cleared where the handler runs.
               boost::asio::dispatch(work->get_executor(),
                                     [held, work, error, ran = std::move(result)]() mutable {
+                                      boost::asio::get_associated_cancellation_slot(*held).clear();
                                       work->reset();
                                       std::move (*held)(error, std::move(ran));
                                     });

@@ -4,7 +4,8 @@
 /// in Asio's style, as async_run_load (async_load.hpp) is for one load. Each of the sweep's
 /// runs is an async_run_load on `executor`, the pauses between them are timers there, and
 /// the callbacks (progress, each point done) are called there as they happen. run_sweep
-/// (sweep.hpp) is this on an io_context of its own.
+/// (sweep.hpp) is this on an io_context of its own. `executor` must not run the sweep's
+/// handlers at once on several threads: an io_context run by one thread, or a strand.
 #include <exception>
 #include <functional>
 #include <memory>

@@ -255,8 +255,10 @@ struct output_settings {
   /// worker has passed its end (within about 30 ms of it) and, when the server is monitored,
   /// it was read there; on the thread that on_progress is called on, in order, each row once.
   /// The rows still open when the load ends (its last, shorter row) come just before it
-  /// completes. They are run_result::timeline's rows, the same figures. An exception from it
-  /// stops the load, which then ends with that exception.
+  /// completes; so do rows a worker that ended early (its share of traffic.count done) no
+  /// longer closes. They are run_result::timeline's rows, the same figures; in a load run by
+  /// a group of processes (load_spec::group), this process's own rows, not the group's merged
+  /// timeline. An exception from it stops the load, which then ends with that exception.
   std::function<void(const timeline_row&)> on_interval;
   /// How the run's warnings (run_result::warnings) name the settings they mention, given a
   /// setting's path ("load_spec::traffic.rate"); empty: by their paths. A program with names

@@ -1,6 +1,9 @@
 // Plot 7: the cost model against what was measured, run by run.
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -36,28 +39,32 @@ std::vector<std::vector<double>> cost_rows(const sweep_result& r, const transpor
 }  // namespace
 
 void add_cost_plot(const std::vector<named_sweep>& sources, plot_set& into) {
-  std::size_t owners = 0;  // servers with costs: one colour each when there are several
-  for (const auto& s : sources) {
-    for (std::size_t i = 0; i < s.result->costs.size(); ++i) {
-      if (i == 0 || s.result->costs[i].target != s.result->costs[i - 1].target) ++owners;
+  // The servers with costs, (source, target) in the order first met: one colour each when
+  // there are several (a sweep of several targets lists their costs interleaved).
+  std::vector<std::pair<std::size_t, std::string>> owners;
+  for (std::size_t k = 0; k < sources.size(); ++k) {
+    for (const auto& c : sources[k].result->costs) {
+      const std::pair<std::size_t, std::string> owner{k, c.target};
+      if (std::find(owners.begin(), owners.end(), owner) == owners.end()) owners.push_back(owner);
     }
   }
   std::string data;
   std::string plot;
   double low = 0;
   double high = 0;
-  std::size_t owner = 0;
   bool any_server = false;
   for (std::size_t k = 0; k < sources.size(); ++k) {
     const sweep_result& r = *sources[k].result;
     for (std::size_t i = 0; i < r.costs.size(); ++i) {
       const transport_costs& c = r.costs[i];
-      if (i == 0 || c.target != r.costs[i - 1].target) ++owner;
       std::string who = sources[k].name;
       if (!c.target.empty()) who += (who.empty() ? "" : "/") + c.target;
       const auto at = std::find(r.plan.transports.begin(), r.plan.transports.end(), c.transport);
       const auto t = static_cast<std::size_t>(at - r.plan.transports.begin());
-      const std::size_t color = owners > 1 ? owner : color_of(r, c.transport);
+      const std::pair<std::size_t, std::string> owner{k, c.target};
+      const auto owner_index =
+          static_cast<std::size_t>(std::find(owners.begin(), owners.end(), owner) - owners.begin());
+      const std::size_t color = owners.size() > 1 ? owner_index + 1 : color_of(r, c.transport);
       const std::size_t filled = filled_points[t % std::size(filled_points)];
       for (const bool server : {true, false}) {
         const auto& model = server ? c.server : c.generator;

@@ -239,7 +239,9 @@ class sweep_operation : public std::enable_shared_from_this<sweep_operation> {
 
   void wait_slice(std::function<void()> then) {
     const auto now = clock_type::now();
-    if (now >= pause_end_ || (!lockstep_ && stop_requested())) {
+    // A stop ends the pause at once, in a group too: whether the sweep then ends is decided
+    // after it (continue_unless_stopped; a group decides at its next load's start).
+    if (now >= pause_end_ || stop_requested()) {
       continue_unless_stopped(then);
       return;
     }
@@ -299,19 +301,27 @@ class sweep_operation : public std::enable_shared_from_this<sweep_operation> {
       };
     }
     if (may_block_ && plan_.base.group) {
-      run_done(nullptr, run_load(spec));
+      // Completed from the executor, as an asynchronous load is: a long sweep of blocking
+      // runs does not nest one call per run.
+      boost::asio::post(executor_, [self = shared_from_this(), run = run_load(spec)]() mutable {
+        self->run_done(nullptr, std::move(run));
+      });
       return;
     }
-    const std::lock_guard lock(running_mutex_);
-    running_ = start_load(executor_, std::move(spec),
-                          [self = shared_from_this()](std::exception_ptr error, run_result run) {
-                            {
-                              const std::lock_guard done_lock(self->running_mutex_);
-                              self->running_.reset();
-                            }
-                            self->run_done(error, std::move(run));
-                          });
-    if (stop_asked_.load(std::memory_order_relaxed)) stop_load(*running_);
+    auto operation =
+        start_load(executor_, std::move(spec),
+                   [self = shared_from_this()](std::exception_ptr error, run_result run) {
+                     {
+                       const std::lock_guard done_lock(self->running_mutex_);
+                       self->running_.reset();
+                     }
+                     self->run_done(error, std::move(run));
+                   });
+    {
+      const std::lock_guard lock(running_mutex_);
+      running_ = operation;
+    }
+    if (stop_asked_.load(std::memory_order_relaxed)) stop_load(*operation);
   }
 
   void run_done(std::exception_ptr error, run_result run) {
@@ -326,7 +336,12 @@ class sweep_operation : public std::enable_shared_from_this<sweep_operation> {
       point_done();
       return;
     }
-    measured_.repeats.push_back(std::move(run));
+    try {
+      measured_.repeats.push_back(std::move(run));
+    } catch (...) {
+      finish(std::current_exception());
+      return;
+    }
     ++repeat_;
     next_repeat();
   }
@@ -342,9 +357,11 @@ class sweep_operation : public std::enable_shared_from_this<sweep_operation> {
       };
     }
     search_result found = run_search(spec);
+    // The point ends from the executor: a long sweep of searches does not nest calls.
+    const auto then = [self = shared_from_this()] { self->point_done(); };
     if (found.interrupted) {
       result_.interrupted = true;
-      point_done();
+      boost::asio::post(executor_, then);
       return;
     }
     measured_.search = point_search{found.max_rate, found.failed_rate, found.end_reason,
@@ -358,24 +375,22 @@ class sweep_operation : public std::enable_shared_from_this<sweep_operation> {
       result_.warnings.push_back(fmt::format("{}: no rate tried was answered in full ({})",
                                              describe(measured_.point), found.end_reason));
     }
-    point_done();
+    boost::asio::post(executor_, then);
   }
 
   void point_done() {
-    if (!measured_.repeats.empty()) {
-      measured_.summary = summarize(measured_.repeats);
-      result_.points.push_back(std::move(measured_));
-      measured_ = {};
-    }
-    result_.elapsed_seconds = seconds_since(start_);
-    derive_results(result_);
-    if (callbacks_.on_point_done && !result_.interrupted) {
-      try {
-        callbacks_.on_point_done(result_);
-      } catch (...) {
-        finish(std::current_exception());
-        return;
+    try {
+      if (!measured_.repeats.empty()) {
+        measured_.summary = summarize(measured_.repeats);
+        result_.points.push_back(std::move(measured_));
+        measured_ = {};
       }
+      result_.elapsed_seconds = seconds_since(start_);
+      derive_results(result_);
+      if (callbacks_.on_point_done && !result_.interrupted) callbacks_.on_point_done(result_);
+    } catch (...) {  // the callback's exception, or out of memory
+      finish(std::current_exception());
+      return;
     }
     ++index_;
     begin_point();

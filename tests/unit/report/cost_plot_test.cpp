@@ -114,6 +114,37 @@ TEST(cost_plot_test, servers_compared_each_have_their_colour) {
   EXPECT_NE(body.find("lc 2 title 'dnsdist: tcp, server'"), std::string::npos) << body;
 }
 
+// A sweep of two targets lists its costs interleaved (udp of A, of B, tcp of A, of B): still
+// one colour per server.
+TEST(cost_plot_test, the_targets_of_one_sweep_each_have_their_colour) {
+  sweep_result r = tcp_sweep(true);
+  const sweep_transport udp{transport_kind::udp, std::nullopt};
+  r.plan.transports.insert(r.plan.transports.begin(), udp);
+  std::vector<sweep_point_result> points;
+  for (const std::string target : {"a", "b"}) {
+    for (auto p : r.points) {
+      p.point.target = target;
+      points.push_back(p);
+      p.point.transport = udp;
+      for (auto& run : p.repeats) {
+        run.transport = transport_kind::udp;
+        run.connections.opened = 0;
+      }
+      points.push_back(p);
+    }
+  }
+  r.points = points;
+  r.costs = compute_costs(r.points);
+  plot_set plots;
+  add_cost_plot({{"", &r}}, plots);
+  ASSERT_EQ(plots.plots.size(), 1u);
+  const std::string& body = plots.plots[0].body;
+  EXPECT_NE(body.find("lc 1 title 'a: tcp, server'"), std::string::npos) << body;
+  EXPECT_NE(body.find("lc 1 title 'a: udp, server'"), std::string::npos) << body;
+  EXPECT_NE(body.find("lc 2 title 'b: tcp, server'"), std::string::npos) << body;
+  EXPECT_NE(body.find("lc 2 title 'b: udp, server'"), std::string::npos) << body;
+}
+
 TEST(cost_plot_test, a_sweep_without_a_model_says_why_it_has_no_plot) {
   sweep_result r;
   plot_set plots;
