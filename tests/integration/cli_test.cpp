@@ -16,7 +16,6 @@
 #include <map>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -306,15 +305,10 @@ class interrupted_run {
     EXPECT_TRUE(started_) << "no progress line within 20 s";
   }
 
-  // Sends the signals and returns how the process ended and how long it took after that.
-  // Signals sent back to back can merge into one delivery; `gap` apart they arrive as two.
-  process_result stop(std::initializer_list<int> signals, double& seconds_after_signal,
-                      std::chrono::milliseconds gap = 0ms) {
+  // Sends the signal and returns how the process ended and how long it took after that.
+  process_result stop(int signal, double& seconds_after_signal) {
     const auto signalled = std::chrono::steady_clock::now();
-    for (const int s : signals) {
-      child_.send_signal(s);
-      std::this_thread::sleep_for(gap);
-    }
+    child_.send_signal(signal);
     process_result r = child_.wait(10s);
     seconds_after_signal =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
@@ -386,7 +380,7 @@ TEST(cli_test, sigint_stops_in_time_and_writes_the_results) {
   const scratch files;
   interrupted_run run(files, "udp");
   double seconds = 0;
-  const process_result r = run.stop({SIGINT}, seconds);
+  const process_result r = run.stop(SIGINT, seconds);
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 130) << r.err;
   EXPECT_LT(seconds, signal_exit_seconds);
@@ -401,7 +395,7 @@ TEST(cli_test, sigterm_stops_a_tcp_run_in_time_and_writes_the_results) {
   const scratch files;
   interrupted_run run(files, "tcp");
   double seconds = 0;
-  const process_result r = run.stop({SIGTERM}, seconds);
+  const process_result r = run.stop(SIGTERM, seconds);
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 130) << r.err;
   EXPECT_LT(seconds, signal_exit_seconds);
@@ -411,15 +405,9 @@ TEST(cli_test, sigterm_stops_a_tcp_run_in_time_and_writes_the_results) {
   EXPECT_GT(written.connections.closed_by_client, 0u);
 }
 
-TEST(cli_test, second_sigint_exits_at_once) {
-  const scratch files;
-  interrupted_run run(files, "udp");
-  double seconds = 0;
-  const process_result r = run.stop({SIGINT, SIGINT}, seconds, 2ms);
-  EXPECT_FALSE(r.timed_out);
-  EXPECT_EQ(r.exit_code, 130) << r.err;
-  EXPECT_LT(seconds, signal_exit_seconds);
-}
+// The second Ctrl-C's forced exit is tested where it is observable, against a stop that a
+// slow answer holds up (cli_serve_test in cli_commands_test.cpp); here the first signal alone
+// ends the run in time, so a second one would show nothing.
 
 }  // namespace
 }  // namespace dnstransport::hostile

@@ -500,8 +500,10 @@ TEST_F(doq_server_test, connections_are_forgotten_after_close_and_after_the_idle
   ASSERT_TRUE(processed_up_to_a_marker(responder, raw, 1));
   EXPECT_EQ(responder.stats().doq_packets_dropped, 1u);  // the marker alone
 
-  // Draining lasts three PTOs, idleness 0.3 s; both are over well within two seconds.
-  std::this_thread::sleep_for(1500ms);
+  // Draining lasts three PTOs, idleness 0.3 s: waited for as the responder counts them
+  // ended, not for a time that a stalled machine may not give it.
+  ASSERT_TRUE(hostile::responder_stats_reach(
+      responder, [](const server_stats& s) { return s.doq_connections_ended == 2; }));
   raw.send(to(closed_id));
   raw.send(to(idle_id));
   EXPECT_TRUE(dropped_reaches(responder, 3)) << responder.stats().doq_packets_dropped;

@@ -1,6 +1,11 @@
 // `search` against a responder of known capacity (server_options::rate_limit): it finds the
 // limit within 10 % over UDP (queries over it are dropped) and 15 % over TCP and TLS (they
 // wait), and it stops on time, on request, and on bad input.
+// The tests that find a capacity (finds_*, a_latency_bound_*, a_searched_sweep_*) measure a
+// rate: they run alone (RUN_SERIAL) and in the Release build only (label capacity; the
+// sanitizer stages leave them out, as their figure would be the sanitizer's cost), so that
+// another test or a sanitizer cannot stall a step under the limit into losing queries. The
+// others (the stop, the refusals) hold on any machine, and run everywhere.
 #include <dnstransport/search.hpp>
 
 #include <gtest/gtest.h>

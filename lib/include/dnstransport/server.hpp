@@ -151,6 +151,9 @@ struct server_stats {
   /// of another server), answered with a stateless reset (RFC 9000, section 10.3).
   std::uint64_t doq_stateless_resets = 0;
   std::uint64_t doq_retries = 0;  ///< Retry packets sent (server_options::doq_retry)
+  /// DoQ connections the responder has forgotten: closed and drained, or idle past the
+  /// timeout. A packet for one of them is then answered with a stateless reset.
+  std::uint64_t doq_connections_ended = 0;
   /// server_options::rate_limit: UDP queries left unanswered because the limit was reached.
   /// The UDP queries received are udp_queries (answered) + rate_limited_dropped +
   /// the malformed ones.

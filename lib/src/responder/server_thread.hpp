@@ -35,6 +35,7 @@ struct server_counters {
   std::atomic<std::uint64_t> doq_packets_dropped{0};
   std::atomic<std::uint64_t> doq_stateless_resets{0};
   std::atomic<std::uint64_t> doq_retries{0};
+  std::atomic<std::uint64_t> doq_connections_ended{0};
   std::atomic<std::uint64_t> connections_accepted{0};
   std::atomic<std::uint64_t> tls_handshakes_failed{0};
   std::atomic<std::uint64_t> tls_resumed{0};

@@ -139,6 +139,7 @@ server_stats server::stats() const {
     total.doq_packets_dropped += c.doq_packets_dropped.load(std::memory_order_relaxed);
     total.doq_stateless_resets += c.doq_stateless_resets.load(std::memory_order_relaxed);
     total.doq_retries += c.doq_retries.load(std::memory_order_relaxed);
+    total.doq_connections_ended += c.doq_connections_ended.load(std::memory_order_relaxed);
     total.connections_accepted += c.connections_accepted.load(std::memory_order_relaxed);
     total.tls_handshakes_failed += c.tls_handshakes_failed.load(std::memory_order_relaxed);
     total.tls_resumed += c.tls_resumed.load(std::memory_order_relaxed);

@@ -324,7 +324,10 @@ void doq_listener::dissociate(const cid_key& id) {
 void doq_listener::remove(doq_connection& connection) {
   for (const cid_key& id : connection.ids()) by_id_.erase(id);
   connection.ids().clear();
-  connections_.erase(&connection);
+  // A connection that never was one (its set-up failed) is not counted as ended.
+  if (connections_.erase(&connection) != 0) {
+    thread_.counters.doq_connections_ended.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace dnstransport::detail
