@@ -17,6 +17,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "manual_page.hpp"
 
 namespace {
 
@@ -79,6 +80,8 @@ int main(int argc, char** argv) {
                               add_monitor_command(app),
                               add_search_command(app)};
 
+  // The build writes the manual page and the completion from these definitions.
+  if (const auto status = write_generated_file(app, argc, argv)) return *status;
   if (const auto status = join_job()) return *status;
   // Leaves the MPI job (when in one) before exiting with `status`.
   const auto leave = [](int status, const std::string& error = {}) {
