@@ -12,6 +12,15 @@ function(step)
 endfunction()
 
 step("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+# With the command come its manual page and bash completion (share/, where man and
+# bash-completion look under the prefix).
+if(EXISTS "${prefix}/bin/dnstransport")
+  foreach(file share/man/man1/dnstransport.1.gz share/bash-completion/completions/dnstransport)
+    if(NOT EXISTS "${prefix}/${file}")
+      message(FATAL_ERROR "not installed with the command: ${prefix}/${file}")
+    endif()
+  endforeach()
+endif()
 step("${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" -G "${GENERATOR}"
      "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release)
 step("${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
