@@ -21,13 +21,17 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_TOOL_PACKAGE_NAME dnstransport)
 set(CPACK_DEBIAN_TOOL_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_TOOL_PACKAGE_SHLIBDEPS ON)
+# Each package's description: its summary line, then the text (CPack indents it, and an
+# empty line becomes the " ." of a new paragraph). Empty: CPack would put the project's
+# DESCRIPTION before each package's summary.
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "")
 set(CPACK_DEBIAN_TOOL_DESCRIPTION
   "DNS load generator over UDP, TCP, DNS over TLS, HTTPS and QUIC
- dnstransport measures what a DNS server can do over UDP, TCP, DNS over TLS,
- DNS over HTTPS and DNS over QUIC: throughput, latency percentiles, and what
- each connection and handshake costs the server, with sweeps over clients and
- queries per connection, reports in HTML, open-loop searches and monitoring of
- the server's CPU and memory.")
+dnstransport measures what a DNS server can do over UDP, TCP, DNS over TLS,
+DNS over HTTPS and DNS over QUIC: throughput, latency percentiles, and what
+each connection and handshake costs the server, with sweeps over clients and
+queries per connection, reports in HTML, open-loop searches and monitoring of
+the server's CPU and memory.")
 
 set(dnstransport_dev_depends
   "libboost1.81-dev, libboost-json1.81-dev, libfmt-dev, libssl-dev, libnghttp2-dev, libpcap-dev, pkg-config")
@@ -43,11 +47,22 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${dnstransport_dev_depends}")
 set(CPACK_DEBIAN_DEV_DESCRIPTION
   "DNS load generation library over UDP, TCP, DoT, DoH and DoQ (development)
- The library behind the dnstransport command: loads, sweeps and searches over
- UDP, TCP, DNS over TLS, DNS over HTTPS and DNS over QUIC, blocking or in
- Asio's asynchronous style, with their results, reports and cost models.
- .
- This package holds the static library, its headers and its CMake package
- (find_package(dnstransport)).")
+The library behind the dnstransport command: loads, sweeps and searches over
+UDP, TCP, DNS over TLS, DNS over HTTPS and DNS over QUIC, blocking or in
+Asio's asynchronous style, with their results, reports and cost models.
+
+This package holds the static library, its headers and its CMake package
+(find_package(dnstransport)).")
+
+# The changelog Debian wants in each package's documentation directory, compressed as its
+# tools do it (gzip -9n: no name or time stamp, so the file is the same every build).
+configure_file("${PROJECT_SOURCE_DIR}/cmake/debian-changelog.in"
+  "${PROJECT_BINARY_DIR}/debian/changelog" @ONLY)
+execute_process(COMMAND gzip -9n -c "${PROJECT_BINARY_DIR}/debian/changelog"
+  OUTPUT_FILE "${PROJECT_BINARY_DIR}/debian/changelog.gz" COMMAND_ERROR_IS_FATAL ANY)
+install(FILES "${PROJECT_BINARY_DIR}/debian/changelog.gz"
+  DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/dnstransport" COMPONENT tool)
+install(FILES "${PROJECT_BINARY_DIR}/debian/changelog.gz"
+  DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/libdnstransport-dev" COMPONENT dev)
 
 include(CPack)

@@ -128,7 +128,7 @@ std::pair<std::vector<std::string>, std::vector<std::string>> flag_names(const C
     for (const auto& s : o->get_snames()) own.push_back("-" + s);
     for (const auto& l : o->get_lnames()) own.push_back("--" + l);
     names.insert(names.end(), own.begin(), own.end());
-    if (o->get_type_size() != 0) valued.insert(valued.end(), own.begin(), own.end());
+    if (o->get_items_expected_max() != 0) valued.insert(valued.end(), own.begin(), own.end());
   }
   return {names, valued};
 }
