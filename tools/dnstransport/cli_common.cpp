@@ -189,6 +189,12 @@ void set_connections(load_spec& spec, const run_options& o) {
     throw setup_error(fmt::format("--close: \"{}\" is not fin or rst", o.close));
   }
   spec.connections.sources = o.sources;
+  const auto mode = parse_source_mode(o.source_mode);
+  if (!mode) {
+    throw setup_error(
+        fmt::format("--source-mode: \"{}\" is not auto, per-client or round-robin", o.source_mode));
+  }
+  spec.connections.source_mode = *mode;
   spec.connections.tcp_fastopen = o.tcp_fastopen;
   spec.connections.tcp_nodelay = !o.no_nodelay;
   spec.generator.gather_writes = !o.one_write_per_query;

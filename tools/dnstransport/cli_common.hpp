@@ -81,6 +81,7 @@ struct run_options {
   std::string queries_per_connection = "unlimited";
   std::string close = "fin";
   std::vector<std::string> sources;
+  std::string source_mode = "auto";
   bool tcp_fastopen = false;
   bool no_nodelay = false;
   bool one_write_per_query = false;

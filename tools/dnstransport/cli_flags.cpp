@@ -119,10 +119,20 @@ void add_connection_options(CLI::App& app, run_options& o) {
       ->capture_default_str();
   app.add_option(
          "--source", o.sources,
-         "Source addresses for client sockets (comma-separated). Default for tcp/tls to "
-         "127.0.0.1: 127.0.0.1-127.0.0.16, to multiply ephemeral ports (127.0.0.1-127.0.0.4 "
-         "with --tcp-fastopen, as many as the kernel keeps Fast Open cookies for)")
+         "Source addresses for client sockets: addresses and CIDR ranges, comma-separated "
+         "(127.0.0.0/16, fd00::/112; a range's hosts, as many as there are clients). They must "
+         "be this machine's (all of 127.0.0.0/8 is; `ip -6 route add local fd00::/112 dev lo` "
+         "makes an IPv6 range local). Default for tcp/tls/doh to 127.0.0.1: 127.0.0.1-"
+         "127.0.0.16, taken in turn to multiply ephemeral ports (127.0.0.1-127.0.0.4 with "
+         "--tcp-fastopen, as many as the kernel keeps Fast Open cookies for)")
       ->delimiter(',');
+  app.add_option("--source-mode", o.source_mode,
+                 "How clients take the --source addresses: per-client (each client one "
+                 "address for all its connections, as a server's per-client limits see real "
+                 "clients; needs as many addresses as clients), round-robin (in turn: by "
+                 "client over udp/doq, by connection over tcp/tls/doh) or auto (per-client "
+                 "when there are enough)")
+      ->capture_default_str();
   app.add_flag("--tcp-fastopen", o.tcp_fastopen,
                "Send the first query in the SYN (TCP_FASTOPEN_CONNECT) where the kernel allows");
   app.add_flag("--no-nodelay", o.no_nodelay, "Leave Nagle's algorithm on (TCP_NODELAY off)");

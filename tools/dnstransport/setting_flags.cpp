@@ -55,6 +55,7 @@ std::string flag_of_setting(std::string_view path) {
       {"load_spec::connections.tcp_fastopen", "--tcp-fastopen"},
       {"load_spec::connections.honour_keepalive", "--honour-keepalive"},
       {"load_spec::connections.sources", "--source"},
+      {"load_spec::connections.source_mode", "--source-mode"},
       {"load_spec::generator.threads", "--threads"},
       {"load_spec::generator.cpus", "--cpus"},
       {"load_spec::generator.coalesce_us", "--coalesce-us"},

@@ -92,6 +92,26 @@ enum class close_mode {
   rst,  ///< abortive: SO_LINGER 0, so the kernel sends RST and keeps no TIME_WAIT
 };
 
+/// How clients take their source addresses (connection_settings::sources).
+enum class source_mode {
+  /// per_client when the addresses given are at least as many as the clients, round_robin
+  /// otherwise (and for the loopback addresses taken when none are given).
+  automatic,
+  /// Client i binds the i-th address for all its connections, so a server sees one address
+  /// per client (its rate limits, ACLs and per-client limits apply per client); fewer
+  /// addresses than clients is an error.
+  per_client,
+  /// The addresses taken in turn: client by client over UDP and DoQ (each client has one
+  /// socket), connection by connection over TCP, DoT and DoH (the ephemeral port space
+  /// multiplied by the addresses, for runs at one query per connection).
+  round_robin,
+};
+
+/// "auto", "per-client" or "round-robin".
+std::string_view source_mode_name(source_mode mode) noexcept;
+/// Mode from its name; nothing for an unknown one.
+std::optional<source_mode> parse_source_mode(std::string_view name) noexcept;
+
 /// A snapshot handed to the progress callback about once per progress interval.
 struct load_progress {
   double elapsed_seconds = 0;            ///< since the start, warm-up included
@@ -180,10 +200,16 @@ struct connection_settings {
   /// advertised on it, and opens a new one for its next query; counted in
   /// connection_stats::closed_idle_keepalive.
   bool honour_keepalive = false;
-  /// Source addresses client sockets bind to, spread round-robin; empty: the kernel picks,
-  /// except towards loopback with TCP/TLS, where 127.0.0.1-127.0.0.16 are used to widen the
-  /// ephemeral port space.
+  /// Source addresses client sockets bind to: addresses and CIDR ranges ("127.0.0.0/16",
+  /// "fd00::/112"), of the server's family, read in order (a range's hosts, without its
+  /// network and IPv4 broadcast addresses), as many as there are clients; spread over the
+  /// clients as source_mode says. Empty: the kernel picks, except towards IPv4 loopback over
+  /// TCP, DoT and DoH, where 127.0.0.1-127.0.0.16 are taken in turn to widen the ephemeral
+  /// port space. The addresses must be the machine's (loopback: all of 127.0.0.0/8; IPv6:
+  /// `ip -6 route add local fd00::/112 dev lo` makes a range local).
   std::vector<std::string> sources;
+  /// How the clients take the sources.
+  dnstransport::source_mode source_mode = source_mode::automatic;
 };
 
 /// How the generator itself runs: its threads, CPUs and system calls.
@@ -479,6 +505,13 @@ struct run_result : query_counts {
   /// load_spec::traffic.outstanding, fewer when the server answered faster than the clients
   /// filled their window or the query list limited it (run_result::warnings says so).
   unsigned in_flight_max = 0;
+  /// Source addresses the run spread its clients over (load_spec::connections.sources, or
+  /// the loopback addresses taken by default): one per client, or over TCP, DoT and DoH taken
+  /// in turn by connection; 0: the kernel chose each socket's.
+  std::uint64_t source_addresses = 0;
+  /// Each client kept one source address of its own (source_mode::per_client, or automatic
+  /// with enough addresses); false: taken in turn.
+  bool sources_per_client = false;
 
   /// Send to answer, connection set-up excluded. The answer's time is the kernel's receive
   /// stamp (SO_TIMESTAMPNS): its datagram's (UDP, DoQ), or the newest segment's of the read

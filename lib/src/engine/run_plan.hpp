@@ -44,6 +44,9 @@ struct run_plan {
   boost::asio::ip::address server_address;
   std::uint16_t server_port = 0;
   std::vector<boost::asio::ip::address> sources;  // source addresses to spread clients over
+  // Client i binds sources[i] for every connection (one address per client); false: stream
+  // clients take them in turn, connection by connection.
+  bool sources_per_client = false;
   // Per query of the set: its question's number (queries asking the same question, names
   // compared case-insensitively, share one), and for UDP the largest answer it allows.
   std::vector<std::uint32_t> question_of;

@@ -11,6 +11,8 @@
 #include <dnstransport/load.hpp>
 #include <dnstransport/text.hpp>
 
+#include "load/source_ranges.hpp"
+
 namespace dnstransport {
 
 namespace {
@@ -141,10 +143,15 @@ load_spec share_of(const load_spec& spec, unsigned rank, unsigned size) {
                         static_cast<double>(spec.traffic.clients);
   }
   if (spec.traffic.count > 0) mine.traffic.count = part_of(spec.traffic.count, rank, size);
-  if (spec.connections.sources.size() >= size) {
+  // The members take disjoint shares of the source addresses (a range read out as one
+  // address per client of the whole group): every size-th, from the rank on. Per client, each
+  // member's share then holds one for each of its clients (part_of gives the larger shares to
+  // the lower ranks, as the stride does).
+  const auto sources = detail::expanded_source_texts(spec);
+  if (sources.size() >= size) {
     mine.connections.sources.clear();
-    for (std::size_t i = rank; i < spec.connections.sources.size(); i += size) {
-      mine.connections.sources.push_back(spec.connections.sources[i]);
+    for (std::size_t i = rank; i < sources.size(); i += size) {
+      mine.connections.sources.push_back(sources[i]);
     }
   }
   if (mine.generator.threads > mine.traffic.clients) mine.generator.threads = mine.traffic.clients;
@@ -170,6 +177,9 @@ void add_member(run_result& out, const run_result& r) {
   for (std::size_t i = 0; i < out.rcodes.size(); ++i) out.rcodes[i] += r.rcodes[i];
   out.send_lag.merge(r.send_lag);
   out.in_flight_max = std::max(out.in_flight_max, r.in_flight_max);
+  // The members' shares of the addresses are disjoint: the group bound their sum.
+  out.source_addresses += r.source_addresses;
+  out.sources_per_client = r.sources_per_client;
   out.elapsed_seconds = std::max(out.elapsed_seconds, r.elapsed_seconds);
   out.client_cpu_seconds += r.client_cpu_seconds;
   out.client_rss_bytes += r.client_rss_bytes;

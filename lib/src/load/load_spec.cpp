@@ -77,6 +77,25 @@ std::optional<replay_mode> parse_replay_mode(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+std::string_view source_mode_name(source_mode mode) noexcept {
+  switch (mode) {
+    case source_mode::per_client:
+      return "per-client";
+    case source_mode::round_robin:
+      return "round-robin";
+    case source_mode::automatic:
+      break;
+  }
+  return "auto";
+}
+
+std::optional<source_mode> parse_source_mode(std::string_view name) noexcept {
+  for (auto mode : {source_mode::automatic, source_mode::per_client, source_mode::round_robin}) {
+    if (name == source_mode_name(mode)) return mode;
+  }
+  return std::nullopt;
+}
+
 double total_rate(const load_spec& spec) noexcept {
   if (spec.traffic.rate > 0) return spec.traffic.rate;
   if (spec.traffic.client_rate > 0) return spec.traffic.client_rate * spec.traffic.clients;

@@ -16,6 +16,7 @@
 
 #include "engine/letter_case.hpp"
 #include "load/load_steps.hpp"
+#include "load/source_ranges.hpp"
 #include "registry/transports.hpp"
 #include "util/clock.hpp"
 
@@ -82,18 +83,20 @@ boost::asio::ip::address resolve(const std::string& host) {
 
 std::vector<boost::asio::ip::address> source_addresses(const load_spec& spec,
                                                        const boost::asio::ip::address& server) {
-  std::vector<boost::asio::ip::address> sources;
-  for (const auto& text : spec.connections.sources) {
-    boost::system::error_code ec;
-    auto address = boost::asio::ip::make_address(text, ec);
-    const std::string named = setting("load_spec::connections.sources");
-    if (ec) throw setup_error(fmt::format("{}: \"{}\" is not an IP address", named, text));
-    if (address.is_v4() != server.is_v4()) {
-      throw setup_error(fmt::format("{} {} is not of the same family as the server {}", named, text,
-                                    server.to_string()));
-    }
-    sources.push_back(address);
+  const std::string named = setting("load_spec::connections.sources");
+  const auto expanded =
+      expand_sources(spec.connections.sources, sources_wanted(spec), server.is_v4(), named);
+  if (spec.connections.source_mode == source_mode::per_client &&
+      expanded.available < spec.traffic.clients) {
+    throw setup_error(fmt::format(
+        "{} {}: {} per-client gives each client a source address of its own, but {} {} {} "
+        "{}; give a wider range, or {} round-robin",
+        setting("load_spec::traffic.clients"), spec.traffic.clients,
+        setting("load_spec::connections.source_mode"), named,
+        fmt::join(spec.connections.sources, ","), expanded.available == 1 ? "holds" : "hold",
+        expanded.available, setting("load_spec::connections.source_mode")));
   }
+  std::vector<boost::asio::ip::address> sources = expanded.addresses;
   // Towards IPv4 loopback, 16 source addresses give 16 times the ephemeral ports, so a run
   // at one query per connection does not stall on TIME_WAIT. With Fast Open, 4: the kernel
   // keeps its cookies in tcp_metrics, whose hash is of the destination only and keeps 5
@@ -350,6 +353,17 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   plan.server_address = server_address;
   plan.server_port = spec.target.port;
   plan.sources = sources;
+  // Each client keeps one address when the user's addresses are enough for all of them (or
+  // asked for it): a server sees one address per client. Otherwise, and for the loopback
+  // addresses taken by default, connections take them in turn.
+  plan.sources_per_client = !spec.connections.sources.empty() &&
+                            sources.size() >= spec.traffic.clients &&
+                            spec.connections.source_mode != source_mode::round_robin;
+  // Over UDP and DoQ each client keeps its one socket: the first `clients` addresses.
+  result.source_addresses = plan.sources_per_client || traits_of(spec.target.transport).over_tcp
+                                ? sources.size()
+                                : std::min<std::size_t>(sources.size(), spec.traffic.clients);
+  result.sources_per_client = plan.sources_per_client;
   plan.timeout_ns = seconds_to_ns(spec.traffic.timeout_seconds);
   plan.interval_ns = seconds_to_ns(spec.output.interval_seconds);
   plan.connections_gauge = &prepared->connections_gauge;

@@ -40,6 +40,8 @@ const run_field run_figures[] = {
     {"max_thread_cpu_share", &run_result::max_thread_cpu_share},
     {"client_rss_bytes", &run_result::client_rss_bytes, true},
     {"in_flight_max", &run_result::in_flight_max, true},
+    {"source_addresses", &run_result::source_addresses, true},
+    {"sources_per_client", &run_result::sources_per_client, true},
 };
 
 const field_description<rank_result> ranks[] = {

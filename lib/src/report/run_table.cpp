@@ -298,6 +298,15 @@ void handshakes(const run_result& r, table_writer& t) {
   }
 }
 
+// Which source addresses the clients bound, when not the kernel's choice.
+void sources(const run_result& r, table_writer& t) {
+  if (r.source_addresses == 0) return;
+  const char* how = r.sources_per_client              ? "one per client"
+                    : traits_of(r.transport).over_tcp ? "taken in turn by connection"
+                                                      : "taken in turn by client";
+  t.line("source addresses", fmt::format("{}, {}", with_commas(r.source_addresses), how));
+}
+
 void connections(const run_result& r, table_writer& t) {
   if (!has_connections(r)) return;
   const auto& c = r.connections;
@@ -429,6 +438,7 @@ std::string format_table(const run_result& r, const setting_namer& name_of) {
   outcomes(r, t);
   throughput_and_client(r, t);
   server_usage(r, t);
+  sources(r, t);
   connections(r, t);
   edns(r, t);
   early_data(r, t);

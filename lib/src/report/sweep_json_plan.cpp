@@ -102,6 +102,7 @@ json::object options_to_json(const load_spec& s) {
       {"tcp_nodelay", s.connections.tcp_nodelay},
       {"tcp_fastopen", s.connections.tcp_fastopen},
       {"sources", strings_to_json(s.connections.sources)},
+      {"source_mode", source_mode_name(s.connections.source_mode)},
       {"gather_writes", s.generator.gather_writes},
       {"tls", tls_to_json(s.tls)},
       {"doh", {{"path", s.target.doh_path}, {"method", doh_method_name(s.target.doh_request)}}}};
@@ -137,6 +138,11 @@ void options_from_json(const json::object& o, load_spec& s) {
   s.connections.tcp_nodelay = bool_at(o, "tcp_nodelay");
   s.connections.tcp_fastopen = bool_at(o, "tcp_fastopen");
   s.connections.sources = strings_from_json(array_at(o, "sources"));
+  // Files from before source ranges took the addresses in turn, as auto does with few.
+  if (const auto* mode = o.if_contains("source_mode"); mode != nullptr && mode->is_string()) {
+    s.connections.source_mode =
+        parse_source_mode(mode->get_string()).value_or(source_mode::automatic);
+  }
   s.generator.gather_writes = bool_at(o, "gather_writes");
   s.tls = tls_from_json(object_at(o, "tls"));
   if (const auto* doh = o.if_contains("doh"); doh != nullptr && doh->is_object()) {

@@ -101,9 +101,10 @@ void stream_client::connect(std::uint64_t now) {
   tcp_dial_options options;
   options.nodelay = settings().tcp_nodelay;
   options.fastopen = settings().tcp_fastopen;
-  // Spread successive connections of all clients over the source addresses.
+  // Each client its own address, or successive connections of all clients spread over them.
   if (!p.sources.empty()) {
-    options.source = &p.sources[(index_ + connections_made_ * p.clients) % p.sources.size()];
+    const std::size_t turn = p.sources_per_client ? 0 : connections_made_ * p.clients;
+    options.source = &p.sources[(index_ + turn) % p.sources.size()];
   }
   ++connections_made_;
   const tcp_dial dial = socket_->connect({p.server_address, p.server_port}, options);

@@ -1,0 +1,132 @@
+// Source addresses from addresses and CIDR ranges: a range is read lazily, as many of its
+// hosts as there are clients to bind them, so that fd00::/64 costs no more than /120.
+#include "load/source_ranges.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <boost/asio/ip/network_v4.hpp>
+#include <boost/asio/ip/network_v6.hpp>
+
+#include <dnstransport/error.hpp>
+
+namespace dnstransport::detail {
+
+namespace {
+
+namespace ip = boost::asio::ip;
+
+constexpr std::uint64_t most = std::uint64_t{1} << 63;
+
+// The hosts of a range: the first one and how many. A /31 or /32 (/127, /128) is all its
+// addresses; a wider IPv4 range leaves out its network and broadcast addresses, a wider IPv6
+// one its Subnet-Router anycast address (host part 0, RFC 4291 section 2.6.1).
+struct host_range {
+  ip::address first;
+  std::uint64_t count = 0;
+};
+
+host_range hosts_of(const ip::network_v4& net) {
+  const unsigned host_bits = 32 - net.prefix_length();
+  const std::uint32_t base = net.network().to_uint();
+  if (host_bits <= 1) return {ip::address_v4(base), std::uint64_t{1} << host_bits};
+  return {ip::address_v4(base + 1), (std::uint64_t{1} << host_bits) - 2};
+}
+
+host_range hosts_of(const ip::network_v6& net) {
+  const unsigned host_bits = 128 - net.prefix_length();
+  auto bytes = net.network().to_bytes();
+  if (host_bits <= 1) {
+    return {ip::address_v6(bytes), std::uint64_t{1} << host_bits};
+  }
+  // base + 1
+  for (auto b = bytes.rbegin(); b != bytes.rend() && ++*b == 0; ++b) {
+  }
+  const std::uint64_t count = host_bits >= 63 ? most : (std::uint64_t{1} << host_bits) - 1;
+  return {ip::address_v6(bytes), count};
+}
+
+// The i-th address from `first` (i below the range's count).
+ip::address nth(const ip::address& first, std::uint64_t i) {
+  if (first.is_v4()) {
+    return ip::address_v4(first.to_v4().to_uint() + static_cast<std::uint32_t>(i));
+  }
+  auto bytes = first.to_v6().to_bytes();
+  unsigned carry = 0;
+  for (int k = 15; k >= 0; --k) {
+    const unsigned add = k >= 8 ? static_cast<unsigned>((i >> (8 * (15 - k))) & 0xff) : 0;
+    const unsigned sum = bytes[static_cast<std::size_t>(k)] + add + carry;
+    bytes[static_cast<std::size_t>(k)] = static_cast<unsigned char>(sum & 0xff);
+    carry = sum >> 8;
+  }
+  return ip::address_v6(bytes);
+}
+
+host_range parse_entry(const std::string& text, const std::string& setting) {
+  boost::system::error_code ec;
+  if (text.find('/') == std::string::npos) {
+    const ip::address address = ip::make_address(text, ec);
+    if (ec) {
+      throw setup_error(
+          fmt::format("{}: \"{}\" is neither an IP address nor a range "
+                      "(ADDRESS/PREFIX, e.g. 127.0.0.0/16 or fd00::/112)",
+                      setting, text));
+    }
+    return {address, 1};
+  }
+  if (text.find(':') == std::string::npos) {
+    const ip::network_v4 net = ip::make_network_v4(text, ec);
+    if (!ec) return hosts_of(net);
+  } else {
+    const ip::network_v6 net = ip::make_network_v6(text, ec);
+    if (!ec) return hosts_of(net);
+  }
+  throw setup_error(fmt::format(
+      "{}: \"{}\" is not a range (ADDRESS/PREFIX: an IPv4 address and 0 to 32, or an IPv6 "
+      "address and 0 to 128)",
+      setting, text));
+}
+
+}  // namespace
+
+source_list expand_sources(const std::vector<std::string>& entries, std::uint64_t wanted,
+                                bool server_is_v4, const std::string& setting) {
+  source_list out;
+  for (const auto& text : entries) {
+    const host_range range = parse_entry(text, setting);
+    if (range.first.is_v4() != server_is_v4) {
+      throw setup_error(fmt::format("{}: {} is not of the server's family ({})", setting, text,
+                                    server_is_v4 ? "IPv4" : "IPv6"));
+    }
+    for (std::uint64_t i = 0; i < range.count && out.addresses.size() < wanted; ++i) {
+      out.addresses.push_back(nth(range.first, i));
+    }
+    out.available = std::min(most, out.available + range.count);
+  }
+  return out;
+}
+
+std::uint64_t sources_wanted(const load_spec& spec) noexcept {
+  constexpr std::uint64_t in_turn = 65536;
+  const std::uint64_t clients = spec.traffic.clients;
+  return spec.connections.source_mode == source_mode::round_robin ? std::max(clients, in_turn)
+                                                                  : clients;
+}
+
+std::vector<std::string> expanded_source_texts(const load_spec& spec) {
+  const auto& entries = spec.connections.sources;
+  if (entries.empty()) return {};
+  // The family of the first entry: a mix is refused later, where the server is known.
+  const bool v4 = entries.front().find(':') == std::string::npos;
+  std::vector<std::string> texts;
+  try {
+    for (const auto& a : expand_sources(entries, sources_wanted(spec), v4, "").addresses) {
+      texts.push_back(a.to_string());
+    }
+  } catch (const setup_error&) {
+    return entries;
+  }
+  return texts;
+}
+
+}  // namespace dnstransport::detail
