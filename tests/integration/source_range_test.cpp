@@ -10,18 +10,27 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <dnstransport/error.hpp>
 #include <dnstransport/load.hpp>
+#include <dnstransport/report.hpp>
 
 #include "child_process.hpp"
 #include "cli_runs.hpp"
+#include "in_ci.hpp"
+#include "scratch_dir.hpp"
 
 namespace dnstransport {
 namespace {
@@ -244,6 +253,51 @@ TEST(source_range_test, fewer_addresses_than_clients_are_taken_in_turn_or_refuse
 }
 
 #ifdef DNSTRANSPORT_CLI_PATH
+// An IPv6 range made local in a network namespace of its own (`ip -6 route add local`): the
+// clients' connections to a `serve` on ::1 leave from its first hosts, one per client, as the
+// kernel's TIME_WAIT sockets (the client closes each connection) say after the run.
+TEST(source_range_test, an_ipv6_range_made_local_in_a_namespace_is_bound_per_client) {
+  const std::string unshare = "/usr/bin/unshare";
+  if (::geteuid() != 0 || !std::filesystem::exists(unshare) ||
+      hostile::run_process(unshare, {"-n", "true"}, std::chrono::seconds(10)).exit_code != 0) {
+    if (hostile::in_ci()) FAIL() << "needs root and unshare -n; CI runs as root and has both";
+    GTEST_SKIP() << "needs root and unshare -n for a network namespace of its own";
+  }
+  const hostile::scratch files("source-v6");
+  const std::string json = files.path("run.json");
+  const std::string sockets = files.path("time-wait");
+  const std::string serve_out = files.path("serve.out");
+  const std::string script = fmt::format(
+      "ip link set lo up && ip -6 route add local fd00::/112 dev lo || exit 99\n"
+      "'{0}' serve --listen '[::1]:5300' --tcp '[::1]:5300' > '{1}' 2>&1 & serve=$!\n"
+      "for i in $(seq 300); do grep -q '^tcp' '{1}' && break; sleep 0.1; done\n"
+      "'{0}' run --server '[::1]:5300' --transport tcp --queries-per-connection 1 --clients 4 "
+      "--outstanding 1 --count 100 --source fd00::/112 --quiet --json '{2}'; code=$?\n"
+      "ss -Htan state time-wait > '{3}'\n"
+      "kill -INT $serve; wait $serve; exit $code",
+      hostile::cli, serve_out, json, sockets);
+  const hostile::process_result r =
+      hostile::run_process(unshare, {"-n", "sh", "-c", script}, std::chrono::seconds(60));
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const run_result result = run_result_from_json(text, json);
+  EXPECT_EQ(result.responses_received, 100u);
+  EXPECT_EQ(result.source_addresses, 4u);
+  EXPECT_TRUE(result.sources_per_client);
+  // Local address of each TIME_WAIT socket: "[fd00::3]:40112" in the third column.
+  std::set<std::string> local;
+  std::ifstream listed(sockets);
+  for (std::string line; std::getline(listed, line);) {
+    std::istringstream fields(line);
+    std::string recv_q, send_q, address;
+    fields >> recv_q >> send_q >> address;
+    if (address.rfind("[fd00::", 0) == 0) local.insert(address.substr(1, address.find(']') - 1));
+  }
+  EXPECT_EQ(local, (std::set<std::string>{"fd00::1", "fd00::2", "fd00::3", "fd00::4"}));
+}
+
 TEST(source_range_test, the_cli_takes_ranges_and_says_how_many_addresses_it_used) {
   const hostile::process_result r = hostile::run_process(
       hostile::cli, {"run", "--transport", "tcp", "--clients", "4", "--count", "200", "--source",
