@@ -253,7 +253,8 @@ TEST(source_range_test, fewer_addresses_than_clients_are_taken_in_turn_or_refuse
 }
 
 #ifdef DNSTRANSPORT_CLI_PATH
-// An IPv6 range made local in a network namespace of its own (`ip -6 route add local`): the
+// An IPv6 range made local in a network namespace of its own (`ip -6 route add local`, and
+// net.ipv6.ip_nonlocal_bind, without which IPv6 binds only assigned addresses): the
 // clients' connections to a `serve` on ::1 leave from its first hosts, one per client, as the
 // kernel's TIME_WAIT sockets (the client closes each connection) say after the run.
 TEST(source_range_test, an_ipv6_range_made_local_in_a_namespace_is_bound_per_client) {
@@ -268,7 +269,8 @@ TEST(source_range_test, an_ipv6_range_made_local_in_a_namespace_is_bound_per_cli
   const std::string sockets = files.path("time-wait");
   const std::string serve_out = files.path("serve.out");
   const std::string script = fmt::format(
-      "ip link set lo up && ip -6 route add local fd00::/112 dev lo || exit 99\n"
+      "ip link set lo up && ip -6 route add local fd00::/112 dev lo && "
+      "sysctl -qw net.ipv6.ip_nonlocal_bind=1 || exit 99\n"
       "'{0}' serve --listen '[::1]:5300' --tcp '[::1]:5300' > '{1}' 2>&1 & serve=$!\n"
       "for i in $(seq 300); do grep -q '^tcp' '{1}' && break; sleep 0.1; done\n"
       "'{0}' run --server '[::1]:5300' --transport tcp --queries-per-connection 1 --clients 4 "

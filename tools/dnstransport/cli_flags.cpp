@@ -122,8 +122,9 @@ void add_connection_options(CLI::App& app, run_options& o) {
          "Source addresses for client sockets: addresses and CIDR ranges, comma-separated "
          "(127.0.0.0/16, fd00::/112; a range's hosts, as many as there are clients). They must "
          "be this machine's (all of 127.0.0.0/8 is; `ip -6 route add local fd00::/112 dev lo` "
-         "makes an IPv6 range local). Default for tcp/tls/doh to 127.0.0.1: 127.0.0.1-"
-         "127.0.0.16, taken in turn to multiply ephemeral ports (127.0.0.1-127.0.0.4 with "
+         "and sysctl net.ipv6.ip_nonlocal_bind=1 make an IPv6 range usable). Default for "
+         "tcp/tls/doh to 127.0.0.1: 127.0.0.1-127.0.0.16, taken in turn to multiply "
+         "ephemeral ports (127.0.0.1-127.0.0.4 with "
          "--tcp-fastopen, as many as the kernel keeps Fast Open cookies for)")
       ->delimiter(',');
   app.add_option("--source-mode", o.source_mode,

@@ -206,7 +206,8 @@ struct connection_settings {
   /// clients as source_mode says. Empty: the kernel picks, except towards IPv4 loopback over
   /// TCP, DoT and DoH, where 127.0.0.1-127.0.0.16 are taken in turn to widen the ephemeral
   /// port space. The addresses must be the machine's (loopback: all of 127.0.0.0/8; IPv6:
-  /// `ip -6 route add local fd00::/112 dev lo` makes a range local).
+  /// `ip -6 route add local fd00::/112 dev lo` makes a range local, and
+  /// net.ipv6.ip_nonlocal_bind=1 lets sockets bind its unassigned addresses).
   std::vector<std::string> sources;
   /// How the clients take the sources.
   dnstransport::source_mode source_mode = source_mode::automatic;

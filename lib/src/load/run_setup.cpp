@@ -93,8 +93,9 @@ std::vector<boost::asio::ip::address> source_addresses(const load_spec& spec,
         "{}; give a wider range, or {} round-robin",
         setting("load_spec::traffic.clients"), spec.traffic.clients,
         setting("load_spec::connections.source_mode"), named,
-        fmt::join(spec.connections.sources, ","), expanded.available == 1 ? "holds" : "hold",
-        expanded.available, setting("load_spec::connections.source_mode")));
+        fmt::join(spec.connections.sources, ","),
+        spec.connections.sources.size() == 1 ? "holds" : "hold", expanded.available,
+        setting("load_spec::connections.source_mode")));
   }
   std::vector<boost::asio::ip::address> sources = expanded.addresses;
   // Towards IPv4 loopback, 16 source addresses give 16 times the ephemeral ports, so a run
