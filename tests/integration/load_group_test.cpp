@@ -195,7 +195,9 @@ TEST_F(load_group_test, a_member_that_cannot_run_stops_every_member_with_its_rea
     }
   });
   for (const auto& e : errors) {
-    EXPECT_EQ(e, "rank 1: load_spec::connections.sources: \"not-an-address\" is not an IP address");
+    EXPECT_EQ(e,
+              "rank 1: load_spec::connections.sources: \"not-an-address\" is neither an IP "
+              "address nor a range (ADDRESS/PREFIX, e.g. 127.0.0.0/16 or fd00::/112)");
   }
   for (const auto& settings : named) {
     EXPECT_EQ(settings, std::vector<std::string>{"load_spec::connections.sources"});

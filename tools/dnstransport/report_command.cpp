@@ -45,10 +45,14 @@ action add_report_command(CLI::App& app) {
     // A single run (its timeline) or a search is reported on its own.
     if (f->files.size() == 1) {
       const std::string text = read_file(f->files.front());
+      // By the format's name, whatever its version: a run or search of another version is
+      // refused by its reader, which names the version this build reads.
       const std::string schema = schema_of(text);
-      if (schema == run_schema || schema == search_schema) {
+      const auto format = [](std::string_view name) { return name.substr(0, name.find('/')); };
+      const bool is_run = format(schema) == format(run_schema);
+      if (is_run || format(schema) == format(search_schema)) {
         report_output written;
-        if (schema == run_schema) {
+        if (is_run) {
           const run_result run = run_result_from_json(text, f->files.front());
           if (!f->quiet) fmt::print("{}", format_table(run, flag_of_setting));
           if (f->out_dir.empty()) return exit_ok;

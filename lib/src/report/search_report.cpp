@@ -126,11 +126,13 @@ search_result search_result_from_json(std::string_view text, std::string_view so
     if (!value.is_object()) throw std::invalid_argument("the document is not a JSON object");
     const auto& o = value.get_object();
     const auto* schema = o.if_contains("schema");
-    if (schema == nullptr || !schema->is_string() || schema->get_string() != search_schema) {
-      throw std::invalid_argument(fmt::format("not a dnstransport search result (schema \"{}\")",
-                                              schema != nullptr && schema->is_string()
-                                                  ? std::string(schema->get_string())
-                                                  : std::string()));
+    if (schema == nullptr || !schema->is_string()) {
+      throw std::invalid_argument("no \"schema\" key: not a dnstransport search result");
+    }
+    if (schema->get_string() != search_schema) {
+      throw std::invalid_argument(fmt::format("schema \"{}\" is not the supported \"{}\"",
+                                              std::string_view(schema->get_string()),
+                                              search_schema));
     }
     search_result r;
     r.criteria = detail::search_criteria_from_json(detail::object_at(o, "criteria"));
