@@ -136,8 +136,12 @@ TEST(source_range_test, an_ipv6_range_made_local_in_a_namespace_is_bound_per_cli
   const std::string script = fmt::format(
       "ip link set lo up && ip -6 route add local fd00::/112 dev lo && "
       "sysctl -qw net.ipv6.ip_nonlocal_bind=1 || exit 99\n"
+      // serve's output through a FIFO: the script reads on until its TCP address is out
+      // (a read that ends when serve exits first), not for a time.
+      "mkfifo '{1}'\n"
       "'{0}' serve --listen '[::1]:5300' --tcp '[::1]:5300' > '{1}' 2>&1 & serve=$!\n"
-      "for i in $(seq 300); do grep -q '^tcp' '{1}' && break; sleep 0.1; done\n"
+      "exec 3< '{1}'\n"
+      "while read -r line <&3; do case $line in tcp*) break;; esac; done\n"
       "'{0}' run --server '[::1]:5300' --transport tcp --queries-per-connection 1 --clients 4 "
       "--outstanding 1 --count 100 --source fd00::/112 --quiet --json '{2}'; code=$?\n"
       "ss -Htan state time-wait > '{3}'\n"
