@@ -256,5 +256,69 @@ TEST(async_load_test, timeline_rows_come_as_they_close_and_are_the_results) {
   EXPECT_GT(answered, 0u);
 }
 
+// The live figures (what --metrics-listen serves) are the delivered rows summed, every
+// outcome counted, until the load ends; then the result's own figures, last.
+TEST(async_load_test, live_figures_are_the_rows_so_far_then_the_results) {
+  server_options options;
+  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
+  server responder(options);
+  boost::asio::io_context io;
+  load_spec spec = long_load(responder);
+  spec.target.port = responder.port(transport_kind::tcp);
+  spec.target.transport = transport_kind::tcp;
+  spec.connections.queries_per_connection = 5;
+  spec.output.interval_seconds = 0.05;
+  boost::asio::cancellation_signal cancel;
+  std::vector<timeline_row> rows;
+  std::vector<live_figures> figures;
+  std::vector<std::size_t> rows_then;  // rows delivered when each figures came
+  spec.output.on_interval = [&](const timeline_row& row) { rows.push_back(row); };
+  spec.output.on_figures = [&](const live_figures& f) {
+    figures.push_back(f);
+    rows_then.push_back(rows.size());
+    if (figures.size() == 3) cancel.emit(boost::asio::cancellation_type::terminal);
+  };
+  run_result result;
+  async_run_load(
+      io.get_executor(), spec,
+      boost::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, run_result r) {
+        EXPECT_FALSE(e);
+        result = std::move(r);
+      }));
+  io.run();
+  ASSERT_GE(figures.size(), 4u);
+  for (std::size_t k = 0; k + 1 < figures.size(); ++k) {
+    const live_figures& f = figures[k];
+    EXPECT_FALSE(f.finished) << k;
+    std::uint64_t sent = 0, answered = 0, opened = 0;
+    for (std::size_t i = 0; i < rows_then[k]; ++i) {
+      sent += rows[i].sent;
+      answered += rows[i].answered;
+      opened += rows[i].connections_opened;
+    }
+    EXPECT_EQ(f.queries.queries_sent, sent) << k;
+    EXPECT_EQ(f.queries.responses_received, answered) << k;
+    EXPECT_EQ(f.connections_opened, opened) << k;
+    EXPECT_EQ(f.latency.count(), answered) << k;
+    EXPECT_DOUBLE_EQ(f.seconds, static_cast<double>(rows_then[k]) * 0.05) << k;
+    if (k > 0) {
+      EXPECT_GE(f.generator_cpu_seconds, figures[k - 1].generator_cpu_seconds) << k;
+    }
+  }
+  const live_figures& last = figures.back();
+  const live_figures& before = figures[figures.size() - 2];
+  EXPECT_TRUE(last.finished);
+  EXPECT_EQ(last.queries.queries_sent, result.queries_sent);
+  EXPECT_EQ(last.queries.responses_received, result.responses_received);
+  EXPECT_EQ(last.queries.abandoned, result.abandoned);
+  EXPECT_EQ(last.connections_opened, result.connections.opened);
+  EXPECT_EQ(last.generator_cpu_seconds, result.client_cpu_seconds);
+  EXPECT_EQ(last.server_cpu_seconds, -1);  // not monitored
+  EXPECT_GT(before.queries.responses_received, 0u);
+  EXPECT_GT(before.connections_opened, 0u);
+  EXPECT_LE(before.queries.queries_sent, last.queries.queries_sent);
+  EXPECT_LE(before.generator_cpu_seconds, last.generator_cpu_seconds);
+}
+
 }  // namespace
 }  // namespace dnstransport

@@ -96,6 +96,10 @@ std::string child_process::stdout_so_far() const {
   return read_captured(out_path_);
 }
 
+std::string child_process::stderr_so_far() const {
+  return read_captured(err_path_);
+}
+
 bool child_process::wait_for_output(const std::string& path, std::string_view text,
                                     std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;

@@ -46,6 +46,8 @@ class child_process {
   bool wait_for_stdout(std::string_view text, std::chrono::milliseconds limit);
   /// What the child wrote to stdout so far.
   std::string stdout_so_far() const;
+  /// What the child wrote to stderr so far.
+  std::string stderr_so_far() const;
 
   /// Waits for the end, at most `limit` from now, then kills the child (result.timed_out).
   process_result wait(std::chrono::milliseconds limit);

@@ -264,6 +264,7 @@ struct monitor_settings {
 };
 
 struct timeline_row;
+struct live_figures;
 
 /// What the run reports while it runs and how its result is named and cut in time.
 struct output_settings {
@@ -287,6 +288,14 @@ struct output_settings {
   /// a group of processes (load_spec::group), this process's own rows, not the group's merged
   /// timeline. An exception from it stops the load, which then ends with that exception.
   std::function<void(const timeline_row&)> on_interval;
+  /// Called with the load's figures so far (live_figures: every outcome, connections,
+  /// handshakes, the latency histogram, the CPU of both sides) each time timeline rows close
+  /// (interval_seconds > 0), after on_interval has had them, on the thread on_progress is
+  /// called on; and once more when the load has ended, with its result's figures
+  /// (figures_of), the last call. What live metrics serve (metrics.hpp). In a load run by a
+  /// group of processes, this process's own figures. An exception from it stops the load,
+  /// which then ends with that exception.
+  std::function<void(const live_figures&)> on_figures;
   /// How the run's warnings (run_result::warnings) name the settings they mention, given a
   /// setting's path ("load_spec::traffic.rate"); empty: by their paths. A program with names
   /// of its own for the settings (the CLI: its flags) gives them here.
@@ -414,6 +423,29 @@ struct timeline_row {
   /// no reading in the interval).
   double server_cpu_seconds = -1;
   /// Their resident memory at the interval's end, in bytes (0: not monitored or no reading).
+  std::uint64_t server_rss_bytes = 0;
+};
+
+/// A load's figures so far, counted from the end of its warm-up as its result counts them:
+/// what output_settings::on_figures gives while it runs (summed over the closed timeline
+/// rows) and figures_of gives of a result. Counts only grow from one call to the next.
+struct live_figures {
+  /// Measured so far: from the end of the warm-up to the end of the last closed row (the
+  /// result's measured window once it has ended).
+  double seconds = 0;
+  bool finished = false;                 ///< the figures of the ended load's result, the last call
+  query_counts queries;                  ///< every outcome so far, as run_result counts them
+  std::uint64_t connections_open = 0;    ///< at the end of the last closed row
+  std::uint64_t connections_opened = 0;  ///< connections set up after the warm-up
+  std::uint64_t handshakes_full = 0;     ///< TLS/QUIC handshakes completed in full
+  std::uint64_t handshakes_resumed = 0;  ///< TLS/QUIC handshakes that resumed a session
+  latency_histogram latency;             ///< of the answers so far
+  /// CPU of the generator's worker threads so far, warm-up included
+  /// (run_result::client_cpu_seconds once it has ended).
+  double generator_cpu_seconds = 0;
+  /// CPU of the monitored server processes since the end of the warm-up; -1: not monitored.
+  double server_cpu_seconds = -1;
+  /// Their resident memory at the last reading, in bytes (0: not monitored or not read).
   std::uint64_t server_rss_bytes = 0;
 };
 
@@ -575,6 +607,11 @@ struct run_result : query_counts {
   /// answers).
   double sleeps_per_answer() const noexcept;
 };
+
+/// The figures of an ended load (finished set): its counts, connections, handshakes,
+/// latency and CPU as the result has them; connections_open and server_rss_bytes from its
+/// timeline's last row (0 without a timeline).
+live_figures figures_of(const run_result& result);
 
 /// The open-loop rate over all clients: `rate`, or clients × client_rate; 0: no limit.
 double total_rate(const load_spec& spec) noexcept;

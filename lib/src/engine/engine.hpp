@@ -308,6 +308,8 @@ class worker {
     std::uint64_t index = 0;  // intervals since the end of the warm-up
     std::uint64_t sent = 0, answered = 0, lost = 0, failed = 0, not_sent = 0;
     std::uint64_t connections_open = 0, connections_opened = 0, handshakes = 0;
+    std::uint64_t handshakes_resumed = 0;  // of handshakes
+    query_counts queries;                  // every outcome, for live figures (on_figures)
     std::vector<std::pair<std::uint64_t, std::uint64_t>> latency;  // bucket's lowest, count
     std::uint64_t latency_min = 0, latency_max = 0;
     double latency_sum = 0;

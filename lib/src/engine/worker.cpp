@@ -204,6 +204,8 @@ worker::row worker::cumulative() const noexcept {
   r.not_sent = q.not_sent_outstanding + q.not_sent_timeout;
   r.connections_opened = c.opened;
   r.handshakes = c.handshakes_full + c.handshakes_resumed;
+  r.handshakes_resumed = c.handshakes_resumed;
+  r.queries = q;
   return r;
 }
 
@@ -218,6 +220,10 @@ void worker::append_row(const row& now_counts) noexcept {
     r.not_sent = now_counts.not_sent - row_start_.not_sent;
     r.connections_opened = now_counts.connections_opened - row_start_.connections_opened;
     r.handshakes = now_counts.handshakes - row_start_.handshakes;
+    r.handshakes_resumed = now_counts.handshakes_resumed - row_start_.handshakes_resumed;
+    for (const auto& d : query_count_descriptions) {
+      r.queries.*d.member = now_counts.queries.*d.member - row_start_.queries.*d.member;
+    }
     r.connections_open = open_connections;
     r.latency_min = row_latency.min();
     r.latency_max = row_latency.max();

@@ -71,7 +71,8 @@ class run_watch {
   void close_window(std::uint64_t window_end);
   // The server's usage over the window and per timeline row, and its warnings.
   void add_server_figures(run_result& result);
-  // load_output::on_interval with the rows of the finished `result` not given yet.
+  // load_output::on_interval with the rows of the finished `result` not given yet, then
+  // on_figures with the result's figures.
   void deliver_last_rows(const run_result& result);
 
  private:
@@ -83,6 +84,10 @@ class run_watch {
   // Row k's server CPU and memory from the readings at its start and end, as
   // add_server_figures gives them (none when no reading was taken at its end).
   void add_server_row(timeline_row& row, std::uint64_t k) const;
+  // A delivered row (and its answers' latency) added to the live figures.
+  void add_live_row(const timeline_row& row, const latency_histogram& latency);
+  // CPU time of the worker threads so far.
+  double workers_cpu_seconds();
 
   const load_spec& spec_;
   run_plan& plan_;
@@ -107,6 +112,8 @@ class run_watch {
   std::uint64_t previous_received_ = 0;
   std::uint64_t stop_ns_ = 0;
   std::uint64_t rows_delivered_ = 0;  // given to on_interval
+  live_figures live_;                 // the delivered rows summed, for on_figures
+  std::vector<double> thread_cpu_;    // each worker thread's CPU at its last reading
 };
 
 // When the run ended, for its measured window.

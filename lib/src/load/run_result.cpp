@@ -52,6 +52,24 @@ double run_result::syscalls_per_answer() const noexcept {
   return static_cast<double>(generator.syscalls) / static_cast<double>(responses_received);
 }
 
+live_figures figures_of(const run_result& result) {
+  live_figures f;
+  f.seconds = result.elapsed_seconds;
+  f.finished = true;
+  f.queries = result;
+  f.connections_opened = result.connections.opened;
+  f.handshakes_full = result.handshakes_full;
+  f.handshakes_resumed = result.handshakes_resumed;
+  f.latency = result.latency;
+  f.generator_cpu_seconds = result.client_cpu_seconds;
+  if (result.server_usage.monitored()) f.server_cpu_seconds = result.server_usage.cpu_seconds();
+  if (!result.timeline.empty()) {
+    f.connections_open = result.timeline.back().connections_open;
+    f.server_rss_bytes = result.timeline.back().server_rss_bytes;
+  }
+  return f;
+}
+
 namespace detail {
 
 // The workers' counters, summed, into the public result.

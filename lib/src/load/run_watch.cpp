@@ -5,7 +5,10 @@
 // warnings about processes that went away.
 #include <algorithm>
 #include <atomic>
+#include <ctime>
 #include <thread>
+
+#include <pthread.h>
 
 #include <fmt/format.h>
 
@@ -74,7 +77,9 @@ void run_watch::tick(std::uint64_t now, bool stop_asked) {
   }
   read_server(now);
   if (spec_.output.on_progress && now >= next_progress_) report_progress(now);
-  if (spec_.output.on_interval && plan_.interval_ns > 0) deliver_closed_rows();
+  if ((spec_.output.on_interval || spec_.output.on_figures) && plan_.interval_ns > 0) {
+    deliver_closed_rows();
+  }
 }
 
 void run_watch::deliver_closed_rows() {
@@ -95,16 +100,54 @@ void run_watch::deliver_closed_rows() {
     for (const auto& row : w->rows_between(rows_delivered_, closed)) {
       const auto i = static_cast<std::size_t>(row.index - rows_delivered_);
       add_worker_row(rows[i], latency[i], row);
+      if (spec_.output.on_figures) {
+        live_.queries += row.queries;
+        live_.handshakes_full += row.handshakes - row.handshakes_resumed;
+        live_.handshakes_resumed += row.handshakes_resumed;
+      }
     }
   }
   for (std::size_t i = 0; i < count; ++i) {
     finish_row(rows[i], latency[i]);
     add_server_row(rows[i], rows_delivered_ + i);
   }
-  for (const auto& row : rows) {
+  for (std::size_t i = 0; i < count; ++i) {
     ++rows_delivered_;
-    spec_.output.on_interval(row);
+    if (spec_.output.on_interval) spec_.output.on_interval(rows[i]);
+    if (spec_.output.on_figures) add_live_row(rows[i], latency[i]);
   }
+  if (spec_.output.on_figures) {
+    live_.seconds = static_cast<double>(rows_delivered_) * interval;
+    live_.generator_cpu_seconds = workers_cpu_seconds();
+    spec_.output.on_figures(live_);
+  }
+}
+
+void run_watch::add_live_row(const timeline_row& row, const latency_histogram& latency) {
+  live_.connections_open = row.connections_open;
+  live_.connections_opened += row.connections_opened;
+  live_.latency.merge(latency);
+  if (monitor_.active()) {
+    if (live_.server_cpu_seconds < 0) live_.server_cpu_seconds = 0;
+    if (row.server_cpu_seconds > 0) live_.server_cpu_seconds += row.server_cpu_seconds;
+    if (row.server_rss_bytes > 0) live_.server_rss_bytes = row.server_rss_bytes;
+  }
+}
+
+double run_watch::workers_cpu_seconds() {
+  thread_cpu_.resize(threads_.size());
+  double total = 0;
+  for (std::size_t i = 0; i < threads_.size(); ++i) {
+    // A thread that has ended (not yet joined) keeps its last reading.
+    clockid_t clock{};
+    timespec ts{};
+    if (pthread_getcpuclockid(threads_[i].native_handle(), &clock) == 0 &&
+        clock_gettime(clock, &ts) == 0) {
+      thread_cpu_[i] = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+    }
+    total += thread_cpu_[i];
+  }
+  return total;
 }
 
 void run_watch::add_server_row(timeline_row& row, std::uint64_t k) const {
@@ -123,10 +166,12 @@ void run_watch::add_server_row(timeline_row& row, std::uint64_t k) const {
 }
 
 void run_watch::deliver_last_rows(const run_result& result) {
-  if (!spec_.output.on_interval) return;
-  while (rows_delivered_ < result.timeline.size()) {
-    spec_.output.on_interval(result.timeline[rows_delivered_++]);
+  if (spec_.output.on_interval) {
+    while (rows_delivered_ < result.timeline.size()) {
+      spec_.output.on_interval(result.timeline[rows_delivered_++]);
+    }
   }
+  if (spec_.output.on_figures) spec_.output.on_figures(figures_of(result));
 }
 
 void run_watch::join() {

@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// Live metrics: a load's figures so far (live_figures, from output_settings::on_figures or
+/// figures_of) as the text Prometheus scrapes, in its exposition format 0.0.4 (what
+/// node_exporter's textfile collector reads too) or in OpenMetrics 1.0
+/// (lib/src/report/metrics_text.cpp).
+///
+/// The metrics, each with the labels of metrics_labels_of on every sample:
+///   dnstransport_queries_sent_total             queries sent after the warm-up
+///   dnstransport_answers_total                  answers (responses_received)
+///   dnstransport_lost_total{cause}              "timeout" (lost), "connection_closed"
+///                                               (lost_on_close)
+///   dnstransport_failed_total{cause}            every other outcome of a query sent, by its
+///                                               key in the run's JSON: malformed,
+///                                               mismatched, truncated, oversized,
+///                                               http_failed, quic_failed, abandoned
+///   dnstransport_not_sent_total{cause}          open loop: "outstanding", "timeout"
+///   dnstransport_stray_packets_total{kind}      late, unexpected, duplicates
+///   dnstransport_in_flight                      queries sent that have no outcome yet
+///   dnstransport_connections_open               at the end of the last closed interval
+///   dnstransport_connections_opened_total       connections set up after the warm-up
+///   dnstransport_handshakes_total{kind}         "full", "resumed" (TLS and QUIC)
+///   dnstransport_latency_seconds                histogram of the answers' latency
+///   dnstransport_generator_cpu_seconds_total    the generator's worker threads
+///   dnstransport_server_cpu_seconds_total       the monitored server (only when monitored)
+///   dnstransport_server_resident_memory_bytes   its memory at the last reading (likewise)
+///   dnstransport_measured_seconds               time measured so far
+///   dnstransport_finished                       1 once the figures are the run's result
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <dnstransport/load.hpp>
+
+namespace dnstransport {
+
+/// Which text: Prometheus's exposition format 0.0.4 (text/plain; also node_exporter's
+/// textfile format) or OpenMetrics 1.0 (application/openmetrics-text, ending in "# EOF").
+enum class metrics_format { prometheus, openmetrics };
+
+/// The content type an HTTP response carrying that text gives.
+std::string_view metrics_content_type(metrics_format format) noexcept;
+
+/// Labels given to every sample, as (name, value): names [a-zA-Z_][a-zA-Z0-9_]*.
+using metrics_labels = std::vector<std::pair<std::string, std::string>>;
+
+/// A load's labels: server (load_spec::target.server, as given), transport, and label
+/// (load_spec::output.label) when it has one.
+metrics_labels metrics_labels_of(const load_spec& spec);
+
+/// Upper bounds of dnstransport_latency_seconds's buckets, in seconds (+Inf follows). An
+/// answer is counted under a bound when the histogram's bucket that holds it lies wholly
+/// at or below it, so each count is exact to the histogram's resolution (1/128 of the value).
+inline constexpr double metrics_latency_bounds_seconds[] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+
+/// The figures as metrics text. Throws setup_error for a label name that is not one.
+std::string metrics_text(const live_figures& figures, const metrics_labels& labels,
+                         metrics_format format);
+
+}  // namespace dnstransport
