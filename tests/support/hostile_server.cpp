@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <list>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "message/proxy_header.hpp"
 #include "test_certificates.hpp"
 #include "transport/tls/tls_backend.hpp"
 
@@ -118,6 +120,8 @@ struct hostile_server::impl {
   std::atomic<std::uint64_t> queries{0};
   mutable std::mutex sources_mutex;
   std::set<std::string> sources;
+  std::vector<proxied_client> proxied;  // under sources_mutex
+  std::atomic<std::uint64_t> proxy_refused{0};
   std::thread main;
   struct connection_thread {
     std::thread thread;
@@ -158,7 +162,12 @@ struct hostile_server::impl {
           if (n < 0) break;
           note_source(from);
           const auto now = clock::now();
-          const std::span<const std::uint8_t> query(buffer.data(), static_cast<std::size_t>(n));
+          std::span<const std::uint8_t> query(buffer.data(), static_cast<std::size_t>(n));
+          if (options.proxy_protocol) {
+            const std::size_t header = read_proxy(query);
+            if (header == 0) continue;
+            query = query.subspan(header);
+          }
           for (reply& r : messages(query, queries.fetch_add(1, std::memory_order_relaxed))) {
             schedule.add(now + r.delay, {from, length}, std::move(r));
           }
@@ -201,7 +210,58 @@ struct hostile_server::impl {
     sources.insert(address);
   }
 
+  // A PROXY header at the start of `data`: noted, and its length returned; 0 (counted in
+  // proxy_refused) when there is none or it is invalid.
+  std::size_t read_proxy(std::span<const std::uint8_t> data) {
+    const auto r = detail::read_proxy_header(data);
+    if (r.result != detail::proxy_header_read::outcome::complete) {
+      proxy_refused.fetch_add(1, std::memory_order_relaxed);
+      return 0;
+    }
+    proxied_client c;
+    c.source = r.connection.source.to_string();
+    c.source_port = r.connection.source_port;
+    c.destination = r.connection.destination.to_string();
+    c.destination_port = r.connection.destination_port;
+    c.stream = r.connection.stream;
+    c.version = data[0] == 'P' ? 1 : 2;
+    for (const auto& [type, value] : r.tlvs) c.tlvs.emplace_back(type, bytes(value));
+    const std::lock_guard lock(sources_mutex);
+    proxied.push_back(std::move(c));
+    return r.length;
+  }
+
+  // The PROXY header at the start of a TCP connection, read octet-exact (what follows is the
+  // client's, TLS or DNS): peeked until complete, then taken. False: none came in 10 s, or
+  // it was not one.
+  bool read_connection_proxy(int client) {
+    std::array<std::uint8_t, 256> peeked{};
+    const auto deadline = clock::now() + std::chrono::seconds(10);
+    while (!stop.load(std::memory_order_relaxed) && clock::now() < deadline) {
+      const ssize_t n = ::recv(client, peeked.data(), peeked.size(), MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0) break;
+      if (n > 0) {
+        const auto r = detail::read_proxy_header({peeked.data(), static_cast<std::size_t>(n)});
+        if (r.result == detail::proxy_header_read::outcome::complete) {
+          const std::size_t length = read_proxy({peeked.data(), static_cast<std::size_t>(n)});
+          return ::recv(client, peeked.data(), length, MSG_DONTWAIT) ==
+                 static_cast<ssize_t>(length);
+        }
+        if (r.result != detail::proxy_header_read::outcome::incomplete) break;
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        break;
+      }
+      wait_readable(client, milliseconds(10));
+    }
+    proxy_refused.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+
   void serve_connection(int client) {
+    if (options.proxy_protocol && !read_connection_proxy(client)) {
+      ::close(client);
+      return;
+    }
     const bool handshake = tls && options.tls_handshake;
     stream_peer peer(client, stop, queries, handshake ? tls.get() : nullptr);
     if (handshake && !peer.handshake()) return;
@@ -257,6 +317,15 @@ std::uint16_t hostile_server::port() const noexcept {
 
 std::uint64_t hostile_server::connections() const noexcept {
   return impl_->connections.load();
+}
+
+std::vector<proxied_client> hostile_server::proxied() const {
+  const std::lock_guard lock(impl_->sources_mutex);
+  return impl_->proxied;
+}
+
+std::uint64_t hostile_server::proxy_refused() const noexcept {
+  return impl_->proxy_refused.load();
 }
 
 std::uint64_t hostile_server::queries() const noexcept {

@@ -50,6 +50,22 @@ struct hostile_options {
   /// TLS: complete the handshake before the connection script runs; off, the script gets
   /// the raw TCP connection (to stall or garble the handshake itself).
   bool tls_handshake = true;
+  /// Reads a PROXY protocol header (version 1 or 2) before each UDP query and at the start
+  /// of each TCP/TLS connection (before TLS), as a server behind a proxy does; a datagram or
+  /// connection without a valid one is dropped (counted in proxy_refused).
+  bool proxy_protocol = false;
+};
+
+/// A PROXY header the responder read: the address and port it claimed, the destination it
+/// named, whether it said TCP, and its TLVs.
+struct proxied_client {
+  std::string source;  ///< address, as text
+  std::uint16_t source_port = 0;
+  std::string destination;
+  std::uint16_t destination_port = 0;
+  bool stream = true;
+  std::vector<std::pair<std::uint8_t, bytes>> tlvs;
+  int version = 2;
 };
 
 /// The running responder.
@@ -70,6 +86,10 @@ class hostile_server {
   std::uint64_t queries() const noexcept;
   /// Source addresses (dotted IPv4) that queries (UDP) or connections (TCP/TLS) came from.
   std::set<std::string> sources() const;
+  /// With hostile_options::proxy_protocol: the headers read, in order (one per UDP query,
+  /// one per TCP/TLS connection), and the datagrams and connections dropped for lacking one.
+  std::vector<proxied_client> proxied() const;
+  std::uint64_t proxy_refused() const noexcept;
   /// The certificate the TLS listener presents.
   const certificate_files& certificate() const noexcept;
 

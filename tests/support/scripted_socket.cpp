@@ -143,6 +143,7 @@ class scripted_socket final : public detail::stream_socket {
   }
 
   bool syn_data_accepted() override { return false; }
+  int send_prefix(std::span<const std::uint8_t>) override { return 0; }
   std::optional<std::uint64_t> established() override {
     if (current_ == nullptr) return std::nullopt;
     return std::uint64_t{0};

@@ -82,6 +82,12 @@ struct run_options {
   std::string close = "fin";
   std::vector<std::string> sources;
   std::string source_mode = "auto";
+  // PROXY protocol headers (load_spec::connections.proxy).
+  std::string proxy_protocol = "none";
+  std::vector<std::string> proxy_sources;
+  std::string proxy_source_order = "in-order";
+  std::uint64_t seed = 1;
+  std::vector<std::string> proxy_tlvs;  // TYPE=HEX
   bool tcp_fastopen = false;
   bool no_nodelay = false;
   bool one_write_per_query = false;

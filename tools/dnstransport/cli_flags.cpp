@@ -134,6 +134,29 @@ void add_connection_options(CLI::App& app, run_options& o) {
                  "client over udp/doq, by connection over tcp/tls/doh) or auto (per-client "
                  "when there are enough)")
       ->capture_default_str();
+  app.add_option("--proxy-protocol", o.proxy_protocol,
+                 "Put a PROXY protocol header before the queries, as a load balancer in front "
+                 "of the server does: v2 (binary; before each UDP datagram and at the start of "
+                 "each tcp/tls/doh connection, before TLS) or v1 (a line of text; tcp/tls/doh "
+                 "only). Each client claims an address of --proxy-source; the server must "
+                 "trust this machine's (dnsdist: setProxyProtocolACL). Not over doq")
+      ->capture_default_str();
+  app.add_option("--proxy-source", o.proxy_sources,
+                 "The client addresses the PROXY headers carry: addresses and CIDR ranges, "
+                 "IPv4 or IPv6, comma-separated (10.0.0.0/8); client i claims the i-th, or "
+                 "one drawn at random (--proxy-source-order)")
+      ->delimiter(',');
+  app.add_option("--proxy-source-order", o.proxy_source_order,
+                 "in-order (client i the i-th address; fewer addresses than clients are shared "
+                 "in turn) or random (each client an address drawn from the ranges with "
+                 "--seed: the same draw every run)")
+      ->capture_default_str();
+  app.add_option("--proxy-tlv", o.proxy_tlvs,
+                 "A TLV every v2 header carries, TYPE=HEX (type 0-255 or 0xNN, value in hex), "
+                 "e.g. 0x04=00 (PP2_TYPE_NOOP); repeat or comma-separate for several")
+      ->delimiter(',');
+  app.add_option("--seed", o.seed, "Seed of the random draws (--proxy-source-order random)")
+      ->capture_default_str();
   app.add_flag("--tcp-fastopen", o.tcp_fastopen,
                "Send the first query in the SYN (TCP_FASTOPEN_CONNECT) where the kernel allows");
   app.add_flag("--no-nodelay", o.no_nodelay, "Leave Nagle's algorithm on (TCP_NODELAY off)");

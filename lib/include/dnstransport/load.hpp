@@ -112,6 +112,43 @@ std::string_view source_mode_name(source_mode mode) noexcept;
 /// Mode from its name; nothing for an unknown one.
 std::optional<source_mode> parse_source_mode(std::string_view name) noexcept;
 
+/// The PROXY protocol version a load's clients speak (connection_settings::proxy).
+enum class proxy_protocol {
+  none,  ///< no header
+  /// One line of text at the start of each TCP connection (TCP, DoT, DoH; no UDP).
+  v1,
+  /// A binary header before each UDP datagram and at the start of each TCP connection,
+  /// before the TLS handshake (UDP, TCP, DoT, DoH).
+  v2,
+};
+
+/// "none", "v1" or "v2".
+std::string_view proxy_protocol_name(proxy_protocol version) noexcept;
+/// Version from its name ("v1", "v2", "none"; "1" and "2" too); nothing for another.
+std::optional<proxy_protocol> parse_proxy_protocol(std::string_view name) noexcept;
+
+/// Headers of the PROXY protocol (HAProxy's specification) that the clients put before
+/// their queries, as a load balancer or proxy in front of the server does: each client
+/// claims an address of its own, so a server that trusts the header (dnsdist's
+/// setProxyProtocolACL, unbound's proxy-protocol-port, knot's proxy_allowlist) applies its
+/// per-client rules (rate limits, ACLs, views) as to that many clients.
+struct proxy_settings {
+  proxy_protocol version = proxy_protocol::none;
+  /// The client addresses the headers carry: addresses and CIDR ranges, IPv4 or IPv6
+  /// (either family, whatever the server's), read in order; client i carries the i-th (the
+  /// addresses are shared in turn when there are fewer than clients). Needed with a version.
+  std::vector<std::string> sources;
+  /// Each client's address drawn at random from the ranges instead (the same for every run
+  /// with the same `seed`; two clients may draw the same address).
+  bool random = false;
+  std::uint64_t seed = 1;  ///< of the random draws
+  /// Type-length-value entries every version 2 header carries (type, value octets).
+  std::vector<std::pair<std::uint8_t, std::vector<std::uint8_t>>> tlvs;
+
+  /// Equal when every member is.
+  friend bool operator==(const proxy_settings&, const proxy_settings&) = default;
+};
+
 /// A snapshot handed to the progress callback about once per progress interval.
 struct load_progress {
   double elapsed_seconds = 0;            ///< since the start, warm-up included
@@ -211,6 +248,8 @@ struct connection_settings {
   std::vector<std::string> sources;
   /// How the clients take the sources.
   dnstransport::source_mode source_mode = source_mode::automatic;
+  /// PROXY protocol headers before the clients' queries; none by default.
+  proxy_settings proxy;
 };
 
 /// How the generator itself runs: its threads, CPUs and system calls.
@@ -545,6 +584,11 @@ struct run_result : query_counts {
   /// Each client kept one source address of its own (source_mode::per_client, or automatic
   /// with enough addresses); false: taken in turn.
   bool sources_per_client = false;
+  /// The PROXY protocol version the clients spoke (load_spec::connections.proxy: "v1",
+  /// "v2"; empty: none).
+  std::string proxy_protocol;
+  /// How many distinct client addresses their PROXY headers carried (0: none).
+  std::uint64_t proxy_addresses = 0;
 
   /// Send to answer, connection set-up excluded. The answer's time is the kernel's receive
   /// stamp (SO_TIMESTAMPNS): its datagram's (UDP, DoQ), or the newest segment's of the read

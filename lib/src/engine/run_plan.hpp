@@ -47,6 +47,12 @@ struct run_plan {
   // Client i binds sources[i] for every connection (one address per client); false: stream
   // clients take them in turn, connection by connection.
   bool sources_per_client = false;
+  // PROXY protocol: per client, the header it puts before each datagram or at the start of
+  // each connection (before TLS); empty: none.
+  std::vector<std::vector<std::uint8_t>> proxy_headers;
+  const std::vector<std::uint8_t>* proxy_header(unsigned client) const noexcept {
+    return proxy_headers.empty() ? nullptr : &proxy_headers[client];
+  }
   // Per query of the set: its question's number (queries asking the same question, names
   // compared case-insensitively, share one), and for UDP the largest answer it allows.
   std::vector<std::uint32_t> question_of;

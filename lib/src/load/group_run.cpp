@@ -154,6 +154,26 @@ load_spec share_of(const load_spec& spec, unsigned rank, unsigned size) {
       mine.connections.sources.push_back(sources[i]);
     }
   }
+  // PROXY headers: the same for the client addresses the headers carry (in order), or a
+  // draw of each member's own (random).
+  if (spec.connections.proxy.version != proxy_protocol::none) {
+    proxy_settings& proxy = mine.connections.proxy;
+    if (proxy.random) {
+      proxy.seed = spec.connections.proxy.seed + rank;
+    } else {
+      try {
+        const auto all = detail::proxy_addresses(spec.connections.proxy, spec.traffic.clients, "");
+        if (all.size() >= size) {
+          proxy.sources.clear();
+          for (std::size_t i = rank; i < all.size(); i += size) {
+            proxy.sources.push_back(all[i].to_string());
+          }
+        }
+      } catch (const setup_error&) {
+        // Refused by the member's own set-up, naming the setting.
+      }
+    }
+  }
   if (mine.generator.threads > mine.traffic.clients) mine.generator.threads = mine.traffic.clients;
   if (rank != 0) {
     mine.monitor.pids.clear();
@@ -180,6 +200,8 @@ void add_member(run_result& out, const run_result& r) {
   // The members' shares of the addresses are disjoint: the group bound their sum.
   out.source_addresses += r.source_addresses;
   out.sources_per_client = r.sources_per_client;
+  out.proxy_protocol = r.proxy_protocol;
+  out.proxy_addresses += r.proxy_addresses;
   out.elapsed_seconds = std::max(out.elapsed_seconds, r.elapsed_seconds);
   out.client_cpu_seconds += r.client_cpu_seconds;
   out.client_rss_bytes += r.client_rss_bytes;

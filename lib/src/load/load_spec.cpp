@@ -96,6 +96,27 @@ std::optional<source_mode> parse_source_mode(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+std::string_view proxy_protocol_name(proxy_protocol version) noexcept {
+  switch (version) {
+    case proxy_protocol::v1:
+      return "v1";
+    case proxy_protocol::v2:
+      return "v2";
+    case proxy_protocol::none:
+      break;
+  }
+  return "none";
+}
+
+std::optional<proxy_protocol> parse_proxy_protocol(std::string_view name) noexcept {
+  if (name == "1") return proxy_protocol::v1;
+  if (name == "2") return proxy_protocol::v2;
+  for (auto version : {proxy_protocol::none, proxy_protocol::v1, proxy_protocol::v2}) {
+    if (name == proxy_protocol_name(version)) return version;
+  }
+  return std::nullopt;
+}
+
 double total_rate(const load_spec& spec) noexcept {
   if (spec.traffic.rate > 0) return spec.traffic.rate;
   if (spec.traffic.client_rate > 0) return spec.traffic.client_rate * spec.traffic.clients;
@@ -224,6 +245,46 @@ void validate_pace(const load_spec& spec) {
   if (spec.target.port == 0) throw setup_error(load_setting("target.port") + " cannot be 0");
 }
 
+void validate_proxy(const proxy_settings& p, const transport_traits& traits) {
+  if (p.version == proxy_protocol::none) {
+    if (!p.sources.empty() || !p.tlvs.empty() || p.random) {
+      throw setup_error(fmt::format("{} needs {}",
+                                    load_setting(!p.sources.empty() ? "connections.proxy.sources"
+                                                 : !p.tlvs.empty()  ? "connections.proxy.tlvs"
+                                                                    : "connections.proxy.random"),
+                                    load_setting("connections.proxy.version")));
+    }
+    return;
+  }
+  const std::string version = load_setting("connections.proxy.version");
+  if (traits.has_connections && !traits.over_tcp) {
+    throw setup_error(
+        fmt::format("{} {}: {} cannot carry a PROXY header (QUIC has no place for one before its "
+                    "packets, and no DNS over QUIC server reads one); it applies to {}",
+                    version, proxy_protocol_name(p.version), traits.name,
+                    transport_names_where(&transport_traits::over_tcp) + " and udp"));
+  }
+  if (p.version == proxy_protocol::v1 && !traits.over_tcp) {
+    throw setup_error(
+        fmt::format("{} v1 has no {} (version 1 is for TCP only): use v2", version, traits.name));
+  }
+  if (p.sources.empty()) {
+    throw setup_error(fmt::format("{} {} needs {}: the client addresses its headers carry", version,
+                                  proxy_protocol_name(p.version),
+                                  load_setting("connections.proxy.sources")));
+  }
+  if (p.version == proxy_protocol::v1 && !p.tlvs.empty()) {
+    throw setup_error(fmt::format("{} are for version 2 (version 1 has none)",
+                                  load_setting("connections.proxy.tlvs")));
+  }
+  std::size_t size = 0;
+  for (const auto& [type, value] : p.tlvs) size += 3 + value.size();
+  if (size > 65535 - 36) {
+    throw setup_error(fmt::format("{} hold {} octets, more than a header can carry ({})",
+                                  load_setting("connections.proxy.tlvs"), size, 65535 - 36));
+  }
+}
+
 void validate_connections(const load_spec& spec, const transport_traits& traits) {
   const connection_settings& c = spec.connections;
   if (!traits.has_connections && c.queries_per_connection != 0) {
@@ -250,6 +311,12 @@ void validate_connections(const load_spec& spec, const transport_traits& traits)
                                   coalesce, max_coalesce_us, *spec.generator.coalesce_us));
   }
   check_cpus(spec.generator.cpus, load_setting("generator.cpus"));
+  validate_proxy(c.proxy, traits);
+  if (c.proxy.version != proxy_protocol::none && spec.traffic.tc_retry_tcp) {
+    throw setup_error(fmt::format("{} with {}: a retry over TCP would carry a UDP header",
+                                  load_setting("traffic.tc_retry_tcp"),
+                                  load_setting("connections.proxy.version")));
+  }
 }
 
 void validate_tls(const load_spec& spec, const transport_traits& traits) {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <random>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -17,6 +19,7 @@
 #include "engine/letter_case.hpp"
 #include "load/load_steps.hpp"
 #include "load/source_ranges.hpp"
+#include "message/proxy_header.hpp"
 #include "registry/transports.hpp"
 #include "util/clock.hpp"
 
@@ -315,6 +318,35 @@ void plan_queries(run_plan& plan, run_result& result, const load_spec& spec,
   }
 }
 
+// PROXY protocol: each client's header, made once (the client address it claims, a source
+// port, the server as destination).
+void plan_proxy(run_plan& plan, run_result& result, const load_spec& spec,
+                const boost::asio::ip::address& server) {
+  const proxy_settings& p = spec.connections.proxy;
+  if (p.version == proxy_protocol::none) return;
+  const auto addresses =
+      proxy_addresses(p, spec.traffic.clients, setting("load_spec::connections.proxy.sources"));
+  const bool stream = traits_of(spec.target.transport).over_tcp;
+  // Source ports: 1024 up, client by client, or drawn with the addresses.
+  std::mt19937_64 draw(p.seed ^ 0x9e3779b97f4a7c15ULL);
+  std::uniform_int_distribution<unsigned> port(1024, 65535);
+  plan.proxy_headers.reserve(spec.traffic.clients);
+  for (unsigned i = 0; i < spec.traffic.clients; ++i) {
+    const proxied_connection c{addresses[i % addresses.size()],
+                               static_cast<std::uint16_t>(p.random ? port(draw) : 1024 + i % 64512),
+                               server, spec.target.port, stream};
+    if (p.version == proxy_protocol::v2) {
+      plan.proxy_headers.push_back(proxy_v2_header(c, p.tlvs));
+    } else {
+      const std::string line = proxy_v1_header(c);
+      plan.proxy_headers.emplace_back(line.begin(), line.end());
+    }
+  }
+  result.proxy_protocol = proxy_protocol_name(p.version);
+  std::set<boost::asio::ip::address> distinct(addresses.begin(), addresses.end());
+  result.proxy_addresses = distinct.size();
+}
+
 }  // namespace
 
 std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
@@ -365,6 +397,7 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
                                 ? sources.size()
                                 : std::min<std::size_t>(sources.size(), spec.traffic.clients);
   result.sources_per_client = plan.sources_per_client;
+  plan_proxy(plan, result, spec, server_address);
   plan.timeout_ns = seconds_to_ns(spec.traffic.timeout_seconds);
   plan.interval_ns = seconds_to_ns(spec.output.interval_seconds);
   plan.connections_gauge = &prepared->connections_gauge;

@@ -3,6 +3,7 @@
 #include "load/source_ranges.hpp"
 
 #include <algorithm>
+#include <random>
 
 #include <fmt/format.h>
 #include <boost/asio/ip/network_v4.hpp>
@@ -90,7 +91,7 @@ host_range parse_entry(const std::string& text, const std::string& setting) {
 }  // namespace
 
 source_list expand_sources(const std::vector<std::string>& entries, std::uint64_t wanted,
-                                bool server_is_v4, const std::string& setting) {
+                           bool server_is_v4, const std::string& setting) {
   source_list out;
   for (const auto& text : entries) {
     const host_range range = parse_entry(text, setting);
@@ -102,6 +103,35 @@ source_list expand_sources(const std::vector<std::string>& entries, std::uint64_
       out.addresses.push_back(nth(range.first, i));
     }
     out.available = std::min(most, out.available + range.count);
+  }
+  return out;
+}
+
+std::vector<ip::address> proxy_addresses(const proxy_settings& proxy, std::uint64_t clients,
+                                         const std::string& setting) {
+  std::vector<host_range> ranges;
+  std::uint64_t available = 0;
+  for (const auto& text : proxy.sources) {
+    ranges.push_back(parse_entry(text, setting));
+    available = std::min(most, available + ranges.back().count);
+  }
+  // The i-th address over all the entries, in order.
+  const auto at = [&ranges](std::uint64_t i) {
+    for (const auto& r : ranges) {
+      if (i < r.count) return nth(r.first, i);
+      i -= r.count;
+    }
+    return ranges.back().first;
+  };
+  std::vector<ip::address> out;
+  if (available == 0) return out;
+  out.reserve(static_cast<std::size_t>(std::min(clients, available)));
+  if (proxy.random) {
+    std::mt19937_64 draw(proxy.seed);
+    std::uniform_int_distribution<std::uint64_t> pick(0, available - 1);
+    for (std::uint64_t i = 0; i < clients; ++i) out.push_back(at(pick(draw)));
+  } else {
+    for (std::uint64_t i = 0; i < std::min(clients, available); ++i) out.push_back(at(i));
   }
   return out;
 }

@@ -28,7 +28,15 @@ struct source_list {
 /// naming `setting` for an entry that is neither an address nor a range, or one whose
 /// family is not the server's.
 source_list expand_sources(const std::vector<std::string>& entries, std::uint64_t wanted,
-                                bool server_is_v4, const std::string& setting);
+                           bool server_is_v4, const std::string& setting);
+
+/// The client addresses PROXY headers carry (proxy_settings::sources): the first `clients`
+/// of the entries in order (fewer when they hold fewer: client i takes the (i mod n)-th), or
+/// with `random` one drawn for each client. Throws setup_error naming `setting` for an
+/// entry that is neither an address nor a range.
+std::vector<boost::asio::ip::address> proxy_addresses(const proxy_settings& proxy,
+                                                      std::uint64_t clients,
+                                                      const std::string& setting);
 
 /// The addresses `spec` reads, as text, for a group's members to share out (load_group: each
 /// takes every size-th, from its rank on); the entries as they are when they do not read (the

@@ -42,6 +42,8 @@ const run_field run_figures[] = {
     {"in_flight_max", &run_result::in_flight_max, true},
     {"source_addresses", &run_result::source_addresses, true},
     {"sources_per_client", &run_result::sources_per_client, true},
+    {"proxy_protocol", &run_result::proxy_protocol, true},
+    {"proxy_addresses", &run_result::proxy_addresses, true},
 };
 
 const field_description<rank_result> ranks[] = {

@@ -307,6 +307,14 @@ void sources(const run_result& r, table_writer& t) {
   t.line("source addresses", fmt::format("{}, {}", with_commas(r.source_addresses), how));
 }
 
+// The client addresses PROXY headers claimed.
+void proxy(const run_result& r, table_writer& t) {
+  if (r.proxy_protocol.empty()) return;
+  t.line("PROXY protocol", fmt::format("{}, headers carrying {} client {}", r.proxy_protocol,
+                                       with_commas(r.proxy_addresses),
+                                       r.proxy_addresses == 1 ? "address" : "addresses"));
+}
+
 void connections(const run_result& r, table_writer& t) {
   if (!has_connections(r)) return;
   const auto& c = r.connections;
@@ -439,6 +447,7 @@ std::string format_table(const run_result& r, const setting_namer& name_of) {
   throughput_and_client(r, t);
   server_usage(r, t);
   sources(r, t);
+  proxy(r, t);
   connections(r, t);
   edns(r, t);
   early_data(r, t);

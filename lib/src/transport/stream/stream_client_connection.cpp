@@ -149,6 +149,13 @@ bool stream_client::confirm_syn(std::uint64_t now) {
 
 void stream_client::on_connected(std::uint64_t now) {
   if (!syn_pending_) life_.opened(life_.setup_time(now));
+  // PROXY protocol: the client's header first, before the TLS handshake.
+  if (const auto* header = plan().proxy_header(index_)) {
+    if (const int error = socket_->send_prefix(*header); error != 0) {
+      fail_connection("proxy header", error);
+      return;
+    }
+  }
   channel_.open(socket_->open_stream(transport_.connector(),
                                      settings().resume ? ticket_.get() : nullptr,
                                      std::move(spare_stream_)));

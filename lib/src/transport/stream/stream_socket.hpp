@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -56,6 +57,10 @@ class stream_socket {
   virtual std::unique_ptr<byte_stream> open_stream(stream_connector& connector,
                                                    const tls_ticket* resume_from,
                                                    std::unique_ptr<byte_stream> spare) = 0;
+  // Writes `bytes` on the connection before anything else (a PROXY protocol header, before
+  // the TLS handshake; in the SYN with Fast Open). Returns 0, or the errno (EAGAIN when not
+  // all of it went, which an empty send buffer never does).
+  virtual int send_prefix(std::span<const std::uint8_t> bytes) = 0;
   // Calls the ready callback once the socket is readable (or writable).
   virtual void async_wait(bool readable, std::uint64_t generation) = 0;
   // Whether the SYN carried data the server accepted (TCP Fast Open), known after the SYN-ACK.

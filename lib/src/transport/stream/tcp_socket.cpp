@@ -96,6 +96,13 @@ class tcp_socket final : public stream_socket {
     return connector.open(socket_.native_handle(), resume_from, std::move(spare), &syscalls_);
   }
 
+  int send_prefix(std::span<const std::uint8_t> bytes) override {
+    const ssize_t sent = ::send(socket_.native_handle(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    syscalls_.count(sent);
+    if (sent < 0) return errno;
+    return static_cast<std::size_t>(sent) == bytes.size() ? 0 : EAGAIN;
+  }
+
   void async_wait(bool readable, std::uint64_t generation) override {
     socket_.async_wait(readable, generation);
   }

@@ -169,9 +169,12 @@ class udp_client final : public client_base {
     if (allowance == 0) return;
     // Zeroed once per fill: each round sets only the iovecs, sendmmsg only the lengths.
     std::array<mmsghdr, batch_size> msgs{};
-    std::array<std::array<iovec, 2>, batch_size> iov{};
+    std::array<std::array<iovec, 3>, batch_size> iov{};
     std::array<slot_table::slot*, batch_size> taken{};
     const unsigned most = plan().gather_writes ? batch_size : 1u;
+    // PROXY protocol: the client's header before each datagram.
+    const std::vector<std::uint8_t>* proxy = plan().proxy_header(index_);
+    const unsigned first = proxy != nullptr ? 1 : 0;
     while (allowance > 0) {
       const unsigned batch = allowance < most ? allowance : most;
       for (unsigned i = 0; i < batch; ++i) {
@@ -179,10 +182,13 @@ class udp_client final : public client_base {
         taken[i] = &s;
         const auto query = query_to_send(s, i);
         patch_id(id_bytes_[i].data(), s.id);
-        iov[i][0] = {id_bytes_[i].data(), 2};
-        iov[i][1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
+        if (proxy != nullptr) {
+          iov[i][0] = {const_cast<std::uint8_t*>(proxy->data()), proxy->size()};
+        }
+        iov[i][first] = {id_bytes_[i].data(), 2};
+        iov[i][first + 1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
         msgs[i].msg_hdr.msg_iov = iov[i].data();
-        msgs[i].msg_hdr.msg_iovlen = 2;
+        msgs[i].msg_hdr.msg_iovlen = first + 2;
       }
       int sent = socket_->send({msgs.data(), batch});
       int error = 0;  // of a failed call; a partial send sets none

@@ -1,0 +1,181 @@
+// The PROXY protocol (connection_settings::proxy, --proxy-protocol): a server behind a proxy
+// (the tests' hostile_server, reading the headers as dnsdist does from a trusted proxy) sees
+// each client's claimed address in a header before each UDP query and at the start of each
+// TCP and TLS connection, before the TLS handshake, and answers every query.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <dnstransport/error.hpp>
+#include <dnstransport/load.hpp>
+#include <dnstransport/report.hpp>
+
+#include "cli_runs.hpp"
+#include "hostile_server.hpp"
+#include "misbehaviour.hpp"
+
+namespace dnstransport {
+namespace {
+
+using hostile::answer_all;
+using hostile::hostile_server;
+using hostile::proxied_client;
+
+hostile::hostile_options behind_a_proxy(transport_kind transport) {
+  hostile::hostile_options options;
+  options.transport = transport;
+  options.proxy_protocol = true;
+  return options;
+}
+
+load_spec proxied_load(transport_kind transport, std::uint16_t port, unsigned clients,
+                       std::uint64_t count) {
+  load_spec spec;
+  spec.target.transport = transport;
+  spec.target.port = port;
+  spec.traffic.clients = clients;
+  spec.traffic.outstanding = 2;
+  spec.traffic.count = count;
+  spec.traffic.timeout_seconds = 20;
+  spec.connections.proxy.version = proxy_protocol::v2;
+  spec.connections.proxy.sources = {"10.9.0.0/29"};  // 6 hosts
+  return spec;
+}
+
+std::map<std::string, unsigned> by_source(const std::vector<proxied_client>& headers) {
+  std::map<std::string, unsigned> out;
+  for (const auto& h : headers) ++out[h.source];
+  return out;
+}
+
+TEST(proxy_protocol_test, every_udp_query_carries_its_clients_address) {
+  hostile_server server(behind_a_proxy(transport_kind::udp), answer_all());
+  const run_result r = run_load(proxied_load(transport_kind::udp, server.port(), 4, 80));
+  EXPECT_EQ(r.responses_received, 80u);
+  EXPECT_EQ(r.proxy_protocol, "v2");
+  EXPECT_EQ(r.proxy_addresses, 4u);
+  EXPECT_EQ(server.proxy_refused(), 0u);
+  const auto headers = server.proxied();
+  ASSERT_EQ(headers.size(), 80u);  // one per datagram
+  const auto sources = by_source(headers);
+  ASSERT_EQ(sources.size(), 4u);
+  for (unsigned i = 1; i <= 4; ++i) EXPECT_EQ(sources.at(fmt::format("10.9.0.{}", i)), 20u) << i;
+  for (const auto& h : headers) {
+    EXPECT_FALSE(h.stream);
+    EXPECT_EQ(h.version, 2);
+    EXPECT_EQ(h.destination, "127.0.0.1");
+    EXPECT_EQ(h.destination_port, server.port());
+    EXPECT_GE(h.source_port, 1024);
+  }
+  // The real source is this machine's still.
+  EXPECT_EQ(server.sources(), std::set<std::string>{"127.0.0.1"});
+}
+
+TEST(proxy_protocol_test, each_tcp_connection_starts_with_one_header_and_its_tlvs) {
+  hostile_server server(behind_a_proxy(transport_kind::tcp), answer_all());
+  load_spec spec = proxied_load(transport_kind::tcp, server.port(), 3, 30);
+  spec.connections.queries_per_connection = 5;
+  spec.connections.proxy.tlvs = {{0x04, {0x00}}, {0xE0, {0xde, 0xad, 0xbe, 0xef}}};
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 30u);
+  EXPECT_EQ(server.proxy_refused(), 0u);
+  const auto headers = server.proxied();
+  EXPECT_EQ(headers.size(), server.connections());  // one per connection
+  EXPECT_EQ(headers.size(), r.connections.opened);
+  EXPECT_EQ(by_source(headers).size(), 3u);
+  for (const auto& h : headers) {
+    EXPECT_TRUE(h.stream);
+    ASSERT_EQ(h.tlvs.size(), 2u);
+    EXPECT_EQ(h.tlvs[0].first, 0x04);
+    EXPECT_EQ(h.tlvs[1].second, (hostile::bytes{0xde, 0xad, 0xbe, 0xef}));
+  }
+}
+
+TEST(proxy_protocol_test, a_tls_connection_sends_its_header_before_the_handshake) {
+  for (const proxy_protocol version : {proxy_protocol::v1, proxy_protocol::v2}) {
+    hostile_server server(behind_a_proxy(transport_kind::tls), answer_all());
+    load_spec spec = proxied_load(transport_kind::tls, server.port(), 2, 20);
+    spec.connections.queries_per_connection = 10;
+    spec.connections.proxy.version = version;
+    spec.connections.proxy.sources = {"2001:db8::/126"};  // IPv6 claimed over IPv4
+    const run_result r = run_load(spec);
+    EXPECT_EQ(r.responses_received, 20u) << proxy_protocol_name(version);
+    EXPECT_EQ(r.handshakes_full + r.handshakes_resumed, r.connections.opened);
+    const auto headers = server.proxied();
+    ASSERT_EQ(headers.size(), r.connections.opened);
+    for (const auto& h : headers) {
+      EXPECT_EQ(h.version, version == proxy_protocol::v1 ? 1 : 2);
+      // Mixed families: the server's IPv4 address mapped into IPv6.
+      EXPECT_EQ(h.destination, "::ffff:127.0.0.1");
+    }
+    EXPECT_EQ(by_source(headers).size(), 2u);
+    EXPECT_TRUE(by_source(headers).contains("2001:db8::1"));
+  }
+}
+
+TEST(proxy_protocol_test, random_addresses_are_the_same_for_the_same_seed) {
+  const auto draw = [](std::uint64_t seed) {
+    hostile_server server(behind_a_proxy(transport_kind::udp), answer_all());
+    load_spec spec = proxied_load(transport_kind::udp, server.port(), 4, 8);
+    spec.connections.proxy.sources = {"10.0.0.0/8"};
+    spec.connections.proxy.random = true;
+    spec.connections.proxy.seed = seed;
+    const run_result r = run_load(spec);
+    EXPECT_EQ(r.responses_received, 8u);
+    std::set<std::string> seen;
+    for (const auto& h : server.proxied()) seen.insert(h.source);
+    return seen;
+  };
+  const auto first = draw(7);
+  EXPECT_EQ(first.size(), 4u);  // 4 draws from 16 million addresses
+  EXPECT_EQ(draw(7), first);
+  EXPECT_NE(draw(8), first);
+  EXPECT_FALSE(first.contains("10.0.0.1"));  // not the range in order
+}
+
+TEST(proxy_protocol_test, settings_that_cannot_work_are_refused_naming_them) {
+  const auto refused = [](load_spec spec, const std::string& names) {
+    try {
+      validate(spec);
+      ADD_FAILURE() << "not refused: " << names;
+    } catch (const setup_error& e) {
+      EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+    }
+  };
+  load_spec spec = proxied_load(transport_kind::udp, 53, 1, 1);
+  spec.connections.proxy.sources.clear();
+  refused(spec, "connections.proxy.sources");
+  spec = proxied_load(transport_kind::doq, 853, 1, 1);
+  spec.tls.backend = tls_backend::gnutls;
+  refused(spec, "connections.proxy.version");
+  spec = proxied_load(transport_kind::udp, 53, 1, 1);
+  spec.connections.proxy.version = proxy_protocol::v1;
+  refused(spec, "connections.proxy.version");
+  spec = proxied_load(transport_kind::tcp, 53, 1, 1);
+  spec.connections.proxy.version = proxy_protocol::v1;
+  spec.connections.proxy.tlvs = {{1, {}}};
+  refused(spec, "connections.proxy.tlvs");
+  spec = proxied_load(transport_kind::udp, 53, 1, 1);
+  spec.traffic.tc_retry_tcp = true;
+  refused(spec, "traffic.tc_retry_tcp");
+}
+
+#ifdef DNSTRANSPORT_CLI_PATH
+TEST(proxy_protocol_test, the_cli_says_the_built_in_responder_reads_no_headers) {
+  hostile::expect_refused(
+      {"run", "--proxy-protocol", "v2", "--proxy-source", "10.0.0.0/8", "--duration", "0.2"},
+      "--proxy-protocol");
+  hostile::expect_refused({"run", "--server", "127.0.0.1:9", "--proxy-protocol", "v2",
+                           "--proxy-source", "10.0.0.0/8", "--proxy-tlv", "300=00"},
+                          "--proxy-tlv");
+  hostile::expect_refused({"run", "--server", "127.0.0.1:9", "--proxy-protocol", "v3"},
+                          "--proxy-protocol");
+}
+#endif
+
+}  // namespace
+}  // namespace dnstransport
