@@ -13,6 +13,7 @@
 #include <dnstransport/error.hpp>
 #include <dnstransport/load.hpp>
 #include <dnstransport/report.hpp>
+#include <dnstransport/server.hpp>
 
 #include "cli_runs.hpp"
 #include "hostile_server.hpp"
@@ -164,11 +165,48 @@ TEST(proxy_protocol_test, settings_that_cannot_work_are_refused_naming_them) {
   refused(spec, "traffic.tc_retry_tcp");
 }
 
+// The built-in responder reads the headers of a load that sends them, over every transport
+// that can carry one; a load without them is dropped (UDP) or closed (streams), and counted.
+TEST(proxy_protocol_test, the_built_in_responder_reads_the_headers_and_drops_what_lacks_one) {
+  server_options options;
+  options.proxy_protocol = true;
+  for (const transport_kind t :
+       {transport_kind::udp, transport_kind::tcp, transport_kind::tls, transport_kind::doh}) {
+    options.listen[t] = endpoint{"127.0.0.1", 0};
+  }
+  server responder(options);
+  std::uint64_t headers = 0;
+  for (const transport_kind t :
+       {transport_kind::udp, transport_kind::tcp, transport_kind::tls, transport_kind::doh}) {
+    load_spec spec = proxied_load(t, responder.port(t), 3, 30);
+    if (traits_of(t).has_connections) spec.connections.queries_per_connection = 10;
+    const run_result r = run_load(spec);
+    EXPECT_EQ(r.responses_received, 30u) << transport_name(t);
+    headers += traits_of(t).has_connections ? r.connections.opened : r.queries_sent;
+  }
+  const server_stats read = responder.stats();
+  EXPECT_EQ(read.proxy_headers, headers);
+  EXPECT_EQ(read.proxy_refused, 0u);
+  for (const transport_kind t : {transport_kind::udp, transport_kind::tcp}) {
+    load_spec plain = proxied_load(t, responder.port(t), 1, 2);
+    plain.connections.proxy = {};
+    plain.traffic.timeout_seconds = 0.3;
+    const run_result r = run_load(plain);
+    EXPECT_EQ(r.responses_received, 0u) << transport_name(t);
+  }
+  EXPECT_GE(responder.stats().proxy_refused, 2u);  // a datagram, a connection (or more)
+}
+
 #ifdef DNSTRANSPORT_CLI_PATH
-TEST(proxy_protocol_test, the_cli_says_the_built_in_responder_reads_no_headers) {
-  hostile::expect_refused(
-      {"run", "--proxy-protocol", "v2", "--proxy-source", "10.0.0.0/8", "--duration", "0.2"},
-      "--proxy-protocol");
+TEST(proxy_protocol_test, the_cli_runs_against_its_responder_and_refuses_what_cannot_be_sent) {
+  const hostile::process_result r = hostile::run_process(
+      hostile::cli, {"run", "--transport", "tcp", "--proxy-protocol", "v2", "--proxy-source",
+                     "10.0.0.0/8", "--queries-per-connection", "5", "--duration", "0.3"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("PROXY protocol          v2, headers carrying 8 client addresses"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("lost"), r.out.find("lost (timed out)        0"));
   hostile::expect_refused({"run", "--server", "127.0.0.1:9", "--proxy-protocol", "v2",
                            "--proxy-source", "10.0.0.0/8", "--proxy-tlv", "300=00"},
                           "--proxy-tlv");

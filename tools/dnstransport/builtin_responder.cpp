@@ -90,6 +90,7 @@ std::unique_ptr<builtin_responder> builtin_responder::start_process(const server
   add("--cpus", fmt::format("{}", fmt::join(o.cpus, ",")));
   add("--mode", std::string(answer_mode_name(o.mode)));
   add("--tls-backend", std::string(tls_backend_name(o.tls_options.backend)));
+  if (o.proxy_protocol) args.emplace_back("--proxy-protocol");
   if (o.cost_answer_us > 0) add("--cost-answer-us", fmt::format("{}", o.cost_answer_us));
   if (o.cost_handshake_us > 0) add("--cost-handshake-us", fmt::format("{}", o.cost_handshake_us));
   add("--ready-fd", std::to_string(ready_fd));

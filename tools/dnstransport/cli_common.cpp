@@ -351,13 +351,9 @@ load_spec make_load_spec(const run_options& o) {
 
 std::unique_ptr<builtin_responder> start_builtin_server(const run_options& o, load_spec& spec,
                                                         std::vector<transport_kind> transports) {
-  if (spec.connections.proxy.version != proxy_protocol::none) {
-    throw setup_error(
-        "--proxy-protocol: the built-in responder does not read PROXY headers yet; give "
-        "--server, a server that trusts this machine's headers (dnsdist: "
-        "setProxyProtocolACL; unbound: proxy-protocol-port; knot: proxy_allowlist)");
-  }
   server_options s;
+  // Clients that send PROXY headers get a responder that reads them.
+  s.proxy_protocol = spec.connections.proxy.version != proxy_protocol::none;
   s.threads = o.server_threads;
   const auto mode = parse_answer_mode(o.server_mode);
   if (!mode)

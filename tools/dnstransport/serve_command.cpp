@@ -30,6 +30,7 @@ struct serve_options {
   bool doq_no_0rtt = false;
   bool no_0rtt = false;
   bool doq_retry = false;
+  bool proxy_protocol = false;
   unsigned threads = 1;
   std::string cpus;
   std::string mode = "answer";
@@ -87,6 +88,7 @@ server_options server_options_of(const serve_options& o) {
   s.doq_early_data = !o.doq_no_0rtt;
   s.tls_options.early_data = !o.no_0rtt;
   s.doq_retry = o.doq_retry;
+  s.proxy_protocol = o.proxy_protocol;
   s.threads = o.threads;
   if (!o.cpus.empty()) s.cpus = parse_cpu_list(o.cpus, "--cpus");
   const auto mode = parse_answer_mode(o.mode);
@@ -178,6 +180,10 @@ void print_answered(const server_stats& st, const server_options& s) {
       "0-RTT accepted; {} malformed queries dropped\n",
       fmt::join(answered, ", "), st.connections_accepted, st.tls_handshakes_failed, st.tls_resumed,
       st.tls_early_data, st.malformed_queries);
+  if (s.proxy_protocol) {
+    fmt::print("PROXY protocol: {} headers read, {} datagrams or connections dropped without one\n",
+               st.proxy_headers, st.proxy_refused);
+  }
   if (s.rate_limit > 0) {
     fmt::print("rate limit: {} UDP queries dropped, {} stream answers delayed\n",
                st.rate_limited_dropped, st.rate_limited_delayed);
@@ -207,6 +213,10 @@ void add_transport_flags(CLI::App& serve, serve_options& o) {
   serve.add_flag("--doq-retry", o.doq_retry,
                  "DoQ: validate every client's address with a Retry first (a round trip more "
                  "per connection, as a server under a flood of spoofed packets would)");
+  serve.add_flag("--proxy-protocol", o.proxy_protocol,
+                 "Read a PROXY protocol header (v1 or v2) before each UDP query and at the start "
+                 "of each tcp/tls/doh connection, before TLS, as a server behind a trusted proxy "
+                 "does; queries and connections without one are dropped (counted). Not on doq");
 }
 
 // Threads, answers, TLS certificate, connection limits and the rate limit.

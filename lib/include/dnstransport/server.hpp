@@ -53,6 +53,11 @@ struct server_options {
   unsigned threads = 1;   ///< threads answering, each with its own socket per listener
   std::vector<int> cpus;  ///< pin thread i to cpus[i % size]; empty: no pinning
   answer_mode mode = answer_mode::answer;  ///< what it sends back
+  /// Reads a PROXY protocol header (version 1 or 2) before each UDP query and at the start
+  /// of each TCP, TLS and DoH connection (before TLS), as a server behind a proxy that it
+  /// trusts does; a datagram without a valid one is dropped and a connection without one
+  /// closed (server_stats::proxy_refused). Not on the DoQ listener.
+  bool proxy_protocol = false;
   /// TLS settings of the TLS listener, of the DoH listener (which selects ALPN "h2" instead
   /// of tls_options.alpn) and of the DoQ listener (ALPN "doq", GnuTLS, TLS 1.3); all use the
   /// same certificate.
@@ -161,6 +166,10 @@ struct server_stats {
   /// server_options::rate_limit: TCP, TLS, DoH and DoQ queries whose answer waited for the
   /// limit (each counted once, however long it waited); they are answered all the same.
   std::uint64_t rate_limited_delayed = 0;
+  /// server_options::proxy_protocol: PROXY headers read (one per UDP query, one per
+  /// connection), and datagrams dropped or connections closed for lacking a valid one.
+  std::uint64_t proxy_headers = 0;
+  std::uint64_t proxy_refused = 0;
 };
 
 /// A running responder. Sockets are bound in the constructor (so a port in use is reported

@@ -43,6 +43,8 @@ struct server_counters {
   std::atomic<std::uint64_t> malformed_queries{0};
   std::atomic<std::uint64_t> rate_limited_dropped{0};
   std::atomic<std::uint64_t> rate_limited_delayed{0};
+  std::atomic<std::uint64_t> proxy_headers{0};
+  std::atomic<std::uint64_t> proxy_refused{0};
 };
 
 // What the thread knows of a connection it accepted (a server_stream_connection for TCP,

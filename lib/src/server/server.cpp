@@ -145,6 +145,8 @@ server_stats server::stats() const {
     total.tls_resumed += c.tls_resumed.load(std::memory_order_relaxed);
     total.tls_early_data += c.tls_early_data.load(std::memory_order_relaxed);
     total.malformed_queries += c.malformed_queries.load(std::memory_order_relaxed);
+    total.proxy_headers += c.proxy_headers.load(std::memory_order_relaxed);
+    total.proxy_refused += c.proxy_refused.load(std::memory_order_relaxed);
     total.rate_limited_dropped += c.rate_limited_dropped.load(std::memory_order_relaxed);
     total.rate_limited_delayed += c.rate_limited_delayed.load(std::memory_order_relaxed);
   }

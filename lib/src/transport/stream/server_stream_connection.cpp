@@ -2,8 +2,14 @@
 // read / write loop, idleness and the end.
 #include "transport/stream/server_stream_connection.hpp"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <chrono>
+
+#include "message/proxy_header.hpp"
 
 namespace dnstransport::detail {
 
@@ -19,7 +25,8 @@ server_stream_connection::server_stream_connection(server_thread& owner,
     : owner_(owner),
       socket_(std::move(socket)),
       timer_(owner.io()),
-      last_activity_ns_(monotonic_ns()) {}
+      last_activity_ns_(monotonic_ns()),
+      proxy_pending_(owner.options().proxy_protocol) {}
 
 server_stream_connection::~server_stream_connection() = default;
 
@@ -38,6 +45,7 @@ void server_stream_connection::step() {
     linger();
     return;
   }
+  if (proxy_pending_ && !read_proxy_header()) return;
   if (handshaking_) {
     if (!handshake()) return;
     if (!session_->start()) {
@@ -58,6 +66,37 @@ void server_stream_connection::step() {
     return;
   }
   if (!session_->paused()) wait(boost::asio::socket_base::wait_read);
+}
+
+bool server_stream_connection::read_proxy_header() {
+  // A header is at most 16 + 65535 octets; the ones clients send fit in this, and a longer
+  // one is refused as invalid rather than read in pieces.
+  std::array<std::uint8_t, 512> peeked{};
+  const int fd = socket_->native_handle();
+  const ssize_t n = ::recv(fd, peeked.data(), peeked.size(), MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    wait(boost::asio::socket_base::wait_read);
+    return false;
+  }
+  const auto header = n > 0
+                          ? detail::read_proxy_header({peeked.data(), static_cast<std::size_t>(n)})
+                          : proxy_header_read{};
+  if (header.result == proxy_header_read::outcome::incomplete &&
+      static_cast<std::size_t>(n) < peeked.size()) {
+    wait(boost::asio::socket_base::wait_read);
+    return false;
+  }
+  if (header.result != proxy_header_read::outcome::complete ||
+      ::recv(fd, peeked.data(), header.length, MSG_DONTWAIT) !=
+          static_cast<ssize_t>(header.length)) {
+    owner_.counters.proxy_refused.fetch_add(1, std::memory_order_relaxed);
+    close();
+    return false;
+  }
+  owner_.counters.proxy_headers.fetch_add(1, std::memory_order_relaxed);
+  proxy_pending_ = false;
+  touch();
+  return true;
 }
 
 bool server_stream_connection::handshake() {

@@ -141,6 +141,10 @@ class server_stream_connection final
   // and accepted 0-RTT counted, server_options::cost_handshake_us spent); false while it
   // waits for the socket, or when it failed (counted, and the connection closed).
   bool handshake();
+  // server_options::proxy_protocol: the PROXY header at the connection's start, taken
+  // octet-exact (what follows is TLS or DNS): true once read; false while more is to come
+  // (it waits) or when there was none (counted, and the connection closed).
+  bool read_proxy_header();
   void read();
   // True when every output was written; otherwise it waits for the socket, or closed.
   bool flushed();
@@ -158,8 +162,9 @@ class server_stream_connection final
   boost::asio::steady_timer timer_;  // the session's (wake_at), then the linger's
   std::uint64_t last_activity_ns_ = 0;
   bool handshaking_ = true;
-  bool closing_ = false;    // stop reading, flush, then close
-  bool lingering_ = false;  // FIN sent: discard input until the peer's FIN, then close
+  bool proxy_pending_ = false;  // a PROXY header comes first (server_options::proxy_protocol)
+  bool closing_ = false;        // stop reading, flush, then close
+  bool lingering_ = false;      // FIN sent: discard input until the peer's FIN, then close
   bool closed_ = false;
   bool waiting_ = false;
 };

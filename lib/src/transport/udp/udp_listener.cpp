@@ -12,6 +12,7 @@
 
 #include <dnstransport/error.hpp>
 
+#include "message/proxy_header.hpp"
 #include "responder/rate_limiter.hpp"
 #include "responder/responder.hpp"
 #include "util/clock.hpp"
@@ -64,6 +65,7 @@ class udp_listener final : public thread_listener {
 void udp_listener::on_readable() {
   server_counters& counters = thread_.counters;
   const answer_mode mode = thread_.options().mode;
+  const bool proxy = thread_.options().proxy_protocol;
   rate_limiter* const limiter = thread_.limiter();
   const int fd = socket_.native_handle();
   std::array<mmsghdr, udp_batch> in_msgs{};
@@ -87,7 +89,16 @@ void udp_listener::on_readable() {
     }
     unsigned replies = 0;
     for (int i = 0; i < n; ++i) {
-      const std::span<const std::uint8_t> query(&in_[i * datagram_max], in_msgs[i].msg_len);
+      std::span<const std::uint8_t> query(&in_[i * datagram_max], in_msgs[i].msg_len);
+      if (proxy) {
+        const auto header = read_proxy_header(query);
+        if (header.result != proxy_header_read::outcome::complete) {
+          counters.proxy_refused.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        counters.proxy_headers.fetch_add(1, std::memory_order_relaxed);
+        query = query.subspan(header.length);
+      }
       std::uint8_t* out = &out_[i * (datagram_max + answer_overhead)];
       const std::size_t size = build_answer(query, mode, {out, datagram_max + answer_overhead});
       if (size == 0) {
