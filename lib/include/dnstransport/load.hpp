@@ -133,7 +133,7 @@ std::optional<proxy_protocol> parse_proxy_protocol(std::string_view name) noexce
 /// setProxyProtocolACL, unbound's proxy-protocol-port, knot's proxy_allowlist) applies its
 /// per-client rules (rate limits, ACLs, views) as to that many clients.
 struct proxy_settings {
-  proxy_protocol version = proxy_protocol::none;
+  proxy_protocol version = proxy_protocol::none;  ///< none: no header
   /// The client addresses the headers carry: addresses and CIDR ranges, IPv4 or IPv6
   /// (either family, whatever the server's), read in order; client i carries the i-th (the
   /// addresses are shared in turn when there are fewer than clients). Needed with a version.

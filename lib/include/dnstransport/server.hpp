@@ -167,8 +167,10 @@ struct server_stats {
   /// limit (each counted once, however long it waited); they are answered all the same.
   std::uint64_t rate_limited_delayed = 0;
   /// server_options::proxy_protocol: PROXY headers read (one per UDP query, one per
-  /// connection), and datagrams dropped or connections closed for lacking a valid one.
+  /// connection).
   std::uint64_t proxy_headers = 0;
+  /// server_options::proxy_protocol: datagrams dropped and connections closed for lacking a
+  /// valid PROXY header.
   std::uint64_t proxy_refused = 0;
 };
 
