@@ -37,7 +37,17 @@ bool h2_session::flush() {
 }
 
 bool h2_session::send_raw(std::span<const std::uint8_t> octets) {
-  return flush() && peer_.write(octets);
+  // In one write (one TLS record) with what is queued: a client reads them together, as it
+  // would read them from a server that sent them at once.
+  bytes all;
+  if (!send_to([&all](std::span<const std::uint8_t> data) {
+        all.insert(all.end(), data.begin(), data.end());
+        return true;
+      })) {
+    return false;
+  }
+  all.insert(all.end(), octets.begin(), octets.end());
+  return peer_.write(all) && !peer_.gone();
 }
 
 connection_script serve_doh(doh_script script, h2_options options) {

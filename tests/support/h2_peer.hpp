@@ -25,7 +25,8 @@ class h2_session : public h2_server {
 
   /// Sends everything queued. False when the connection is gone.
   bool flush();
-  /// Sends everything queued, then `octets` as they are (frames nghttp2 would not send).
+  /// Sends everything queued, then `octets` as they are (frames nghttp2 would not send), in
+  /// one write: the client reads them together.
   bool send_raw(std::span<const std::uint8_t> octets);
 
  private:
