@@ -137,6 +137,9 @@ struct run_options {
   bool progress = false;
 };
 
+/// The PROXY protocol flags into `proxy`; throws setup_error naming the flag at fault.
+void set_proxy(proxy_settings& proxy, const run_options& o);
+
 /// Adds every `run` flag to `app`; `with_axes` adds --transport, --clients and
 /// --queries-per-connection too (a sweep takes lists for those instead).
 void add_run_options(CLI::App& app, run_options& options, bool with_axes);

@@ -3,6 +3,9 @@
 // family without its _total suffix, announces units and ends with "# EOF".
 #include <dnstransport/metrics.hpp>
 
+#include <array>
+#include <iterator>
+
 #include <fmt/format.h>
 
 #include <dnstransport/error.hpp>
@@ -124,14 +127,23 @@ void latency(writer& w, const latency_histogram& h) {
   constexpr std::string_view name = "dnstransport_latency_seconds";
   w.family(name, "histogram", "seconds",
            "Latency of the answers: from sending the query to receiving its answer.");
-  for (double bound : metrics_latency_bounds_seconds) {
-    const auto bound_ns = static_cast<std::uint64_t>(bound * 1e9 + 0.5);
-    std::uint64_t at_most = 0;
-    h.for_each_bucket([&](std::uint64_t, std::uint64_t highest, std::uint64_t n) {
-      if (highest <= bound_ns) at_most += n;
-    });
-    w.sample(fmt::format("{}_bucket", name), fmt::format("le=\"{}\"", number(bound)),
-             number(at_most));
+  // One pass over the histogram's buckets (in increasing order): each counted under the
+  // first bound it lies wholly at or below, then summed upwards.
+  constexpr std::size_t bounds = std::size(metrics_latency_bounds_seconds);
+  std::array<std::uint64_t, bounds> in{};
+  h.for_each_bucket([&in](std::uint64_t, std::uint64_t highest, std::uint64_t n) {
+    for (std::size_t b = 0; b < bounds; ++b) {
+      if (highest <= static_cast<std::uint64_t>(metrics_latency_bounds_seconds[b] * 1e9 + 0.5)) {
+        in[b] += n;
+        return;
+      }
+    }
+  });
+  std::uint64_t at_most = 0;
+  for (std::size_t b = 0; b < bounds; ++b) {
+    at_most += in[b];
+    w.sample(fmt::format("{}_bucket", name),
+             fmt::format("le=\"{}\"", number(metrics_latency_bounds_seconds[b])), number(at_most));
   }
   w.sample(fmt::format("{}_bucket", name), "le=\"+Inf\"", number(h.count()));
   w.sample(fmt::format("{}_count", name), {}, number(h.count()));
