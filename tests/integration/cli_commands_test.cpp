@@ -708,8 +708,9 @@ TEST(cli_mpi_test, a_build_without_mpi_refuses_to_run_under_mpirun) {
 TEST(cli_report_test, a_result_of_another_version_names_the_version_this_build_reads) {
   const scratch files("cli-report-version");
   const std::string run = files.file("run.json", R"({"schema": "dnstransport.run/2"})");
-  expect_refused({"report", run}, "schema \"dnstransport.run/2\" is not the supported "
-                                  "\"dnstransport.run/1\"");
+  expect_refused({"report", run},
+                 "schema \"dnstransport.run/2\" is not the supported "
+                 "\"dnstransport.run/1\"");
   const std::string search = files.file("search.json", R"({"schema": "dnstransport.search/9"})");
   expect_refused({"report", search}, "dnstransport.search/1");
 }

@@ -195,6 +195,84 @@ TEST(proxy_protocol_test, the_built_in_responder_reads_the_headers_and_drops_wha
     EXPECT_EQ(r.responses_received, 0u) << transport_name(t);
   }
   EXPECT_GE(responder.stats().proxy_refused, 2u);  // a datagram, a connection (or more)
+  // The clients it answered are the addresses the headers claimed: 40 answers each, 10 per
+  // transport; the loads without headers got none. Counted once it has stopped.
+  EXPECT_EQ(responder.stats().client_addresses, 0u);
+  responder.stop();
+  const server_stats stopped = responder.stats();
+  EXPECT_EQ(stopped.client_addresses, 3u);
+  EXPECT_EQ(stopped.top_clients,
+            (std::vector<client_answers>{{"10.9.0.1", 40}, {"10.9.0.2", 40}, {"10.9.0.3", 40}}));
+}
+
+// A server that does not accept PROXY headers from this machine, as dnsdist without
+// setProxyProtocolACL does: it reads what the connection starts with and hangs up.
+hostile::connection_script hangs_up_after_the_header() {
+  return [](hostile::stream_peer& peer) {
+    peer.read_some(16, std::chrono::seconds(5));
+    peer.close();
+  };
+}
+
+TEST(proxy_protocol_test, a_server_that_hangs_up_on_the_header_is_counted_as_refusing_it) {
+  for (const transport_kind t : {transport_kind::tcp, transport_kind::tls}) {
+    SCOPED_TRACE(transport_name(t));
+    hostile::hostile_options options;
+    options.transport = t;
+    options.tls_handshake = false;  // the header comes before TLS: no handshake to answer
+    hostile_server server(options, hangs_up_after_the_header());
+    load_spec spec = proxied_load(t, server.port(), 2, 0);
+    spec.traffic.count = 0;
+    spec.traffic.duration_seconds = 0.3;
+    spec.traffic.timeout_seconds = 0.3;
+    const run_result r = run_load(spec);
+    EXPECT_EQ(r.responses_received, 0u);
+    const connection_stats& c = r.connections;
+    ASSERT_GT(c.proxy_refused, 0u);
+    // Each one counted where it ended too: closed, reset, or a handshake the server ended.
+    EXPECT_LE(c.proxy_refused, c.closed_by_server + c.reset_by_server + c.failed);
+    // Over TLS the handshake never completes: ended by the server (tls_closed, or a reset).
+    if (t == transport_kind::tls) {
+      EXPECT_GT(c.failed, 0u);
+    }
+    ASSERT_FALSE(r.warnings.empty());
+    EXPECT_NE(r.warnings.back().find("no query was answered and the server ended "),
+              std::string::npos)
+        << r.warnings.back();
+    EXPECT_NE(r.warnings.back().find("the queries carried PROXY protocol headers"),
+              std::string::npos);
+    EXPECT_NE(format_table(r).find("PROXY header refused"), std::string::npos);
+  }
+}
+
+TEST(proxy_protocol_test, a_connection_without_a_header_is_never_counted_as_refusing_one) {
+  hostile::hostile_options options;
+  options.transport = transport_kind::tcp;
+  hostile_server server(options, hangs_up_after_the_header());
+  load_spec spec = proxied_load(transport_kind::tcp, server.port(), 2, 0);
+  spec.connections.proxy = {};
+  spec.traffic.count = 0;
+  spec.traffic.duration_seconds = 0.3;
+  spec.traffic.timeout_seconds = 0.3;
+  const run_result r = run_load(spec);
+  EXPECT_GT(r.connections.closed_by_server + r.connections.reset_by_server, 0u);
+  EXPECT_EQ(r.connections.proxy_refused, 0u);
+  for (const auto& w : r.warnings) EXPECT_EQ(w.find("PROXY"), std::string::npos) << w;
+}
+
+TEST(proxy_protocol_test, a_udp_server_that_drops_headed_queries_is_named_in_a_warning) {
+  hostile::hostile_options options;  // reads no header: the datagrams do not parse
+  hostile_server server(options, [](std::span<const std::uint8_t>, std::uint64_t) {
+    return std::vector<hostile::reply>{};
+  });
+  load_spec spec = proxied_load(transport_kind::udp, server.port(), 2, 0);
+  spec.traffic.count = 0;
+  spec.traffic.duration_seconds = 0.3;
+  spec.traffic.timeout_seconds = 0.3;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 0u);
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings.back().find("setProxyProtocolACL"), std::string::npos) << r.warnings.back();
 }
 
 #ifdef DNSTRANSPORT_CLI_PATH

@@ -17,6 +17,7 @@
 #include <dnstransport/error.hpp>
 #include <dnstransport/load.hpp>
 #include <dnstransport/report.hpp>
+#include <dnstransport/server.hpp>
 
 #include "child_process.hpp"
 #include "cli_runs.hpp"
@@ -65,6 +66,33 @@ TEST(source_range_test, udp_clients_each_send_from_a_host_of_the_range) {
   EXPECT_EQ(r.source_addresses, 20u);
   EXPECT_TRUE(r.sources_per_client);  // 254 hosts for 20 clients: one each
   EXPECT_EQ(server.sources(), hosts("127.1.0.", 1, 20));
+}
+
+// The built-in responder counts its answers by client address, over every transport, and
+// lists the clients it answered most.
+TEST(source_range_test, the_built_in_responder_answers_each_client_address_it_is_sent_from) {
+  server_options options;
+  for (const transport_kind t : {transport_kind::udp, transport_kind::tcp, transport_kind::doq}) {
+    options.listen[t] = endpoint{"127.0.0.1", 0};
+  }
+  server responder(options);
+  for (const transport_kind t : {transport_kind::udp, transport_kind::tcp, transport_kind::doq}) {
+    load_spec spec = load_of(t, responder.port(t), 12, 120);
+    if (t == transport_kind::doq) spec.tls.backend = tls_backend::gnutls;
+    spec.connections.sources = {"127.1.0.0/24"};
+    EXPECT_EQ(run_load(spec).responses_received, 120u) << transport_name(t);
+  }
+  responder.stop();
+  const server_stats stats = responder.stats();
+  EXPECT_EQ(stats.client_addresses, 12u);
+  ASSERT_EQ(stats.top_clients.size(), server_stats::top_client_count);
+  std::set<std::string> listed;
+  for (const client_answers& c : stats.top_clients) {
+    EXPECT_EQ(c.answers, 30u) << c.address;  // 10 per transport
+    listed.insert(c.address);
+  }
+  // Ties in address order: the first ten of the twelve.
+  EXPECT_EQ(listed, hosts("127.1.0.", 1, 10));
 }
 
 TEST(source_range_test, a_tcp_client_keeps_its_address_for_every_connection) {
@@ -175,6 +203,11 @@ TEST(source_range_test, the_cli_takes_ranges_and_says_how_many_addresses_it_used
                      "127.6.0.0/24,127.7.0.1", "--source-mode", "per-client"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("source addresses        4, one per client"), std::string::npos) << r.out;
+  // The built-in responder says whom it answered: the four, 50 answers each.
+  EXPECT_NE(r.out.find("responder's clients     4 distinct addresses; answered most: 127.6.0.1 "
+                       "50, 127.6.0.2 50, 127.6.0.3 50, 127.6.0.4 50"),
+            std::string::npos)
+      << r.out;
   hostile::expect_refused({"run", "--source-mode", "spread"}, "--source-mode");
   hostile::expect_refused({"run", "--source", "127.0.0.0/40"}, "--source: \"127.0.0.0/40\"");
 }

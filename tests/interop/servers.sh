@@ -459,16 +459,18 @@ interop_start() {
 }
 
 # Waits (at most $4 seconds) until 127.0.0.1:$1 answers one query over transport $2 with
-# query file $3; returns non-zero, with the reason on stdout, if it never does.
+# query file $3 (more flags of `run` after it); returns non-zero, with the reason on stdout,
+# if it never does.
 interop_wait_ready() {
   local port=$1 transport=$2 queries=$3 limit=$4 start=$SECONDS
+  local extra=("${@:5}")
   while [ $((SECONDS - start)) -lt "$limit" ]; do
     if ! kill -0 "$SRV_PID" 2>/dev/null; then
       echo "the server exited while starting"
       return 1
     fi
     if "$DNSTRANSPORT" run --server "127.0.0.1:$port" --transport "$transport" --queries "$queries" \
-      --clients 1 --outstanding 1 --count 1 --timeout 0.5 --quiet >/dev/null 2>&1; then
+      --clients 1 --outstanding 1 --count 1 --timeout 0.5 --quiet "${extra[@]}" >/dev/null 2>&1; then
       return 0
     fi
     sleep 0.2

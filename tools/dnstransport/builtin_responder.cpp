@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/text.hpp>
 
 namespace dnstransport::cli {
 
@@ -156,6 +157,21 @@ builtin_responder::~builtin_responder() {
 
 std::uint16_t builtin_responder::port(transport_kind transport) const noexcept {
   return ports_[transport];
+}
+
+std::string describe_clients(const server_stats& stats) {
+  if (stats.client_addresses == 0) return "";
+  std::vector<std::string> most;
+  for (const auto& c : stats.top_clients)
+    most.push_back(fmt::format("{} {}", c.address, c.answers));
+  return fmt::format("{} distinct {}; answered most: {}", with_commas(stats.client_addresses),
+                     stats.client_addresses == 1 ? "address" : "addresses", fmt::join(most, ", "));
+}
+
+std::optional<server_stats> builtin_responder::stop() {
+  if (!in_process_) return std::nullopt;
+  in_process_->stop();
+  return in_process_->stats();
 }
 
 std::string builtin_responder::where() const {

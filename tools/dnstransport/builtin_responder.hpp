@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ class builtin_responder {
   pid_t pid() const noexcept { return child_; }
   /// "in this process" or "process 1234 on CPU 1", with its known costs when it has any.
   std::string where() const;
+  /// A responder in this process: stops it and gives its counters, the clients it answered
+  /// among them; nothing for a child process (its own summary says them).
+  std::optional<server_stats> stop();
 
  private:
   builtin_responder() = default;
@@ -46,5 +50,9 @@ class builtin_responder {
   double cost_handshake_us_ = 0;
   per_transport<std::uint16_t> ports_{};
 };
+
+/// The clients a responder answered, for a person: "12 distinct addresses; answered most:
+/// 127.1.0.1 30, ..." (empty when it answered none, or has not stopped).
+std::string describe_clients(const server_stats& stats);
 
 }  // namespace dnstransport::cli

@@ -196,6 +196,7 @@ void set_connections(load_spec& spec, const run_options& o) {
   }
   spec.connections.source_mode = *mode;
   set_proxy(spec.connections.proxy, o);
+  set_client_subnet(spec.traffic.client_subnet, o);
   spec.connections.tcp_fastopen = o.tcp_fastopen;
   spec.connections.tcp_nodelay = !o.no_nodelay;
   spec.generator.gather_writes = !o.one_write_per_query;

@@ -101,6 +101,9 @@ struct run_options {
   // EDNS options real clients send (RFC 7828, RFC 7830).
   bool edns_keepalive = false;
   std::string edns_padding;  // "block:N"; empty: none
+  // EDNS Client Subnet (load_spec::traffic.client_subnet): CIDR[/SOURCE-PREFIX].
+  std::string ecs;
+  std::string ecs_mode = "per-client";
   bool honour_keepalive = false;
   // TLS.
   std::string tls_backend;  // empty: openssl, or gnutls for a transport that needs it (doq)
@@ -139,6 +142,9 @@ struct run_options {
 
 /// The PROXY protocol flags into `proxy`; throws setup_error naming the flag at fault.
 void set_proxy(proxy_settings& proxy, const run_options& o);
+// --ecs, --ecs-mode and --seed into load_spec::traffic.client_subnet. Throws setup_error
+// naming the flag for a value that does not read.
+void set_client_subnet(client_subnet_settings& subnet, const run_options& o);
 
 /// Adds every `run` flag to `app`; `with_axes` adds --transport, --clients and
 /// --queries-per-connection too (a sweep takes lists for those instead).

@@ -155,7 +155,8 @@ void add_connection_options(CLI::App& app, run_options& o) {
                  "A TLV every v2 header carries, TYPE=HEX (type 0-255 or 0xNN, value in hex), "
                  "e.g. 0x04=00 (PP2_TYPE_NOOP); repeat or comma-separate for several")
       ->delimiter(',');
-  app.add_option("--seed", o.seed, "Seed of the random draws (--proxy-source-order random)")
+  app.add_option("--seed", o.seed,
+                 "Seed of the random draws (--proxy-source-order random, --ecs-mode per-query)")
       ->capture_default_str();
   app.add_flag("--tcp-fastopen", o.tcp_fastopen,
                "Send the first query in the SYN (TCP_FASTOPEN_CONNECT) where the kernel allows");
@@ -194,6 +195,17 @@ void add_edns_options(CLI::App& app, run_options& o) {
                  "8467 recommends block:128); the run reports the share of answers that came "
                  "padded and their sizes. Meant for tls/doh/doq (a warning over udp/tcp). Default: "
                  "no padding");
+  app.add_option("--ecs", o.ecs,
+                 "CIDR[/SOURCE-PREFIX]: EDNS Client Subnet (RFC 7871) in every query, as a "
+                 "resolver in front of many clients sends it: subnets of SOURCE-PREFIX bits "
+                 "(default 24 for IPv4, 56 for IPv6) from the range CIDR, e.g. 10.0.0.0/8/24 "
+                 "(65,536 subnets of /24). The run reports the share of answers that echoed "
+                 "the query's subnet and their scope prefixes; an answer that echoes another "
+                 "subnet is mismatched (client subnet wrong)");
+  app.add_option("--ecs-mode", o.ecs_mode,
+                 "per-client (client i carries the i-th subnet in all its queries) or "
+                 "per-query (each query a subnet drawn from the range with --seed)")
+      ->capture_default_str();
   app.add_flag("--honour-keepalive", o.honour_keepalive,
                "With --edns-keepalive: a client closes its connection once it has been idle "
                "(nothing in flight, nothing to send) for the timeout the server advertised, "

@@ -1,5 +1,7 @@
-// --proxy-protocol, --proxy-source, --proxy-source-order, --seed and --proxy-tlv into
-// load_spec::connections.proxy.
+// The client addresses a server sees beyond the sockets': --proxy-protocol,
+// --proxy-source, --proxy-source-order, --seed and --proxy-tlv into
+// load_spec::connections.proxy; --ecs and --ecs-mode into load_spec::traffic.client_subnet.
+#include <charconv>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -68,6 +70,33 @@ void set_proxy(proxy_settings& proxy, const run_options& o) {
   }
   proxy.seed = o.seed;
   for (const auto& tlv : o.proxy_tlvs) proxy.tlvs.push_back(parse_proxy_tlv(tlv));
+}
+
+void set_client_subnet(client_subnet_settings& subnet, const run_options& o) {
+  const auto mode = parse_client_subnet_mode(o.ecs_mode);
+  if (!mode) {
+    throw setup_error(fmt::format("--ecs-mode: \"{}\" is not per-client or per-query", o.ecs_mode));
+  }
+  subnet.mode = *mode;
+  subnet.seed = o.seed;
+  if (o.ecs.empty()) return;
+  // CIDR/SOURCE-PREFIX: a second slash gives the source prefix.
+  subnet.range = o.ecs;
+  const auto first = o.ecs.find('/');
+  const auto last = o.ecs.rfind('/');
+  if (first != std::string::npos && last != first) {
+    subnet.range = o.ecs.substr(0, last);
+    const std::string prefix = o.ecs.substr(last + 1);
+    unsigned value = 129;
+    const auto read = std::from_chars(prefix.data(), prefix.data() + prefix.size(), value);
+    if (read.ec != std::errc{} || read.ptr != prefix.data() + prefix.size() || value > 128) {
+      throw setup_error(
+          fmt::format("--ecs: \"{}\" has a source prefix \"{}\" that is not a number from 0 to 128 "
+                      "(CIDR/SOURCE-PREFIX, e.g. 10.0.0.0/8/24)",
+                      o.ecs, prefix));
+    }
+    subnet.source_prefix = value;
+  }
 }
 
 }  // namespace dnstransport::cli

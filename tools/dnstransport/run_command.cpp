@@ -89,6 +89,13 @@ action add_run_command(CLI::App& app) {
     if (!o.json_file.empty()) write_file(o.json_file, to_json(result));
     if (!o.quiet) {
       fmt::print("{}", format_table(result, flag_of_setting));
+      // Clients that claim addresses of their own: whether each one reached the responder.
+      if (responder && (!spec.connections.sources.empty() ||
+                        spec.connections.proxy.version != proxy_protocol::none)) {
+        if (const auto stats = responder->stop()) {
+          fmt::print("  responder's clients     {}\n", describe_clients(*stats));
+        }
+      }
       if (!o.json_file.empty()) fmt::print("  result written to {}\n", o.json_file);
     }
     if (result.ranks_failed() > 0) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -42,6 +43,7 @@ struct serve_options {
   double idle_timeout = 0;
   double keepalive_timeout = -1;
   unsigned padding_block = 468;
+  std::string ecs_scope = "0";
   bool reverse_order = false;
   double rate_limit = 0;
   double cost_answer_us = 0;
@@ -117,6 +119,18 @@ server_options server_options_of(const serve_options& o) {
                     o.padding_block));
   }
   s.padding_block = static_cast<std::uint16_t>(o.padding_block);
+  if (o.ecs_scope == "none") {
+    s.client_subnet_scope = -1;
+  } else {
+    const char* const end = o.ecs_scope.data() + o.ecs_scope.size();
+    unsigned scope = 129;
+    const auto read = std::from_chars(o.ecs_scope.data(), end, scope);
+    if (read.ec != std::errc{} || read.ptr != end || scope > 128) {
+      throw setup_error(fmt::format(
+          "--ecs-scope: \"{}\" is not a scope prefix length (0 to 128) or none", o.ecs_scope));
+    }
+    s.client_subnet_scope = static_cast<int>(scope);
+  }
   s.reverse_order = o.reverse_order;
   s.rate_limit = o.rate_limit;
   s.cost_answer_us = o.cost_answer_us;
@@ -184,6 +198,7 @@ void print_answered(const server_stats& st, const server_options& s) {
     fmt::print("PROXY protocol: {} headers read, {} datagrams or connections dropped without one\n",
                st.proxy_headers, st.proxy_refused);
   }
+  if (st.client_addresses > 0) fmt::print("clients: {}\n", describe_clients(st));
   if (s.rate_limit > 0) {
     fmt::print("rate limit: {} UDP queries dropped, {} stream answers delayed\n",
                st.rate_limited_dropped, st.rate_limited_delayed);
@@ -251,6 +266,13 @@ void add_responder_flags(CLI::App& serve, serve_options& o) {
                   "Padding (RFC 7830): answers to queries that carry a padding option are padded "
                   "over TLS/DoH/DoQ to a multiple of this many octets (RFC 8467 recommends "
                   "468); 0: never pad")
+      ->capture_default_str();
+  serve
+      .add_option("--ecs-scope", o.ecs_scope,
+                  "EDNS Client Subnet (RFC 7871): answers to queries that carry the option echo "
+                  "it with this SCOPE PREFIX-LENGTH, 0 to 128 (0: the answer is good for any "
+                  "client; longer: only for the query's subnet, as a server with per-subnet "
+                  "answers says); none: not echoed, as a server that does not know ECS")
       ->capture_default_str();
   serve.add_flag("--reverse-order", o.reverse_order,
                  "Answer the queries of each read in reverse order (tests pipelining clients)");

@@ -49,6 +49,8 @@ std::string flag_of_setting(std::string_view path) {
       {"load_spec::traffic.tc_retry_tcp", "--tc-retry tcp"},
       {"load_spec::traffic.edns_keepalive", "--edns-keepalive"},
       {"load_spec::traffic.edns_padding_block", "--edns-padding"},
+      {"load_spec::traffic.client_subnet.range", "--ecs"},
+      {"load_spec::traffic.client_subnet.mode", "--ecs-mode"},
       {"load_spec::connections.queries_per_connection", "--queries-per-connection"},
       {"load_spec::connections.idle_seconds", "--idle"},
       {"load_spec::connections.close", "--close"},

@@ -27,6 +27,10 @@ struct query_counts {
   /// distinct questions than load_spec::traffic.outstanding; DNS 0x20, RFC 4343): the server
   /// does not echo the case, or answered with the id of another query of that question.
   std::uint64_t case_not_echoed = 0;
+  /// Of the mismatched: answers whose EDNS Client Subnet option carried another family,
+  /// source prefix or address than the query's (load_spec::traffic.client_subnet): RFC 7871,
+  /// section 7.3, has a resolver drop them.
+  std::uint64_t client_subnet_wrong = 0;
   std::uint64_t abandoned = 0;  ///< still in flight when the run was interrupted
   std::uint64_t truncated = 0;  ///< TC set: no complete answer (not retried over TCP)
   std::uint64_t oversized = 0;  ///< UDP answer larger than the query allowed (512 or EDNS)
@@ -110,6 +114,8 @@ inline constexpr count_description<query_counts> query_count_descriptions[] = {
     {&query_counts::mismatched, "mismatched", "mismatched answers"},
     {&query_counts::case_not_echoed, "case_not_echoed", "case not echoed",
      " of them: the question came back in another letter case than sent (DNS 0x20)"},
+    {&query_counts::client_subnet_wrong, "client_subnet_wrong", "client subnet wrong",
+     " of them: the answer's EDNS Client Subnet was not the query's (RFC 7871)"},
     {&query_counts::abandoned, "abandoned", "abandoned at stop"},
     {&query_counts::truncated, "truncated"},
     {&query_counts::oversized, "oversized"},
@@ -147,7 +153,13 @@ struct connection_counts {
   /// found in what the server sent; DoQ: a QUIC error ngtcp2 found), counted under its cause
   /// in the connection failures too (`http2_error`, `quic_STREAM_LIMIT_ERROR`, ...).
   std::uint64_t closed_protocol_error = 0;
-  std::uint64_t failed = 0;                ///< connect or TLS handshake did not complete
+  std::uint64_t failed = 0;  ///< connect or TLS handshake did not complete
+  /// Of the connections closed or reset by the server and of those whose TLS handshake it
+  /// ended: the ones that began with a PROXY header (load_spec::connections.proxy) and that
+  /// the server ended after it, before any answer. A server that does not accept headers
+  /// from this machine does that (dnsdist without setProxyProtocolACL, unbound without
+  /// proxy-protocol-port).
+  std::uint64_t proxy_refused = 0;
   std::uint64_t fastopen_data_in_syn = 0;  ///< connections whose first query rode in the SYN
   std::uint64_t goaway = 0;                ///< DoH: connections the server ended with HTTP/2 GOAWAY
   /// --verify (DoT, DoH): server certificate chains verified in full; over the whole run,
@@ -171,6 +183,8 @@ inline constexpr count_description<connection_counts> connection_count_descripti
     {&connection_counts::closed_protocol_error, "closed_protocol_error", "closed: protocol error",
      " connections we closed because the server broke the protocol on them"},
     {&connection_counts::failed, "failed"},
+    {&connection_counts::proxy_refused, "proxy_refused", "PROXY header refused",
+     " connections the server ended after their PROXY header, before any answer"},
     {&connection_counts::fastopen_data_in_syn, "fastopen_data_in_syn"},
     {&connection_counts::goaway, "goaway"},
     {&connection_counts::certificates_verified, "certificates_verified"},

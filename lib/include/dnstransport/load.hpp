@@ -149,6 +149,47 @@ struct proxy_settings {
   friend bool operator==(const proxy_settings&, const proxy_settings&) = default;
 };
 
+/// How the clients' queries draw their EDNS Client Subnet (traffic_settings::client_subnet).
+enum class client_subnet_mode {
+  /// Client i carries the i-th subnet of the range in all its queries (the subnets are
+  /// shared in turn when there are fewer than clients), as clients behind a resolver that
+  /// forwards their subnets would.
+  per_client,
+  /// Each query carries a subnet drawn at random from the range (the same draws for every run
+  /// with the same seed; a query sent again keeps its subnet).
+  per_query,
+};
+
+/// "per-client" or "per-query".
+std::string_view client_subnet_mode_name(client_subnet_mode mode) noexcept;
+/// Mode from its name; nothing for an unknown one.
+std::optional<client_subnet_mode> parse_client_subnet_mode(std::string_view name) noexcept;
+
+/// EDNS Client Subnet (RFC 7871): an option in every query that tells the server which
+/// client subnet it asks for, as a resolver in front of the clients sends it. A server that
+/// tailors its answers by subnet (an authoritative server with views, a resolver whose cache
+/// is split by subnet) does per-subnet work for it; its answers echo the option with the
+/// SCOPE PREFIX-LENGTH their answer is good for (run_result::client_subnet).
+struct client_subnet_settings {
+  /// The range the subnets come from: an IPv4 or IPv6 network in CIDR form
+  /// ("198.51.100.0/22", "2001:db8::/40"); empty: no option.
+  std::string range;
+  /// SOURCE PREFIX-LENGTH of each subnet, at least the range's prefix; unset: 24 for IPv4, 56
+  /// for IPv6 (RFC 7871, section 11.1), or the range's own prefix when longer. The range
+  /// holds 2^(source_prefix - its prefix) subnets.
+  std::optional<unsigned> source_prefix;
+  client_subnet_mode mode = client_subnet_mode::per_client;  ///< which subnet a query carries
+  std::uint64_t seed = 1;                                    ///< of the draws (per_query)
+  /// per_client: the subnet client 0 carries; client i carries the (first + i)-th, modulo the
+  /// range's. A load split over several processes or hosts gives each its own.
+  std::uint64_t first = 0;
+
+  /// Whether the queries carry the option.
+  bool enabled() const noexcept { return !range.empty(); }
+  /// Equal when every member is.
+  friend bool operator==(const client_subnet_settings&, const client_subnet_settings&) = default;
+};
+
 /// A snapshot handed to the progress callback about once per progress interval.
 struct load_progress {
   double elapsed_seconds = 0;            ///< since the start, warm-up included
@@ -215,6 +256,9 @@ struct traffic_settings {
   /// (RFC 8467 recommends 128); 0: no padding. Meant for the encrypted transports; over udp
   /// and tcp the run warns. The answers' padding is in run_result::edns.
   std::uint16_t edns_padding_block = 0;
+  /// EDNS Client Subnet in every query (RFC 7871); none by default. The answers' echoes are
+  /// in run_result::client_subnet.
+  client_subnet_settings client_subnet;
 };
 
 /// How clients hold their connections (TCP, DoT, DoH, DoQ) and bind their sockets.
@@ -421,6 +465,32 @@ struct edns_stats {
   edns_stats& operator+=(const edns_stats& other);
 };
 
+/// What the answers said of the queries' EDNS Client Subnet (load_spec::traffic.client_subnet),
+/// counted over responses_received.
+struct client_subnet_stats {
+  std::string range;                ///< the range the subnets came from; empty: no option sent
+  unsigned source_prefix = 0;       ///< SOURCE PREFIX-LENGTH the queries carried
+  std::string mode;                 ///< "per-client" or "per-query"
+  std::uint64_t range_subnets = 0;  ///< subnets of that prefix in the range (at most 2^63)
+  /// Distinct subnets the queries could carry: per client, one per client up to the range's;
+  /// per query, all of the range's.
+  std::uint64_t subnets = 0;
+  /// Answers whose OPT record echoed the option with the query's family, source prefix and
+  /// address (RFC 7871, section 7.2.1). An answer that echoes another subnet is no answer:
+  /// it is in mismatched and client_subnet_wrong.
+  std::uint64_t echoed = 0;
+  /// Echoed answers by their SCOPE PREFIX-LENGTH: the prefix the answer is good for (0: any
+  /// client; the source prefix or longer: this subnet only).
+  std::map<unsigned, std::uint64_t> scope_prefixes;
+
+  /// Whether the queries carried the option.
+  bool requested() const noexcept { return !range.empty(); }
+  /// Adds the answers of other clients of the same load: counts summed; what the queries
+  /// carried stays this one's, the subnets summed up to the range's (the members of a load
+  /// carry disjoint ones).
+  client_subnet_stats& operator+=(const client_subnet_stats& other);
+};
+
 /// QUIC connection figures (DoQ), for connections whose set-up began after the warm-up.
 struct quic_stats : quic_counts {
   /// How established connections were ended by the other side: the server's
@@ -602,7 +672,8 @@ struct run_result : query_counts {
   connection_stats connections;  ///< transports with connections (all but UDP)
   early_data_stats early_data;   ///< TLS transports with --early-data
   edns_stats edns;               ///< with load_spec::traffic.edns_keepalive or edns_padding_block
-  quic_stats quic;               ///< DoQ only
+  client_subnet_stats client_subnet;  ///< with load_spec::traffic.client_subnet
+  quic_stats quic;                    ///< DoQ only
   process_usage
       server_usage;  ///< what the monitored server processes spent (load_spec::monitor.pids)
   generator_stats generator;             ///< the generator's own wake-ups and system calls

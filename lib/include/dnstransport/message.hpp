@@ -67,6 +67,9 @@ namespace edns_option_code {
 inline constexpr std::uint16_t tcp_keepalive = 11;
 /// Padding (RFC 7830): zero octets that make the message a chosen size.
 inline constexpr std::uint16_t padding = 12;
+/// EDNS Client Subnet (RFC 7871): FAMILY, SOURCE PREFIX-LENGTH, SCOPE PREFIX-LENGTH and the
+/// subnet's address, cut to the source prefix's octets.
+inline constexpr std::uint16_t client_subnet = 8;
 }  // namespace edns_option_code
 
 /// One raw EDNS0 option (RFC 6891 §6.1.2): code and data, written as given.
@@ -107,7 +110,8 @@ std::size_t padding_for(std::size_t size, std::uint16_t block) noexcept;
 /// Adds `edns.options` (those whose code the query does not carry yet) and, with
 /// `edns.padding_block`, a padding option to an encoded query's OPT record, or gives it an
 /// OPT record (payload size and DO bit from `edns`) when it has none; a padding option the
-/// query already carries is replaced. For queries read from wire files. Throws
+/// query already carries is replaced, and so is an EDNS Client Subnet option when `edns`
+/// has one. For queries read from wire files. Throws
 /// std::invalid_argument, saying why, for a query whose records do not parse, one with
 /// several OPT records or with records after its OPT record (a TSIG would no longer
 /// verify), or one that would exceed 65535 octets.
@@ -152,16 +156,25 @@ struct response_summary {
   bool keepalive = false;               ///< the answer carries edns-tcp-keepalive (RFC 7828)
   std::uint16_t keepalive_timeout = 0;  ///< its TIMEOUT, in units of 100 ms
   bool padded = false;                  ///< the answer carries a padding option (RFC 7830)
+  /// The answer carries an EDNS Client Subnet option (RFC 7871); the fields below are its.
+  bool client_subnet = false;
+  std::uint16_t client_subnet_family = 0;        ///< 1: IPv4, 2: IPv6
+  std::uint8_t client_subnet_source_prefix = 0;  ///< SOURCE PREFIX-LENGTH, echoed
+  std::uint8_t client_subnet_scope_prefix = 0;   ///< SCOPE PREFIX-LENGTH: what the answer is for
+  /// Offset of its ADDRESS in the message, and its length in octets (at most 16).
+  std::uint16_t client_subnet_address_at = 0;
+  std::uint8_t client_subnet_address_size = 0;  ///< octets of ADDRESS
 };
 
 /// Checks `response` against `query` (a message produced by encode_query or read from a
 /// query file) and `expected_id`. Walks every section so that a response whose records run
 /// past the end or whose names loop is reported malformed. With `read_edns_options`, it
-/// also reads the options of the answer's OPT record (keepalive, padding) and reports the
-/// answer malformed when they do not parse: an option running past the record's data, an
-/// edns-tcp-keepalive whose data is neither empty (the query's option echoed: no timeout)
-/// nor a 2-octet TIMEOUT, or a second OPT record (RFC 6891 §6.1.1). Never throws, never reads
-/// outside the spans.
+/// also reads the options of the answer's OPT record (keepalive, padding, client subnet) and
+/// reports the answer malformed when they do not parse: an option running past the record's
+/// data, an edns-tcp-keepalive whose data is neither empty (the query's option echoed: no
+/// timeout) nor a 2-octet TIMEOUT, a client subnet option shorter than 4 octets or with
+/// more than 16 of address, or a second OPT record (RFC 6891 §6.1.1). Never throws, never
+/// reads outside the spans.
 response_summary check_response(std::span<const std::uint8_t> response,
                                 std::span<const std::uint8_t> query, std::uint16_t expected_id,
                                 bool read_edns_options = false) noexcept;

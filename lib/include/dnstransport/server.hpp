@@ -105,6 +105,12 @@ struct server_options {
   /// TLS, DoH and DoQ, to a multiple of this many octets (RFC 8467, section 4.1: 468); 0:
   /// never. Over UDP and plain TCP, never.
   std::uint16_t padding_block = 468;
+  /// EDNS Client Subnet (RFC 7871): an answer to a query that carries the option echoes it
+  /// (family, source prefix and address) with this SCOPE PREFIX-LENGTH, every transport: 0
+  /// says the answer is good for any client (the responder's answers do not depend on it); a
+  /// prefix says it is good for that subnet only (a cache in front would keep one per
+  /// subnet). Negative: not echoed, as by a server that does not know the option.
+  int client_subnet_scope = 0;
   bool reverse_order = false;  ///< answer each batch read from a TCP/TLS connection last-first
 
   /// A known capacity, for tests of a maximum-rate search: answer at most this many queries
@@ -133,6 +139,15 @@ struct server_options {
   /// DoH, its per_full_handshake or per_resumed_handshake), a QUIC handshake completed
   /// (DoQ, the same). 0: none (at most 1,000,000).
   double cost_handshake_us = 0;
+};
+
+/// A client of the responder and the answers it got.
+struct client_answers {
+  std::string address;        ///< the address the client sent from, or its PROXY header claimed
+  std::uint64_t answers = 0;  ///< answers sent to it, every transport
+
+  /// Equal when both members are.
+  friend bool operator==(const client_answers&, const client_answers&) = default;
 };
 
 /// Counters the responder keeps (approximate while running, exact after stop()).
@@ -172,6 +187,15 @@ struct server_stats {
   /// server_options::proxy_protocol: datagrams dropped and connections closed for lacking a
   /// valid PROXY header.
   std::uint64_t proxy_refused = 0;
+  /// Distinct client addresses answered, every transport: the address each query came from,
+  /// or the one its PROXY header claimed (server_options::proxy_protocol). Counted once the
+  /// responder has stopped (0 before).
+  std::uint64_t client_addresses = 0;
+  /// The clients answered most, most first, at most top_client_count of them (ties in
+  /// address order); once the responder has stopped.
+  std::vector<client_answers> top_clients;
+  /// How many clients top_clients lists at most.
+  static constexpr std::size_t top_client_count = 10;
 };
 
 /// A running responder. Sockets are bound in the constructor (so a port in use is reported

@@ -29,7 +29,8 @@ client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
               : in_flight_questions(owner.plan().outstanding, owner.plan().questions_apart,
                                     owner.plan().question_patterns)),
       question_room_(owner.plan().in_flight_limit()) {
-  if (questions_.how() == in_flight_questions::mode::letter_case) {
+  if (questions_.how() == in_flight_questions::mode::letter_case ||
+      owner.plan().client_subnet.on()) {
     case_scratch_.resize(std::size_t{case_pieces} * owner.plan().queries->max_size());
   }
 }
@@ -38,9 +39,41 @@ std::span<const std::uint8_t> client_base::query_to_send(const slot_table::slot&
                                                          unsigned piece) noexcept {
   const auto query = (*plan().queries)[s.query_index];
   const std::uint32_t flips = case_flips(s);
-  if (flips == 0) return query;
+  const bool subnet = plan().client_subnet.on();
+  if (flips == 0 && !subnet) return query;
   const std::size_t size = plan().queries->max_size();
-  return vary_letter_case(query, flips, std::span(case_scratch_).subspan(piece * size, size));
+  const auto scratch = std::span(case_scratch_).subspan(piece * size, size);
+  if (flips != 0) {
+    vary_letter_case(query, flips, scratch);
+  } else {
+    std::copy(query.begin(), query.end(), scratch.begin());
+  }
+  const auto copy = scratch.first(query.size());
+  if (subnet) write_client_subnet(s, copy);
+  return copy;
+}
+
+void client_base::write_client_subnet(const slot_table::slot& s,
+                                      std::span<std::uint8_t> query) const noexcept {
+  const client_subnets& subnets = plan().client_subnet;
+  const std::uint16_t at = subnets.address_at[s.query_index];
+  if (at == 0 || query.size() < at + std::size_t{subnets.address_size}) return;
+  subnets.write_address(subnets.subnet_of(index_, s.sequence), query.data() + at);
+}
+
+bool client_base::echoes_client_subnet(const slot_table::slot& s,
+                                       std::span<const std::uint8_t> message,
+                                       const response_summary& summary) const noexcept {
+  const client_subnets& subnets = plan().client_subnet;
+  if (summary.client_subnet_family != subnets.family ||
+      summary.client_subnet_source_prefix != subnets.source_prefix ||
+      summary.client_subnet_address_size != subnets.address_size) {
+    return false;
+  }
+  std::array<std::uint8_t, 16> sent{};
+  subnets.write_address(subnets.subnet_of(index_, s.sequence), sent.data());
+  return std::equal(sent.begin(), sent.begin() + subnets.address_size,
+                    message.begin() + summary.client_subnet_address_at);
 }
 
 std::uint32_t client_base::case_flips(const slot_table::slot& s) const noexcept {
@@ -354,6 +387,11 @@ client_base::completion client_base::complete(slot_table::slot& slot,
                            questions_.how() == in_flight_questions::mode::letter_case &&
                            !echoes_letter_case(message, query, case_flips(*s));
     if (case_lost) summary.verdict = response_verdict::wrong_question;
+    // An echo of another subnet is dropped, as RFC 7871 (section 7.3) has a resolver do.
+    const bool subnet_wrong = summary.verdict == response_verdict::ok && summary.client_subnet &&
+                              plan().client_subnet.on() &&
+                              !echoes_client_subnet(*s, message, summary);
+    if (subnet_wrong) summary.verdict = response_verdict::wrong_question;
     const bool ok = summary.verdict == response_verdict::ok;
     if (ok && summary.keepalive) done.keepalive_timeout = summary.keepalive_timeout;
     if (ok && summary.truncated && retry_truncated(*s)) {
@@ -375,6 +413,10 @@ client_base::completion client_base::complete(slot_table::slot& slot,
           owner_.last_answer_ns = std::max(owner_.last_answer_ns, now);
           if (summary.keepalive) count_keepalive(summary.keepalive_timeout);
           if (summary.padded) count_padded(message.size());
+          if (summary.client_subnet && plan().client_subnet.on()) {
+            ++r.client_subnet_echoed;
+            ++r.client_subnet_scopes[std::min<unsigned>(summary.client_subnet_scope_prefix, 128)];
+          }
           break;
         case response_verdict::too_short:
         case response_verdict::malformed:
@@ -386,6 +428,7 @@ client_base::completion client_base::complete(slot_table::slot& slot,
         case response_verdict::wrong_question:
           ++r.mismatched;
           if (case_lost) ++r.case_not_echoed;
+          if (subnet_wrong) ++r.client_subnet_wrong;
           break;
       }
     }

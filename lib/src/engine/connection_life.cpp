@@ -2,6 +2,8 @@
 
 #include "engine/connection_life.hpp"
 
+#include <cerrno>
+
 #include "engine/engine.hpp"
 
 namespace dnstransport::detail {
@@ -14,6 +16,7 @@ bool connection_life::begin(std::uint64_t now) noexcept {
   last_activity_ns = now;
   early_ = false;
   early_counted_ = false;
+  connected_ = false;
   return true;
 }
 
@@ -27,11 +30,13 @@ void connection_life::end_setup() noexcept {
 }
 
 void connection_life::opened() noexcept {
+  connected_ = true;
   client_.connection_up();
   if (tally.counted) ++client_.connections().opened;
 }
 
 void connection_life::opened(std::uint64_t connect_latency_ns) noexcept {
+  connected_ = true;
   client_.connection_up();
   if (!tally.counted) return;
   connection_counters& c = client_.connections();
@@ -63,6 +68,7 @@ void connection_life::failed(const std::string& cause, const std::string& messag
     ++client_.connections().failed;
     client_.connections().record_failure(cause, message);
   }
+  if (cause == "tls_closed") ended_by_server();
   count_failure();
 }
 
@@ -71,7 +77,15 @@ void connection_life::failed(const char* what, int error) {
     ++client_.connections().failed;
     client_.connections().record_socket_error(what, error);
   }
+  if (error == ECONNRESET || error == EPIPE) ended_by_server();
   count_failure();
+}
+
+void connection_life::ended_by_server() noexcept {
+  if (tally.counted && connected_ && !tally.any_answered &&
+      client_.plan().proxy_header(client_.index_) != nullptr) {
+    ++client_.connections().proxy_refused;
+  }
 }
 
 void connection_life::count_failure() noexcept {
@@ -102,6 +116,7 @@ void connection_life::closed_by_server(bool reset) noexcept {
   if (!tally.counted) return;
   connection_counters& c = client_.connections();
   ++(reset ? c.reset_by_server : c.closed_by_server);
+  ended_by_server();
 }
 
 void connection_life::closed_protocol_error() noexcept {

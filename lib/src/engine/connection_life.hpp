@@ -103,12 +103,16 @@ class connection_life {
 
  private:
   void count_failure() noexcept;
+  // The server ended the connection: counted as a refused PROXY header when it began with
+  // one, had connected, and had no answer yet.
+  void ended_by_server() noexcept;
 
   client_base& client_;
   unsigned failed_in_a_row_ = 0;  // set-ups failed since the last usable connection
   bool in_setup_ = false;         // counted in the worker's set-ups in flight
   bool early_ = false;            // queries may go (or went) before the handshake ended
   bool early_counted_ = false;    // ... with queries, on a counted connection
+  bool connected_ = false;        // its TCP connect completed
 };
 
 }  // namespace dnstransport::detail

@@ -19,6 +19,10 @@ void query_counters::merge(const query_counters& o) {
   keepalive_max = std::max(keepalive_max, o.keepalive_max);
   padded_answers += o.padded_answers;
   for (const auto& [size, n] : o.padded_sizes) padded_sizes[size] += n;
+  client_subnet_echoed += o.client_subnet_echoed;
+  for (std::size_t i = 0; i < client_subnet_scopes.size(); ++i) {
+    client_subnet_scopes[i] += o.client_subnet_scopes[i];
+  }
   latency.merge(o.latency);
   send_lag.merge(o.send_lag);
   in_flight_max = std::max(in_flight_max, o.in_flight_max);

@@ -27,6 +27,10 @@ struct query_counters : query_counts {
   std::uint32_t keepalive_max = 0;
   std::uint64_t padded_answers = 0;
   std::map<std::uint32_t, std::uint64_t> padded_sizes;  // padded answers by message size
+  // Answers that echoed the query's client subnet, by SCOPE PREFIX-LENGTH (0 to 128; a
+  // longer scope, which no address has, under 128).
+  std::uint64_t client_subnet_echoed = 0;
+  std::array<std::uint64_t, 129> client_subnet_scopes{};
   latency_histogram latency;
   latency_histogram send_lag;       // open loop: scheduled time to send
   std::uint32_t in_flight_max = 0;  // the most queries one client had in flight at once

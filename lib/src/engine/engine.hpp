@@ -87,8 +87,12 @@ class client_base {
   // The octets of the query in slot `s` to send (its id still to be patched): the encoded
   // query, or, told apart by letter case, a copy in its own case held in scratch `piece` (below
   // case_pieces: one per query of a batch, valid until the next call with that piece).
+  // With EDNS Client Subnet, the copy carries the subnet the query is sent with.
   static constexpr unsigned case_pieces = 256;
   std::span<const std::uint8_t> query_to_send(const slot_table::slot& s, unsigned piece) noexcept;
+  // EDNS Client Subnet (run_plan::client_subnet): writes the subnet the query in slot `s`
+  // carries into `query`, a copy of it that the transport sends (DoH, DoQ).
+  void write_client_subnet(const slot_table::slot& s, std::span<std::uint8_t> query) const noexcept;
 
  protected:
   // How many queries may be sent right now (free slots, quota, rate, phase; open loop: the
@@ -201,6 +205,10 @@ class client_base {
   slot_table::slot* in_flight(std::uint16_t id, std::uint64_t now) noexcept;
   // The letters of the slot's query whose case its pattern changes (0: none).
   std::uint32_t case_flips(const slot_table::slot& s) const noexcept;
+  // Whether an answer's client subnet option (read into `summary`) is the one the query in
+  // `s` carried: its family, source prefix and address.
+  bool echoes_client_subnet(const slot_table::slot& s, std::span<const std::uint8_t> message,
+                            const response_summary& summary) const noexcept;
   // Puts a query of the set in flight among the questions; its letter-case pattern.
   std::uint32_t take_question(std::uint32_t query) noexcept;
   // An answer's EDNS options, counted (answers only, after the warm-up).

@@ -14,6 +14,7 @@
 
 #include <dnstransport/query_source.hpp>
 
+#include "engine/client_subnets.hpp"
 #include "engine/in_flight_questions.hpp"
 
 namespace dnstransport::detail {
@@ -77,9 +78,11 @@ struct run_plan {
     return static_cast<std::uint32_t>(std::min<std::uint64_t>(room, outstanding));
   }
   std::vector<std::uint16_t> udp_answer_limits;
-  // The queries carry EDNS options whose answers are counted (keepalive, padding): read the
-  // answers' OPT records.
+  // The queries carry EDNS options whose answers are counted (keepalive, padding, client
+  // subnet): read the answers' OPT records.
   bool read_edns_options = false;
+  // EDNS Client Subnet: the subnets the queries carry and where (off: none).
+  client_subnets client_subnet;
 
   std::uint64_t start_ns = 0;
   std::uint64_t measure_start_ns = 0;  // end of the warm-up

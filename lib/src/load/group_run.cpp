@@ -96,6 +96,13 @@ edns_stats& edns_stats::operator+=(const edns_stats& other) {
   return *this;
 }
 
+client_subnet_stats& client_subnet_stats::operator+=(const client_subnet_stats& other) {
+  subnets = std::min(subnets + other.subnets, std::max(range_subnets, other.range_subnets));
+  echoed += other.echoed;
+  add_map(scope_prefixes, other.scope_prefixes);
+  return *this;
+}
+
 quic_stats& quic_stats::operator+=(const quic_stats& other) {
   const auto own_samples = rtt_samples;
   add_counts<quic_counts>(*this, other);
@@ -174,6 +181,14 @@ load_spec share_of(const load_spec& spec, unsigned rank, unsigned size) {
       }
     }
   }
+  // EDNS Client Subnet: the members' clients carry the subnets in order, each from where the
+  // lower ranks' clients left off, or each member draws its own.
+  client_subnet_settings& subnet = mine.traffic.client_subnet;
+  if (subnet.mode == client_subnet_mode::per_query) {
+    subnet.seed = spec.traffic.client_subnet.seed + rank;
+  } else {
+    for (unsigned r = 0; r < rank; ++r) subnet.first += part_of(spec.traffic.clients, r, size);
+  }
   if (mine.generator.threads > mine.traffic.clients) mine.generator.threads = mine.traffic.clients;
   if (rank != 0) {
     mine.monitor.pids.clear();
@@ -215,6 +230,7 @@ void add_member(run_result& out, const run_result& r) {
   out.connections += r.connections;
   out.early_data += r.early_data;
   out.edns += r.edns;
+  out.client_subnet += r.client_subnet;
   out.quic += r.quic;
   out.handshakes_full += r.handshakes_full;
   out.handshakes_resumed += r.handshakes_resumed;

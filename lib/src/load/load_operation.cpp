@@ -113,6 +113,7 @@ run_result load_operation::make_result() {
     add_open_loop_warnings(result, spec_);
     add_warmup_warning(result, spec_);
     add_case_warning(result, spec_);
+    add_proxy_warning(result, spec_);
   }
   return result;
 }

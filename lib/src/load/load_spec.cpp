@@ -89,6 +89,17 @@ std::string_view source_mode_name(source_mode mode) noexcept {
   return "auto";
 }
 
+std::string_view client_subnet_mode_name(client_subnet_mode mode) noexcept {
+  return mode == client_subnet_mode::per_query ? "per-query" : "per-client";
+}
+
+std::optional<client_subnet_mode> parse_client_subnet_mode(std::string_view name) noexcept {
+  for (auto mode : {client_subnet_mode::per_client, client_subnet_mode::per_query}) {
+    if (name == client_subnet_mode_name(mode)) return mode;
+  }
+  return std::nullopt;
+}
+
 std::optional<source_mode> parse_source_mode(std::string_view name) noexcept {
   for (auto mode : {source_mode::automatic, source_mode::per_client, source_mode::round_robin}) {
     if (name == source_mode_name(mode)) return mode;

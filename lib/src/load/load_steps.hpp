@@ -146,5 +146,8 @@ void add_warning(run_result& r, const load_spec& spec, std::string_view marked);
 void add_open_loop_warnings(run_result& r, const load_spec& spec);
 // Queries told apart by letter case: says when answers did not echo it.
 void add_case_warning(run_result& r, const load_spec& spec);
+// PROXY protocol: says when the server answered nothing, ended connections after the header
+// or refused most queries.
+void add_proxy_warning(run_result& r, const load_spec& spec);
 
 }  // namespace dnstransport::detail

@@ -89,6 +89,12 @@ void fill_result(run_result& r, const counters& total) {
   }
   r.edns.padded_answers = q.padded_answers;
   r.edns.padded_sizes = q.padded_sizes;
+  r.client_subnet.echoed = q.client_subnet_echoed;
+  for (unsigned scope = 0; scope < q.client_subnet_scopes.size(); ++scope) {
+    if (q.client_subnet_scopes[scope] > 0) {
+      r.client_subnet.scope_prefixes[scope] = q.client_subnet_scopes[scope];
+    }
+  }
   const connection_counters& c = total.connections;
   static_cast<connection_counts&>(r.connections) = c;
   r.connections.failures = c.failures;
@@ -203,6 +209,33 @@ void add_case_warning(run_result& r, const load_spec& spec) {
                   "lower {}",
                   r.case_not_echoed, r.case_not_echoed + r.responses_received, outstanding,
                   r.outstanding, r.outstanding, outstanding));
+}
+
+void add_proxy_warning(run_result& r, const load_spec& spec) {
+  constexpr unsigned rcode_refused = 5;
+  const std::uint64_t refused_connections = r.connections.proxy_refused;
+  const std::uint64_t refused_answers = r.rcodes[rcode_refused];
+  if (r.proxy_protocol.empty() || (r.queries_sent == 0 && refused_connections == 0)) return;
+  if (r.responses_received > 0 && refused_connections == 0 &&
+      refused_answers * 2 <= r.responses_received) {
+    return;
+  }
+  std::string what = r.responses_received == 0 ? std::string("no query was answered")
+                                               : fmt::format("{} of {} answers were REFUSED",
+                                                             refused_answers, r.responses_received);
+  if (refused_connections > 0) {
+    what = fmt::format("{}the server ended {} after its PROXY header, before any answer",
+                       r.responses_received == 0 ? "no query was answered and " : "",
+                       counted(refused_connections, "connection"));
+  }
+  add_warning(r, spec,
+              fmt::format("{}: the queries carried PROXY protocol headers ({} {}), which a server "
+                          "drops, closes or refuses unless it trusts headers from this machine "
+                          "(dnsdist: setProxyProtocolACL; unbound: proxy-protocol-port; Knot DNS: "
+                          "proxy_allowlist; Knot Resolver: net.proxy_allowed), and whose client "
+                          "addresses ({}) its own ACLs then judge",
+                          what, setting("load_spec::connections.proxy.version"), r.proxy_protocol,
+                          setting("load_spec::connections.proxy.sources")));
 }
 
 void add_open_loop_warnings(run_result& r, const load_spec& spec) {

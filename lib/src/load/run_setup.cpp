@@ -17,6 +17,7 @@
 #include <dnstransport/text.hpp>
 
 #include "engine/letter_case.hpp"
+#include "load/client_subnet_setup.hpp"
 #include "load/load_steps.hpp"
 #include "load/source_ranges.hpp"
 #include "message/proxy_header.hpp"
@@ -145,13 +146,15 @@ std::uint32_t number_questions(const query_set& queries, std::vector<std::uint32
   return next;
 }
 
-// The query set with the run's EDNS options (keepalive, padding) added to every query.
-std::shared_ptr<const query_set> with_edns_options(const query_set& queries,
-                                                   const load_spec& spec) {
+// The query set with the run's EDNS options (keepalive, client subnet, padding) added to
+// every query.
+std::shared_ptr<const query_set> with_edns_options(const query_set& queries, const load_spec& spec,
+                                                   const client_subnets& subnets) {
   edns_config edns;
   edns.enabled = true;
   edns.padding_block = spec.traffic.edns_padding_block;
   if (spec.traffic.edns_keepalive) edns.options.push_back({edns_option_code::tcp_keepalive, {}});
+  if (subnets.on()) edns.options.push_back(client_subnet_option(subnets));
   auto out = std::make_shared<query_set>();
   for (std::size_t i = 0; i < queries.size(); ++i) {
     try {
@@ -160,7 +163,8 @@ std::shared_ptr<const query_set> with_edns_options(const query_set& queries,
       throw setup_error(fmt::format(
           "{}: query {} of {} cannot take the option: {}",
           setting(spec.traffic.edns_padding_block != 0 ? "load_spec::traffic.edns_padding_block"
-                                                       : "load_spec::traffic.edns_keepalive"),
+                  : spec.traffic.edns_keepalive        ? "load_spec::traffic.edns_keepalive"
+                                                       : "load_spec::traffic.client_subnet.range"),
           i + 1, queries.origin(), e.what()));
     }
   }
@@ -347,6 +351,22 @@ void plan_proxy(run_plan& plan, run_result& result, const load_spec& spec,
   result.proxy_addresses = distinct.size();
 }
 
+// EDNS Client Subnet: where each query's address is, and what the result says of it.
+void plan_client_subnets(run_plan& plan, run_result& result, const load_spec& spec,
+                         client_subnets subnets, const query_set& queries) {
+  if (!subnets.on()) return;
+  subnets.address_at = client_subnet_addresses(queries);
+  client_subnet_stats& stats = result.client_subnet;
+  stats.range = spec.traffic.client_subnet.range;
+  stats.source_prefix = subnets.source_prefix;
+  stats.mode = client_subnet_mode_name(spec.traffic.client_subnet.mode);
+  stats.range_subnets = subnets.count;
+  stats.subnets = subnets.per_query ? subnets.count
+                                    : std::min<std::uint64_t>(subnets.count, spec.traffic.clients);
+  plan.client_subnet = std::move(subnets);
+  plan.read_edns_options = true;
+}
+
 }  // namespace
 
 std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
@@ -360,8 +380,13 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   std::shared_ptr<const query_set>& queries = prepared->queries;
   queries = spec.traffic.queries;
   if (!queries) queries = std::make_shared<const query_set>(default_queries());
-  if (spec.traffic.edns_keepalive || spec.traffic.edns_padding_block != 0) {
-    queries = with_edns_options(*queries, spec);
+  client_subnets subnets;
+  if (spec.traffic.client_subnet.enabled()) {
+    subnets = read_client_subnets(spec.traffic.client_subnet,
+                                  setting("load_spec::traffic.client_subnet.range"));
+  }
+  if (spec.traffic.edns_keepalive || spec.traffic.edns_padding_block != 0 || subnets.on()) {
+    queries = with_edns_options(*queries, spec, subnets);
   }
   describe_run(result, spec, *queries);
 
@@ -409,6 +434,7 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
           ? spec.traffic.duration_seconds
           : result.capture->span_seconds / spec.traffic.replay_speed + spec.traffic.timeout_seconds;
   plan_queries(plan, result, spec, *queries);
+  plan_client_subnets(plan, result, spec, std::move(subnets), *queries);
   return prepared;
 }
 

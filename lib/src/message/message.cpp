@@ -98,8 +98,10 @@ unsigned opcode_of(std::span<const std::uint8_t> message) noexcept {
   return (message[2] >> 3) & 0x0f;
 }
 
-// Reads the options of an answer's OPT record into `summary`; false when they do not parse.
-bool read_options(std::span<const std::uint8_t> rdata, response_summary& summary) noexcept {
+// Reads the options of an answer's OPT record, whose data start at `rdata_at` in the
+// message, into `summary`; false when they do not parse.
+bool read_options(std::span<const std::uint8_t> rdata, std::size_t rdata_at,
+                  response_summary& summary) noexcept {
   for (std::size_t at = 0; at < rdata.size();) {
     if (rdata.size() - at < 4) return false;
     const std::uint16_t code = read_u16(rdata, at);
@@ -115,6 +117,14 @@ bool read_options(std::span<const std::uint8_t> rdata, response_summary& summary
       }
     } else if (code == edns_option_code::padding) {
       summary.padded = true;
+    } else if (code == edns_option_code::client_subnet) {
+      if (length < 4 || length > 4 + 16) return false;
+      summary.client_subnet = true;
+      summary.client_subnet_family = read_u16(rdata, at + 4);
+      summary.client_subnet_source_prefix = rdata[at + 6];
+      summary.client_subnet_scope_prefix = rdata[at + 7];
+      summary.client_subnet_address_at = static_cast<std::uint16_t>(rdata_at + at + 8);
+      summary.client_subnet_address_size = static_cast<std::uint8_t>(length - 4);
     }
     at += 4 + length;
   }
@@ -198,7 +208,8 @@ inline bool check_records(std::span<const std::uint8_t> response, std::size_t po
     pos = *name_end + 10 + rdata_length;
     if (read_edns_options && i >= before_additional &&
         read_u16(response, *name_end) == rr_type::opt) {
-      if (opt_seen || !read_options(response.subspan(*name_end + 10, rdata_length), summary)) {
+      if (opt_seen ||
+          !read_options(response.subspan(*name_end + 10, rdata_length), *name_end + 10, summary)) {
         return false;
       }
       opt_seen = true;

@@ -196,14 +196,18 @@ record_walk walk_records(std::span<const std::uint8_t> query) {
   return {pos, opt_rdlength_at};
 }
 
-// The OPT record's options, but a padding option (sized again once the rest is known),
-// then those of `edns` the query lacks. `tail_start` becomes where the octets after the OPT
-// record begin.
+// The OPT record's options, but a padding option (sized again once the rest is known) and a
+// client subnet that `edns` replaces, then those of `edns` the query lacks. `tail_start`
+// becomes where the octets after the OPT record begin.
 std::vector<std::uint8_t> merged_options(std::span<const std::uint8_t> query,
                                          const std::optional<std::size_t>& opt_rdlength_at,
                                          const edns_config& edns, std::size_t& tail_start) {
   std::vector<std::uint8_t> rdata;
   std::vector<std::uint16_t> present;
+  // A client subnet of `edns` replaces the query's: the run's subnets are what it asked for.
+  const bool replaces_client_subnet = std::any_of(
+      edns.options.begin(), edns.options.end(),
+      [](const edns_option& option) { return option.code == edns_option_code::client_subnet; });
   tail_start = query.size();
   if (opt_rdlength_at) {
     const std::size_t start = *opt_rdlength_at + 2;
@@ -215,7 +219,8 @@ std::vector<std::uint8_t> merged_options(std::span<const std::uint8_t> query,
       }
       const std::uint16_t code = read_u16(query, at);
       const std::size_t length = 4 + read_u16(query, at + 2);
-      if (code != edns_option_code::padding) {
+      if (code != edns_option_code::padding &&
+          !(code == edns_option_code::client_subnet && replaces_client_subnet)) {
         present.push_back(code);
         rdata.insert(rdata.end(), query.begin() + static_cast<std::ptrdiff_t>(at),
                      query.begin() + static_cast<std::ptrdiff_t>(at + length));

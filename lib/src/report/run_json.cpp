@@ -68,6 +68,9 @@ json::object run_result_to_json(const run_result& r) {
   if (traits_of(r.transport).has_tls) out["early_data"] = early_data_to_json(r.early_data);
   if (traits_of(r.transport).over_quic) out["quic"] = quic_stats_to_json(r.quic);
   if (r.edns.requested()) out["edns"] = edns_stats_to_json(r.edns, r.responses_received);
+  if (r.client_subnet.requested()) {
+    out["client_subnet"] = client_subnet_to_json(r.client_subnet, r.responses_received);
+  }
   if (r.server_usage.monitored()) out["server_usage"] = server_stats_to_json(r.server_usage);
   if (!r.ranks.empty()) {
     out["ranks"] = r.ranks.size();
@@ -125,6 +128,9 @@ void read_measured(const json::object& o, run_result& r) {
   }
   if (const auto* edns = o.if_contains("edns"); edns && edns->is_object()) {
     r.edns = edns_stats_from_json(edns->get_object());
+  }
+  if (const auto* subnet = o.if_contains("client_subnet"); subnet && subnet->is_object()) {
+    r.client_subnet = client_subnet_from_json(subnet->get_object());
   }
   if (const auto* server = o.if_contains("server_usage"); server && server->is_object()) {
     r.server_usage = server_stats_from_json(server->get_object());

@@ -131,6 +131,43 @@ edns_stats edns_stats_from_json(const json::object& o) {
   return e;
 }
 
+// What the answers echoed of the queries' client subnets; present only in runs that sent one.
+json::object client_subnet_to_json(const client_subnet_stats& c, std::uint64_t answers) {
+  json::object scopes;
+  for (const auto& [scope, n] : c.scope_prefixes) scopes[std::to_string(scope)] = n;
+  const double echoed_percent =
+      answers > 0 ? 100.0 * static_cast<double>(c.echoed) / static_cast<double>(answers) : 0;
+  return {{"range", c.range},
+          {"source_prefix", c.source_prefix},
+          {"mode", c.mode},
+          {"range_subnets", c.range_subnets},
+          {"subnets", c.subnets},
+          {"echoed", c.echoed},
+          {"echoed_percent", stable(echoed_percent)},
+          {"scope_prefixes", std::move(scopes)}};
+}
+
+client_subnet_stats client_subnet_from_json(const json::object& o) {
+  client_subnet_stats c;
+  c.range = string_at(o, "range");
+  const std::uint64_t source = count_at(o, "source_prefix");
+  if (source > 128) throw std::invalid_argument("\"source_prefix\" over 128");
+  c.source_prefix = static_cast<unsigned>(source);
+  c.mode = string_at(o, "mode");
+  c.range_subnets = count_at(o, "range_subnets");
+  c.subnets = count_at(o, "subnets");
+  c.echoed = count_at(o, "echoed");
+  for (const auto& [scope, n] : object_at(o, "scope_prefixes")) {
+    unsigned prefix = 0;
+    const auto [end, ec] = std::from_chars(scope.data(), scope.data() + scope.size(), prefix);
+    if (ec != std::errc{} || end != scope.data() + scope.size() || prefix > 128) {
+      throw std::invalid_argument("\"scope_prefixes\": a key is not a prefix length (0 to 128)");
+    }
+    c.scope_prefixes[prefix] = json::value_to<std::uint64_t>(n);
+  }
+  return c;
+}
+
 json::object server_stats_to_json(const process_usage& s) {
   json::array cgroups, exited_cgroups;
   for (const auto& c : s.cgroups) cgroups.push_back(json::string(c));

@@ -96,6 +96,8 @@ connection_stats connection_stats_from_json(const boost::json::object& o);
 // The answers' EDNS options; present only in runs that asked for them.
 boost::json::object edns_stats_to_json(const edns_stats& e, std::uint64_t answers);
 edns_stats edns_stats_from_json(const boost::json::object& o);
+boost::json::object client_subnet_to_json(const client_subnet_stats& c, std::uint64_t answers);
+client_subnet_stats client_subnet_from_json(const boost::json::object& o);
 
 boost::json::object early_data_to_json(const early_data_stats& e);
 early_data_stats early_data_from_json(const boost::json::object& o);

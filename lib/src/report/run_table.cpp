@@ -298,21 +298,30 @@ void handshakes(const run_result& r, table_writer& t) {
   }
 }
 
-// Which source addresses the clients bound, when not the kernel's choice.
-void sources(const run_result& r, table_writer& t) {
-  if (r.source_addresses == 0) return;
-  const char* how = r.sources_per_client              ? "one per client"
-                    : traits_of(r.transport).over_tcp ? "taken in turn by connection"
-                                                      : "taken in turn by client";
-  t.line("source addresses", fmt::format("{}, {}", with_commas(r.source_addresses), how));
-}
-
-// The client addresses PROXY headers claimed.
-void proxy(const run_result& r, table_writer& t) {
-  if (r.proxy_protocol.empty()) return;
-  t.line("PROXY protocol", fmt::format("{}, headers carrying {} client {}", r.proxy_protocol,
-                                       with_commas(r.proxy_addresses),
-                                       r.proxy_addresses == 1 ? "address" : "addresses"));
+// Who the server sees as its clients: the source addresses they bound (when not the
+// kernel's choice), the addresses PROXY headers claimed, the subnets EDNS Client Subnet
+// carried and what the answers echoed of them.
+void client_addresses(const run_result& r, table_writer& t) {
+  if (r.source_addresses != 0) {
+    const char* how = r.sources_per_client              ? "one per client"
+                      : traits_of(r.transport).over_tcp ? "taken in turn by connection"
+                                                        : "taken in turn by client";
+    t.line("source addresses", fmt::format("{}, {}", with_commas(r.source_addresses), how));
+  }
+  if (!r.proxy_protocol.empty()) {
+    t.line("PROXY protocol", fmt::format("{}, headers carrying {} client {}", r.proxy_protocol,
+                                         with_commas(r.proxy_addresses),
+                                         r.proxy_addresses == 1 ? "address" : "addresses"));
+  }
+  const client_subnet_stats& c = r.client_subnet;
+  if (!c.requested()) return;
+  t.line("client subnet (ECS)", fmt::format("{} of /{} from {}, {}", counted(c.subnets, "subnet"),
+                                            c.source_prefix, c.range, c.mode));
+  const std::string scopes =
+      causes_text(c.scope_prefixes, [](unsigned scope) { return fmt::format("/{}", scope); });
+  t.line("client subnet echoed",
+         fmt::format("{} answers{}{}", with_commas(c.echoed), share(c.echoed, r.responses_received),
+                     scopes.empty() ? "" : ", scopes " + scopes));
 }
 
 void connections(const run_result& r, table_writer& t) {
@@ -446,8 +455,7 @@ std::string format_table(const run_result& r, const setting_namer& name_of) {
   outcomes(r, t);
   throughput_and_client(r, t);
   server_usage(r, t);
-  sources(r, t);
-  proxy(r, t);
+  client_addresses(r, t);
   connections(r, t);
   edns(r, t);
   early_data(r, t);

@@ -46,7 +46,19 @@ struct query_opt {
   bool dnssec_ok = false;
   bool keepalive = false;  // edns-tcp-keepalive
   bool padding = false;
+  std::size_t client_subnet_at = 0;  // a well-formed client subnet option's start (0: none)
 };
+
+// Whether the client subnet option whose data (after code and length) are `data` is one to
+// echo (RFC 7871, section 6): a known family, a source prefix the address holds, and the
+// address cut to that prefix's octets.
+bool client_subnet_well_formed(std::span<const std::uint8_t> data) {
+  if (data.size() < 4) return false;
+  const std::uint16_t family = read16(data.data());
+  const unsigned source = data[2];
+  if ((family != 1 || source > 32) && (family != 2 || source > 128)) return false;
+  return data.size() - 4 == (source + 7) / 8;
+}
 
 // Finds the OPT record in the query's additional section; its options are read only when
 // `edns` answers any of them.
@@ -63,15 +75,20 @@ query_opt find_opt(std::span<const std::uint8_t> query, std::size_t offset,
     if (i >= additional_start && read16(fixed) == rr_type::opt) {
       opt.found = true;
       opt.dnssec_ok = (fixed[6] & 0x80) != 0;
-      if (!edns.keepalive && edns.padding_block == 0) return opt;
+      if (!edns.keepalive && edns.padding_block == 0 && edns.client_subnet_scope < 0) return opt;
       // Options that run past the record or the message end the walk: the ones before count.
       const std::size_t end = std::min(*after_name + 10 + rdlength, query.size());
       for (std::size_t at = *after_name + 10; end - at >= 4;) {
         const std::uint16_t code = read16(&query[at]);
+        const std::size_t start = at;
         at += 4 + std::size_t{read16(&query[at + 2])};
         if (at > end) break;
         opt.keepalive = opt.keepalive || code == edns_option_code::tcp_keepalive;
         opt.padding = opt.padding || code == edns_option_code::padding;
+        if (code == edns_option_code::client_subnet && opt.client_subnet_at == 0 &&
+            client_subnet_well_formed(query.subspan(start + 4, at - start - 4))) {
+          opt.client_subnet_at = start;
+        }
       }
       return opt;
     }
@@ -96,6 +113,7 @@ answer_edns answer_edns_for(const server_options& options, transport_kind transp
         static_cast<std::uint16_t>(std::min(std::lround(seconds * 10), long{0xffff}));
   }
   if (traits.has_tls) edns.padding_block = options.padding_block;
+  edns.client_subnet_scope = options.client_subnet_scope;
   return edns;
 }
 
@@ -152,6 +170,15 @@ std::size_t build_answer(std::span<const std::uint8_t> query, answer_mode mode,
     p = write32(p, opt.dnssec_ok ? 0x8000u : 0u);
     std::uint8_t* rdlength = p;
     p += 2;
+    if (opt.client_subnet_at != 0 && edns.client_subnet_scope >= 0) {
+      // FAMILY, SOURCE PREFIX-LENGTH and ADDRESS as the query had them (RFC 7871, section
+      // 7.2.1), with the scope the answer is for.
+      const std::size_t length = 4 + std::size_t{read16(&query[opt.client_subnet_at + 2])};
+      std::memcpy(p, &query[opt.client_subnet_at], length);
+      const unsigned bits = read16(&query[opt.client_subnet_at + 4]) == 1 ? 32 : 128;
+      p[7] = static_cast<std::uint8_t>(std::min<unsigned>(edns.client_subnet_scope, bits));
+      p += length;
+    }
     if (opt.keepalive && edns.keepalive) {
       p = write16(p, edns_option_code::tcp_keepalive);
       p = write16(p, 2);

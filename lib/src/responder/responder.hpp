@@ -20,6 +20,10 @@ struct answer_edns {
   // Padding (RFC 7830): an answer to a query that carries a padding option is padded to a
   // multiple of this many octets; 0: never (the unencrypted transports).
   std::uint16_t padding_block = 0;
+  // EDNS Client Subnet (RFC 7871): a query's option echoed with this SCOPE PREFIX-LENGTH
+  // (server_options::client_subnet_scope); negative: not echoed. Needs no room of its own:
+  // the echo is no longer than the query's option.
+  int client_subnet_scope = -1;
 };
 
 // The answers' EDNS behaviour of the responder's listener for `transport`: keepalive over

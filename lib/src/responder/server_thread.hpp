@@ -102,6 +102,17 @@ class server_thread {
   }
   void spend_handshake_cost() const noexcept { spend_thread_cpu(handshake_cost_ns_); }
 
+  // Answers per client address (the address a PROXY header claimed, where one was read):
+  // the thread's own table, read by server::stats() once the thread has stopped. A count
+  // stays where it is while the table grows, so a connection keeps a reference to its own.
+  std::uint64_t& client_answers(const boost::asio::ip::address& address) {
+    return clients_[address];
+  }
+  const std::unordered_map<boost::asio::ip::address, std::uint64_t>& clients() const noexcept {
+    return clients_;
+  }
+  bool stopped() const noexcept { return !thread_.joinable(); }
+
  private:
   void schedule_sweep();
 
@@ -114,6 +125,7 @@ class server_thread {
   boost::asio::steady_timer sweep_timer_;
   std::unordered_map<accepted_connection*, std::shared_ptr<accepted_connection>> connections_;
   std::vector<std::uint8_t> answer_scratch_;
+  std::unordered_map<boost::asio::ip::address, std::uint64_t> clients_;
   std::vector<std::unique_ptr<thread_listener>> listeners_;  // after io_: closed before it
   std::thread thread_;
 };

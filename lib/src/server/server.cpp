@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <boost/asio/ip/address.hpp>
@@ -128,6 +130,32 @@ void server::stop() {
   for (auto& t : impl_->threads) t->stop();
 }
 
+namespace {
+
+// The threads' clients, once every thread has stopped: how many, and the ones answered most.
+void add_clients(server_stats& total,
+                 const std::vector<std::unique_ptr<detail::server_thread>>& threads) {
+  std::unordered_map<boost::asio::ip::address, std::uint64_t> all;
+  for (const auto& t : threads) {
+    if (!t->stopped()) return;
+    for (const auto& [address, answers] : t->clients()) {
+      if (answers > 0) all[address] += answers;
+    }
+  }
+  total.client_addresses = all.size();
+  std::vector<std::pair<boost::asio::ip::address, std::uint64_t>> most(all.begin(), all.end());
+  const std::size_t shown = std::min(most.size(), server_stats::top_client_count);
+  std::partial_sort(most.begin(), most.begin() + static_cast<std::ptrdiff_t>(shown), most.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.second != b.second ? a.second > b.second : a.first < b.first;
+                    });
+  for (std::size_t i = 0; i < shown; ++i) {
+    total.top_clients.push_back({most[i].first.to_string(), most[i].second});
+  }
+}
+
+}  // namespace
+
 server_stats server::stats() const {
   server_stats total;
   for (const auto& t : impl_->threads) {
@@ -150,6 +178,7 @@ server_stats server::stats() const {
     total.rate_limited_dropped += c.rate_limited_dropped.load(std::memory_order_relaxed);
     total.rate_limited_delayed += c.rate_limited_delayed.load(std::memory_order_relaxed);
   }
+  add_clients(total, impl_->threads);
   return total;
 }
 

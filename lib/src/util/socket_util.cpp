@@ -3,7 +3,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+
 #include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -84,6 +87,23 @@ int open_connected_udp(const boost::asio::ip::udp::endpoint& server,
   ::close(fd);
   syscalls.count_calls(1);
   return -error;
+}
+
+boost::asio::ip::address address_of(const sockaddr_storage& socket_address) noexcept {
+  namespace ip = boost::asio::ip;
+  if (socket_address.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(socket_address);
+    return ip::address_v4(ntohl(v4.sin_addr.s_addr));
+  }
+  if (socket_address.ss_family == AF_INET6) {
+    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(socket_address);
+    ip::address_v6::bytes_type bytes;
+    std::memcpy(bytes.data(), v6.sin6_addr.s6_addr, bytes.size());
+    const ip::address_v6 address(bytes);
+    if (address.is_v4_mapped()) return ip::make_address_v4(ip::v4_mapped, address);
+    return address;
+  }
+  return {};
 }
 
 }  // namespace dnstransport::detail

@@ -1,6 +1,8 @@
 #pragma once
 // Internal: socket helpers shared by clients and the responder.
 
+#include <sys/socket.h>
+
 #include <optional>
 #include <string>
 
@@ -26,5 +28,9 @@ void enlarge_socket_buffers(int fd) noexcept;
 int open_connected_udp(const boost::asio::ip::udp::endpoint& server,
                        const std::optional<boost::asio::ip::address>& source,
                        syscall_counter& syscalls);
+
+// The address of an IPv4 or IPv6 socket address (an IPv4-mapped IPv6 one as IPv4); the
+// unspecified address for another family.
+boost::asio::ip::address address_of(const sockaddr_storage& socket_address) noexcept;
 
 }  // namespace dnstransport::detail

@@ -129,6 +129,50 @@ TEST(message_edns_test, add_edns_options_keeps_the_queries_own_options) {
   EXPECT_EQ(add_edns_options(with, edns), with);
 }
 
+TEST(message_edns_test, a_client_subnet_of_the_run_replaces_the_queries_own) {
+  // A captured query from a resolver carries its own subnet and a cookie: the run's subnet
+  // takes the place of the former, the cookie stays.
+  const bytes cookie = option(10, bytes{1, 2, 3, 4, 5, 6, 7, 8});
+  const bytes own = option(edns_option_code::client_subnet, bytes{0, 1, 16, 0, 192, 168});
+  const bytes query =
+      header(0, 0x0100, 1, 0, 0, 1) + question("www.example.com") + opt_record(own + cookie);
+  edns_config edns;
+  const bytes ours{0, 1, 24, 0, 0, 0, 0};
+  edns.options.push_back({edns_option_code::client_subnet, ours});
+  EXPECT_EQ(add_edns_options(query, edns),
+            header(0, 0x0100, 1, 0, 0, 1) + question("www.example.com") +
+                opt_record(cookie + option(edns_option_code::client_subnet, ours)));
+  // Without one in the run, the query's own subnet is left as it was.
+  edns.options = {{edns_option_code::tcp_keepalive, {}}};
+  EXPECT_EQ(add_edns_options(query, edns),
+            header(0, 0x0100, 1, 0, 0, 1) + question("www.example.com") +
+                opt_record(own + cookie + option(edns_option_code::tcp_keepalive, {})));
+}
+
+TEST(message_edns_test, check_response_reads_an_echoed_client_subnet) {
+  const auto query = encode_query("www.example.com", rr_type::a);
+  const bytes echo = option(edns_option_code::client_subnet, bytes{0, 1, 24, 16, 10, 0, 7});
+  const bytes reply = answer_with(opt_record(echo));
+  const auto summary = check_response(reply, query, 9, true);
+  ASSERT_EQ(summary.verdict, response_verdict::ok);
+  EXPECT_TRUE(summary.client_subnet);
+  EXPECT_EQ(summary.client_subnet_family, 1);
+  EXPECT_EQ(summary.client_subnet_source_prefix, 24);
+  EXPECT_EQ(summary.client_subnet_scope_prefix, 16);
+  ASSERT_EQ(summary.client_subnet_address_size, 3);
+  EXPECT_EQ(reply[summary.client_subnet_address_at], 10);
+  EXPECT_EQ(reply[summary.client_subnet_address_at + 2u], 7);
+  // Not read unless asked.
+  EXPECT_FALSE(check_response(reply, query, 9, false).client_subnet);
+  // Shorter than its fixed fields, or more address than an IPv6 one: malformed.
+  const bytes stub = option(edns_option_code::client_subnet, bytes{0, 1, 24});
+  EXPECT_EQ(check_response(answer_with(opt_record(stub)), query, 9, true).verdict,
+            response_verdict::malformed);
+  const bytes long_one = option(edns_option_code::client_subnet, bytes(4 + 17, 0));
+  EXPECT_EQ(check_response(answer_with(opt_record(long_one)), query, 9, true).verdict,
+            response_verdict::malformed);
+}
+
 TEST(message_edns_test, add_edns_options_refuses_what_it_cannot_change) {
   edns_config edns;
   edns.padding_block = 128;

@@ -116,6 +116,67 @@ TEST(responder_test, answer_edns_follows_the_transport) {
   EXPECT_EQ(answer_edns_for(options, transport_kind::tls).padding_block, 0);
 }
 
+// A query carrying an EDNS Client Subnet option with `data` (and, with `padded`, padding to
+// 128 octets after it).
+std::vector<std::uint8_t> subnet_query(const std::vector<std::uint8_t>& data, bool padded = false) {
+  query_options options;
+  options.edns.enabled = true;
+  options.edns.options.push_back({edns_option_code::client_subnet, data});
+  if (padded) options.edns.padding_block = 128;
+  return encode_query("www.example.com", rr_type::a, options);
+}
+
+TEST(responder_test, a_client_subnet_is_echoed_with_the_scope_asked_for) {
+  server_options options;
+  EXPECT_EQ(answer_edns_for(options, transport_kind::udp).client_subnet_scope, 0);
+  const std::vector<std::uint8_t> subnet{0, 1, 24, 0, 10, 0, 7};
+  const auto query = subnet_query(subnet);
+  answer_edns edns;
+  edns.client_subnet_scope = 0;
+  auto reply = answer(query, edns);
+  auto summary = check_response(reply, query, 0, true);
+  ASSERT_EQ(summary.verdict, response_verdict::ok);
+  ASSERT_TRUE(summary.client_subnet);
+  EXPECT_EQ(summary.client_subnet_scope_prefix, 0);
+  EXPECT_EQ(std::vector<std::uint8_t>(reply.end() - 11, reply.end()),
+            (std::vector<std::uint8_t>{0, 8, 0, 7, 0, 1, 24, 0, 10, 0, 7}));
+  // A scope of its own; one longer than the family's addresses is cut to it.
+  edns.client_subnet_scope = 20;
+  EXPECT_EQ(check_response(answer(query, edns), query, 0, true).client_subnet_scope_prefix, 20);
+  edns.client_subnet_scope = 64;
+  EXPECT_EQ(check_response(answer(query, edns), query, 0, true).client_subnet_scope_prefix, 32);
+  // Before the padding, which still fills the block.
+  edns.padding_block = 468;
+  const auto padded = subnet_query(subnet, true);
+  reply = answer(padded, edns);
+  EXPECT_EQ(reply.size(), 468u);
+  summary = check_response(reply, padded, 0, true);
+  EXPECT_TRUE(summary.client_subnet);
+  EXPECT_TRUE(summary.padded);
+  // Not echoed when the responder plays a server that does not know the option.
+  edns.client_subnet_scope = -1;
+  EXPECT_FALSE(check_response(answer(query, edns), query, 0, true).client_subnet);
+}
+
+TEST(responder_test, a_client_subnet_that_does_not_read_is_not_echoed) {
+  answer_edns edns;
+  edns.client_subnet_scope = 0;
+  for (const std::vector<std::uint8_t>& data : std::vector<std::vector<std::uint8_t>>{
+           {0, 1, 24},                     // shorter than its fixed fields
+           {0, 3, 24, 0, 10, 0, 7},        // no such family
+           {0, 1, 33, 0, 10, 0, 7, 1, 1},  // a prefix longer than IPv4's
+           {0, 1, 24, 0, 10, 0},           // fewer octets than the prefix needs
+           {0, 1, 16, 0, 10, 0, 7},        // more
+       }) {
+    const auto query = subnet_query(data);
+    const auto reply = answer(query, edns);
+    const auto summary = check_response(reply, query, 0, true);
+    EXPECT_EQ(summary.verdict, response_verdict::ok);
+    EXPECT_FALSE(summary.client_subnet);
+    EXPECT_EQ(summary.answer_count, 1);
+  }
+}
+
 TEST(responder_test, keepalive_and_padding_answered_over_tls) {
   const auto query = keepalive_padded_query();
   answer_edns edns;

@@ -108,6 +108,7 @@ doh_session::request* doh_session::submit_slot(slot_table::slot& s, std::uint8_t
   const auto query = (*driver_.plan().queries)[s.query_index];
   r.query.assign(query.begin(), query.end());
   r.query[0] = r.query[1] = 0;  // RFC 8484 §4.1: DNS id 0, answers are matched by stream
+  if (driver_.plan().client_subnet.on()) driver_.write_client_subnet(s, r.query);
   r.id = s.id;
   r.resends = resends;
   r.finished = r.reset_by_server = r.too_large = r.content_type_ok = false;

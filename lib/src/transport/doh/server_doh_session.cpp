@@ -218,6 +218,7 @@ void server_doh_session::answer(std::int32_t stream_id, request& r) {
 void server_doh_session::deliver(std::int32_t stream_id, request& r) {
   respond(stream_id, r, 200);
   owner_.counters.queries[transport_kind::doh].fetch_add(1, std::memory_order_relaxed);
+  driver_.answered(1);
   owner_.spend_answer_cost(1);
   ++answered_;
   const std::uint64_t close_after = owner_.options().close_after_queries;

@@ -194,7 +194,13 @@ void doq_client::fill(std::uint64_t now) {
     life_.sent(s, now);
     r.id = s.id;
     r.query_index = s.query_index;
-    const auto query = (*plan().queries)[s.query_index];
+    r.own.clear();
+    if (plan().client_subnet.on()) {
+      const auto shared = (*plan().queries)[s.query_index];
+      r.own.assign(shared.begin(), shared.end());
+      write_client_subnet(s, r.own);
+    }
+    const auto query = query_of(r);
     put_frame_prefix(r.head.data(), query.size());
     r.head[2] = r.head[3] = 0;  // RFC 9250, section 4.2.1: the DNS id is 0
     r.early = state_ != conn_state::established;
@@ -242,7 +248,7 @@ bool doq_client::write(std::uint64_t now, bool last) {
     std::uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
     if (r != nullptr) {
       flags = NGTCP2_WRITE_STREAM_FLAG_MORE | NGTCP2_WRITE_STREAM_FLAG_FIN;
-      const auto query = (*plan().queries)[r->query_index];
+      const auto query = query_of(*r);
       const std::size_t rest = query.size() - 2;
       if (r->handed < r->head.size()) {
         data[pieces++] = {r->head.data() + r->handed, r->head.size() - r->handed};
@@ -263,7 +269,7 @@ bool doq_client::write(std::uint64_t now, bool last) {
     }
     if (r != nullptr) {
       if (accepted >= 0) r->handed += static_cast<std::size_t>(accepted);
-      const auto query = (*plan().queries)[r->query_index];
+      const auto query = query_of(*r);
       if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
         blocked_.push_back(r);  // until the server's window grows
         send_queue_.pop_front();

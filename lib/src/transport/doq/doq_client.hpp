@@ -59,14 +59,22 @@ class doq_client final : public client_base {
     std::uint32_t query_index = 0;
     std::int64_t stream = -1;            // -1: waiting for a stream
     std::array<std::uint8_t, 4> head{};  // length, then id 0
-    std::size_t handed = 0;              // octets ngtcp2 has taken
-    doq_stream_reader answer;            // the answer with its length, as it arrives
+    // With EDNS Client Subnet: the query with its subnet, which ngtcp2 reads until it is
+    // acknowledged (without: the query set's, read in place).
+    std::vector<std::uint8_t> own;
+    std::size_t handed = 0;    // octets ngtcp2 has taken
+    doq_stream_reader answer;  // the answer with its length, as it arrives
     bool in_use = false;
     bool done = false;   // the query was counted (or cancelled): the stream is only closing
     bool early = false;  // sent in 0-RTT
   };
 
   enum class conn_state { idle, handshaking, established };
+
+  // The octets of request `r`'s query: its own copy, or the query set's.
+  std::span<const std::uint8_t> query_of(const request& r) const noexcept {
+    return r.own.empty() ? (*plan().queries)[r.query_index] : std::span(r.own);
+  }
 
   // The connection's life cycle (doq_client_connection.cpp; its timer in doq_client_tick.cpp).
   void connect(std::uint64_t now);

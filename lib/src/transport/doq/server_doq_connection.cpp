@@ -11,6 +11,7 @@
 
 #include "transport/doq/server_doq_context.hpp"
 #include "util/clock.hpp"
+#include "util/socket_util.hpp"
 
 namespace dnstransport::detail {
 
@@ -48,6 +49,9 @@ ngtcp2_conn* doq_connection::connection_of(ngtcp2_crypto_conn_ref* ref) {
 bool doq_connection::init(const ngtcp2_pkt_hd& header, const ngtcp2_path& path,
                           const ngtcp2_cid* original_dcid) {
   ref_ = {&doq_connection::connection_of, this};
+  sockaddr_storage client{};
+  std::memcpy(&client, path.remote.addr, std::min<std::size_t>(path.remote.addrlen, sizeof client));
+  client_answers_ = &thread_.client_answers(address_of(client));
   ngtcp2_cid scid{};
   scid.datalen = doq_cid_length;
   do {

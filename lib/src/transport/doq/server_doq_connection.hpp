@@ -122,6 +122,7 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
 
   doq_listener& listener_;
   server_thread& thread_;
+  std::uint64_t* client_answers_ = nullptr;  // the client's count (server_thread::client_answers)
   ngtcp2_conn* conn_ = nullptr;
   gnutls_session_t session_ = nullptr;
   ngtcp2_crypto_conn_ref ref_{};

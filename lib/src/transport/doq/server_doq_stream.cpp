@@ -159,6 +159,7 @@ void doq_connection::deliver(stream& s) {
   send_queue_.push_back(&s);
   s.queued = true;
   ++answers_;
+  ++*client_answers_;
   thread_.counters.queries[transport_kind::doq].fetch_add(1, std::memory_order_relaxed);
   thread_.spend_answer_cost(1);
 }

@@ -74,6 +74,7 @@ bool server_dns_session::answer_buffered() {
     ++answered_now;
   }
   queries_.fetch_add(answered_now, std::memory_order_relaxed);
+  driver_.answered(answered_now);
   owner_.spend_answer_cost(answered_now);
   if (options.reverse_order) channel_.reverse_since(batch_start);
   return !driver_.closing() && held_.empty();
@@ -98,6 +99,7 @@ void server_dns_session::on_timer() {
   held_.clear();
   ++answered_;
   queries_.fetch_add(1, std::memory_order_relaxed);
+  driver_.answered(1);
   owner_.spend_answer_cost(1);
   driver_.touch();
   if (!driver_.closing()) answer_buffered();

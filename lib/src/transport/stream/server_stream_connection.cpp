@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "message/proxy_header.hpp"
+#include "util/socket_util.hpp"
 
 namespace dnstransport::detail {
 
@@ -18,12 +19,21 @@ namespace {
 // How long a lingering connection waits for the peer's FIN after its own.
 constexpr auto linger_time = std::chrono::seconds(2);
 
+// The peer of a connected socket (the unspecified address when the kernel says none).
+boost::asio::ip::address peer_of(int fd) {
+  sockaddr_storage peer{};
+  socklen_t size = sizeof peer;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0) return {};
+  return address_of(peer);
+}
+
 }  // namespace
 
 server_stream_connection::server_stream_connection(server_thread& owner,
                                                    std::unique_ptr<accepted_socket> socket)
     : owner_(owner),
       socket_(std::move(socket)),
+      client_answers_(&owner.client_answers(peer_of(socket_->native_handle()))),
       timer_(owner.io()),
       last_activity_ns_(monotonic_ns()),
       proxy_pending_(owner.options().proxy_protocol) {}
@@ -94,6 +104,7 @@ bool server_stream_connection::read_proxy_header() {
     return false;
   }
   owner_.counters.proxy_headers.fetch_add(1, std::memory_order_relaxed);
+  if (!header.local) client_answers_ = &owner_.client_answers(header.connection.source);
   proxy_pending_ = false;
   touch();
   return true;

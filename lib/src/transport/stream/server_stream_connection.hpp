@@ -122,6 +122,9 @@ class server_stream_connection final
   accepted_socket& socket() noexcept { return *socket_; }
   // Something was read: the connection is not idle.
   void touch() noexcept { last_activity_ns_ = monotonic_ns(); }
+  // The session sent `n` answers: counted for the connection's client (its peer, or the
+  // address its PROXY header claimed).
+  void answered(std::uint64_t n) noexcept { *client_answers_ += n; }
   // Nothing more is read; the connection closes once its output is written.
   void end_after_output() noexcept { closing_ = true; }
   bool closing() const noexcept { return closing_; }
@@ -158,6 +161,7 @@ class server_stream_connection final
 
   server_thread& owner_;
   std::unique_ptr<accepted_socket> socket_;
+  std::uint64_t* client_answers_;  // the client's count in owner_.client_answers
   std::unique_ptr<server_session> session_;
   boost::asio::steady_timer timer_;  // the session's (wake_at), then the linger's
   std::uint64_t last_activity_ns_ = 0;

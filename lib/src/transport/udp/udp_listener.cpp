@@ -66,6 +66,7 @@ void udp_listener::on_readable() {
   server_counters& counters = thread_.counters;
   const answer_mode mode = thread_.options().mode;
   const bool proxy = thread_.options().proxy_protocol;
+  const answer_edns& edns = thread_.edns(transport_kind::udp);
   rate_limiter* const limiter = thread_.limiter();
   const int fd = socket_.native_handle();
   std::array<mmsghdr, udp_batch> in_msgs{};
@@ -80,6 +81,11 @@ void udp_listener::on_readable() {
   }
   std::array<mmsghdr, udp_batch> out_msgs{};
   std::array<iovec, udp_batch> out_iov{};
+  // Each answer's client (server_thread::client_answers); consecutive datagrams from one
+  // client look it up once.
+  std::array<std::uint64_t*, udp_batch> clients{};
+  boost::asio::ip::address last_client;
+  std::uint64_t* last_answers = nullptr;
   for (int round = 0; round < 64; ++round) {
     for (auto& m : in_msgs) m.msg_hdr.msg_namelen = sizeof(sockaddr_storage);
     const int n = recvmmsg(fd, in_msgs.data(), udp_batch, MSG_DONTWAIT, nullptr);
@@ -90,6 +96,7 @@ void udp_listener::on_readable() {
     unsigned replies = 0;
     for (int i = 0; i < n; ++i) {
       std::span<const std::uint8_t> query(&in_[i * datagram_max], in_msgs[i].msg_len);
+      boost::asio::ip::address client;
       if (proxy) {
         const auto header = read_proxy_header(query);
         if (header.result != proxy_header_read::outcome::complete) {
@@ -98,9 +105,13 @@ void udp_listener::on_readable() {
         }
         counters.proxy_headers.fetch_add(1, std::memory_order_relaxed);
         query = query.subspan(header.length);
+        client = header.local ? address_of(peers[i]) : header.connection.source;
+      } else {
+        client = address_of(peers[i]);
       }
       std::uint8_t* out = &out_[i * (datagram_max + answer_overhead)];
-      const std::size_t size = build_answer(query, mode, {out, datagram_max + answer_overhead});
+      const std::size_t size =
+          build_answer(query, mode, {out, datagram_max + answer_overhead}, edns);
       if (size == 0) {
         counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
         continue;
@@ -111,6 +122,11 @@ void udp_listener::on_readable() {
       out_msgs[replies].msg_hdr.msg_iovlen = 1;
       out_msgs[replies].msg_hdr.msg_name = &peers[i];
       out_msgs[replies].msg_hdr.msg_namelen = in_msgs[i].msg_hdr.msg_namelen;
+      if (last_answers == nullptr || client != last_client) {
+        last_client = client;
+        last_answers = &thread_.client_answers(client);
+      }
+      clients[replies] = last_answers;
       ++replies;
     }
     if (limiter != nullptr && replies > 0) {
@@ -120,6 +136,7 @@ void udp_listener::on_readable() {
       replies = granted;
     }
     counters.queries[transport_kind::udp].fetch_add(replies, std::memory_order_relaxed);
+    for (unsigned r = 0; r < replies; ++r) ++*clients[r];
     thread_.spend_answer_cost(replies);
     unsigned done = 0;
     while (done < replies) {
