@@ -4,6 +4,9 @@
 // TCP and TLS connection, before the TLS handshake, and answers every query.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <set>
 #include <string>
@@ -242,6 +245,60 @@ TEST(proxy_protocol_test, a_server_that_hangs_up_on_the_header_is_counted_as_ref
     EXPECT_NE(r.warnings.back().find("the queries carried PROXY protocol headers"),
               std::string::npos);
     EXPECT_NE(format_table(r).find("PROXY header refused"), std::string::npos);
+  }
+}
+
+// dnsdist's place for the header over DoT: the first octets inside the TLS session.
+TEST(proxy_protocol_test, inside_tls_the_header_is_the_sessions_first_octets) {
+  hostile::hostile_options options;
+  options.transport = transport_kind::tls;
+  std::atomic<unsigned> headers{0};
+  hostile_server server(options, [&headers](hostile::stream_peer& peer) {
+    // A version 2 header for IPv4 is 28 octets: 12 of signature, 4 of version, command,
+    // family and length, 12 of addresses and ports.
+    hostile::bytes header;
+    while (header.size() < 28 && !peer.gone()) {
+      const auto more = peer.read_some(28 - header.size(), std::chrono::seconds(5));
+      if (more.empty()) return;
+      header.insert(header.end(), more.begin(), more.end());
+    }
+    static constexpr std::uint8_t signature[12] = {0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d,
+                                                   0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a};
+    if (!std::equal(std::begin(signature), std::end(signature), header.begin()) ||
+        header[16] != 10 || header[17] != 9 || header[18] != 0) {
+      return;  // not a header claiming 10.9.0.x: hang up
+    }
+    ++headers;
+    while (const auto query = peer.read_message()) {
+      if (!peer.write_message(hostile::answer_to(*query))) return;
+    }
+  });
+  load_spec spec = proxied_load(transport_kind::tls, server.port(), 2, 40);
+  spec.connections.proxy.inside_tls = true;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 40u);
+  EXPECT_EQ(r.connections.failed, 0u) << r.connections.first_failure;
+  EXPECT_EQ(headers.load(), r.connections.opened);
+  // Before the handshake instead, the server's TLS library takes the header's octets for a
+  // TLS record and the handshake fails: nothing is answered.
+  spec.connections.proxy.inside_tls = false;
+  spec.traffic.count = 0;
+  spec.traffic.duration_seconds = 0.3;
+  spec.traffic.timeout_seconds = 0.3;
+  EXPECT_EQ(run_load(spec).responses_received, 0u);
+  // Only with a TLS session to put it in, and not with queries in 0-RTT before it.
+  for (const bool early : {false, true}) {
+    load_spec refused = proxied_load(early ? transport_kind::tls : transport_kind::tcp, 853, 1, 1);
+    refused.connections.proxy.inside_tls = true;
+    refused.tls.early_data = early;
+    refused.tls.resume = early;
+    try {
+      run_load(refused);
+      ADD_FAILURE() << "not refused, early data " << early;
+    } catch (const setup_error& e) {
+      EXPECT_NE(std::string(e.what()).find("connections.proxy.inside_tls"), std::string::npos)
+          << e.what();
+    }
   }
 }
 

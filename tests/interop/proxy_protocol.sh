@@ -5,10 +5,16 @@
 # where the server reads headers there, DoT: every query must be answered, and where the
 # server logs its clients (unbound's log-queries, dnsdist's LogAction) every one of the four
 # addresses must be in its log, and no query from 127.0.0.1. A run without headers against
-# the same listener must then get nothing answered (the server requires them).
-#   unbound   proxy-protocol-port on its UDP/TCP and DoT ports (unbound 1.13 and later)
-#   dnsdist   setProxyProtocolACL for 127.0.0.0/8 (dnsdist 1.5 and later)
-#   kresd     net.proxy_allowed (Knot Resolver 5.5 and later); it logs no clients
+# the same listener must then get nothing answered where the server requires them.
+#   unbound   proxy-protocol-port on its UDP/TCP and DoT ports (unbound 1.13 and later), the
+#             claimed addresses allowed by its access-control; over DoT it reads the header
+#             inside TLS (--proxy-inside-tls)
+#   dnsdist   setProxyProtocolACL for 127.0.0.0/8 (dnsdist 1.5 and later); over DoT it reads
+#             the header inside TLS too (outside only from 1.9, if asked)
+#   kresd     net.proxy_allowed for 127.0.0.0/8 (Knot Resolver 5.5 and later): it takes
+#             headers from there but does not require them, and logs no clients. Not over
+#             DoT: Debian's 5.6 fails an assertion (tls_process_input_data, daemon/tls.c) on
+#             a DoT connection that starts with a header, and one sent inside TLS is not read.
 # Uses ci-hook's row, run_case, work, DNSTRANSPORT, rate, duration, client_cpu.
 
 PROXY_SERVERS=(unbound dnsdist kresd)
@@ -19,7 +25,8 @@ proxy_config() {
   local server=$1 dir=$2 port=$3 tls=$4
   case $server in
     unbound)
-      sed -i "s|^server:\$|server:\n  proxy-protocol-port: $port\n  proxy-protocol-port: $tls\n  log-queries: yes|" \
+      # Its access control applies to the claimed addresses: they must be allowed too.
+      sed -i "s|^server:\$|server:\n  proxy-protocol-port: $port\n  proxy-protocol-port: $tls\n  log-queries: yes\n  access-control: 10.9.0.0/29 allow|" \
         "$dir/unbound.conf"
       ;;
     dnsdist)
@@ -27,7 +34,8 @@ proxy_config() {
         "$dir/dnsdist.conf"
       ;;
     kresd)
-      printf "net.proxy_allowed('127.0.0.1')\n" >>"$dir/kresd.conf"
+      # All of loopback: over TCP the clients spread over 127.0.0.1 to 127.0.0.16.
+      printf "net.proxy_allowed('127.0.0.0/8')\n" >>"$dir/kresd.conf"
       ;;
   esac
 }
@@ -51,6 +59,7 @@ proxy_case() {
     --timeout 1 --cpus "$client_cpu" --quiet --json "$dir/$name.json" --proxy-protocol v2
     --proxy-source 10.9.0.0/29)
   [ "$transport" != tls ] || args+=(--verify --ca-file "$INTEROP_CERT" --sni interop.test)
+  [ "$transport" != tls ] || args+=(--proxy-inside-tls)
   local status=0 line logged="$dir/$name.logged"
   log=$(proxy_log "$server" "$dir")
   [ -z "$log" ] || from=$(($(stat -c %s "$log" 2>/dev/null || echo 0) + 1))
@@ -119,10 +128,12 @@ proxy_protocol_cases() {
   fi
   for transport in udp tcp tls; do
     if [ "$transport" = tls ] && [ "$server" = kresd ]; then
-      continue  # its DoT listener reads no headers (net.proxy_allowed covers UDP and TCP)
+      row "$server" "tls+proxy" "-" "-" "-" "-" "-" "-" \
+        "not supported by the server: Knot Resolver 5.6 fails an assertion on DoT with a PROXY header"
+      continue
     fi
     proxy_case "$server" "$([ "$transport" = tls ] && echo "$tls" || echo "$port")" "$transport"
   done
-  proxy_refused "$server" "$port"
+  [ "$server" = kresd ] || proxy_refused "$server" "$port"
   stop_server
 }

@@ -300,8 +300,13 @@ load_spec make_load_spec(const run_options& o) {
 std::unique_ptr<builtin_responder> start_builtin_server(const run_options& o, load_spec& spec,
                                                         std::vector<transport_kind> transports) {
   server_options s;
-  // Clients that send PROXY headers get a responder that reads them.
+  // Clients that send PROXY headers get a responder that reads them (before TLS).
   s.proxy_protocol = spec.connections.proxy.version != proxy_protocol::none;
+  if (spec.connections.proxy.inside_tls) {
+    throw setup_error(
+        "--proxy-inside-tls: the built-in responder reads PROXY headers before TLS only; give "
+        "--server (dnsdist reads them inside TLS)");
+  }
   s.threads = o.server_threads;
   const auto mode = parse_answer_mode(o.server_mode);
   if (!mode)

@@ -88,6 +88,7 @@ struct run_options {
   std::string proxy_source_order = "in-order";
   std::uint64_t seed = 1;
   std::vector<std::string> proxy_tlvs;  // TYPE=HEX
+  bool proxy_inside_tls = false;
   bool tcp_fastopen = false;
   bool no_nodelay = false;
   bool one_write_per_query = false;

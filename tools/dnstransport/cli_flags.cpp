@@ -155,6 +155,11 @@ void add_connection_options(CLI::App& app, run_options& o) {
                  "A TLV every v2 header carries, TYPE=HEX (type 0-255 or 0xNN, value in hex), "
                  "e.g. 0x04=00 (PP2_TYPE_NOOP); repeat or comma-separate for several")
       ->delimiter(',');
+  app.add_flag("--proxy-inside-tls", o.proxy_inside_tls,
+               "tls/doh: send the PROXY header as the first octets inside the TLS session, "
+               "after the handshake, where unbound and dnsdist read it; by default it goes "
+               "before the handshake, in clear, as HAProxy sends it and the built-in responder "
+               "reads it");
   app.add_option("--seed", o.seed,
                  "Seed of the random draws (--proxy-source-order random, --ecs-mode per-query)")
       ->capture_default_str();

@@ -70,6 +70,7 @@ void set_proxy(proxy_settings& proxy, const run_options& o) {
   }
   proxy.seed = o.seed;
   for (const auto& tlv : o.proxy_tlvs) proxy.tlvs.push_back(parse_proxy_tlv(tlv));
+  proxy.inside_tls = o.proxy_inside_tls;
 }
 
 void set_client_subnet(client_subnet_settings& subnet, const run_options& o) {

@@ -63,6 +63,7 @@ std::string flag_of_setting(std::string_view path) {
       {"load_spec::connections.proxy.random", "--proxy-source-order random"},
       {"load_spec::connections.proxy.seed", "--seed"},
       {"load_spec::connections.proxy.tlvs", "--proxy-tlv"},
+      {"load_spec::connections.proxy.inside_tls", "--proxy-inside-tls"},
       {"load_spec::generator.threads", "--threads"},
       {"load_spec::generator.cpus", "--cpus"},
       {"load_spec::generator.coalesce_us", "--coalesce-us"},

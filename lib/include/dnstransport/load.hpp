@@ -144,6 +144,12 @@ struct proxy_settings {
   std::uint64_t seed = 1;  ///< of the random draws
   /// Type-length-value entries every version 2 header carries (type, value octets).
   std::vector<std::pair<std::uint8_t, std::vector<std::uint8_t>>> tlvs;
+  /// DoT and DoH: the header is the first octets inside the TLS session, right after the
+  /// handshake, where unbound (1.17) and dnsdist read it (dnsdist's proxyProtocolOutsideTLS,
+  /// false by default; before 1.9 the only place it reads one). false: before the TLS
+  /// handshake, in clear, as HAProxy sends it to its backends and the built-in responder reads
+  /// it.
+  bool inside_tls = false;
 
   /// Equal when every member is.
   friend bool operator==(const proxy_settings&, const proxy_settings&) = default;

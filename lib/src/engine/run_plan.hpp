@@ -54,6 +54,8 @@ struct run_plan {
   const std::vector<std::uint8_t>* proxy_header(unsigned client) const noexcept {
     return proxy_headers.empty() ? nullptr : &proxy_headers[client];
   }
+  // The headers go inside TLS, as the session's first octets (else before the handshake).
+  bool proxy_inside_tls = false;
   // Per query of the set: its question's number (queries asking the same question, names
   // compared case-insensitively, share one), and for UDP the largest answer it allows.
   std::vector<std::uint32_t> question_of;

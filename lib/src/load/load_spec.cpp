@@ -258,11 +258,12 @@ void validate_pace(const load_spec& spec) {
 
 void validate_proxy(const proxy_settings& p, const transport_traits& traits) {
   if (p.version == proxy_protocol::none) {
-    if (!p.sources.empty() || !p.tlvs.empty() || p.random) {
+    if (!p.sources.empty() || !p.tlvs.empty() || p.random || p.inside_tls) {
       throw setup_error(fmt::format("{} needs {}",
                                     load_setting(!p.sources.empty() ? "connections.proxy.sources"
                                                  : !p.tlvs.empty()  ? "connections.proxy.tlvs"
-                                                                    : "connections.proxy.random"),
+                                                 : p.random         ? "connections.proxy.random"
+                                                            : "connections.proxy.inside_tls"),
                                     load_setting("connections.proxy.version")));
     }
     return;
@@ -323,6 +324,14 @@ void validate_connections(const load_spec& spec, const transport_traits& traits)
   }
   check_cpus(spec.generator.cpus, load_setting("generator.cpus"));
   validate_proxy(c.proxy, traits);
+  if (c.proxy.inside_tls && (!traits.has_tls || spec.tls.early_data)) {
+    throw setup_error(fmt::format(
+        "{}: {}", load_setting("connections.proxy.inside_tls"),
+        !traits.has_tls ? fmt::format("{} has no TLS session to put the header in", traits.name)
+                        : fmt::format("not with {}: the queries sent in 0-RTT would come before "
+                                      "the header",
+                                      load_setting("tls.early_data"))));
+  }
   if (c.proxy.version != proxy_protocol::none && spec.traffic.tc_retry_tcp) {
     throw setup_error(fmt::format("{} with {}: a retry over TCP would carry a UDP header",
                                   load_setting("traffic.tc_retry_tcp"),

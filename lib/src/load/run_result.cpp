@@ -233,9 +233,14 @@ void add_proxy_warning(run_result& r, const load_spec& spec) {
                           "drops, closes or refuses unless it trusts headers from this machine "
                           "(dnsdist: setProxyProtocolACL; unbound: proxy-protocol-port; Knot DNS: "
                           "proxy_allowlist; Knot Resolver: net.proxy_allowed), and whose client "
-                          "addresses ({}) its own ACLs then judge",
+                          "addresses ({}) its own ACLs then judge{}",
                           what, setting("load_spec::connections.proxy.version"), r.proxy_protocol,
-                          setting("load_spec::connections.proxy.sources")));
+                          setting("load_spec::connections.proxy.sources"),
+                          traits_of(r.transport).has_tls && !spec.connections.proxy.inside_tls
+                              ? fmt::format("; over TLS, unbound and dnsdist read the header "
+                                            "inside the TLS session ({})",
+                                            setting("load_spec::connections.proxy.inside_tls"))
+                              : ""));
 }
 
 void add_open_loop_warnings(run_result& r, const load_spec& spec) {

@@ -346,6 +346,7 @@ void plan_proxy(run_plan& plan, run_result& result, const load_spec& spec,
       plan.proxy_headers.emplace_back(line.begin(), line.end());
     }
   }
+  plan.proxy_inside_tls = p.inside_tls;
   result.proxy_protocol = proxy_protocol_name(p.version);
   std::set<boost::asio::ip::address> distinct(addresses.begin(), addresses.end());
   result.proxy_addresses = distinct.size();

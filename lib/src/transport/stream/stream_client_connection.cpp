@@ -149,8 +149,9 @@ bool stream_client::confirm_syn(std::uint64_t now) {
 
 void stream_client::on_connected(std::uint64_t now) {
   if (!syn_pending_) life_.opened(life_.setup_time(now));
-  // PROXY protocol: the client's header first, before the TLS handshake.
-  if (const auto* header = plan().proxy_header(index_)) {
+  // PROXY protocol: the client's header first, before the TLS handshake (or, inside TLS,
+  // once the handshake is done: on_established).
+  if (const auto* header = plan().proxy_header(index_); header && !plan().proxy_inside_tls) {
     if (const int error = socket_->send_prefix(*header); error != 0) {
       fail_connection("proxy header", error);
       return;
@@ -217,6 +218,11 @@ void stream_client::handshake(std::uint64_t now) {
 }
 
 void stream_client::on_established(std::uint64_t now) {
+  // PROXY protocol inside TLS (dnsdist's default): the header is the session's first octets.
+  if (const auto* header = plan().proxy_header(index_); header && plan().proxy_inside_tls) {
+    const iovec piece{const_cast<std::uint8_t*>(header->data()), header->size()};
+    if (!after_write(channel_.send({&piece, 1}))) return;
+  }
   if (!session_->established(now)) return;
   life_.usable();
   session_->fill(now);
