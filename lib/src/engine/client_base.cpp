@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
 
 #include "util/clock.hpp"
@@ -33,6 +34,10 @@ client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
       owner.plan().client_subnet.on()) {
     case_scratch_.resize(std::size_t{case_pieces} * owner.plan().queries->max_size());
   }
+  const client_subnets& subnets = owner.plan().client_subnet;
+  if (subnets.on() && !subnets.per_query) {
+    subnets.write_address(subnets.subnet_of(index, 0), own_subnet_.data());
+  }
 }
 
 std::span<const std::uint8_t> client_base::query_to_send(const slot_table::slot& s,
@@ -58,6 +63,10 @@ void client_base::write_client_subnet(const slot_table::slot& s,
   const client_subnets& subnets = plan().client_subnet;
   const std::uint16_t at = subnets.address_at[s.query_index];
   if (at == 0 || query.size() < at + std::size_t{subnets.address_size}) return;
+  if (!subnets.per_query) {
+    std::memcpy(query.data() + at, own_subnet_.data(), subnets.address_size);
+    return;
+  }
   subnets.write_address(subnets.subnet_of(index_, s.sequence), query.data() + at);
 }
 
@@ -70,9 +79,13 @@ bool client_base::echoes_client_subnet(const slot_table::slot& s,
       summary.client_subnet_address_size != subnets.address_size) {
     return false;
   }
-  std::array<std::uint8_t, 16> sent{};
-  subnets.write_address(subnets.subnet_of(index_, s.sequence), sent.data());
-  return std::equal(sent.begin(), sent.begin() + subnets.address_size,
+  std::array<std::uint8_t, 16> drawn{};
+  const std::uint8_t* sent = own_subnet_.data();
+  if (subnets.per_query) {
+    subnets.write_address(subnets.subnet_of(index_, s.sequence), drawn.data());
+    sent = drawn.data();
+  }
+  return std::equal(sent, sent + subnets.address_size,
                     message.begin() + summary.client_subnet_address_at);
 }
 

@@ -5,6 +5,7 @@
 // the per-query accounting in client_base. Nothing here knows load_spec or run_result: the
 // load (load/) turns the spec into a run_plan and the workers' counters into the result.
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -232,6 +233,7 @@ class client_base {
   in_flight_questions questions_;
   std::uint32_t question_room_;  // queries that may be in flight (run_plan::in_flight_limit)
   std::vector<std::uint8_t> case_scratch_;      // told apart by letter case: queries in their case
+  std::array<std::uint8_t, 16> own_subnet_{};   // client subnet per client: this client's address
   const client_base* feeder_ = nullptr;         // set: this client serves the feeder's TC retries
   std::deque<retry> retries_;                   // waiting to be sent (retry client only)
   std::unique_ptr<arrival_schedule> schedule_;  // open loop only
