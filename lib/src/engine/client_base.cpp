@@ -30,9 +30,13 @@ client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
               : in_flight_questions(owner.plan().outstanding, owner.plan().questions_apart,
                                     owner.plan().question_patterns)),
       question_room_(owner.plan().in_flight_limit()) {
+  // A piece per query of a batch: a batch never holds more queries than the client may have
+  // in flight. DoH and DoQ (each answer on its own stream) copy their queries themselves.
   if (questions_.how() == in_flight_questions::mode::letter_case ||
-      owner.plan().client_subnet.on()) {
-    case_scratch_.resize(std::size_t{case_pieces} * owner.plan().queries->max_size());
+      (owner.plan().client_subnet.on() &&
+       questions_.how() != in_flight_questions::mode::unlimited)) {
+    case_scratch_.resize(std::size_t{std::min(case_pieces, owner.plan().outstanding)} *
+                         owner.plan().queries->max_size());
   }
   const client_subnets& subnets = owner.plan().client_subnet;
   if (subnets.on() && !subnets.per_query) {

@@ -68,7 +68,8 @@ void connection_life::failed(const std::string& cause, const std::string& messag
     ++client_.connections().failed;
     client_.connections().record_failure(cause, message);
   }
-  if (cause == "tls_closed") ended_by_server();
+  // Inside TLS the header goes after the handshake: a handshake the server ended never saw it.
+  if (cause == "tls_closed" && !client_.plan().proxy_inside_tls) ended_by_server();
   count_failure();
 }
 
@@ -77,7 +78,9 @@ void connection_life::failed(const char* what, int error) {
     ++client_.connections().failed;
     client_.connections().record_socket_error(what, error);
   }
-  if (error == ECONNRESET || error == EPIPE) ended_by_server();
+  if ((error == ECONNRESET || error == EPIPE) && !client_.plan().proxy_inside_tls) {
+    ended_by_server();
+  }
   count_failure();
 }
 

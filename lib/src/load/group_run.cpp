@@ -97,7 +97,9 @@ edns_stats& edns_stats::operator+=(const edns_stats& other) {
 }
 
 client_subnet_stats& client_subnet_stats::operator+=(const client_subnet_stats& other) {
-  subnets = std::min(subnets + other.subnets, std::max(range_subnets, other.range_subnets));
+  // Saturating: per query, each member may carry all of a range of 2^63.
+  const std::uint64_t cap = std::max(range_subnets, other.range_subnets);
+  subnets = other.subnets > cap - std::min(subnets, cap) ? cap : subnets + other.subnets;
   echoed += other.echoed;
   add_map(scope_prefixes, other.scope_prefixes);
   return *this;

@@ -77,6 +77,7 @@ void server_thread::stop() {
   io_.stop();
   thread_.join();
   connections_.clear();
+  stopped_.store(true, std::memory_order_release);
 }
 
 void server_thread::forget(accepted_connection* connection) {

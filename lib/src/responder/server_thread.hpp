@@ -111,7 +111,9 @@ class server_thread {
   const std::unordered_map<boost::asio::ip::address, std::uint64_t>& clients() const noexcept {
     return clients_;
   }
-  bool stopped() const noexcept { return !thread_.joinable(); }
+  // Set once stop() joined the thread: its clients() are then final, and visible to any
+  // thread that sees this true.
+  bool stopped() const noexcept { return stopped_.load(std::memory_order_acquire); }
 
  private:
   void schedule_sweep();
@@ -126,6 +128,7 @@ class server_thread {
   std::unordered_map<accepted_connection*, std::shared_ptr<accepted_connection>> connections_;
   std::vector<std::uint8_t> answer_scratch_;
   std::unordered_map<boost::asio::ip::address, std::uint64_t> clients_;
+  std::atomic<bool> stopped_{false};
   std::vector<std::unique_ptr<thread_listener>> listeners_;  // after io_: closed before it
   std::thread thread_;
 };

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <dnstransport/error.hpp>
 #include <dnstransport/load.hpp>
 #include <dnstransport/report.hpp>
@@ -105,6 +107,41 @@ run_result member(unsigned clients, std::uint64_t answers, double elapsed, doubl
   r.generator.syscalls = 2 * answers;
   r.client_rss_bytes = 1 << 20;
   return r;
+}
+
+TEST(share_of, gives_each_member_the_client_subnets_after_the_lower_ranks) {
+  load_spec spec;
+  spec.traffic.clients = 10;
+  spec.traffic.client_subnet.range = "10.0.0.0/8";
+  spec.traffic.client_subnet.first = 5;
+  EXPECT_EQ(share_of(spec, 0, 3).traffic.client_subnet.first, 5u);
+  EXPECT_EQ(share_of(spec, 1, 3).traffic.client_subnet.first, 5u + 4u);  // rank 0 has 4
+  EXPECT_EQ(share_of(spec, 2, 3).traffic.client_subnet.first, 5u + 4u + 3u);
+  spec.traffic.client_subnet.mode = client_subnet_mode::per_query;
+  spec.traffic.client_subnet.seed = 7;
+  EXPECT_EQ(share_of(spec, 2, 3).traffic.client_subnet.seed, 9u);
+  EXPECT_EQ(share_of(spec, 2, 3).traffic.client_subnet.first, 5u);
+}
+
+TEST(merge_results, sums_client_subnets_up_to_the_ranges) {
+  client_subnet_stats a;
+  a.range = "2001:db8::/32";
+  a.range_subnets = std::uint64_t{1} << 63;
+  a.subnets = a.range_subnets;  // per query: all of them
+  a.echoed = 3;
+  a.scope_prefixes = {{0, 3}};
+  client_subnet_stats b = a;
+  b.scope_prefixes = {{0, 1}, {56, 2}};
+  a += b;
+  EXPECT_EQ(a.subnets, std::uint64_t{1} << 63);  // not wrapped round
+  EXPECT_EQ(a.echoed, 6u);
+  EXPECT_EQ(a.scope_prefixes, (std::map<unsigned, std::uint64_t>{{0, 4}, {56, 2}}));
+  client_subnet_stats c;
+  c.range_subnets = 256;
+  c.subnets = 4;
+  client_subnet_stats d = c;
+  c += d;
+  EXPECT_EQ(c.subnets, 8u);
 }
 
 TEST(merge_results, adds_the_counts_and_histograms_and_keeps_each_members_figures) {
