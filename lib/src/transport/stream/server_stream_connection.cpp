@@ -10,7 +10,6 @@
 #include <chrono>
 
 #include "message/proxy_header.hpp"
-#include "util/socket_util.hpp"
 
 namespace dnstransport::detail {
 
@@ -19,21 +18,14 @@ namespace {
 // How long a lingering connection waits for the peer's FIN after its own.
 constexpr auto linger_time = std::chrono::seconds(2);
 
-// The peer of a connected socket (the unspecified address when the kernel says none).
-boost::asio::ip::address peer_of(int fd) {
-  sockaddr_storage peer{};
-  socklen_t size = sizeof peer;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0) return {};
-  return address_of(peer);
-}
-
 }  // namespace
 
 server_stream_connection::server_stream_connection(server_thread& owner,
-                                                   std::unique_ptr<accepted_socket> socket)
+                                                   std::unique_ptr<accepted_socket> socket,
+                                                   const boost::asio::ip::address& peer)
     : owner_(owner),
       socket_(std::move(socket)),
-      client_answers_(&owner.client_answers(peer_of(socket_->native_handle()))),
+      client_answers_(&owner.client_answers(peer)),
       timer_(owner.io()),
       last_activity_ns_(monotonic_ns()),
       proxy_pending_(owner.options().proxy_protocol) {}
@@ -42,8 +34,8 @@ server_stream_connection::~server_stream_connection() = default;
 
 std::shared_ptr<server_stream_connection> server_stream_connection::make(
     server_thread& owner, std::unique_ptr<accepted_socket> socket, stream_acceptor& streams,
-    server_session_maker session, transport_kind transport) {
-  auto connection = std::make_shared<server_stream_connection>(owner, std::move(socket));
+    server_session_maker session, transport_kind transport, const boost::asio::ip::address& peer) {
+  auto connection = std::make_shared<server_stream_connection>(owner, std::move(socket), peer);
   connection->session_ =
       session(*connection, streams.open(connection->socket_->native_handle()), transport);
   return connection;

@@ -101,7 +101,10 @@ class server_stream_connection final
     : public accepted_connection,
       public std::enable_shared_from_this<server_stream_connection> {
  public:
-  server_stream_connection(server_thread& owner, std::unique_ptr<accepted_socket> socket);
+  // `peer`: the client's address, whose answers the thread counts (server_thread::
+  // client_answers) unless a PROXY header claims another.
+  server_stream_connection(server_thread& owner, std::unique_ptr<accepted_socket> socket,
+                           const boost::asio::ip::address& peer = {});
   ~server_stream_connection() override;
   server_stream_connection(const server_stream_connection&) = delete;
   server_stream_connection& operator=(const server_stream_connection&) = delete;
@@ -112,7 +115,8 @@ class server_stream_connection final
                                                         std::unique_ptr<accepted_socket> socket,
                                                         stream_acceptor& streams,
                                                         server_session_maker session,
-                                                        transport_kind transport);
+                                                        transport_kind transport,
+                                                        const boost::asio::ip::address& peer = {});
 
   void start() override { step(); }
   void check_idle(std::uint64_t now) override;

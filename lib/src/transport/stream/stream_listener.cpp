@@ -50,13 +50,15 @@ class stream_listener final : public thread_listener {
 
  private:
   void accept() {
+    // The peer's address comes with the accept, for the thread's count of its clients.
     acceptor_.async_accept(
-        [this](const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket) {
+        peer_, [this](const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket) {
           if (ec == boost::asio::error::operation_aborted) return;
           if (!ec) {
             thread_.counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
-            thread_.adopt(server_stream_connection::make(
-                thread_, make_accepted_socket(std::move(socket)), *streams_, session_, transport_));
+            thread_.adopt(
+                server_stream_connection::make(thread_, make_accepted_socket(std::move(socket)),
+                                               *streams_, session_, transport_, peer_.address()));
           }
           accept();
         });
@@ -67,6 +69,7 @@ class stream_listener final : public thread_listener {
   std::unique_ptr<stream_acceptor> streams_;
   const server_session_maker session_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::ip::tcp::endpoint peer_;  // of the connection being accepted
 };
 
 }  // namespace
