@@ -78,4 +78,48 @@ arrival_schedule::arrival arrival_schedule::pop_front() noexcept {
   return a;
 }
 
+// The client's side of its schedule: the arrivals admitted as they come due (or not sent,
+// counted, when the client has no room), and the waiting ones that time out.
+
+void client_base::open_schedule() {
+  if (plan().open_loop() && feeder_ == nullptr) {
+    schedule_ = std::make_unique<arrival_schedule>(plan(), index_);
+  }
+}
+
+std::uint64_t client_base::next_arrival_ns() const noexcept {
+  return schedule_ && arrivals_open_ ? schedule_->next() : UINT64_MAX;
+}
+
+void client_base::admit_arrivals(std::uint64_t now) noexcept {
+  if (!schedule_) return;
+  while (arrivals_open_ && schedule_->next() <= now) {
+    const std::uint64_t t = schedule_->next();
+    if (t >= plan().send_end_ns || quota_ == 0) {
+      arrivals_open_ = false;
+      break;
+    }
+    const bool counted = t >= plan().measure_start_ns;
+    if (counted && quota_ != UINT64_MAX) --quota_;
+    // A replayed query may wait for its question to be answered; the others of the cycle
+    // never wait for one.
+    const std::uint32_t limit = schedule_->replays() ? plan().outstanding : question_room_;
+    if (slots_.in_flight() + schedule_->waiting() < limit) {
+      schedule_->push_back({t, schedule_->next_query()});
+    } else if (counted) {
+      owner_.roll_timeline(now);
+      ++counts().not_sent_outstanding;
+    }
+    schedule_->advance();
+  }
+  if (quota_ == 0) arrivals_open_ = false;
+}
+
+void client_base::expire_waiting(std::uint64_t now) noexcept {
+  if (!schedule_) return;
+  while (!schedule_->waiting_empty() && schedule_->oldest_waiting() + plan().timeout_ns <= now) {
+    if (schedule_->pop_front().at >= plan().measure_start_ns) ++counts().not_sent_timeout;
+  }
+}
+
 }  // namespace dnstransport::detail

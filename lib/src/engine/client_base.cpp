@@ -1,6 +1,7 @@
 // client_base: what every transport's client shares (slots, the query cursor, the send
 // budget, answers classified and counted, timeouts); the arrivals are arrival_schedule.cpp's,
-// the worker that runs the clients worker.cpp's.
+// the answers' EDNS options and the client subnet client_edns.cpp's, the worker that runs
+// the clients worker.cpp's.
 #include "engine/engine.hpp"
 
 #include <algorithm>
@@ -62,37 +63,6 @@ std::span<const std::uint8_t> client_base::query_to_send(const slot_table::slot&
   return copy;
 }
 
-void client_base::write_client_subnet(const slot_table::slot& s,
-                                      std::span<std::uint8_t> query) const noexcept {
-  const client_subnets& subnets = plan().client_subnet;
-  const std::uint16_t at = subnets.address_at[s.query_index];
-  if (at == 0 || query.size() < at + std::size_t{subnets.address_size}) return;
-  if (!subnets.per_query) {
-    std::memcpy(query.data() + at, own_subnet_.data(), subnets.address_size);
-    return;
-  }
-  subnets.write_address(subnets.subnet_of(index_, s.sequence), query.data() + at);
-}
-
-bool client_base::echoes_client_subnet(const slot_table::slot& s,
-                                       std::span<const std::uint8_t> message,
-                                       const response_summary& summary) const noexcept {
-  const client_subnets& subnets = plan().client_subnet;
-  if (summary.client_subnet_family != subnets.family ||
-      summary.client_subnet_source_prefix != subnets.source_prefix ||
-      summary.client_subnet_address_size != subnets.address_size) {
-    return false;
-  }
-  std::array<std::uint8_t, 16> drawn{};
-  const std::uint8_t* sent = own_subnet_.data();
-  if (subnets.per_query) {
-    subnets.write_address(subnets.subnet_of(index_, s.sequence), drawn.data());
-    sent = drawn.data();
-  }
-  return std::equal(sent, sent + subnets.address_size,
-                    message.begin() + summary.client_subnet_address_at);
-}
-
 std::uint32_t client_base::case_flips(const slot_table::slot& s) const noexcept {
   if (questions_.how() != in_flight_questions::mode::letter_case) return 0;
   return s.case_pattern ^ plan().query_case[s.query_index];
@@ -103,47 +73,6 @@ std::uint32_t client_base::take_question(std::uint32_t query) noexcept {
   const std::uint32_t own =
       questions_.how() == in_flight_questions::mode::letter_case ? plan().query_case[query] : 0;
   return questions_.take(question_of_[query], own);
-}
-
-void client_base::open_schedule() {
-  if (plan().open_loop() && feeder_ == nullptr) {
-    schedule_ = std::make_unique<arrival_schedule>(plan(), index_);
-  }
-}
-
-std::uint64_t client_base::next_arrival_ns() const noexcept {
-  return schedule_ && arrivals_open_ ? schedule_->next() : UINT64_MAX;
-}
-
-void client_base::admit_arrivals(std::uint64_t now) noexcept {
-  if (!schedule_) return;
-  while (arrivals_open_ && schedule_->next() <= now) {
-    const std::uint64_t t = schedule_->next();
-    if (t >= plan().send_end_ns || quota_ == 0) {
-      arrivals_open_ = false;
-      break;
-    }
-    const bool counted = t >= plan().measure_start_ns;
-    if (counted && quota_ != UINT64_MAX) --quota_;
-    // A replayed query may wait for its question to be answered; the others of the cycle
-    // never wait for one.
-    const std::uint32_t limit = schedule_->replays() ? plan().outstanding : question_room_;
-    if (slots_.in_flight() + schedule_->waiting() < limit) {
-      schedule_->push_back({t, schedule_->next_query()});
-    } else if (counted) {
-      owner_.roll_timeline(now);
-      ++counts().not_sent_outstanding;
-    }
-    schedule_->advance();
-  }
-  if (quota_ == 0) arrivals_open_ = false;
-}
-
-void client_base::expire_waiting(std::uint64_t now) noexcept {
-  if (!schedule_) return;
-  while (!schedule_->waiting_empty() && schedule_->oldest_waiting() + plan().timeout_ns <= now) {
-    if (schedule_->pop_front().at >= plan().measure_start_ns) ++counts().not_sent_timeout;
-  }
 }
 
 bool client_base::may_send(std::uint64_t now) const noexcept {
@@ -430,10 +359,7 @@ client_base::completion client_base::complete(slot_table::slot& slot,
           owner_.last_answer_ns = std::max(owner_.last_answer_ns, now);
           if (summary.keepalive) count_keepalive(summary.keepalive_timeout);
           if (summary.padded) count_padded(message.size());
-          if (summary.client_subnet && plan().client_subnet.on()) {
-            ++r.client_subnet_echoed;
-            ++r.client_subnet_scopes[std::min<unsigned>(summary.client_subnet_scope_prefix, 128)];
-          }
+          if (summary.client_subnet && plan().client_subnet.on()) count_client_subnet(summary);
           break;
         case response_verdict::too_short:
         case response_verdict::malformed:
@@ -452,22 +378,6 @@ client_base::completion client_base::complete(slot_table::slot& slot,
   }
   release(*s, slot_table::past::answered);
   return done;
-}
-
-void client_base::count_keepalive(std::uint16_t timeout) noexcept {
-  query_counters& r = counts();
-  ++r.keepalive_answers;
-  r.keepalive_min = std::min<std::uint32_t>(r.keepalive_min, timeout);
-  r.keepalive_max = std::max<std::uint32_t>(r.keepalive_max, timeout);
-}
-
-void client_base::count_padded(std::size_t size) noexcept {
-  query_counters& r = counts();
-  ++r.padded_answers;
-  try {
-    ++r.padded_sizes[static_cast<std::uint32_t>(size)];
-  } catch (...) {  // out of memory: the total still counts it
-  }
 }
 
 void client_base::expire_waiting_retries(std::uint64_t now) noexcept {

@@ -215,6 +215,7 @@ class client_base {
   // An answer's EDNS options, counted (answers only, after the warm-up).
   void count_keepalive(std::uint16_t timeout) noexcept;
   void count_padded(std::size_t size) noexcept;
+  void count_client_subnet(const response_summary& summary) noexcept;
   // Classifies `message` as the answer to `s` (sent with `expected_id`) and ends the query.
   completion complete(slot_table::slot& s, std::span<const std::uint8_t> message, std::uint64_t now,
                       std::uint16_t expected_id, bool datagram,

@@ -9,6 +9,7 @@
 #include <boost/asio/ip/network_v6.hpp>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/load.hpp>
 
 #include "message/wire.hpp"
 
@@ -121,6 +122,22 @@ std::vector<std::uint16_t> client_subnet_addresses(const query_set& queries) {
   at.reserve(queries.size());
   for (std::size_t i = 0; i < queries.size(); ++i) at.push_back(address_of(queries[i]));
   return at;
+}
+
+// EDNS Client Subnet: where each query's address is, and what the result says of it.
+void plan_client_subnets(run_plan& plan, run_result& result, const load_spec& spec,
+                         client_subnets subnets, const query_set& queries) {
+  if (!subnets.on()) return;
+  subnets.address_at = client_subnet_addresses(queries);
+  client_subnet_stats& stats = result.client_subnet;
+  stats.range = spec.traffic.client_subnet.range;
+  stats.source_prefix = subnets.source_prefix;
+  stats.mode = client_subnet_mode_name(spec.traffic.client_subnet.mode);
+  stats.range_subnets = subnets.count;
+  stats.subnets = subnets.per_query ? subnets.count
+                                    : std::min<std::uint64_t>(subnets.count, spec.traffic.clients);
+  plan.client_subnet = std::move(subnets);
+  plan.read_edns_options = true;
 }
 
 }  // namespace dnstransport::detail

@@ -12,6 +12,7 @@
 #include <dnstransport/query_source.hpp>
 
 #include "engine/client_subnets.hpp"
+#include "engine/run_plan.hpp"
 
 namespace dnstransport::detail {
 
@@ -32,5 +33,11 @@ std::vector<std::uint16_t> client_subnet_addresses(const query_set& queries);
 /// The SOURCE PREFIX-LENGTH `settings` gives each subnet: its own, or by default 24 (IPv4) or
 /// 56 (IPv6), and never shorter than the range's prefix.
 unsigned source_prefix_of(const client_subnet_settings& settings, bool v4, unsigned range_prefix);
+
+/// What a run's plan and result hold of its client subnets: where each query's address is
+/// (run_plan::client_subnet), and the settings the result reports; nothing when `subnets` is
+/// off.
+void plan_client_subnets(run_plan& plan, run_result& result, const load_spec& spec,
+                         client_subnets subnets, const query_set& queries);
 
 }  // namespace dnstransport::detail
