@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.close_after_queries = (data[2] & 2) != 0 ? 2 : 0;
   options.doh_max_streams = (data[2] & 4) != 0 ? 1 : 100;
   if ((data[2] & 8) != 0) options.doh_path = "/q";
-  server_thread thread(options, nullptr);
+  server_thread thread(options, nullptr, nullptr);
 
   // The connection's socket only waits and shuts down: one end of a pair whose other end is
   // closed, so that the linger after the connection's FIN ends at once.

@@ -95,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   const server_options options = make_options((data[0] & 1) != 0, (data[0] & 2) != 0);
   const doq_context& context = context_for(options);
-  server_thread thread(options, nullptr);
+  server_thread thread(options, nullptr, nullptr);
   auto listener = std::make_unique<doq_listener>(thread, context);
 
   const sockaddr_storage local = address_of(0x7f000001, 853);

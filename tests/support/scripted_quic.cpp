@@ -107,7 +107,7 @@ class quic_responder::impl {
       : script_(script),
         options_(with_certificate(script.server)),
         context_(options_.tls_options, options_.doq_early_data),
-        thread_(options_, nullptr),
+        thread_(options_, nullptr, nullptr),
         listener_(thread_, context_),
         address_(responder_address()) {
     listener_.send_to([this](std::span<const detail::doq_packet> packets) {

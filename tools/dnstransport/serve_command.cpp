@@ -46,6 +46,7 @@ struct serve_options {
   std::string ecs_scope = "0";
   bool reverse_order = false;
   double rate_limit = 0;
+  double rate_limit_per_client = 0;
   double cost_answer_us = 0;
   double cost_handshake_us = 0;
   bool no_ticket_renewal = false;
@@ -133,6 +134,7 @@ server_options server_options_of(const serve_options& o) {
   }
   s.reverse_order = o.reverse_order;
   s.rate_limit = o.rate_limit;
+  s.rate_limit_per_client = o.rate_limit_per_client;
   s.cost_answer_us = o.cost_answer_us;
   s.cost_handshake_us = o.cost_handshake_us;
   return s;
@@ -161,8 +163,11 @@ void print_listening(const server& responder, const server_options& s, const ser
     fmt::print("{:<4} {}{}\n", t.name, where,
                t.has_tls ? tls_details(t, s, o, responder.certificate()) : "");
   }
-  fmt::print("mode {}, {}{}{}; stop with Ctrl-C\n", o.mode, counted(s.threads, "thread"),
+  fmt::print("mode {}, {}{}{}{}; stop with Ctrl-C\n", o.mode, counted(s.threads, "thread"),
              s.rate_limit > 0 ? fmt::format(", at most {} answers/s", s.rate_limit) : "",
+             s.rate_limit_per_client > 0
+                 ? fmt::format(", at most {} answers/s per client address", s.rate_limit_per_client)
+                 : "",
              s.cost_answer_us > 0 || s.cost_handshake_us > 0
                  ? fmt::format(", {} us of CPU spent per answer and {} us per set-up",
                                s.cost_answer_us, s.cost_handshake_us)
@@ -199,7 +204,7 @@ void print_answered(const server_stats& st, const server_options& s) {
                st.proxy_headers, st.proxy_refused);
   }
   if (st.client_addresses > 0) fmt::print("clients: {}\n", describe_clients(st));
-  if (s.rate_limit > 0) {
+  if (s.rate_limit > 0 || s.rate_limit_per_client > 0) {
     fmt::print("rate limit: {} UDP queries dropped, {} stream answers delayed\n",
                st.rate_limited_dropped, st.rate_limited_delayed);
   }
@@ -281,6 +286,13 @@ void add_responder_flags(CLI::App& serve, serve_options& o) {
                   "Answer at most N queries per second in total: UDP queries over the limit are "
                   "dropped, TCP/TLS/DoH/DoQ answers wait (in order, nothing dropped); a target "
                   "with a known capacity for `search` (0: no limit)")
+      ->capture_default_str();
+  serve
+      .add_option("--rate-limit-per-client", o.rate_limit_per_client,
+                  "Answer each client address at most N queries per second, as a server's "
+                  "per-client limit does (the address a query came from, or the one its PROXY "
+                  "header claims): UDP over the limit dropped, TCP/TLS/DoH/DoQ answers delayed; "
+                  "with --rate-limit too, an answer waits for both (0: no limit)")
       ->capture_default_str();
   serve
       .add_option("--cost-answer-us", o.cost_answer_us,

@@ -122,10 +122,19 @@ struct server_options {
   /// Malformed queries and DoH requests answered with an HTTP error do not count. 0: no
   /// limit.
   double rate_limit = 0;
-  /// The burst rate_limit allows, in seconds' worth of queries at the limit (at least 16
-  /// queries): queries held a few milliseconds by a stalled generator or responder thread
-  /// arrive together and are not dropped for it. Over any window of W seconds at most
-  /// rate_limit * (W + rate_limit_burst_seconds) queries are answered. 0 to 1.
+  /// A limit per client, as a server's per-client rate limit (or a load balancer's) works:
+  /// answer each client address at most this many queries per second, over every thread
+  /// and listener, in the same way as rate_limit (UDP queries over it dropped, stream
+  /// answers delayed; the same counts). The client's address is the one a query came from,
+  /// or the one its PROXY header claimed (proxy_protocol). With rate_limit as well, an
+  /// answer waits for both. Each address's bucket is made when it is first seen and kept
+  /// until the responder is gone (about 100 octets each). 0: no limit.
+  double rate_limit_per_client = 0;
+  /// The burst rate_limit and rate_limit_per_client allow, in seconds' worth of queries at
+  /// the limit (at least 16 queries): queries held a few milliseconds by a stalled generator
+  /// or responder thread arrive together and are not dropped for it. Over any window of W
+  /// seconds at most rate_limit * (W + rate_limit_burst_seconds) queries are answered (and as
+  /// many per client under rate_limit_per_client). 0 to 1.
   double rate_limit_burst_seconds = 0.005;
 
   /// A known cost, for tests of a sweep's cost model (cost_model.hpp); not a realistic
@@ -174,12 +183,14 @@ struct server_stats {
   /// DoQ connections the responder has forgotten: closed and drained, or idle past the
   /// timeout. A packet for one of them is then answered with a stateless reset.
   std::uint64_t doq_connections_ended = 0;
-  /// server_options::rate_limit: UDP queries left unanswered because the limit was reached.
+  /// server_options::rate_limit and rate_limit_per_client: UDP queries left unanswered
+  /// because a limit was reached.
   /// The UDP queries received are udp_queries (answered) + rate_limited_dropped +
   /// the malformed ones.
   std::uint64_t rate_limited_dropped = 0;
-  /// server_options::rate_limit: TCP, TLS, DoH and DoQ queries whose answer waited for the
-  /// limit (each counted once, however long it waited); they are answered all the same.
+  /// server_options::rate_limit and rate_limit_per_client: TCP, TLS, DoH and DoQ queries
+  /// whose answer waited for a limit (each counted once, however long it waited); they are answered
+  /// all the same.
   std::uint64_t rate_limited_delayed = 0;
   /// server_options::proxy_protocol: PROXY headers read (one per UDP query, one per
   /// connection).

@@ -45,14 +45,22 @@ void spend_thread_cpu(std::uint64_t ns) noexcept {
   }
 }
 
-server_thread::server_thread(const server_options& options, rate_limiter* limiter)
+server_thread::server_thread(const server_options& options, rate_limiter* limiter,
+                             client_rate_limits* per_client)
     : options_(options),
       limiter_(limiter),
+      per_client_(per_client),
       edns_(answer_edns_of(options)),
       answer_cost_ns_(microseconds_to_ns(options.cost_answer_us)),
       handshake_cost_ns_(microseconds_to_ns(options.cost_handshake_us)),
       sweep_timer_(io_),
       answer_scratch_(65535 + largest_answer_room(edns_)) {}
+
+client_record& server_thread::client(const boost::asio::ip::address& address) {
+  const auto [where, added] = clients_.try_emplace(address);
+  if (added && per_client_ != nullptr) where->second.limit = &per_client_->of(address);
+  return where->second;
+}
 
 server_thread::~server_thread() {
   stop();

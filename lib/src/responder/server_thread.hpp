@@ -2,7 +2,8 @@
 // Internal: one thread of the built-in responder. Every thread has its own io_context and
 // its own SO_REUSEPORT socket per listener (listeners.hpp), so the kernel spreads queries and
 // connections over threads and nothing is shared between them but the rate limit, when there
-// is one (rate_limiter.hpp), and DoQ's 0-RTT anti-replay table (server_doq_context.hpp).
+// is one (rate_limiter.hpp), the limits per client address (client_rate_limits.hpp), and
+// DoQ's 0-RTT anti-replay table (server_doq_context.hpp).
 
 #include <atomic>
 #include <cstdint>
@@ -19,11 +20,10 @@
 
 #include <dnstransport/server.hpp>
 
+#include "responder/client_rate_limits.hpp"
 #include "responder/responder.hpp"
 
 namespace dnstransport::detail {
-
-class rate_limiter;
 
 // Spins until the calling thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) has advanced by `ns`:
 // CPU spent, not time waited, however often the thread is preempted meanwhile. 0: returns.
@@ -69,10 +69,19 @@ class thread_listener {
   virtual void start() = 0;
 };
 
+// What a thread knows of one client address: the answers it sent it, and the address's own
+// limit (server_options::rate_limit_per_client; null without one).
+struct client_record {
+  std::uint64_t answers = 0;
+  rate_limiter* limit = nullptr;
+};
+
 class server_thread {
  public:
-  // `limiter`, shared by every thread, is null without a rate limit.
-  server_thread(const server_options& options, rate_limiter* limiter);
+  // `limiter` and `per_client`, shared by every thread, are null without a rate limit and
+  // without a limit per client.
+  server_thread(const server_options& options, rate_limiter* limiter,
+                client_rate_limits* per_client);
   ~server_thread();
 
   // Takes a listener that opened its socket on io(); it starts with the thread.
@@ -102,13 +111,16 @@ class server_thread {
   }
   void spend_handshake_cost() const noexcept { spend_thread_cpu(handshake_cost_ns_); }
 
-  // Answers per client address (the address a PROXY header claimed, where one was read):
-  // the thread's own table, read by server::stats() once the thread has stopped. A count
-  // stays where it is while the table grows, so a connection keeps a reference to its own.
-  std::uint64_t& client_answers(const boost::asio::ip::address& address) {
-    return clients_[address];
+  // A client address (the address a PROXY header claimed, where one was read) and what the
+  // thread knows of it: the thread's own table, read by server::stats() once the thread has
+  // stopped. A record stays where it is while the table grows, so a connection keeps a
+  // pointer to its own; its limit is looked up in the shared table once per thread.
+  client_record& client(const boost::asio::ip::address& address);
+  // The limits an answer to `client` is under.
+  answer_limits limits(const client_record& client) const noexcept {
+    return {limiter_, client.limit};
   }
-  const std::unordered_map<boost::asio::ip::address, std::uint64_t>& clients() const noexcept {
+  const std::unordered_map<boost::asio::ip::address, client_record>& clients() const noexcept {
     return clients_;
   }
   // Set once stop() joined the thread: its clients() are then final, and visible to any
@@ -120,6 +132,7 @@ class server_thread {
 
   const server_options& options_;
   rate_limiter* const limiter_;
+  client_rate_limits* const per_client_;
   const per_transport<answer_edns> edns_;
   const std::uint64_t answer_cost_ns_;
   const std::uint64_t handshake_cost_ns_;
@@ -127,7 +140,7 @@ class server_thread {
   boost::asio::steady_timer sweep_timer_;
   std::unordered_map<accepted_connection*, std::shared_ptr<accepted_connection>> connections_;
   std::vector<std::uint8_t> answer_scratch_;
-  std::unordered_map<boost::asio::ip::address, std::uint64_t> clients_;
+  std::unordered_map<boost::asio::ip::address, client_record> clients_;
   std::atomic<bool> stopped_{false};
   std::vector<std::unique_ptr<thread_listener>> listeners_;  // after io_: closed before it
   std::thread thread_;

@@ -43,7 +43,8 @@ void check_address(std::string_view address, std::string_view whole, std::string
 struct server::impl {
   server_options options;
   detail::listener_contexts contexts;
-  std::unique_ptr<detail::rate_limiter> limiter;  // shared by the threads; null: no limit
+  std::unique_ptr<detail::rate_limiter> limiter;           // shared by the threads; null: no limit
+  std::unique_ptr<detail::client_rate_limits> per_client;  // the same, per client address
   std::vector<std::unique_ptr<detail::server_thread>> threads;
   per_transport<std::uint16_t> ports;
 };
@@ -57,10 +58,14 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
                    [](const std::optional<endpoint>& where) { return where.has_value(); })) {
     throw setup_error("the responder needs at least one listener");
   }
-  if (!std::isfinite(o.rate_limit) || o.rate_limit < 0) {
-    throw setup_error(
-        fmt::format("{}: {} is not a rate (queries per second, at least 0; 0: no limit)",
-                    setting("server_options::rate_limit"), o.rate_limit));
+  for (const auto& [rate, name] :
+       {std::pair{o.rate_limit, "server_options::rate_limit"},
+        {o.rate_limit_per_client, "server_options::rate_limit_per_client"}}) {
+    if (!std::isfinite(rate) || rate < 0) {
+      throw setup_error(
+          fmt::format("{}: {} is not a rate (queries per second, at least 0; 0: no limit)",
+                      setting(name), rate));
+    }
   }
   if (o.keepalive_timeout_seconds >= 0 &&
       !(std::isfinite(o.keepalive_timeout_seconds) && o.keepalive_timeout_seconds <= 6553.5)) {
@@ -90,10 +95,15 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
   if (o.rate_limit > 0) {
     s.limiter = std::make_unique<detail::rate_limiter>(o.rate_limit, o.rate_limit_burst_seconds);
   }
+  if (o.rate_limit_per_client > 0) {
+    s.per_client = std::make_unique<detail::client_rate_limits>(o.rate_limit_per_client,
+                                                                o.rate_limit_burst_seconds);
+  }
   s.contexts = detail::make_listener_contexts(o);
 
   for (unsigned i = 0; i < o.threads; ++i) {
-    auto t = std::make_unique<detail::server_thread>(s.options, s.limiter.get());
+    auto t =
+        std::make_unique<detail::server_thread>(s.options, s.limiter.get(), s.per_client.get());
     for (const auto& [transport, address] : listening) {
       auto listener = detail::make_listener(transport, *t, s.contexts);
       // The first thread binds the port asked for (0: a free one), the others the same.
@@ -138,8 +148,8 @@ void add_clients(server_stats& total,
   std::unordered_map<boost::asio::ip::address, std::uint64_t> all;
   for (const auto& t : threads) {
     if (!t->stopped()) return;
-    for (const auto& [address, answers] : t->clients()) {
-      if (answers > 0) all[address] += answers;
+    for (const auto& [address, client] : t->clients()) {
+      if (client.answers > 0) all[address] += client.answers;
     }
   }
   total.client_addresses = all.size();

@@ -42,14 +42,14 @@ TEST(server_thread_test, spends_the_known_cost_per_answer_and_per_set_up) {
   server_options options;
   options.cost_answer_us = 2000;
   options.cost_handshake_us = 5000;
-  const server_thread thread(options, nullptr);
+  const server_thread thread(options, nullptr, nullptr);
   EXPECT_GE(cpu_of([&] { thread.spend_answer_cost(3); }), 6'000'000u);
   EXPECT_GE(cpu_of([&] { thread.spend_handshake_cost(); }), 5'000'000u);
 }
 
 TEST(server_thread_test, a_thread_without_a_known_cost_spends_nothing_more) {
   const server_options options;
-  const server_thread thread(options, nullptr);
+  const server_thread thread(options, nullptr, nullptr);
   // Without a cost neither call reads the clock: far less than a millisecond, even under a
   // sanitizer.
   EXPECT_LT(cpu_of([&] {

@@ -10,7 +10,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "responder/rate_limiter.hpp"
+#include "responder/client_rate_limits.hpp"
 #include "responder/responder.hpp"
 #include "transport/doh/doh_message.hpp"
 #include "util/clock.hpp"
@@ -203,13 +203,13 @@ void server_doh_session::answer(std::int32_t stream_id, request& r) {
     return respond(stream_id, r, 400);
   }
   r.answer.resize(size);
-  if (rate_limiter* limiter = owner_.limiter(); limiter != nullptr) {
+  if (const answer_limits limits = driver_.limits(); limits) {
     // Answers whose token came while their timer had not fired yet leave first: an answer
     // never overtakes one that waited (a late timer let new ones go first on a loaded
     // machine: 5 out of order in rate_limit_test under ThreadSanitizer).
     if (!delayed_.empty()) send_delayed();
     const std::uint64_t now = monotonic_ns();
-    const std::uint64_t due = limiter->reserve(now);
+    const std::uint64_t due = limits.reserve(now);
     if (due > now || !delayed_.empty()) return delay(stream_id, r, due);
   }
   deliver(stream_id, r);

@@ -3,10 +3,11 @@
 // server_stream_connection over TLS on the same byte_stream as the other listeners: HTTP/2
 // through an nghttp2 server session fed from the stream's reads (nghttp2_session_mem_recv)
 // and drained into its writes (nghttp2_session_mem_send). Every request is a stream of its
-// own; many run at once on one connection. Under a rate limit (server_options::rate_limit)
-// an answer whose token is not due yet waits in a queue, in order, for the driver's timer;
-// the client's streams stay open meanwhile, so SETTINGS_MAX_CONCURRENT_STREAMS bounds how
-// many wait. Closing, the connection lingers (server_session::lingers).
+// own; many run at once on one connection. Under a rate limit (server_options::rate_limit,
+// or rate_limit_per_client for the connection's client) an answer whose token is not due yet waits
+// in a queue, in order, for the driver's timer; the client's streams stay open meanwhile, so
+// SETTINGS_MAX_CONCURRENT_STREAMS bounds how many wait. Closing, the connection lingers
+// (server_session::lingers).
 
 #include <cstdint>
 #include <deque>

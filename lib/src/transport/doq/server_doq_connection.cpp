@@ -51,7 +51,7 @@ bool doq_connection::init(const ngtcp2_pkt_hd& header, const ngtcp2_path& path,
   ref_ = {&doq_connection::connection_of, this};
   sockaddr_storage client{};
   std::memcpy(&client, path.remote.addr, std::min<std::size_t>(path.remote.addrlen, sizeof client));
-  client_answers_ = &thread_.client_answers(address_of(client));
+  client_ = &thread_.client(address_of(client));
   ngtcp2_cid scid{};
   scid.datalen = doq_cid_length;
   do {

@@ -6,12 +6,12 @@
 // length and FIN. A stream whose length does not match the data before FIN, or that is no
 // query, is reset with DOQ_PROTOCOL_ERROR. Flow control grows as the data is consumed and
 // each closed stream lets the client open another. Under a rate limit
-// (server_options::rate_limit) an answer whose token is not due yet waits, in order, for a
-// timer of its own; its stream stays open meanwhile, so the stream limit bounds how many
-// wait. The connection ends after the idle timeout, after the peer closes (draining), or
-// after its own CONNECTION_CLOSE (closing); in both periods it keeps its IDs for three PTOs
-// so late packets are absorbed. Life cycle in server_doq_connection.cpp, streams in
-// server_doq_stream.cpp.
+// (server_options::rate_limit, or rate_limit_per_client for the connection's client) an answer
+// whose token is not due yet waits, in order, for a timer of its own; its stream stays open
+// meanwhile, so the stream limit bounds how many wait. The connection ends after the idle timeout,
+// after the peer closes (draining), or after its own CONNECTION_CLOSE (closing); in both periods it
+// keeps its IDs for three PTOs so late packets are absorbed. Life cycle in
+// server_doq_connection.cpp, streams in server_doq_stream.cpp.
 
 #include <gnutls/gnutls.h>
 #include <ngtcp2/ngtcp2.h>
@@ -122,7 +122,7 @@ class doq_connection : public std::enable_shared_from_this<doq_connection> {
 
   doq_listener& listener_;
   server_thread& thread_;
-  std::uint64_t* client_answers_ = nullptr;  // the client's count (server_thread::client_answers)
+  client_record* client_ = nullptr;  // the client's record (server_thread::client)
   ngtcp2_conn* conn_ = nullptr;
   gnutls_session_t session_ = nullptr;
   ngtcp2_crypto_conn_ref ref_{};

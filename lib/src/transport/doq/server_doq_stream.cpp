@@ -10,7 +10,7 @@
 #include <chrono>
 #include <exception>
 
-#include "responder/rate_limiter.hpp"
+#include "responder/client_rate_limits.hpp"
 #include "responder/responder.hpp"
 #include "util/clock.hpp"
 
@@ -141,9 +141,9 @@ void doq_connection::answer(stream& s) {
   s.out[1] = static_cast<std::uint8_t>(claimed);
   s.out.resize(2 + size);
   s.in = doq_stream_reader();
-  if (rate_limiter* limiter = thread_.limiter(); limiter != nullptr) {
+  if (const answer_limits limits = thread_.limits(*client_); limits) {
     const std::uint64_t now = monotonic_ns();
-    const std::uint64_t due = limiter->reserve(now);
+    const std::uint64_t due = limits.reserve(now);
     if (due > now) {
       delayed_.emplace_back(&s, due);
       s.delayed = true;
@@ -159,7 +159,7 @@ void doq_connection::deliver(stream& s) {
   send_queue_.push_back(&s);
   s.queued = true;
   ++answers_;
-  ++*client_answers_;
+  ++client_->answers;
   thread_.counters.queries[transport_kind::doq].fetch_add(1, std::memory_order_relaxed);
   thread_.spend_answer_cost(1);
 }

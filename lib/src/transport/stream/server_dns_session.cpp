@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "responder/rate_limiter.hpp"
+#include "responder/client_rate_limits.hpp"
 #include "responder/responder.hpp"
 #include "util/clock.hpp"
 
@@ -45,7 +45,7 @@ stream_io server_dns_session::read() {
 
 bool server_dns_session::answer_buffered() {
   const server_options& options = owner_.options();
-  const bool limited = owner_.limiter() != nullptr;
+  const bool limited = static_cast<bool>(driver_.limits());
   const std::size_t batch_start = channel_.output_mark();
   std::span<const std::uint8_t> message;
   std::uint64_t answered_now = 0;
@@ -82,7 +82,7 @@ bool server_dns_session::answer_buffered() {
 
 bool server_dns_session::admit(std::size_t size, std::uint64_t& now) {
   if (now == 0) now = monotonic_ns();
-  const std::uint64_t due = owner_.limiter()->reserve(now);
+  const std::uint64_t due = driver_.limits().reserve(now);
   if (due <= now) return true;
   // The token is ours, due later: the answer waits for it (the scratch is the thread's).
   const auto scratch = owner_.answer_scratch();

@@ -2,10 +2,10 @@
 // Internal: the responder's session for DNS over TCP and TLS (RFC 7766, RFC 7858): DNS
 // messages with their 2-octet length on the same message_channel as the stream client, run
 // by server_stream_connection. Reads whatever is available, answers every complete message,
-// writes all answers of a read in one go. Under a rate limit (server_options::rate_limit)
-// an answer whose token is not due yet is held: the session stops taking messages and
-// reading, and goes on when its timer brings the token, so its answers keep their order and
-// the client is held back by TCP itself.
+// writes all answers of a read in one go. Under a rate limit (server_options::rate_limit,
+// or rate_limit_per_client for the connection's client) an answer whose token is not due yet is
+// held: the session stops taking messages and reading, and goes on when its timer brings the token,
+// so its answers keep their order and the client is held back by TCP itself.
 
 #include <atomic>
 #include <cstdint>

@@ -25,7 +25,7 @@ server_stream_connection::server_stream_connection(server_thread& owner,
                                                    const boost::asio::ip::address& peer)
     : owner_(owner),
       socket_(std::move(socket)),
-      client_answers_(&owner.client_answers(peer)),
+      client_(&owner.client(peer)),
       timer_(owner.io()),
       last_activity_ns_(monotonic_ns()),
       proxy_pending_(owner.options().proxy_protocol) {}
@@ -96,7 +96,7 @@ bool server_stream_connection::read_proxy_header() {
     return false;
   }
   owner_.counters.proxy_headers.fetch_add(1, std::memory_order_relaxed);
-  if (!header.local) client_answers_ = &owner_.client_answers(header.connection.source);
+  if (!header.local) client_ = &owner_.client(header.connection.source);
   proxy_pending_ = false;
   touch();
   return true;

@@ -101,8 +101,8 @@ class server_stream_connection final
     : public accepted_connection,
       public std::enable_shared_from_this<server_stream_connection> {
  public:
-  // `peer`: the client's address, whose answers the thread counts (server_thread::
-  // client_answers) unless a PROXY header claims another.
+  // `peer`: the client's address, whose answers the thread counts (server_thread::client)
+  // and limits (rate_limit_per_client) unless a PROXY header claims another.
   server_stream_connection(server_thread& owner, std::unique_ptr<accepted_socket> socket,
                            const boost::asio::ip::address& peer = {});
   ~server_stream_connection() override;
@@ -128,7 +128,9 @@ class server_stream_connection final
   void touch() noexcept { last_activity_ns_ = monotonic_ns(); }
   // The session sent `n` answers: counted for the connection's client (its peer, or the
   // address its PROXY header claimed).
-  void answered(std::uint64_t n) noexcept { *client_answers_ += n; }
+  void answered(std::uint64_t n) noexcept { client_->answers += n; }
+  // The limits the connection's answers are under (the responder's and its client's).
+  answer_limits limits() const noexcept { return owner_.limits(*client_); }
   // Nothing more is read; the connection closes once its output is written.
   void end_after_output() noexcept { closing_ = true; }
   bool closing() const noexcept { return closing_; }
@@ -165,7 +167,7 @@ class server_stream_connection final
 
   server_thread& owner_;
   std::unique_ptr<accepted_socket> socket_;
-  std::uint64_t* client_answers_;  // the client's count in owner_.client_answers
+  client_record* client_;  // the client's record in owner_.client
   std::unique_ptr<server_session> session_;
   boost::asio::steady_timer timer_;  // the session's (wake_at), then the linger's
   std::uint64_t last_activity_ns_ = 0;

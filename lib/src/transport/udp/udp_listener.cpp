@@ -81,11 +81,11 @@ void udp_listener::on_readable() {
   }
   std::array<mmsghdr, udp_batch> out_msgs{};
   std::array<iovec, udp_batch> out_iov{};
-  // Each answer's client (server_thread::client_answers); consecutive datagrams from one
-  // client look it up once.
-  std::array<std::uint64_t*, udp_batch> clients{};
+  // Each answer's client (server_thread::client); consecutive datagrams from one client
+  // look it up once.
+  std::array<client_record*, udp_batch> clients{};
   boost::asio::ip::address last_client;
-  std::uint64_t* last_answers = nullptr;
+  client_record* last_record = nullptr;
   for (int round = 0; round < 64; ++round) {
     for (auto& m : in_msgs) m.msg_hdr.msg_namelen = sizeof(sockaddr_storage);
     const int n = recvmmsg(fd, in_msgs.data(), udp_batch, MSG_DONTWAIT, nullptr);
@@ -94,6 +94,7 @@ void udp_listener::on_readable() {
       break;
     }
     unsigned replies = 0;
+    std::uint64_t now = 0;  // read once per batch, when a limit per client needs it
     for (int i = 0; i < n; ++i) {
       std::span<const std::uint8_t> query(&in_[i * datagram_max], in_msgs[i].msg_len);
       boost::asio::ip::address client;
@@ -116,27 +117,35 @@ void udp_listener::on_readable() {
         counters.malformed_queries.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
+      if (last_record == nullptr || client != last_client) {
+        last_client = client;
+        last_record = &thread_.client(client);
+      }
+      if (last_record->limit != nullptr) {
+        // Over its client's limit: not sent.
+        if (now == 0) now = monotonic_ns();
+        if (last_record->limit->take(1, now) == 0) {
+          counters.rate_limited_dropped.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+      }
       out_iov[replies] = {out, size};
       out_msgs[replies].msg_hdr = {};
       out_msgs[replies].msg_hdr.msg_iov = &out_iov[replies];
       out_msgs[replies].msg_hdr.msg_iovlen = 1;
       out_msgs[replies].msg_hdr.msg_name = &peers[i];
       out_msgs[replies].msg_hdr.msg_namelen = in_msgs[i].msg_hdr.msg_namelen;
-      if (last_answers == nullptr || client != last_client) {
-        last_client = client;
-        last_answers = &thread_.client_answers(client);
-      }
-      clients[replies] = last_answers;
+      clients[replies] = last_record;
       ++replies;
     }
     if (limiter != nullptr && replies > 0) {
       // Over the limit: the answers past the tokens granted are not sent.
-      const unsigned granted = limiter->take(replies, monotonic_ns());
+      const unsigned granted = limiter->take(replies, now != 0 ? now : monotonic_ns());
       counters.rate_limited_dropped.fetch_add(replies - granted, std::memory_order_relaxed);
       replies = granted;
     }
     counters.queries[transport_kind::udp].fetch_add(replies, std::memory_order_relaxed);
-    for (unsigned r = 0; r < replies; ++r) ++*clients[r];
+    for (unsigned r = 0; r < replies; ++r) ++clients[r]->answers;
     thread_.spend_answer_cost(replies);
     unsigned done = 0;
     while (done < replies) {

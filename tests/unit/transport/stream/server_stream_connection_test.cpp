@@ -62,7 +62,7 @@ class served_connection {
   served_connection(transport_kind transport, server_options options,
                     handshake_script handshake = {})
       : options_(std::move(options)),
-        thread_(options_, nullptr),
+        thread_(options_, nullptr, nullptr),
         client_(thread_.io(), handshake),
         transport_(transport) {
     auto connection = server_stream_connection::make(
