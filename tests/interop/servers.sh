@@ -31,7 +31,7 @@
 # beside the zone's (the demo's answers to the built-in query set, tools/dev); empty by default.
 
 INTEROP_ZONE=interop.test.
-INTEROP_SERVERS_ALL=(unbound nsd knot kresd dnsdist named)
+INTEROP_SERVERS_ALL=(unbound nsd knot kresd dnsdist named pdns_recursor)
 INTEROP_DOH_PATH=/dns-query
 INTEROP_EXTRA_DATA=()
 
@@ -59,6 +59,7 @@ interop_package() {  # the Debian package that ships SERVER
   case $1 in
     unbound) echo unbound ;; nsd) echo nsd ;; knot) echo knot ;;
     kresd) echo knot-resolver ;; dnsdist) echo dnsdist ;; named) echo bind9 ;;
+    pdns_recursor) echo pdns-recursor ;;
   esac
 }
 
@@ -66,6 +67,7 @@ interop_binary() {
   case $1 in
     unbound) echo /usr/sbin/unbound ;; nsd) echo /usr/sbin/nsd ;; knot) echo /usr/sbin/knotd ;;
     kresd) echo /usr/sbin/kresd ;; dnsdist) echo /usr/bin/dnsdist ;; named) echo /usr/sbin/named ;;
+    pdns_recursor) echo /usr/sbin/pdns_recursor ;;
   esac
 }
 
@@ -77,6 +79,7 @@ interop_version() {
     kresd) kresd --version 2>&1 | sed -n '1s/.*version //p' ;;
     dnsdist) dnsdist --version 2>&1 | sed -n '1s/^dnsdist //;1s/ .*//p' ;;
     named) named -v 2>&1 | awk '{print $2; exit}' ;;
+    pdns_recursor) pdns_recursor --version 2>&1 | sed -n 's/.*PowerDNS Recursor \([^ ]*\).*/\1/p' | head -n 1 ;;
   esac
 }
 
@@ -435,6 +438,38 @@ EOF
   SRV_RESUME_REASON=""
   SRV_DOH_REASON=""
   interop_no_doh_port "$doh"
+}
+
+interop_write_pdns_recursor() {
+  local dir=$1 port=$2
+  interop_zone_file >"$dir/interop.test.zone"
+  # The zone is served from its file (auth-zones); nothing else is ever asked of anyone:
+  # no root priming (hint-file=no), no version polling (security-poll-suffix empty),
+  # and every address is in dont-query, so that a query that would leave is dropped.
+  cat >"$dir/recursor.conf" <<EOF
+config-dir=$dir
+socket-dir=$dir
+daemon=no
+write-pid=no
+disable-syslog=yes
+local-address=127.0.0.1
+local-port=$port
+reuseport=no
+threads=1
+pdns-distributes-queries=no
+allow-from=127.0.0.0/8
+auth-zones=${INTEROP_ZONE%.}=$dir/interop.test.zone
+hint-file=no
+dont-query=0.0.0.0/0, ::/0
+security-poll-suffix=
+dnssec=off
+$(interop_raised "max-tcp-clients=1000")
+$(interop_raised "client-tcp-timeout=30")
+EOF
+  SRV_CMD=(pdns_recursor --config-dir="$dir")
+  SRV_TLS_REASON="PowerDNS Recursor $(interop_version pdns_recursor) has no DNS-over-TLS listener (UDP and TCP only; it speaks DoT only to authoritative servers, dot-to-auth-names)"
+  SRV_RESUME_REASON=$SRV_TLS_REASON
+  SRV_DOH_REASON="PowerDNS Recursor $(interop_version pdns_recursor) has no DNS-over-HTTPS listener (UDP and TCP only)"
 }
 
 # For a server that has DoH: when the caller gave no DoH port, say so in SRV_DOH_REASON.
