@@ -3,10 +3,10 @@
 # again, trusting PROXY version 2 headers from loopback, and `dnstransport run
 # --proxy-protocol v2` loads it from four client addresses of 10.9.0.0/29 over UDP, TCP and,
 # where the server reads headers there, DoT: every query must be answered, and where the
-# server logs its clients (unbound's log-queries, dnsdist's LogAction, knotd's mod-dnstap)
-# every one of the four addresses must be in its log, and no query from 127.0.0.1. A run
-# without headers against the same listener must then get nothing answered where the server
-# requires them.
+# server logs its clients (unbound's log-queries, dnsdist's LogAction, knotd's mod-dnstap,
+# the recursor's quiet=no) every one of the four addresses must be in its log, and no query
+# from 127.0.0.1. A run without headers against the same listener must then get nothing
+# answered where the server requires them.
 #   unbound   proxy-protocol-port on its UDP/TCP and DoT ports (unbound 1.13 and later), the
 #             claimed addresses allowed by its access-control; over DoT it reads the header
 #             inside TLS (--proxy-inside-tls)
@@ -21,10 +21,13 @@
 #             length and nothing is answered (knot.conf(5): "TCP is not supported"), and 3.2
 #             has no DoT. Its clients are the addresses of mod-dnstap's answers, read with
 #             kdig -G (needs knot-module-dnstap and kdig).
+#   pdns_recursor  proxy-protocol-from for 127.0.0.0/8 (PowerDNS Recursor 4.4 and later) on
+#             UDP and TCP, the claimed addresses allowed by its allow-from; 4.8 has no DoT
+#             listener. quiet=no logs each question's client, the packet cache turned off.
 # Uses ci-hook's row, run_case, work, DNSTRANSPORT, rate, duration, client_cpu, in_ci,
 # KDIG, kdig_reason.
 
-PROXY_SERVERS=(unbound dnsdist kresd knot)
+PROXY_SERVERS=(unbound dnsdist kresd knot pdns_recursor)
 
 # proxy_config SERVER DIR PORT TLS_PORT: rewrites the server's configuration in DIR (written
 # by interop_write_config) to require headers from loopback and log its clients.
@@ -52,6 +55,13 @@ proxy_config() {
         -e "s|^zone:\$|mod-dnstap:\n  - id: clients\n    sink: \"$dir/answers.tap\"\n    log-queries: off\n    log-responses: on\nzone:|" \
         -e "s|^  - domain: .*|&\n    module: mod-dnstap/clients|" "$dir/knot.conf"
       ;;
+    pdns_recursor)
+      # Its allow-from applies to the claimed addresses. quiet=no logs each question with its
+      # client; the packet cache answers before that log, so it is turned off here: a client
+      # that only asked what another had asked would not be logged at all.
+      sed -i "s|^allow-from=.*|allow-from=127.0.0.0/8, 10.9.0.0/29|" "$dir/recursor.conf"
+      printf 'proxy-protocol-from=127.0.0.0/8\nquiet=no\ndisable-packetcache=yes\n' >>"$dir/recursor.conf"
+      ;;
   esac
 }
 
@@ -72,6 +82,7 @@ proxy_unsupported() {
     kresd/tls) echo "Knot Resolver 5.6 fails an assertion on DoT with a PROXY header" ;;
     knot/tcp) echo "Knot DNS 3.2 reads PROXY v2 headers over UDP only (knot.conf(5), proxy-allowlist: TCP is not supported)" ;;
     knot/tls) echo "Knot DNS 3.2 has no DoT listener" ;;
+    pdns_recursor/tls) echo "PowerDNS Recursor 4.8 has no DoT listener" ;;
   esac
 }
 
@@ -81,6 +92,7 @@ proxy_log() {
     unbound) echo "$2/server.log" ;;
     dnsdist) echo "$2/queries.log" ;;
     knot) echo "$2/answers.tap" ;;
+    pdns_recursor) echo "$2/server.log" ;;
     *) echo "" ;;
   esac
 }
@@ -92,6 +104,10 @@ proxy_log_clients() {
   case $1 in
     knot)
       { "$KDIG" -G "$2" 2>/dev/null || true; } | sed -n 's/^;; To \(.*\)@[0-9]*(.*$/\1/p'
+      ;;
+    pdns_recursor)
+      # remote="10.9.0.1:1024 (proxied by 127.0.0.1:40000)": the client before the proxy.
+      sed -n 's/^.*msg="Question".* remote="\([^" ]*\).*$/\1/p' "$2" 2>/dev/null || true
       ;;
     *) cat "$2" 2>/dev/null || true ;;
   esac
@@ -119,7 +135,7 @@ proxy_case() {
     [ "$status" -eq 0 ] || [[ $line != *$'\t'ok ]] || line="${line%ok}FAIL: dnstransport exited $status"
   fi
   if [ -n "$log" ] && [[ $line == *$'\t'ok ]]; then
-    # unbound and dnsdist log a query as it arrives, before its answer; knotd's
+    # unbound, dnsdist and the recursor log a query as it arrives, before its answer; knotd's
     # dnstap file is written a block at a time, by a thread of its own. At most 5 s for a log
     # that is written late.
     local deadline=$((SECONDS + 5))
