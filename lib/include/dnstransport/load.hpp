@@ -130,7 +130,8 @@ std::optional<proxy_protocol> parse_proxy_protocol(std::string_view name) noexce
 /// Headers of the PROXY protocol (HAProxy's specification) that the clients put before
 /// their queries, as a load balancer or proxy in front of the server does: each client
 /// claims an address of its own, so a server that trusts the header (dnsdist's
-/// setProxyProtocolACL, unbound's proxy-protocol-port, knot's proxy_allowlist) applies its
+/// setProxyProtocolACL, unbound's proxy-protocol-port, knot's proxy-allowlist,
+/// the PowerDNS Recursor's proxy-protocol-from) applies its
 /// per-client rules (rate limits, ACLs, views) as to that many clients.
 struct proxy_settings {
   proxy_protocol version = proxy_protocol::none;  ///< none: no header

@@ -232,7 +232,8 @@ void add_proxy_warning(run_result& r, const load_spec& spec) {
               fmt::format("{}: the queries carried PROXY protocol headers ({} {}), which a server "
                           "drops, closes or refuses unless it trusts headers from this machine "
                           "(dnsdist: setProxyProtocolACL; unbound: proxy-protocol-port; Knot DNS: "
-                          "proxy_allowlist; Knot Resolver: net.proxy_allowed), and whose client "
+                          "proxy-allowlist; Knot Resolver: net.proxy_allowed; PowerDNS "
+                          "Recursor: proxy-protocol-from), and whose client "
                           "addresses ({}) its own ACLs then judge{}",
                           what, setting("load_spec::connections.proxy.version"), r.proxy_protocol,
                           setting("load_spec::connections.proxy.sources"),
