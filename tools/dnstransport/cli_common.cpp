@@ -189,6 +189,7 @@ void set_connections(load_spec& spec, const run_options& o) {
     throw setup_error(fmt::format("--close: \"{}\" is not fin or rst", o.close));
   }
   spec.connections.sources = o.sources;
+  spec.connections.distinct_sources = o.distinct_sources;
   const auto mode = parse_source_mode(o.source_mode);
   if (!mode) {
     throw setup_error(

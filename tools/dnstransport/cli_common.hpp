@@ -82,6 +82,7 @@ struct run_options {
   std::string close = "fin";
   std::vector<std::string> sources;
   std::string source_mode = "auto";
+  std::uint64_t distinct_sources = 0;  // load_spec::connections.distinct_sources
   // PROXY protocol headers (load_spec::connections.proxy).
   std::string proxy_protocol = "none";
   std::vector<std::string> proxy_sources;

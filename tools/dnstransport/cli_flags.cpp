@@ -41,6 +41,12 @@ void add_target_options(CLI::App& app, run_options& o, bool with_axes) {
                    "address of the capture)")
         ->capture_default_str()
         ->each([&o](const std::string&) { o.clients_given = true; });
+    app.add_option("--distinct-sources", o.distinct_sources,
+                   "How many distinct client addresses the server sees, whatever --clients: "
+                   "the first N of --proxy-source when the queries carry PROXY headers (more "
+                   "than the clients: each client claims its share in turn, the next for each "
+                   "datagram and connection), else of --source (udp/doq: at most --clients, "
+                   "each client keeps one socket). 0: as those flags give");
   }
 }
 

@@ -34,6 +34,7 @@ std::string flag_of_setting(std::string_view path) {
       {"load_spec::target.doh_path", "--doh-path"},
       {"load_spec::target.doh_request", "--doh-method"},
       {"load_spec::traffic.clients", "--clients"},
+      {"load_spec::connections.distinct_sources", "--distinct-sources"},
       {"load_spec::traffic.outstanding", "--outstanding"},
       {"load_spec::traffic.duration_seconds", "--duration"},
       {"load_spec::traffic.count", "--count"},

@@ -301,6 +301,19 @@ struct connection_settings {
   dnstransport::source_mode source_mode = source_mode::automatic;
   /// PROXY protocol headers before the clients' queries; none by default.
   proxy_settings proxy;
+  /// How many distinct client addresses the server sees, whatever the number of clients, so
+  /// that the effect of a server's per-client state (rate limits, per-client TCP limits, ACL
+  /// lookups) can be measured against it; a sweep's axis (sweep_plan::distinct_sources).
+  /// With PROXY headers (proxy.version): the first N addresses of proxy.sources (random: N
+  /// draws); with fewer than clients, client i claims the (i mod N)-th; with more, client i
+  /// claims the i-th, (i + clients)-th, (i + 2 clients)-th, ... in turn, the next one for each
+  /// UDP datagram and each connection. Without headers: the first N of `sources`, bound by
+  /// the clients as source_mode says (per client when N is the clients, in turn otherwise);
+  /// over UDP and DoQ each client keeps one socket, so N is at most the clients. At most
+  /// max_distinct_sources. 0: as the other settings give.
+  std::uint64_t distinct_sources = 0;
+  /// The most distinct_sources may be: 2^20 (a PROXY header each is made before the run).
+  static constexpr std::uint64_t max_distinct_sources = 1ULL << 20;
 };
 
 /// How the generator itself runs: its threads, CPUs and system calls.

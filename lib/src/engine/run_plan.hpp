@@ -49,10 +49,15 @@ struct run_plan {
   // clients take them in turn, connection by connection.
   bool sources_per_client = false;
   // PROXY protocol: per client, the header it puts before each datagram or at the start of
-  // each connection (before TLS); empty: none.
+  // each connection (before TLS); with more than `clients` (connection_settings::
+  // distinct_sources), client i takes the i-th, (i + clients)-th, ... in turn. Empty: none.
   std::vector<std::vector<std::uint8_t>> proxy_headers;
-  const std::vector<std::uint8_t>* proxy_header(unsigned client) const noexcept {
-    return proxy_headers.empty() ? nullptr : &proxy_headers[client];
+  // The header of a client's `use`-th datagram or connection (0 up).
+  const std::vector<std::uint8_t>* proxy_header(unsigned client,
+                                                std::uint64_t use = 0) const noexcept {
+    if (proxy_headers.empty()) return nullptr;
+    if (proxy_headers.size() <= clients) return &proxy_headers[client];
+    return &proxy_headers[(client + use * clients) % proxy_headers.size()];
   }
   // The headers go inside TLS, as the session's first octets (else before the handshake).
   bool proxy_inside_tls = false;

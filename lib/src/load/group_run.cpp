@@ -144,6 +144,12 @@ load_spec share_of(const load_spec& spec, unsigned rank, unsigned size) {
         fmt::format("{} {} cannot be shared by {} processes: give at least one client per process",
                     setting("load_spec::traffic.clients"), spec.traffic.clients, size));
   }
+  if (spec.connections.distinct_sources != 0 && spec.connections.distinct_sources < size) {
+    throw setup_error(
+        fmt::format("{} {} cannot be shared by {} processes: give at least one address per process",
+                    setting("load_spec::connections.distinct_sources"),
+                    spec.connections.distinct_sources, size));
+  }
   load_spec mine = spec;
   mine.traffic.clients = static_cast<unsigned>(part_of(spec.traffic.clients, rank, size));
   // The rate follows the clients, so that every client sends at the same pace.
@@ -171,7 +177,9 @@ load_spec share_of(const load_spec& spec, unsigned rank, unsigned size) {
       proxy.seed = spec.connections.proxy.seed + rank;
     } else {
       try {
-        const auto all = detail::proxy_addresses(spec.connections.proxy, spec.traffic.clients, "");
+        const std::uint64_t distinct = spec.connections.distinct_sources;
+        const auto all = detail::proxy_addresses(
+            spec.connections.proxy, distinct != 0 ? distinct : spec.traffic.clients, "");
         if (all.size() >= size) {
           proxy.sources.clear();
           for (std::size_t i = rank; i < all.size(); i += size) {
@@ -182,6 +190,10 @@ load_spec share_of(const load_spec& spec, unsigned rank, unsigned size) {
         // Refused by the member's own set-up, naming the setting.
       }
     }
+  }
+  // Distinct sources: each member its share, of the shares of addresses above.
+  if (spec.connections.distinct_sources != 0) {
+    mine.connections.distinct_sources = part_of(spec.connections.distinct_sources, rank, size);
   }
   // EDNS Client Subnet: the members' clients carry the subnets in order, each from where the
   // lower ranks' clients left off, or each member draws its own.

@@ -323,19 +323,22 @@ void plan_queries(run_plan& plan, run_result& result, const load_spec& spec,
 }
 
 // PROXY protocol: each client's header, made once (the client address it claims, a source
-// port, the server as destination).
+// port, the server as destination); with more distinct sources than clients, one per
+// address, which the clients take in turn (run_plan::proxy_header).
 void plan_proxy(run_plan& plan, run_result& result, const load_spec& spec,
                 const boost::asio::ip::address& server) {
   const proxy_settings& p = spec.connections.proxy;
   if (p.version == proxy_protocol::none) return;
-  const auto addresses =
-      proxy_addresses(p, spec.traffic.clients, setting("load_spec::connections.proxy.sources"));
+  const std::uint64_t distinct = spec.connections.distinct_sources;
+  const auto addresses = proxy_addresses(p, distinct != 0 ? distinct : spec.traffic.clients,
+                                         setting("load_spec::connections.proxy.sources"));
   const bool stream = traits_of(spec.target.transport).over_tcp;
-  // Source ports: 1024 up, client by client, or drawn with the addresses.
+  // Source ports: 1024 up, header by header, or drawn with the addresses.
   std::mt19937_64 draw(p.seed ^ 0x9e3779b97f4a7c15ULL);
   std::uniform_int_distribution<unsigned> port(1024, 65535);
-  plan.proxy_headers.reserve(spec.traffic.clients);
-  for (unsigned i = 0; i < spec.traffic.clients; ++i) {
+  const std::uint64_t headers = std::max<std::uint64_t>(spec.traffic.clients, distinct);
+  plan.proxy_headers.reserve(headers);
+  for (std::uint64_t i = 0; i < headers; ++i) {
     const proxied_connection c{addresses[i % addresses.size()],
                                static_cast<std::uint16_t>(p.random ? port(draw) : 1024 + i % 64512),
                                server, spec.target.port, stream};
@@ -348,14 +351,15 @@ void plan_proxy(run_plan& plan, run_result& result, const load_spec& spec,
   }
   plan.proxy_inside_tls = p.inside_tls;
   result.proxy_protocol = proxy_protocol_name(p.version);
-  std::set<boost::asio::ip::address> distinct(addresses.begin(), addresses.end());
-  result.proxy_addresses = distinct.size();
+  const std::set<boost::asio::ip::address> claimed(addresses.begin(), addresses.end());
+  result.proxy_addresses = claimed.size();
 }
 
 }  // namespace
 
 std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   validate(spec);
+  validate_distinct_sources(spec);
   const auto server_address = resolve(spec.target.server);
   const auto sources = source_addresses(spec, server_address);
   ensure_ports(spec.traffic.clients, sources.size());
@@ -401,7 +405,9 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   // addresses taken by default, connections take them in turn.
   plan.sources_per_client = !spec.connections.sources.empty() &&
                             sources.size() >= spec.traffic.clients &&
-                            spec.connections.source_mode != source_mode::round_robin;
+                            spec.connections.source_mode != source_mode::round_robin &&
+                            (spec.connections.distinct_sources == 0 ||
+                             spec.connections.distinct_sources <= spec.traffic.clients);
   // Over UDP and DoQ each client keeps its one socket: the first `clients` addresses.
   result.source_addresses = plan.sources_per_client || traits_of(spec.target.transport).over_tcp
                                 ? sources.size()

@@ -10,6 +10,7 @@
 #include <boost/asio/ip/network_v6.hpp>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/transport.hpp>
 
 namespace dnstransport::detail {
 
@@ -136,7 +137,61 @@ std::vector<ip::address> proxy_addresses(const proxy_settings& proxy, std::uint6
   return out;
 }
 
+// How many addresses the entries hold (at most 2^63), each entry checked.
+std::uint64_t addresses_held(const std::vector<std::string>& entries, const std::string& setting) {
+  std::uint64_t available = 0;
+  for (const auto& text : entries) {
+    available = std::min(most, available + parse_entry(text, setting).count);
+  }
+  return available;
+}
+
+void validate_distinct_sources(const load_spec& spec) {
+  const std::uint64_t wanted = spec.connections.distinct_sources;
+  if (wanted == 0) return;
+  const std::string named = setting("load_spec::connections.distinct_sources");
+  if (wanted > connection_settings::max_distinct_sources) {
+    throw setup_error(
+        fmt::format("{} {} is more than {} (a PROXY header each is made before the "
+                    "run)",
+                    named, wanted, connection_settings::max_distinct_sources));
+  }
+  const proxy_settings& proxy = spec.connections.proxy;
+  if (proxy.version != proxy_protocol::none) {
+    const std::string from = setting("load_spec::connections.proxy.sources");
+    const std::uint64_t held = addresses_held(proxy.sources, from);
+    if (held < wanted) {
+      throw setup_error(fmt::format("{} {}: {} {} {} {}; give a wider range", named, wanted, from,
+                                    fmt::join(proxy.sources, ","),
+                                    proxy.sources.size() == 1 ? "holds" : "hold", held));
+    }
+    return;
+  }
+  const std::string from = setting("load_spec::connections.sources");
+  if (spec.connections.sources.empty()) {
+    throw setup_error(fmt::format(
+        "{} needs client addresses to choose from: {} (the addresses PROXY headers claim, any "
+        "network) or {} (addresses of this machine)",
+        named, setting("load_spec::connections.proxy.version"), from));
+  }
+  const std::uint64_t held = addresses_held(spec.connections.sources, from);
+  if (held < wanted) {
+    throw setup_error(fmt::format("{} {}: {} {} {} {}; give a wider range", named, wanted, from,
+                                  fmt::join(spec.connections.sources, ","),
+                                  spec.connections.sources.size() == 1 ? "holds" : "hold", held));
+  }
+  const transport_traits& traits = traits_of(spec.target.transport);
+  if (!traits.over_tcp && wanted > spec.traffic.clients) {
+    throw setup_error(fmt::format(
+        "{} {} with {} {}: over {} each client keeps one socket, bound to one address of {}; "
+        "give at least {} clients, or {} v2 (each datagram's header claims the next address)",
+        named, wanted, setting("load_spec::traffic.clients"), spec.traffic.clients, traits.name,
+        from, wanted, setting("load_spec::connections.proxy.version")));
+  }
+}
+
 std::uint64_t sources_wanted(const load_spec& spec) noexcept {
+  if (spec.connections.distinct_sources != 0) return spec.connections.distinct_sources;
   constexpr std::uint64_t in_turn = 65536;
   const std::uint64_t clients = spec.traffic.clients;
   return spec.connections.source_mode == source_mode::round_robin ? std::max(clients, in_turn)

@@ -13,8 +13,15 @@
 namespace dnstransport::detail {
 
 /// How many addresses a load reads from its sources: one per client, unless they are taken
-/// in turn (source_mode::round_robin), where connections spread over up to 65,536 of them.
+/// in turn (source_mode::round_robin), where connections spread over up to 65,536 of them,
+/// or connection_settings::distinct_sources when that is set.
 std::uint64_t sources_wanted(const load_spec& spec) noexcept;
+
+/// connection_settings::distinct_sources: throws setup_error naming it when it is over the
+/// most, when the addresses it takes from (the PROXY headers' sources, else `sources`) hold
+/// fewer, when there are neither, and over UDP and DoQ without headers when it is more than
+/// the clients (each keeps one socket).
+void validate_distinct_sources(const load_spec& spec);
 
 struct source_list {
   /// The first `wanted` addresses of the entries, in order (fewer when they hold fewer).

@@ -309,9 +309,11 @@ void client_addresses(const run_result& r, table_writer& t) {
     t.line("source addresses", fmt::format("{}, {}", with_commas(r.source_addresses), how));
   }
   if (!r.proxy_protocol.empty()) {
-    t.line("PROXY protocol", fmt::format("{}, headers carrying {} client {}", r.proxy_protocol,
-                                         with_commas(r.proxy_addresses),
-                                         r.proxy_addresses == 1 ? "address" : "addresses"));
+    t.line("PROXY protocol",
+           fmt::format("{}, headers carrying {} client {}{}", r.proxy_protocol,
+                       with_commas(r.proxy_addresses),
+                       r.proxy_addresses == 1 ? "address" : "addresses",
+                       r.proxy_addresses > r.clients ? ", each client its share in turn" : ""));
   }
   const client_subnet_stats& c = r.client_subnet;
   if (!c.requested()) return;

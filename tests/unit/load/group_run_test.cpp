@@ -123,6 +123,29 @@ TEST(share_of, gives_each_member_the_client_subnets_after_the_lower_ranks) {
   EXPECT_EQ(share_of(spec, 2, 3).traffic.client_subnet.first, 5u);
 }
 
+TEST(share_of, deals_the_distinct_sources_with_their_addresses) {
+  load_spec spec;
+  spec.traffic.clients = 3;
+  spec.connections.proxy.version = proxy_protocol::v2;
+  spec.connections.proxy.sources = {"10.9.0.0/24"};
+  spec.connections.distinct_sources = 10;  // 10.9.0.1 to 10.9.0.10, every third to a member
+  const load_spec second = share_of(spec, 1, 3);
+  EXPECT_EQ(second.connections.distinct_sources, 3u);
+  EXPECT_EQ(second.connections.proxy.sources,
+            (std::vector<std::string>{"10.9.0.2", "10.9.0.5", "10.9.0.8"}));
+  EXPECT_EQ(share_of(spec, 0, 3).connections.distinct_sources, 4u);
+  EXPECT_EQ(share_of(spec, 0, 3).connections.proxy.sources.size(), 4u);
+  spec.connections.distinct_sources = 2;
+  try {
+    share_of(spec, 0, 3);
+    FAIL() << "2 addresses dealt to 3 members";
+  } catch (const setup_error& e) {
+    EXPECT_NE(std::string(e.what()).find("distinct_sources 2 cannot be shared by 3 processes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(merge_results, sums_client_subnets_up_to_the_ranges) {
   client_subnet_stats a;
   a.range = "2001:db8::/32";

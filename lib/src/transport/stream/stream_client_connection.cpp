@@ -151,7 +151,8 @@ void stream_client::on_connected(std::uint64_t now) {
   if (!syn_pending_) life_.opened(life_.setup_time(now));
   // PROXY protocol: the client's header first, before the TLS handshake (or, inside TLS,
   // once the handshake is done: on_established).
-  if (const auto* header = plan().proxy_header(index_); header && !plan().proxy_inside_tls) {
+  if (const auto* header = plan().proxy_header(index_, connections_made_ - 1);
+      header && !plan().proxy_inside_tls) {
     if (const int error = socket_->send_prefix(*header); error != 0) {
       fail_connection("proxy header", error);
       return;
@@ -219,7 +220,8 @@ void stream_client::handshake(std::uint64_t now) {
 
 void stream_client::on_established(std::uint64_t now) {
   // PROXY protocol inside TLS (dnsdist's default): the header is the session's first octets.
-  if (const auto* header = plan().proxy_header(index_); header && plan().proxy_inside_tls) {
+  if (const auto* header = plan().proxy_header(index_, connections_made_ - 1);
+      header && plan().proxy_inside_tls) {
     const iovec piece{const_cast<std::uint8_t*>(header->data()), header->size()};
     if (!after_write(channel_.send({&piece, 1}))) return;
   }

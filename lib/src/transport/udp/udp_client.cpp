@@ -172,9 +172,11 @@ class udp_client final : public client_base {
     std::array<std::array<iovec, 3>, batch_size> iov{};
     std::array<slot_table::slot*, batch_size> taken{};
     const unsigned most = plan().gather_writes ? batch_size : 1u;
-    // PROXY protocol: the client's header before each datagram.
-    const std::vector<std::uint8_t>* proxy = plan().proxy_header(index_);
-    const unsigned first = proxy != nullptr ? 1 : 0;
+    // PROXY protocol: the client's header before each datagram (with more distinct sources
+    // than clients, the next of its share each time).
+    const run_plan& p = plan();
+    const bool proxy = p.proxy_header(index_) != nullptr;
+    const unsigned first = proxy ? 1 : 0;
     while (allowance > 0) {
       const unsigned batch = allowance < most ? allowance : most;
       for (unsigned i = 0; i < batch; ++i) {
@@ -182,8 +184,9 @@ class udp_client final : public client_base {
         taken[i] = &s;
         const auto query = query_to_send(s, i);
         patch_id(id_bytes_[i].data(), s.id);
-        if (proxy != nullptr) {
-          iov[i][0] = {const_cast<std::uint8_t*>(proxy->data()), proxy->size()};
+        if (proxy) {
+          const std::vector<std::uint8_t>& header = *p.proxy_header(index_, headers_sent_++);
+          iov[i][0] = {const_cast<std::uint8_t*>(header.data()), header.size()};
         }
         iov[i][first] = {id_bytes_[i].data(), 2};
         iov[i][first + 1] = {const_cast<std::uint8_t*>(query.data() + 2), query.size() - 2};
@@ -223,7 +226,8 @@ class udp_client final : public client_base {
   std::array<std::array<std::uint8_t, 2>, batch_size> id_bytes_{};
   bool waiting_write_ = false;
   bool failed_ = false;
-  bool stamped_ = false;  // the kernel stamps the datagrams this socket receives
+  bool stamped_ = false;            // the kernel stamps the datagrams this socket receives
+  std::uint64_t headers_sent_ = 0;  // PROXY headers written (run_plan::proxy_header's use)
 };
 
 }  // namespace
