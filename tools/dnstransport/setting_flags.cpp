@@ -109,6 +109,7 @@ std::string flag_of_setting(std::string_view path) {
       {"sweep_plan::transports", "--transports"},
       {"sweep_plan::clients", "--clients"},
       {"sweep_plan::queries_per_connection", "--queries-per-connection"},
+      {"sweep_plan::distinct_sources", "--distinct-sources"},
       {"sweep_plan::repeats", "--repeats"},
       {"sweep_plan::duration_seconds", "--duration"},
       {"sweep_plan::pause_seconds", "--pause"},

@@ -34,6 +34,7 @@ struct sweep_flags {
   std::string transports = default_transports();
   std::string clients = "1,4,16";
   std::string queries_per_connection = "1,10,100,unlimited";
+  std::string distinct_sources;  // empty: not an axis
   unsigned repeats = sweep_plan{}.repeats;
   double pause = sweep_plan{}.pause_seconds;
   std::string csv_file;
@@ -125,6 +126,11 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
                   "tcp/tls/doh: queries per connection to sweep, 'unlimited' for persistent "
                   "connections (UDP runs once per client count)")
       ->capture_default_str();
+  sweep.add_option("--distinct-sources", f.distinct_sources,
+                   "Distinct client addresses to sweep, e.g. 1,100,10000: how many addresses "
+                   "the server sees (from --proxy-source with --proxy-protocol, else from "
+                   "--source), whatever --clients, to show what its per-client state (rate "
+                   "limits, per-client TCP limits) does to throughput. Default: not an axis");
   sweep.add_option("--repeats", f.repeats, "Runs per point")->capture_default_str();
   sweep.add_option("--pause", f.pause, "Seconds of pause between runs")->capture_default_str();
   sweep.add_flag("--search", f.search,
@@ -239,6 +245,9 @@ sweep_plan make_plan(const CLI::App& sweep, const run_options& o, const sweep_fl
       std::any_of(plan.transports.begin(), plan.transports.end(),
                   [](const sweep_transport& t) { return traits_of(t.transport).has_connections; });
   if (!streams && sweep.count("--queries-per-connection") == 0) plan.queries_per_connection = {0};
+  if (!f.distinct_sources.empty()) {
+    plan.distinct_sources = parse_distinct_sources_list(f.distinct_sources);
+  }
   if (use("--repeats")) plan.repeats = f.repeats;
   if (use("--duration")) plan.duration_seconds = o.duration;
   if (use("--pause")) plan.pause_seconds = f.pause;

@@ -44,8 +44,9 @@ struct cpu_cost_model {
 
 /// The costs of one target's transport.
 struct transport_costs {
-  std::string target;         ///< empty when the sweep has one server
-  sweep_transport transport;  ///< the transport (and TLS library)
+  std::string target;                  ///< empty when the sweep has one server
+  std::uint64_t distinct_sources = 0;  ///< of the runs fitted; 0 without that axis
+  sweep_transport transport;           ///< the transport (and TLS library)
   /// The server's, when at least as many of its runs measured the server's CPU
   /// (load_spec::monitor) as the model has costs, plus one.
   std::optional<cpu_cost_model> server;

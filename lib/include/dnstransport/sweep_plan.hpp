@@ -45,6 +45,11 @@ std::vector<std::uint64_t> parse_queries_per_connection_list(std::string_view li
 /// "unlimited" for 0, the number otherwise.
 std::string queries_per_connection_name(std::uint64_t queries_per_connection);
 
+/// Parses a comma-separated list of distinct source counts ("1,100,10000"). Throws
+/// setup_error (naming --distinct-sources) for a value that is not a positive number, one
+/// over connection_settings::max_distinct_sources, or a repeated value.
+std::vector<std::uint64_t> parse_distinct_sources_list(std::string_view list);
+
 /// Every transport this build has, in all_transports()'s order, the TLS ones on `backend`
 /// (those that run on one library only, on it): a sweep's default transport axis.
 std::vector<sweep_transport> every_sweep_transport(tls_backend backend);
@@ -96,6 +101,10 @@ struct sweep_plan {
   std::vector<unsigned> clients{1, 4, 16};  ///< the client-count axis, in the order run
   /// TCP/TLS: queries per connection; 0 = unlimited (one connection for the whole run).
   std::vector<std::uint64_t> queries_per_connection{1, 10, 100, 0};
+  /// How many distinct client addresses the server sees (connection_settings::
+  /// distinct_sources), from base's PROXY sources or source range: the effect of a server's
+  /// per-client state on its throughput. Empty (the default): not an axis.
+  std::vector<std::uint64_t> distinct_sources;
   unsigned repeats = 3;           ///< runs per point
   double duration_seconds = 0.5;  ///< measured time of each run (base.traffic.count wins)
   double pause_seconds = 0.2;     ///< idle time between runs, so TIME_WAIT and queues drain
@@ -122,21 +131,29 @@ struct sweep_point {
   unsigned clients = 1;                      ///< load_spec::traffic.clients
   std::uint64_t queries_per_connection = 0;  ///< 0: unlimited (always 0 for udp)
   std::string target{};  ///< the sweep_target's name; empty when the sweep has one server
+  /// load_spec::connections.distinct_sources; 0 without that axis.
+  std::uint64_t distinct_sources = 0;
 
   /// Equal when every member is.
   friend bool operator==(const sweep_point&, const sweep_point&) = default;
 };
 
-/// "tcp, 4 clients, 100 queries/connection" ("unbound: tcp, ..." with a target): a point as a
-/// reader names it.
+/// "tcp, 4 clients, 100 queries/connection" ("unbound: tcp, ..." with a target; ", 100
+/// distinct sources" with that axis): a point as a reader names it.
 std::string describe(const sweep_point& point);
 
+/// What the points of one series share besides their transport, clients and queries per
+/// connection, as a reader names it: the target, and the distinct sources when the sweep has
+/// that axis ("unbound", "100 sources", "unbound, 100 sources"; empty for neither). Results
+/// derived from several points (% of UDP, fits, costs, findings) compare points of one series
+/// only.
+std::string series_name(const std::string& target, std::uint64_t distinct_sources);
+
 /// The points of a plan in the order they are run: transports, then client counts, then
-/// queries per connection, each in the order given; with targets, each of those points for
-/// every target in turn. Throws setup_error for targets without a name or with one name
-/// twice, an empty axis, a
-/// repeated value, zero clients or repeats, a duration or pause out of range, and
-/// contradictions such as queries-per-connection values other than unlimited when every
+/// queries per connection, then distinct sources, each in the order given; with targets, each of
+/// those points for every target in turn. Throws setup_error for targets without a name or with one
+/// name twice, an empty axis, a repeated value, zero clients or repeats, a duration or pause out of
+/// range, and contradictions such as queries-per-connection values other than unlimited when every
 /// transport is UDP.
 std::vector<sweep_point> expand(const sweep_plan& plan);
 

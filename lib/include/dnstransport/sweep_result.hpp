@@ -83,7 +83,9 @@ inline constexpr transport_kind reference_transport = transport_kind::udp;
 
 /// A TCP/TLS point's throughput relative to UDP with the same number of clients.
 struct percent_of_udp_entry {
-  std::string target;         ///< the point's target (its UDP reference is the same target's)
+  std::string target;  ///< the point's target (its UDP reference is the same target's)
+  /// The point's distinct sources (sweep_point::distinct_sources), and its UDP reference's.
+  std::uint64_t distinct_sources = 0;
   sweep_transport transport;  ///< the point's transport
   unsigned clients = 0;       ///< the point's clients, and its UDP reference's
   /// The point's queries per connection; 0: unlimited.
@@ -100,8 +102,8 @@ struct percent_of_udp_entry {
   bool measurable() const noexcept { return !reference_client_bound; }
 };
 
-/// For every TCP/TLS point that has a UDP point with the same client count and target (and
-/// answers), in the order of `points`.
+/// For every TCP/TLS point that has a UDP point with the same client count, target and
+/// distinct sources (and answers), in the order of `points`.
 std::vector<percent_of_udp_entry> compute_percent_of_udp(
     const std::vector<sweep_point_result>& points);
 
@@ -123,13 +125,14 @@ inline constexpr double amortization_departure_tolerance = 0.15;
 
 /// The handshake-amortization answer for one transport and client count.
 struct amortization_fit {
-  std::string target;         ///< empty when the sweep has one server
-  sweep_transport transport;  ///< a transport with connections
-  unsigned clients = 0;       ///< the client count of the points fitted
-  amortization_model model;   ///< the fitted T(N)
-  double n50 = 0;             ///< queries per connection for 50 % of t_inf (= h)
-  double n90 = 0;             ///< 90 % (= 9 h)
-  double n99 = 0;             ///< 99 % (= 99 h)
+  std::string target;                  ///< empty when the sweep has one server
+  std::uint64_t distinct_sources = 0;  ///< of the points fitted; 0 without that axis
+  sweep_transport transport;           ///< a transport with connections
+  unsigned clients = 0;                ///< the client count of the points fitted
+  amortization_model model;            ///< the fitted T(N)
+  double n50 = 0;                      ///< queries per connection for 50 % of t_inf (= h)
+  double n90 = 0;                      ///< 90 % (= 9 h)
+  double n99 = 0;                      ///< 99 % (= 99 h)
   /// The simple model t_inf * N / (N + 1) against the same measurements (relative RMS).
   double simple_residual = 0;
   std::vector<amortization_sample> samples;  ///< in increasing N, unlimited last
@@ -137,17 +140,18 @@ struct amortization_fit {
   std::vector<std::uint64_t> departures;
 };
 
-/// One fit per target, TCP/TLS transport and client count with at least two
-/// queries-per-connection values measured, in the order the points were run.
+/// One fit per target, distinct sources, TCP/TLS transport and client count with at least
+/// two queries-per-connection values measured, in the order the points were run.
 std::vector<amortization_fit> compute_amortization(const std::vector<sweep_point_result>& points);
 
-/// The cost model of each target's transport (cost_model.hpp): one entry per target and
-/// transport with runs, in the order the points were run.
+/// The cost model of each target's transport (cost_model.hpp): one entry per target,
+/// distinct sources and transport with runs, in the order the points were run.
 std::vector<transport_costs> compute_costs(const std::vector<sweep_point_result>& points);
 
 /// A sentence a reader can act on, built from a sweep's data (compute_findings).
 struct sweep_finding {
-  std::string target;  ///< empty when the sweep has one server
+  std::string target;                  ///< empty when the sweep has one server
+  std::uint64_t distinct_sources = 0;  ///< of the points it is about; 0 without that axis
   /// What it is about: "throughput" (the share of UDP each transport keeps), "server_cost"
   /// (what answers, connections and handshakes cost the server's CPU), "amortization" (the
   /// queries per connection for 90 %), "delayed_ack" (answers held about 40 ms on short

@@ -78,6 +78,7 @@ run_result run_in_group(const load_spec& spec) {
   detail::add_warmup_warning(merged, spec);
   detail::add_case_warning(merged, spec);
   detail::add_proxy_warning(merged, spec);
+  detail::add_distinct_sources_warning(merged, spec);
   return merged;
 }
 

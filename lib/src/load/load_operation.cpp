@@ -114,6 +114,7 @@ run_result load_operation::make_result() {
     add_warmup_warning(result, spec_);
     add_case_warning(result, spec_);
     add_proxy_warning(result, spec_);
+    add_distinct_sources_warning(result, spec_);
   }
   return result;
 }

@@ -12,6 +12,7 @@
 #include <dnstransport/cpus.hpp>
 #include <dnstransport/error.hpp>
 
+#include "load/source_ranges.hpp"
 #include "registry/transports.hpp"
 #include "transport/tls/tls_backend.hpp"
 
@@ -324,6 +325,7 @@ void validate_connections(const load_spec& spec, const transport_traits& traits)
   }
   check_cpus(spec.generator.cpus, load_setting("generator.cpus"));
   validate_proxy(c.proxy, traits);
+  detail::validate_distinct_sources(spec);
   if (c.proxy.inside_tls && (!traits.has_tls || spec.tls.early_data)) {
     throw setup_error(fmt::format(
         "{}: {}", load_setting("connections.proxy.inside_tls"),

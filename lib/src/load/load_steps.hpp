@@ -149,5 +149,8 @@ void add_case_warning(run_result& r, const load_spec& spec);
 // PROXY protocol: says when the server answered nothing, ended connections after the header
 // or refused most queries.
 void add_proxy_warning(run_result& r, const load_spec& spec);
+// connection_settings::distinct_sources over TCP, DoT and DoH with fewer connections made than
+// sources: the addresses the result reports cut to the connections, and a warning.
+void add_distinct_sources_warning(run_result& r, const load_spec& spec);
 
 }  // namespace dnstransport::detail

@@ -211,6 +211,24 @@ void add_case_warning(run_result& r, const load_spec& spec) {
                   r.outstanding, r.outstanding, outstanding));
 }
 
+void add_distinct_sources_warning(run_result& r, const load_spec& spec) {
+  const std::uint64_t wanted = spec.connections.distinct_sources;
+  if (wanted <= spec.traffic.clients || !traits_of(r.transport).over_tcp) return;
+  // Each connection carries one address: fewer connections, fewer addresses seen.
+  const std::uint64_t made = r.connections.opened + r.connections.failed;
+  if (made >= wanted) return;
+  std::uint64_t& told = r.proxy_protocol.empty() ? r.source_addresses : r.proxy_addresses;
+  told = std::min(told, made);
+  add_warning(
+      r, spec,
+      fmt::format("{} {}: the server saw at most {} of them: each connection carries "
+                  "one client address, and the run made {}; give {} a value that turns "
+                  "the connections over (at least {} connections in the run)",
+                  setting("load_spec::connections.distinct_sources"), wanted, with_commas(made),
+                  counted(made, "connection"),
+                  setting("load_spec::connections.queries_per_connection"), with_commas(wanted)));
+}
+
 void add_proxy_warning(run_result& r, const load_spec& spec) {
   constexpr unsigned rcode_refused = 5;
   const std::uint64_t refused_connections = r.connections.proxy_refused;

@@ -359,7 +359,6 @@ void plan_proxy(run_plan& plan, run_result& result, const load_spec& spec,
 
 std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   validate(spec);
-  validate_distinct_sources(spec);
   const auto server_address = resolve(spec.target.server);
   const auto sources = source_addresses(spec, server_address);
   ensure_ports(spec.traffic.clients, sources.size());

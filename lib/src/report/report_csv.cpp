@@ -14,7 +14,8 @@ std::string transport_columns(const sweep_transport& t) {
 
 const percent_of_udp_entry* percent_for(const sweep_result& r, const sweep_point& p) {
   for (const auto& e : r.percent_of_udp) {
-    if (e.target == p.target && e.transport == p.transport && e.clients == p.clients &&
+    if (e.target == p.target && e.distinct_sources == p.distinct_sources &&
+        e.transport == p.transport && e.clients == p.clients &&
         e.queries_per_connection == p.queries_per_connection) {
       return &e;
     }
@@ -32,9 +33,12 @@ std::string to_csv(const sweep_result& r) {
       "queries_sent,responses_received,lost,connections_opened,max_thread_cpu_share,"
       "client_bound,percent_of_udp,server_cpu_per_1k_answers\n";
   const bool targets = !r.plan.targets.empty();
+  const bool distinct = !r.plan.distinct_sources.empty();
+  if (distinct) out = "distinct_sources," + out;
   if (targets) out = "target," + out;
   for (const auto& p : r.points) {
     if (targets) out += p.point.target + ",";
+    if (distinct) out += std::to_string(p.point.distinct_sources) + ",";
     const auto& s = p.summary;
     const auto* percent = percent_for(r, p.point);
     out += fmt::format(

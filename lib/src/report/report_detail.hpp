@@ -75,6 +75,14 @@ struct plot_set {
   std::vector<std::string> skipped;
 };
 
+// A sweep with a distinct-sources axis (sweep_plan::distinct_sources): the sweep at one of
+// its values (points and the results derived from them), for the tables and plots that
+// compare transports, clients and connections; the mean q/s of every point against distinct
+// sources, as a table and a plot (one line per transport, clients and connections).
+sweep_result at_distinct_sources(const sweep_result& result, std::uint64_t distinct);
+report_table distinct_sources_table(const sweep_result& result);
+void add_distinct_sources_plot(const sweep_result& result, plot_set& into);
+
 // Plots 1-2: queries/s against clients, TCP/TLS as % of UDP.
 void add_throughput_plots(const sweep_result& result, plot_set& into);
 // Plot 3: queries/s against queries per connection with the models, one per transport.

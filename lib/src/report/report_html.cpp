@@ -110,9 +110,9 @@ std::string findings_list_html(const sweep_result& result) {
   std::string out;
   std::string target = "\n";  // no target yet
   for (const auto& f : result.findings) {
-    if (f.target != target) {
+    if (const std::string series = series_name(f.target, f.distinct_sources); series != target) {
       if (target != "\n") out += "</ul>\n";
-      target = f.target;
+      target = series;
       if (!target.empty()) out += fmt::format("<h3>{}</h3>\n", html_escape(target));
       out += "<ul class=\"findings\">\n";
     }

@@ -22,7 +22,10 @@ std::vector<std::vector<double>> cost_rows(const sweep_result& r, const transpor
                                            const cpu_cost_model& model, bool server) {
   std::vector<std::vector<double>> rows;
   for (const auto& p : r.points) {
-    if (p.point.target != c.target || !(p.point.transport == c.transport)) continue;
+    if (p.point.target != c.target || p.point.distinct_sources != c.distinct_sources ||
+        !(p.point.transport == c.transport)) {
+      continue;
+    }
     for (const auto& run : p.repeats) {
       if (run.responses_received == 0) continue;
       const process_usage& u = run.server_usage;
@@ -44,7 +47,7 @@ void add_cost_plot(const std::vector<named_sweep>& sources, plot_set& into) {
   std::vector<std::pair<std::size_t, std::string>> owners;
   for (std::size_t k = 0; k < sources.size(); ++k) {
     for (const auto& c : sources[k].result->costs) {
-      const std::pair<std::size_t, std::string> owner{k, c.target};
+      const std::pair<std::size_t, std::string> owner{k, series_name(c.target, c.distinct_sources)};
       if (std::find(owners.begin(), owners.end(), owner) == owners.end()) owners.push_back(owner);
     }
   }
@@ -58,10 +61,11 @@ void add_cost_plot(const std::vector<named_sweep>& sources, plot_set& into) {
     for (std::size_t i = 0; i < r.costs.size(); ++i) {
       const transport_costs& c = r.costs[i];
       std::string who = sources[k].name;
-      if (!c.target.empty()) who += (who.empty() ? "" : "/") + c.target;
+      const std::string series = series_name(c.target, c.distinct_sources);
+      if (!series.empty()) who += (who.empty() ? "" : "/") + series;
       const auto at = std::find(r.plan.transports.begin(), r.plan.transports.end(), c.transport);
       const auto t = static_cast<std::size_t>(at - r.plan.transports.begin());
-      const std::pair<std::size_t, std::string> owner{k, c.target};
+      const std::pair<std::size_t, std::string> owner{k, series};
       const auto owner_index =
           static_cast<std::size_t>(std::find(owners.begin(), owners.end(), owner) - owners.begin());
       const std::size_t color = owners.size() > 1 ? owner_index + 1 : color_of(r, c.transport);

@@ -33,6 +33,9 @@ report_table points_table(const sweep_result& r) {
   const bool monitored = std::any_of(r.points.begin(), r.points.end(),
                                      [](const auto& p) { return p.summary.server_monitored; });
   if (monitored) t.header.push_back("server CPU/1k");
+  // With a distinct-sources axis, each point's, after its queries per connection.
+  const bool distinct = !r.plan.distinct_sources.empty();
+  if (distinct) t.header.insert(t.header.begin() + 3, "sources");
   t.left_columns = 1;
   for (const auto& p : r.points) {
     const auto& s = p.summary;
@@ -49,6 +52,9 @@ report_table points_table(const sweep_result& r) {
          duration_cell(s.latency.percentile(50), s.latency.count()),
          duration_cell(s.latency.percentile(99), s.latency.count()), lost,
          s.client_bound ? fmt::format("yes ({:.0f} %)", s.max_thread_cpu_share * 100) : ""});
+    if (distinct) {
+      t.rows.back().insert(t.rows.back().begin() + 3, with_commas(p.point.distinct_sources));
+    }
     if (monitored) {
       t.rows.back().push_back(s.server_monitored && s.server_answers > 0
                                   ? fmt::format("{:.2f} ms", s.server_cpu_per_1k_answers() * 1e3)
@@ -215,8 +221,8 @@ std::string findings_text(const sweep_result& r, std::string_view name) {
       name.empty() ? sweep_heading(r) : fmt::format("{}, {}", name, transports_heading(r)));
   std::string target;
   for (const auto& f : r.findings) {
-    if (f.target != target) {
-      target = f.target;
+    if (const std::string series = series_name(f.target, f.distinct_sources); series != target) {
+      target = series;
       out += fmt::format("  {}\n", target);
     }
     out += fmt::format("{}- {}\n", target.empty() ? "  " : "    ", f.text);
@@ -289,7 +295,9 @@ report_table costs_table(const std::vector<named_sweep>& sources) {
   for (const auto& [who, r] : sources) {
     for (const auto& c : r->costs) {
       std::string name = who;
-      if (!c.target.empty()) name += (name.empty() ? "" : "/") + c.target;
+      if (const std::string series = series_name(c.target, c.distinct_sources); !series.empty()) {
+        name += (name.empty() ? "" : "/") + series;
+      }
       name += (name.empty() ? "" : ": ") + sweep_transport_name(c.transport);
       auto add = [&](const char* side, const cpu_cost_model& m, bool server) {
         t.rows.push_back(
@@ -319,12 +327,24 @@ report_table costs_table(const std::vector<named_sweep>& sources) {
 
 std::vector<report_table> sweep_tables(const sweep_result& r) {
   std::vector<report_table> tables{points_table(r)};
-  if (!r.percent_of_udp.empty()) tables.push_back(percent_table(r));
-  if (!r.amortization.empty()) {
-    tables.push_back(fits_table(r));
-    tables.push_back(samples_table(r));
+  // With a distinct-sources axis, its own table, then the others at each of its values.
+  if (r.plan.distinct_sources.size() > 1) tables.push_back(distinct_sources_table(r));
+  for (const std::uint64_t n : r.plan.distinct_sources.size() > 1 ? r.plan.distinct_sources
+                                                                  : std::vector<std::uint64_t>{0}) {
+    const sweep_result one = n == 0 ? sweep_result{} : at_distinct_sources(r, n);
+    const sweep_result& of = n == 0 ? r : one;
+    std::vector<report_table> derived;
+    if (!of.percent_of_udp.empty()) derived.push_back(percent_table(of));
+    if (!of.amortization.empty()) {
+      derived.push_back(fits_table(of));
+      derived.push_back(samples_table(of));
+    }
+    if (!of.costs.empty()) derived.push_back(costs_table({{"", &of}}));
+    for (auto& t : derived) {
+      if (n != 0) t.title += ", at " + counted(n, "distinct source");
+      tables.push_back(std::move(t));
+    }
   }
-  if (!r.costs.empty()) tables.push_back(costs_table({{"", &r}}));
   return tables;
 }
 

@@ -90,10 +90,17 @@ report_output write_report(const sweep_result& result, const std::filesystem::pa
   detail::write_text(directory / "amortization.csv", detail::amortization_csv(result), files);
 
   detail::plot_set plots;
-  detail::add_throughput_plots(result, plots);
-  detail::add_amortization_plots(result, plots);
-  detail::add_latency_plots(result, plots);
-  detail::add_cost_plot({{"", &result}}, plots);
+  // With a distinct-sources axis: its plot first, the others at its last value.
+  const bool distinct = result.plan.distinct_sources.size() > 1;
+  const sweep_result one =
+      distinct ? detail::at_distinct_sources(result, result.plan.distinct_sources.back())
+               : sweep_result{};
+  const sweep_result& shown = distinct ? one : result;
+  if (distinct) detail::add_distinct_sources_plot(result, plots);
+  detail::add_throughput_plots(shown, plots);
+  detail::add_amortization_plots(shown, plots);
+  detail::add_latency_plots(shown, plots);
+  detail::add_cost_plot({{"", &shown}}, plots);
 
   detail::index_contents contents;
   contents.source_name = std::string(source_name);

@@ -51,8 +51,10 @@ json::object summary_to_json(const point_summary& s) {
 }
 
 // "target": the point's server in a sweep of several; left out with one server.
-void put_target(json::object& into, const std::string& target) {
+// "distinct_sources": the point's, in a sweep with that axis; left out without.
+void put_target(json::object& into, const std::string& target, std::uint64_t distinct_sources) {
   if (!target.empty()) into["target"] = target;
+  if (distinct_sources != 0) into["distinct_sources"] = distinct_sources;
 }
 
 std::string target_of(const json::object& o) {
@@ -62,7 +64,7 @@ std::string target_of(const json::object& o) {
 
 json::object point_to_json(const sweep_point_result& p) {
   json::object o;
-  put_target(o, p.point.target);
+  put_target(o, p.point.target, p.point.distinct_sources);
   detail::put_transport(o, p.point.transport);
   o["clients"] = p.point.clients;
   o["queries_per_connection"] = p.point.queries_per_connection;
@@ -82,7 +84,7 @@ json::object point_to_json(const sweep_point_result& p) {
 
 json::object percent_to_json(const percent_of_udp_entry& e) {
   json::object o;
-  put_target(o, e.target);
+  put_target(o, e.target, e.distinct_sources);
   detail::put_transport(o, e.transport);
   o["clients"] = e.clients;
   o["queries_per_connection"] = e.queries_per_connection;
@@ -96,7 +98,7 @@ json::object percent_to_json(const percent_of_udp_entry& e) {
 
 json::object fit_to_json(const amortization_fit& f) {
   json::object o;
-  put_target(o, f.target);
+  put_target(o, f.target, f.distinct_sources);
   detail::put_transport(o, f.transport);
   o["clients"] = f.clients;
   o["t_inf"] = stable(f.model.t_inf);
@@ -143,7 +145,7 @@ json::value cpu_model_to_json(const std::optional<cpu_cost_model>& m) {
 
 json::object costs_to_json(const transport_costs& c) {
   json::object o;
-  put_target(o, c.target);
+  put_target(o, c.target, c.distinct_sources);
   detail::put_transport(o, c.transport);
   o["server"] = cpu_model_to_json(c.server);
   o["generator"] = cpu_model_to_json(c.generator);
@@ -159,6 +161,9 @@ sweep_point_result point_from_json(const json::value& value) {
   const auto& o = value.get_object();
   sweep_point_result p;
   p.point.target = target_of(o);
+  if (o.contains("distinct_sources")) {
+    p.point.distinct_sources = detail::count_at(o, "distinct_sources");
+  }
   p.point.transport = detail::transport_from_json(o);
   p.point.clients = static_cast<unsigned>(detail::count_at(o, "clients"));
   p.point.queries_per_connection = detail::count_at(o, "queries_per_connection");
@@ -220,7 +225,7 @@ std::string to_json(const sweep_result& r) {
   json::array findings;
   for (const auto& f : r.findings) {
     json::object o;
-    put_target(o, f.target);
+    put_target(o, f.target, f.distinct_sources);
     o["kind"] = f.kind;
     o["text"] = f.text;
     findings.emplace_back(std::move(o));

@@ -179,9 +179,12 @@ json::object plan_to_json(const sweep_result& result) {
   for (const unsigned c : p.clients) clients.emplace_back(c);
   json::array per_connection;
   for (const std::uint64_t n : p.queries_per_connection) per_connection.emplace_back(n);
+  json::array distinct;
+  for (const std::uint64_t n : p.distinct_sources) distinct.emplace_back(n);
   return {{"transports", std::move(transports)},
           {"clients", std::move(clients)},
           {"queries_per_connection", std::move(per_connection)},
+          {"distinct_sources", std::move(distinct)},
           {"repeats", p.repeats},
           {"duration_seconds", stable(p.duration_seconds)},
           {"pause_seconds", stable(p.pause_seconds)},
@@ -205,6 +208,13 @@ void plan_from_json(const json::object& o, sweep_result& result) {
   p.queries_per_connection.clear();
   for (const auto& n : array_at(o, "queries_per_connection")) {
     p.queries_per_connection.push_back(json::value_to<std::uint64_t>(n));
+  }
+  // Files from before the distinct-sources axis had none.
+  p.distinct_sources.clear();
+  if (o.contains("distinct_sources")) {
+    for (const auto& n : array_at(o, "distinct_sources")) {
+      p.distinct_sources.push_back(json::value_to<std::uint64_t>(n));
+    }
   }
   p.repeats = static_cast<unsigned>(count_at(o, "repeats"));
   p.duration_seconds = number_at(o, "duration_seconds");

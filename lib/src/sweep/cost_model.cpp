@@ -152,12 +152,14 @@ std::vector<transport_costs> compute_costs(const std::vector<sweep_point_result>
   std::vector<std::vector<const run_result*>> runs;
   for (const auto& p : points) {
     auto same = [&](const transport_costs& c) {
-      return c.target == p.point.target && c.transport == p.point.transport;
+      return c.target == p.point.target && c.distinct_sources == p.point.distinct_sources &&
+             c.transport == p.point.transport;
     };
     auto at = std::find_if(out.begin(), out.end(), same);
     if (at == out.end()) {
       transport_costs fresh;
       fresh.target = p.point.target;
+      fresh.distinct_sources = p.point.distinct_sources;
       fresh.transport = p.point.transport;
       out.push_back(std::move(fresh));
       runs.emplace_back();

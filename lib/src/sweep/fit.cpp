@@ -24,6 +24,7 @@ double relative_rms(const std::vector<throughput_sample>& samples, Model model) 
 
 struct fit_key {
   std::string target;
+  std::uint64_t distinct_sources = 0;
   sweep_transport transport;
   unsigned clients = 0;
   friend bool operator==(const fit_key&, const fit_key&) = default;
@@ -87,7 +88,7 @@ std::optional<amortization_model> fit_amortization(const std::vector<throughput_
 std::vector<amortization_fit> compute_amortization(const std::vector<sweep_point_result>& points) {
   std::vector<fit_key> keys;
   for (const auto& p : points) {
-    const fit_key key{p.point.target, p.point.transport, p.point.clients};
+    const fit_key key{p.point.target, p.point.distinct_sources, p.point.transport, p.point.clients};
     if (traits_of(key.transport.transport).has_connections &&
         std::find(keys.begin(), keys.end(), key) == keys.end()) {
       keys.push_back(key);
@@ -97,7 +98,8 @@ std::vector<amortization_fit> compute_amortization(const std::vector<sweep_point
   for (const auto& key : keys) {
     std::vector<const sweep_point_result*> members;
     for (const auto& p : points) {
-      if (fit_key{p.point.target, p.point.transport, p.point.clients} == key &&
+      if (fit_key{p.point.target, p.point.distinct_sources, p.point.transport, p.point.clients} ==
+              key &&
           p.summary.qps.mean > 0) {
         members.push_back(&p);
       }
@@ -117,6 +119,7 @@ std::vector<amortization_fit> compute_amortization(const std::vector<sweep_point
 
     amortization_fit fit;
     fit.target = key.target;
+    fit.distinct_sources = key.distinct_sources;
     fit.transport = key.transport;
     fit.clients = key.clients;
     fit.model = *model;

@@ -57,18 +57,29 @@ double p50_ms(const latency_histogram& h) {
   return static_cast<double>(h.percentile(50)) / 1e6;
 }
 
+// One series of the sweep (series_name): a target, at one number of distinct sources.
 struct target_view {
   std::string name;
+  std::uint64_t distinct_sources = 0;
   std::vector<const sweep_point_result*> points;
   std::vector<sweep_transport> transports;  // with connections, in the order run
+
+  // Whether an entry derived from the points (% of UDP, fit, costs) is of this series.
+  template <typename Entry>
+  bool holds(const Entry& e) const noexcept {
+    return e.target == name && e.distinct_sources == distinct_sources;
+  }
 };
 
 std::vector<target_view> targets_of(const sweep_result& r) {
   std::vector<target_view> out;
   for (const auto& p : r.points) {
-    auto at = std::find_if(out.begin(), out.end(),
-                           [&p](const target_view& t) { return t.name == p.point.target; });
-    if (at == out.end()) at = out.insert(out.end(), target_view{p.point.target, {}, {}});
+    auto at = std::find_if(out.begin(), out.end(), [&p](const target_view& t) {
+      return t.name == p.point.target && t.distinct_sources == p.point.distinct_sources;
+    });
+    if (at == out.end()) {
+      at = out.insert(out.end(), target_view{p.point.target, p.point.distinct_sources, {}, {}});
+    }
     at->points.push_back(&p);
     const auto& t = p.point.transport;
     if (traits_of(t.transport).has_connections &&
@@ -81,7 +92,7 @@ std::vector<target_view> targets_of(const sweep_result& r) {
 
 void add(std::vector<sweep_finding>& into, const target_view& target, std::string kind,
          std::string text) {
-  into.push_back({target.name, std::move(kind), std::move(text)});
+  into.push_back({target.name, target.distinct_sources, std::move(kind), std::move(text)});
 }
 
 // Whether the repeats of the point at (transport, clients, queries per connection) of this
@@ -110,7 +121,7 @@ void throughput_kept(const sweep_result& r, const target_view& target,
     const percent_of_udp_entry* best = nullptr;
     const percent_of_udp_entry* best_steady = nullptr;
     for (const auto& e : r.percent_of_udp) {
-      if (e.target != target.name || !(e.transport == t) || e.queries_per_connection != 0) {
+      if (!target.holds(e) || !(e.transport == t) || e.queries_per_connection != 0) {
         continue;
       }
       if (!e.measurable()) {
@@ -153,7 +164,7 @@ void server_costs(const sweep_result& r, const target_view& target,
   double worst = 0;  // the largest miss of a run, over the transports
   std::string worst_transport;
   for (const auto& c : r.costs) {
-    if (c.target != target.name || !c.server) continue;
+    if (!target.holds(c) || !c.server) continue;
     const cpu_cost_model& m = *c.server;
     const transport_traits& traits = traits_of(c.transport.transport);
     std::vector<std::string> costs;
@@ -206,14 +217,14 @@ void amortization(const sweep_result& r, const target_view& target,
   for (const auto& t : target.transports) {
     const amortization_fit* widest = nullptr;
     for (const auto& f : r.amortization) {
-      if (f.target != target.name || !(f.transport == t)) continue;
+      if (!target.holds(f) || !(f.transport == t)) continue;
       if (widest == nullptr || f.clients > widest->clients) widest = &f;
     }
     if (widest == nullptr || widest->n90 <= 0) continue;
     const std::string name = display_name(t, target.transports);
     std::string part = fmt::format("{} {}", name, queries(widest->n90));
     const auto costs = std::find_if(r.costs.begin(), r.costs.end(), [&](const transport_costs& c) {
-      return c.target == target.name && c.transport == t;
+      return target.holds(c) && c.transport == t;
     });
     if (costs != r.costs.end() && costs->n90 > 0 && costs->server) {
       const cpu_cost_model& m = *costs->server;

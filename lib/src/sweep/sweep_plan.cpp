@@ -139,6 +139,22 @@ std::vector<std::uint64_t> parse_queries_per_connection_list(std::string_view li
   return values;
 }
 
+std::vector<std::uint64_t> parse_distinct_sources_list(std::string_view list) {
+  std::vector<std::uint64_t> values;
+  const std::string named = plan_setting("distinct_sources");
+  for (const std::string_view item : split_list(list, named)) {
+    const std::uint64_t n = parse_positive(item, named);
+    if (n > connection_settings::max_distinct_sources) {
+      throw setup_error(fmt::format("{}: {} is more than {}", named, n,
+                                    connection_settings::max_distinct_sources));
+    }
+    values.push_back(n);
+  }
+  reject_repeats<std::uint64_t>(values, named,
+                                [](const std::uint64_t& n) { return std::to_string(n); });
+  return values;
+}
+
 std::string queries_per_connection_name(std::uint64_t queries_per_connection) {
   return queries_per_connection == 0 ? "unlimited" : std::to_string(queries_per_connection);
 }
@@ -241,7 +257,16 @@ std::string describe(const sweep_point& point) {
                 ? ", persistent connections"
                 : ", " + counted(point.queries_per_connection, "query", "queries") + "/connection";
   }
+  if (point.distinct_sources != 0) {
+    text += ", " + counted(point.distinct_sources, "distinct source");
+  }
   return text;
+}
+
+std::string series_name(const std::string& target, std::uint64_t distinct_sources) {
+  if (distinct_sources == 0) return target;
+  const std::string sources = counted(distinct_sources, "source");
+  return target.empty() ? sources : target + ", " + sources;
 }
 
 namespace {
@@ -261,6 +286,12 @@ void check_plan(const sweep_plan& plan) {
                            [](const unsigned& n) { return std::to_string(n); });
   reject_repeats<std::uint64_t>(plan.queries_per_connection, per_connection,
                                 queries_per_connection_name);
+  reject_repeats<std::uint64_t>(plan.distinct_sources, plan_setting("distinct_sources"),
+                                [](const std::uint64_t& n) { return std::to_string(n); });
+  if (std::find(plan.distinct_sources.begin(), plan.distinct_sources.end(), 0u) !=
+      plan.distinct_sources.end()) {
+    throw setup_error(plan_setting("distinct_sources") + ": 0 is not a number of sources");
+  }
   if (std::find(plan.clients.begin(), plan.clients.end(), 0u) != plan.clients.end()) {
     throw setup_error(clients + ": 0 is not a number of clients");
   }
@@ -310,14 +341,17 @@ void check_plan(const sweep_plan& plan) {
 std::vector<sweep_point> expand(const sweep_plan& plan) {
   check_plan(plan);
   std::vector<sweep_point> grid;
+  // Without the axis, one value: 0, as the base load gives.
+  const std::vector<std::uint64_t> distinct =
+      plan.distinct_sources.empty() ? std::vector<std::uint64_t>{0} : plan.distinct_sources;
   for (const auto& transport : plan.transports) {
     for (const unsigned clients : plan.clients) {
-      if (!traits_of(transport.transport).has_connections) {
-        grid.push_back({transport, clients, 0, {}});
-        continue;
-      }
-      for (const std::uint64_t n : plan.queries_per_connection) {
-        grid.push_back({transport, clients, n, {}});
+      const bool connections = traits_of(transport.transport).has_connections;
+      for (const std::uint64_t n :
+           connections ? plan.queries_per_connection : std::vector<std::uint64_t>{0}) {
+        for (const std::uint64_t sources : distinct) {
+          grid.push_back({transport, clients, n, {}, sources});
+        }
       }
     }
   }
@@ -347,6 +381,7 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
   if (point.transport.backend) spec.tls.backend = *point.transport.backend;
   spec.traffic.clients = point.clients;
   spec.connections.queries_per_connection = point.queries_per_connection;
+  if (point.distinct_sources != 0) spec.connections.distinct_sources = point.distinct_sources;
   // --idle concerns the transports with connections; UDP points of the same sweep run without.
   if (!traits_of(spec.target.transport).has_connections) spec.connections.idle_seconds = 0;
   // --early-data concerns the transports with TLS; the others run without.

@@ -43,7 +43,8 @@ const sweep_point_result* udp_reference(const std::vector<sweep_point_result>& p
                                         const sweep_point& of) {
   for (const auto& p : points) {
     if (p.point.transport.transport == reference_transport && p.point.clients == of.clients &&
-        p.point.target == of.target && p.summary.qps.mean > 0) {
+        p.point.target == of.target && p.point.distinct_sources == of.distinct_sources &&
+        p.summary.qps.mean > 0) {
       return &p;
     }
   }
@@ -123,6 +124,7 @@ std::vector<percent_of_udp_entry> compute_percent_of_udp(
     const auto& u = udp->summary.qps;
     percent_of_udp_entry e;
     e.target = p.point.target;
+    e.distinct_sources = p.point.distinct_sources;
     e.transport = p.point.transport;
     e.clients = p.point.clients;
     e.queries_per_connection = p.point.queries_per_connection;
