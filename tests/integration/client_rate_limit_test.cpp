@@ -71,7 +71,7 @@ TEST(client_rate_limit_test, udp_over_a_clients_limit_is_dropped) {
   server_options options;
   options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   options.threads = 2;  // a client's datagrams may reach either: one bucket per address
-  options.proxy_protocol = true;
+  options.set_proxy_protocol(proxy_policy::required);
   options.rate_limit_per_client = per_client;
   server responder(options);
   // Paced at twice each client's limit (as fast as answers come, a client's slots would wait
@@ -100,7 +100,7 @@ void expect_each_clients_answers_wait(transport_kind t, bool proxy) {
   server_options options;
   options.listen[t] = endpoint{"127.0.0.1", 0};
   options.threads = 2;
-  options.proxy_protocol = proxy;
+  options.set_proxy_protocol(proxy ? proxy_policy::required : proxy_policy::off);
   options.rate_limit_per_client = per_client;
   if (traits_of(t).has_tls) {
     options.certificate_directory =

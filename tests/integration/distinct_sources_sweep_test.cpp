@@ -49,7 +49,7 @@ sweep_plan limited_sweep(std::uint16_t port) {
 TEST(distinct_sources_sweep_test, throughput_follows_a_limit_per_client_address) {
   server_options options;
   options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
-  options.proxy_protocol = true;
+  options.set_proxy_protocol(proxy_policy::required);
   options.rate_limit_per_client = per_client;
   server responder(options);
   const sweep_plan plan = limited_sweep(responder.port(transport_kind::tcp));
@@ -123,7 +123,7 @@ TEST(distinct_sources_sweep_test, the_axis_needs_addresses_to_choose_from) {
 TEST(distinct_sources_sweep_test, the_cli_sweeps_the_axis) {
   server_options options;
   options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
-  options.proxy_protocol = true;
+  options.set_proxy_protocol(proxy_policy::required);
   server responder(options);
   const auto directory = std::filesystem::path(hostile::scratch_directory("distinct-cli"));
   std::filesystem::create_directories(directory);

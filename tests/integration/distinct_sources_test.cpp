@@ -18,7 +18,7 @@ namespace {
 server_options responder_of(transport_kind t, bool proxy) {
   server_options options;
   options.listen[t] = endpoint{"127.0.0.1", 0};
-  options.proxy_protocol = proxy;
+  options.set_proxy_protocol(proxy ? proxy_policy::required : proxy_policy::off);
   return options;
 }
 

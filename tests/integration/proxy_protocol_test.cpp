@@ -172,7 +172,7 @@ TEST(proxy_protocol_test, settings_that_cannot_work_are_refused_naming_them) {
 // that can carry one; a load without them is dropped (UDP) or closed (streams), and counted.
 TEST(proxy_protocol_test, the_built_in_responder_reads_the_headers_and_drops_what_lacks_one) {
   server_options options;
-  options.proxy_protocol = true;
+  options.set_proxy_protocol(proxy_policy::required);
   for (const transport_kind t :
        {transport_kind::udp, transport_kind::tcp, transport_kind::tls, transport_kind::doh}) {
     options.listen[t] = endpoint{"127.0.0.1", 0};
@@ -333,6 +333,42 @@ TEST(proxy_protocol_test, a_udp_server_that_drops_headed_queries_is_named_in_a_w
 }
 
 #ifdef DNSTRANSPORT_CLI_PATH
+// proxy_policy::optional (as Knot Resolver's net.proxy_allowed): a datagram or connection
+// with a header is from the address it claims, one without from its peer; per listener.
+TEST(proxy_protocol_test, an_optional_listener_takes_queries_with_and_without_a_header) {
+  server_options options;
+  options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
+  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
+  options.proxy_protocol[transport_kind::udp] = proxy_policy::optional;
+  options.proxy_protocol[transport_kind::tcp] = proxy_policy::required;
+  server responder(options);
+  for (const transport_kind t : {transport_kind::udp, transport_kind::tcp}) {
+    EXPECT_EQ(run_load(proxied_load(t, responder.port(t), 2, 20)).responses_received, 20u)
+        << transport_name(t);
+  }
+  load_spec plain = proxied_load(transport_kind::udp, responder.port(transport_kind::udp), 1, 10);
+  plain.connections.proxy = {};
+  EXPECT_EQ(run_load(plain).responses_received, 10u);  // optional: the peer's own
+  load_spec refused = proxied_load(transport_kind::tcp, responder.port(transport_kind::tcp), 1, 2);
+  refused.connections.proxy = {};
+  refused.traffic.timeout_seconds = 0.3;
+  EXPECT_EQ(run_load(refused).responses_received, 0u);  // required on tcp
+  responder.stop();
+  const server_stats st = responder.stats();
+  EXPECT_EQ(st.proxy_headers, 20u + 2u);  // one per datagram, one per connection
+  EXPECT_GE(st.proxy_refused, 1u);
+  EXPECT_EQ(st.client_addresses, 3u);  // 10.9.0.1, 10.9.0.2 and 127.0.0.1
+  EXPECT_EQ(st.top_clients.back().address, "127.0.0.1");
+
+  server_options quic;
+  quic.listen[transport_kind::doq] = endpoint{"127.0.0.1", 0};
+  quic.proxy_protocol[transport_kind::doq] = proxy_policy::optional;
+  EXPECT_THROW(server{quic}, setup_error);
+  quic.set_proxy_protocol(proxy_policy::required);  // every listener that can read one
+  EXPECT_EQ(quic.proxy_protocol[transport_kind::doq], proxy_policy::off);
+  EXPECT_EQ(quic.proxy_protocol[transport_kind::doh], proxy_policy::required);
+}
+
 TEST(proxy_protocol_test, the_cli_runs_against_its_responder_and_refuses_what_cannot_be_sent) {
   const hostile::process_result r = hostile::run_process(
       hostile::cli, {"run", "--transport", "tcp", "--proxy-protocol", "v2", "--proxy-source",
@@ -346,6 +382,10 @@ TEST(proxy_protocol_test, the_cli_runs_against_its_responder_and_refuses_what_ca
                            "--proxy-source", "10.0.0.0/8", "--proxy-tlv", "300=00"},
                           "--proxy-tlv");
   hostile::expect_refused({"run", "--server", "127.0.0.1:9", "--proxy-protocol", "v3"},
+                          "--proxy-protocol");
+  hostile::expect_refused({"serve", "--listen", "127.0.0.1:0", "--proxy-protocol", "maybe"},
+                          "--proxy-protocol");
+  hostile::expect_refused({"serve", "--listen", "127.0.0.1:0", "--proxy-protocol", "dns=required"},
                           "--proxy-protocol");
 }
 #endif

@@ -91,7 +91,12 @@ std::unique_ptr<builtin_responder> builtin_responder::start_process(const server
   add("--cpus", fmt::format("{}", fmt::join(o.cpus, ",")));
   add("--mode", std::string(answer_mode_name(o.mode)));
   add("--tls-backend", std::string(tls_backend_name(o.tls_options.backend)));
-  if (o.proxy_protocol) args.emplace_back("--proxy-protocol");
+  std::vector<std::string> proxy;
+  for (const auto& t : all_transports()) {
+    if (o.proxy_protocol[t.kind] == proxy_policy::off) continue;
+    proxy.push_back(fmt::format("{}={}", t.name, proxy_policy_name(o.proxy_protocol[t.kind])));
+  }
+  add("--proxy-protocol", fmt::format("{}", fmt::join(proxy, ",")));
   if (o.cost_answer_us > 0) add("--cost-answer-us", fmt::format("{}", o.cost_answer_us));
   if (o.cost_handshake_us > 0) add("--cost-handshake-us", fmt::format("{}", o.cost_handshake_us));
   add("--ready-fd", std::to_string(ready_fd));

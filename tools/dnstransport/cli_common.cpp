@@ -302,7 +302,9 @@ std::unique_ptr<builtin_responder> start_builtin_server(const run_options& o, lo
                                                         std::vector<transport_kind> transports) {
   server_options s;
   // Clients that send PROXY headers get a responder that reads them (before TLS).
-  s.proxy_protocol = spec.connections.proxy.version != proxy_protocol::none;
+  if (spec.connections.proxy.version != proxy_protocol::none) {
+    s.set_proxy_protocol(proxy_policy::required);
+  }
   if (spec.connections.proxy.inside_tls) {
     throw setup_error(
         "--proxy-inside-tls: the built-in responder reads PROXY headers before TLS only; give "

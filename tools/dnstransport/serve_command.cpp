@@ -31,7 +31,7 @@ struct serve_options {
   bool doq_no_0rtt = false;
   bool no_0rtt = false;
   bool doq_retry = false;
-  bool proxy_protocol = false;
+  std::string proxy_protocol;  // POLICY or LISTENER=POLICY,...; empty: off
   unsigned threads = 1;
   std::string cpus;
   std::string mode = "answer";
@@ -78,6 +78,37 @@ void add_listener_flags(CLI::App& serve, serve_options& o) {
 }
 
 // The responder's settings from the flags; throws setup_error naming the flag.
+// --proxy-protocol: POLICY for every listener but doq's, or LISTENER=POLICY,... (the others
+// off); given without a value, required.
+void set_proxy_policies(server_options& s, const std::string& text) {
+  if (text.empty()) return;
+  const auto policy_of = [&text](std::string_view name) {
+    const auto policy = parse_proxy_policy(name);
+    if (!policy) {
+      throw setup_error(
+          fmt::format("--proxy-protocol: \"{}\" in \"{}\" is not required, optional or off (or "
+                      "LISTENER=POLICY, e.g. udp=required,tcp=optional)",
+                      name, text));
+    }
+    return *policy;
+  };
+  if (text.find('=') == std::string::npos) return s.set_proxy_protocol(policy_of(text));
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const std::string_view item = rest.substr(0, rest.find(','));
+    rest.remove_prefix(std::min(rest.size(), item.size() + 1));
+    const std::size_t equals = item.find('=');
+    const auto transport = parse_transport(item.substr(0, equals));
+    if (equals == std::string_view::npos || !transport) {
+      throw setup_error(fmt::format(
+          "--proxy-protocol: \"{}\" is not LISTENER=POLICY (udp, tcp, tls or doh; required, "
+          "optional or off)",
+          item));
+    }
+    s.proxy_protocol[*transport] = policy_of(item.substr(equals + 1));
+  }
+}
+
 server_options server_options_of(const serve_options& o) {
   server_options s;
   for (const auto& t : all_transports()) {
@@ -91,7 +122,7 @@ server_options server_options_of(const serve_options& o) {
   s.doq_early_data = !o.doq_no_0rtt;
   s.tls_options.early_data = !o.no_0rtt;
   s.doq_retry = o.doq_retry;
-  s.proxy_protocol = o.proxy_protocol;
+  set_proxy_policies(s, o.proxy_protocol);
   s.threads = o.threads;
   if (!o.cpus.empty()) s.cpus = parse_cpu_list(o.cpus, "--cpus");
   const auto mode = parse_answer_mode(o.mode);
@@ -160,8 +191,11 @@ void print_listening(const server& responder, const server_options& s, const ser
     std::string where = to_string({s.listen[t.kind]->address, responder.port(t.kind)});
     // A DoH listener answers at a URL.
     if (!t.url_scheme.empty()) where = fmt::format("{}://{}{}", t.url_scheme, where, s.doh_path);
-    fmt::print("{:<4} {}{}\n", t.name, where,
-               t.has_tls ? tls_details(t, s, o, responder.certificate()) : "");
+    fmt::print("{:<4} {}{}{}\n", t.name, where,
+               t.has_tls ? tls_details(t, s, o, responder.certificate()) : "",
+               s.proxy_protocol[t.kind] != proxy_policy::off
+                   ? fmt::format(", PROXY headers {}", proxy_policy_name(s.proxy_protocol[t.kind]))
+                   : "");
   }
   fmt::print("mode {}, {}{}{}{}; stop with Ctrl-C\n", o.mode, counted(s.threads, "thread"),
              s.rate_limit > 0 ? fmt::format(", at most {} answers/s", s.rate_limit) : "",
@@ -199,7 +233,7 @@ void print_answered(const server_stats& st, const server_options& s) {
       "0-RTT accepted; {} malformed queries dropped\n",
       fmt::join(answered, ", "), st.connections_accepted, st.tls_handshakes_failed, st.tls_resumed,
       st.tls_early_data, st.malformed_queries);
-  if (s.proxy_protocol) {
+  if (s.reads_proxy_headers()) {
     fmt::print("PROXY protocol: {} headers read, {} datagrams or connections dropped without one\n",
                st.proxy_headers, st.proxy_refused);
   }
@@ -233,10 +267,15 @@ void add_transport_flags(CLI::App& serve, serve_options& o) {
   serve.add_flag("--doq-retry", o.doq_retry,
                  "DoQ: validate every client's address with a Retry first (a round trip more "
                  "per connection, as a server under a flood of spoofed packets would)");
-  serve.add_flag("--proxy-protocol", o.proxy_protocol,
-                 "Read a PROXY protocol header (v1 or v2) before each UDP query and at the start "
-                 "of each tcp/tls/doh connection, before TLS, as a server behind a trusted proxy "
-                 "does; queries and connections without one are dropped (counted). Not on doq");
+  serve
+      .add_option("--proxy-protocol", o.proxy_protocol,
+                  "Read a PROXY protocol header (v1 or v2) before each UDP query and at the start "
+                  "of each tcp/tls/doh connection, before TLS, as a server behind a trusted "
+                  "proxy does. required (the default when no value is given): queries and "
+                  "connections without one are dropped (counted); optional: those without one "
+                  "are the peer's own. Per listener: udp=required,tcp=optional (the others "
+                  "read none). Not on doq")
+      ->expected(0, 1);
 }
 
 // Threads, answers, TLS certificate, connection limits and the rate limit.
@@ -333,6 +372,10 @@ action add_serve_command(CLI::App& app) {
       "Exit status: 0 after SIGINT/SIGTERM; 2 for bad flags or an address that cannot be bound.");
   return [serve, o]() -> int {
     if (!serve->parsed()) return -1;
+    // --proxy-protocol without a value: required on every listener that can read a header.
+    if (serve->count("--proxy-protocol") > 0 && o->proxy_protocol.empty()) {
+      o->proxy_protocol = "required";
+    }
     const server_options s = server_options_of(*o);
     // SIGINT and SIGTERM blocked before the responder's threads start (they inherit the
     // mask), so they come to this thread, which sleeps in sigsuspend until one does: no

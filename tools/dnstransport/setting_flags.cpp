@@ -91,6 +91,7 @@ std::string flag_of_setting(std::string_view path) {
       {"server_options::threads", "--threads"},
       {"server_options::rate_limit", "--rate-limit"},
       {"server_options::rate_limit_per_client", "--rate-limit-per-client"},
+      {"server_options::proxy_protocol", "--proxy-protocol"},
       {"server_options::cost_answer_us", "--cost-answer-us"},
       {"server_options::cost_handshake_us", "--cost-handshake-us"},
       {"server_options::keepalive_timeout_seconds", "--keepalive-timeout"},

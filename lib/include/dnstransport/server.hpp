@@ -28,6 +28,25 @@ std::string_view answer_mode_name(answer_mode mode) noexcept;
 /// Mode from its name; nothing for an unknown name.
 std::optional<answer_mode> parse_answer_mode(std::string_view name) noexcept;
 
+/// How a listener of the responder treats PROXY protocol headers (server_options::
+/// proxy_protocol).
+enum class proxy_policy {
+  off,  ///< reads none: a header is taken for the query (and dropped as malformed)
+  /// A datagram or connection that starts with a header (version 1 or 2) is read as from
+  /// the address it claims; one that does not is the peer's own, as Knot Resolver's
+  /// net.proxy_allowed does. One that begins as a header but breaks the specification is
+  /// refused (server_stats::proxy_refused).
+  optional,
+  /// Every datagram and connection must start with a valid header: one without is dropped
+  /// or closed (server_stats::proxy_refused), as unbound's proxy-protocol-port does.
+  required,
+};
+
+/// "off", "optional" or "required".
+std::string_view proxy_policy_name(proxy_policy policy) noexcept;
+/// Policy from its name; nothing for an unknown name.
+std::optional<proxy_policy> parse_proxy_policy(std::string_view name) noexcept;
+
 /// The edns-tcp-keepalive timeout the responder advertises without idle timeout or
 /// server_options::keepalive_timeout_seconds (unbound's default too).
 inline constexpr double default_keepalive_seconds = 120;
@@ -53,11 +72,17 @@ struct server_options {
   unsigned threads = 1;   ///< threads answering, each with its own socket per listener
   std::vector<int> cpus;  ///< pin thread i to cpus[i % size]; empty: no pinning
   answer_mode mode = answer_mode::answer;  ///< what it sends back
-  /// Reads a PROXY protocol header (version 1 or 2) before each UDP query and at the start
-  /// of each TCP, TLS and DoH connection (before TLS), as a server behind a proxy that it
-  /// trusts does; a datagram without a valid one is dropped and a connection without one
-  /// closed (server_stats::proxy_refused). Not on the DoQ listener.
-  bool proxy_protocol = false;
+  /// PROXY protocol headers (version 1 or 2), per listener: read before each UDP query and
+  /// at the start of each TCP, TLS and DoH connection (before TLS), as a server behind a
+  /// proxy that it trusts does; the address a header claims is the client's
+  /// (server_stats::client_addresses, rate_limit_per_client). Off on every listener by
+  /// default; never on the DoQ listener (QUIC has no place for one). set_proxy_protocol
+  /// sets every listener's.
+  per_transport<proxy_policy> proxy_protocol{};
+  /// Every listener's proxy_protocol but DoQ's set to `policy`.
+  void set_proxy_protocol(proxy_policy policy) noexcept;
+  /// Whether any listener reads PROXY headers.
+  bool reads_proxy_headers() const noexcept;
   /// TLS settings of the TLS listener, of the DoH listener (which selects ALPN "h2" instead
   /// of tls_options.alpn) and of the DoQ listener (ALPN "doq", GnuTLS, TLS 1.3); all use the
   /// same certificate.

@@ -27,6 +27,36 @@ std::optional<answer_mode> parse_answer_mode(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+std::string_view proxy_policy_name(proxy_policy policy) noexcept {
+  switch (policy) {
+    case proxy_policy::optional:
+      return "optional";
+    case proxy_policy::required:
+      return "required";
+    case proxy_policy::off:
+      break;
+  }
+  return "off";
+}
+
+std::optional<proxy_policy> parse_proxy_policy(std::string_view name) noexcept {
+  for (const auto policy : {proxy_policy::off, proxy_policy::optional, proxy_policy::required}) {
+    if (name == proxy_policy_name(policy)) return policy;
+  }
+  return std::nullopt;
+}
+
+void server_options::set_proxy_protocol(proxy_policy policy) noexcept {
+  for (const auto& t : all_transports()) {
+    proxy_protocol[t.kind] = t.over_tcp || !t.has_connections ? policy : proxy_policy::off;
+  }
+}
+
+bool server_options::reads_proxy_headers() const noexcept {
+  return std::any_of(proxy_protocol.begin(), proxy_protocol.end(),
+                     [](proxy_policy p) { return p != proxy_policy::off; });
+}
+
 namespace {
 
 void check_address(std::string_view address, std::string_view whole, std::string_view what) {
@@ -78,6 +108,15 @@ server::server(server_options options) : impl_(std::make_unique<impl>()) {
     if (!(cost >= 0 && cost <= 1e6)) {
       throw setup_error(fmt::format("{}: {} is not a cost (0 to 1,000,000 microseconds of CPU)",
                                     setting(name), cost));
+    }
+  }
+  for (const auto& traits : all_transports()) {
+    if (o.proxy_protocol[traits.kind] != proxy_policy::off && traits.has_connections &&
+        !traits.over_tcp) {
+      throw setup_error(
+          fmt::format("{}: the {} listener cannot read PROXY headers (QUIC has no "
+                      "place for one)",
+                      setting("server_options::proxy_protocol"), traits.name));
     }
   }
   std::vector<std::pair<transport_kind, boost::asio::ip::address>> listening;

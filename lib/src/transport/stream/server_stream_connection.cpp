@@ -27,8 +27,7 @@ server_stream_connection::server_stream_connection(server_thread& owner,
       socket_(std::move(socket)),
       client_(&owner.client(peer)),
       timer_(owner.io()),
-      last_activity_ns_(monotonic_ns()),
-      proxy_pending_(owner.options().proxy_protocol) {}
+      last_activity_ns_(monotonic_ns()) {}
 
 server_stream_connection::~server_stream_connection() = default;
 
@@ -36,6 +35,8 @@ std::shared_ptr<server_stream_connection> server_stream_connection::make(
     server_thread& owner, std::unique_ptr<accepted_socket> socket, stream_acceptor& streams,
     server_session_maker session, transport_kind transport, const boost::asio::ip::address& peer) {
   auto connection = std::make_shared<server_stream_connection>(owner, std::move(socket), peer);
+  connection->proxy_ = owner.options().proxy_protocol[transport];
+  connection->proxy_pending_ = connection->proxy_ != proxy_policy::off;
   connection->session_ =
       session(*connection, streams.open(connection->socket_->native_handle()), transport);
   return connection;
@@ -87,6 +88,11 @@ bool server_stream_connection::read_proxy_header() {
       static_cast<std::size_t>(n) < peeked.size()) {
     wait(boost::asio::socket_base::wait_read);
     return false;
+  }
+  // proxy_policy::optional: a connection that does not start with a header is the peer's.
+  if (proxy_ == proxy_policy::optional && header.result == proxy_header_read::outcome::none) {
+    proxy_pending_ = false;
+    return true;
   }
   if (header.result != proxy_header_read::outcome::complete ||
       ::recv(fd, peeked.data(), header.length, MSG_DONTWAIT) !=

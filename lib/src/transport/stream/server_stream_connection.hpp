@@ -172,9 +172,10 @@ class server_stream_connection final
   boost::asio::steady_timer timer_;  // the session's (wake_at), then the linger's
   std::uint64_t last_activity_ns_ = 0;
   bool handshaking_ = true;
-  bool proxy_pending_ = false;  // a PROXY header comes first (server_options::proxy_protocol)
-  bool closing_ = false;        // stop reading, flush, then close
-  bool lingering_ = false;      // FIN sent: discard input until the peer's FIN, then close
+  proxy_policy proxy_ = proxy_policy::off;  // the listener's (server_options::proxy_protocol)
+  bool proxy_pending_ = false;              // a PROXY header may come first, not read yet
+  bool closing_ = false;                    // stop reading, flush, then close
+  bool lingering_ = false;  // FIN sent: discard input until the peer's FIN, then close
   bool closed_ = false;
   bool waiting_ = false;
 };

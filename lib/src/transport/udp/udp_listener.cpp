@@ -65,7 +65,7 @@ class udp_listener final : public thread_listener {
 void udp_listener::on_readable() {
   server_counters& counters = thread_.counters;
   const answer_mode mode = thread_.options().mode;
-  const bool proxy = thread_.options().proxy_protocol;
+  const proxy_policy proxy = thread_.options().proxy_protocol[transport_kind::udp];
   const answer_edns& edns = thread_.edns(transport_kind::udp);
   rate_limiter* const limiter = thread_.limiter();
   const int fd = socket_.native_handle();
@@ -98,8 +98,11 @@ void udp_listener::on_readable() {
     for (int i = 0; i < n; ++i) {
       std::span<const std::uint8_t> query(&in_[i * datagram_max], in_msgs[i].msg_len);
       boost::asio::ip::address client;
-      if (proxy) {
-        const auto header = read_proxy_header(query);
+      const auto header =
+          proxy != proxy_policy::off ? read_proxy_header(query) : proxy_header_read{};
+      if (proxy == proxy_policy::optional && header.result == proxy_header_read::outcome::none) {
+        client = address_of(peers[i]);  // a query of the peer's own
+      } else if (proxy != proxy_policy::off) {
         if (header.result != proxy_header_read::outcome::complete) {
           counters.proxy_refused.fetch_add(1, std::memory_order_relaxed);
           continue;
