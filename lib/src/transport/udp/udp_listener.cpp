@@ -97,21 +97,18 @@ void udp_listener::on_readable() {
     std::uint64_t now = 0;  // read once per batch, when a limit per client needs it
     for (int i = 0; i < n; ++i) {
       std::span<const std::uint8_t> query(&in_[i * datagram_max], in_msgs[i].msg_len);
-      boost::asio::ip::address client;
-      const auto header =
-          proxy != proxy_policy::off ? read_proxy_header(query) : proxy_header_read{};
-      if (proxy == proxy_policy::optional && header.result == proxy_header_read::outcome::none) {
-        client = address_of(peers[i]);  // a query of the peer's own
-      } else if (proxy != proxy_policy::off) {
-        if (header.result != proxy_header_read::outcome::complete) {
+      boost::asio::ip::address client = address_of(peers[i]);
+      if (proxy != proxy_policy::off) {
+        const auto header = read_proxy_header(query);
+        if (header.result == proxy_header_read::outcome::complete) {
+          counters.proxy_headers.fetch_add(1, std::memory_order_relaxed);
+          query = query.subspan(header.length);
+          if (!header.local) client = header.connection.source;
+        } else if (proxy == proxy_policy::required ||
+                   header.result != proxy_header_read::outcome::none) {
           counters.proxy_refused.fetch_add(1, std::memory_order_relaxed);
           continue;
-        }
-        counters.proxy_headers.fetch_add(1, std::memory_order_relaxed);
-        query = query.subspan(header.length);
-        client = header.local ? address_of(peers[i]) : header.connection.source;
-      } else {
-        client = address_of(peers[i]);
+        }  // optional, and no header: a query of the peer's own
       }
       std::uint8_t* out = &out_[i * (datagram_max + answer_overhead)];
       const std::size_t size =
