@@ -253,12 +253,16 @@ TEST(mpi_failure_test, a_rank_without_answers_fails_the_run) {
   const scratch files("mpi-noanswer");
   served server(cli, files.path("cert"));
   ASSERT_TRUE(server.ready()) << server.out();
-  // Rank 1's source, 192.0.2.1, is not on this machine: its clients cannot send.
+  // Rank 1's source is loopback's broadcast address, 127.255.255.255: the kernel lets a socket
+  // bind it, but no answer reaches a socket bound there (the queries leave from 127.0.0.1,
+  // where the answers go back to). An address that is not on this machine is refused before
+  // the run (cli_bad_source_test).
   const std::string json = files.path("run.json");
   const process_result r = hostile::run_process(
       mpirun,
       under_mpirun(2, {"run", "--server", server.address(transport_kind::udp), "--clients", "2",
-                       "--duration", "0.5", "--source", "127.0.0.1,192.0.2.1", "--json", json}),
+                       "--duration", "0.5", "--timeout", "0.2", "--source",
+                       "127.0.0.1,127.255.255.255", "--json", json}),
       60s);
   ASSERT_FALSE(r.timed_out) << r.out << r.err;
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;

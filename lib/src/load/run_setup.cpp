@@ -102,6 +102,7 @@ std::vector<boost::asio::ip::address> source_addresses(const load_spec& spec,
         setting("load_spec::connections.source_mode")));
   }
   std::vector<boost::asio::ip::address> sources = expanded.addresses;
+  check_sources_local(sources, named);
   // Towards IPv4 loopback, 16 source addresses give 16 times the ephemeral ports, so a run
   // at one query per connection does not stall on TIME_WAIT. With Fast Open, 4: the kernel
   // keeps its cookies in tcp_metrics, whose hash is of the destination only and keeps 5

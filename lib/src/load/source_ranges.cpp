@@ -2,12 +2,18 @@
 // hosts as there are clients to bind them, so that fd00::/64 costs no more than /120.
 #include "load/source_ranges.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <random>
 
 #include <fmt/format.h>
 #include <boost/asio/ip/network_v4.hpp>
 #include <boost/asio/ip/network_v6.hpp>
+#include <boost/asio/ip/udp.hpp>
 
 #include <dnstransport/error.hpp>
 #include <dnstransport/transport.hpp>
@@ -188,6 +194,30 @@ void validate_distinct_sources(const load_spec& spec) {
         named, wanted, setting("load_spec::traffic.clients"), spec.traffic.clients, traits.name,
         from, wanted, setting("load_spec::connections.proxy.version")));
   }
+}
+
+void check_sources_local(const std::vector<ip::address>& sources, const std::string& setting) {
+  if (sources.empty()) return;
+  // A range is usually all of this machine's or none of it: up to 4,096 of its addresses,
+  // evenly spread, and the last.
+  constexpr std::size_t most_probed = 4096;
+  const std::size_t step = std::max<std::size_t>(1, sources.size() / most_probed);
+  const auto probe = [&setting](const ip::address& address) {
+    const int fd = ::socket(address.is_v4() ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;  // no descriptor to spare: the run's own sockets will say so
+    const ip::udp::endpoint where(address, 0);
+    const int error =
+        ::bind(fd, where.data(), static_cast<socklen_t>(where.size())) == 0 ? 0 : errno;
+    ::close(fd);
+    if (error != EADDRNOTAVAIL) return;
+    throw setup_error(fmt::format(
+        "{}: {} is not an address of this machine (the kernel refuses to bind it: {}); give "
+        "addresses it has (`ip address`; all of 127.0.0.0/8 is loopback), or for an IPv6 range "
+        "`ip -6 route add local RANGE dev lo` and sysctl net.ipv6.ip_nonlocal_bind=1",
+        setting, address.to_string(), std::strerror(error)));
+  };
+  for (std::size_t i = 0; i < sources.size(); i += step) probe(sources[i]);
+  probe(sources.back());
 }
 
 std::uint64_t sources_wanted(const load_spec& spec) noexcept {

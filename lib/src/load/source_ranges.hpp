@@ -37,6 +37,12 @@ struct source_list {
 source_list expand_sources(const std::vector<std::string>& entries, std::uint64_t wanted,
                            bool server_is_v4, const std::string& setting);
 
+/// Throws setup_error naming `setting` when an address of `sources` is not this machine's
+/// (the kernel refuses to bind it: EADDRNOTAVAIL), before anything is sent. Probes up to
+/// 4,096 of them, evenly spread, and the last.
+void check_sources_local(const std::vector<boost::asio::ip::address>& sources,
+                         const std::string& setting);
+
 /// The client addresses PROXY headers carry (proxy_settings::sources): the first `clients`
 /// of the entries in order (fewer when they hold fewer: client i takes the (i mod n)-th), or
 /// with `random` one drawn for each client. Throws setup_error naming `setting` for an
