@@ -1,6 +1,7 @@
 // `run --metrics-listen` and `--metrics-file` (issue #38): the metrics scraped while a run
 // lasts hold together and only grow, both formats are served as asked, and the file left
 // at the end says what the run's JSON says.
+#include <algorithm>
 #include <csignal>
 #include <map>
 #include <regex>
@@ -16,6 +17,8 @@
 
 #include <dnstransport/metrics.hpp>
 #include <dnstransport/report.hpp>
+#include <dnstransport/search.hpp>
+#include <dnstransport/sweep.hpp>
 
 #include "child_process.hpp"
 #include "cli_runs.hpp"
@@ -194,8 +197,7 @@ TEST(cli_metrics_test, scrapes_hold_together_grow_and_end_as_the_json_says) {
   EXPECT_EQ(last.at("dnstransport_latency_seconds_count"), result.latency.count());
   // The JSON writes a figure to 12 significant digits and keeps the server's user and system
   // CPU apart; the metrics write every digit of the sums, so the last digits may differ.
-  EXPECT_NEAR(last.at("dnstransport_generator_cpu_seconds_total"), result.client_cpu_seconds,
-              1e-9);
+  EXPECT_NEAR(last.at("dnstransport_generator_cpu_seconds_total"), result.client_cpu_seconds, 1e-9);
   EXPECT_NEAR(last.at("dnstransport_server_cpu_seconds_total"), result.server_usage.cpu_seconds(),
               1e-9);
   EXPECT_EQ(last.at("dnstransport_measured_seconds"), result.elapsed_seconds);
@@ -204,6 +206,89 @@ TEST(cli_metrics_test, scrapes_hold_together_grow_and_end_as_the_json_says) {
       EXPECT_LE(value, last.at(series)) << series;
     }
   }
+}
+
+// The samples of a metrics text as written, labels and all: "NAME{LABELS}" or "NAME".
+std::map<std::string, double> labelled_samples(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto space = line.rfind(' ');
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+TEST(cli_metrics_test, a_sweep_shows_each_run_under_its_points_labels_and_counts_its_runs) {
+  const scratch files;
+  const std::string file = files.path("sweep.prom");
+  const std::string json = files.path("sweep.json");
+  const process_result r = run_process(
+      cli,
+      {"sweep",     "--transports", "udp,tcp", "--clients",  "1,2",  "--queries-per-connection",
+       "unlimited", "--repeats",    "1",       "--duration", "0.2",  "--pause",
+       "0",         "--interval",   "0.1",     "--label",    "grid", "--metrics-file",
+       file,        "--json",       json,      "--quiet"},
+      120s);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const sweep_result sweep = sweep_result_from_json(read_file(json), json);
+  ASSERT_EQ(sweep.points.size(), 4u);
+  const sweep_point_result& last_point = sweep.points.back();
+  ASSERT_EQ(last_point.repeats.size(), 1u);
+  const run_result& last_run = last_point.repeats.back();
+
+  const auto s = labelled_samples(read_file(file));
+  // The sweep's own figures, under its label only.
+  EXPECT_EQ(s.at("dnstransport_sweep_runs_total{label=\"grid\"}"), 4);
+  EXPECT_EQ(s.at("dnstransport_sweep_runs_planned{label=\"grid\"}"), 4);
+  EXPECT_EQ(s.at("dnstransport_sweep_eta_seconds{label=\"grid\"}"), 0);
+  // The last run's figures, under its point's labels, and no other point's.
+  const std::string point = fmt::format(
+      "server=\"127.0.0.1\",transport=\"{}\",clients=\"{}\","
+      "queries_per_connection=\"unlimited\",label=\"grid\"",
+      sweep_transport_name(last_point.point.transport), last_point.point.clients);
+  EXPECT_EQ(s.at(fmt::format("dnstransport_answers_total{{{}}}", point)),
+            last_run.responses_received);
+  EXPECT_EQ(s.at(fmt::format("dnstransport_queries_sent_total{{{}}}", point)),
+            last_run.queries_sent);
+  EXPECT_EQ(s.at(fmt::format("dnstransport_finished{{{}}}", point)), 1);
+  for (const auto& [series, value] : s) {
+    if (!series.starts_with("dnstransport_sweep_")) {
+      EXPECT_NE(series.find(point), std::string::npos) << series;
+    }
+  }
+}
+
+TEST(cli_metrics_test, a_search_shows_its_last_step_and_the_rates_offered_and_passed) {
+  const scratch files;
+  const std::string file = files.path("search.prom");
+  const std::string json = files.path("search.json");
+  const process_result r = run_process(
+      cli,
+      {"search", "--start-rate", "500", "--max-rate", "2000", "--duration", "0.2", "--settle", "0",
+       "--interval", "0.1", "--metrics-file", file, "--json", json, "--quiet"},
+      120s);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const search_result search = search_result_from_json(read_file(json), json);
+  ASSERT_FALSE(search.steps.empty()) << r.err;
+  const search_step& last = search.steps.back();
+  double passed = 0;
+  for (const search_step& step : search.steps) {
+    if (step.passed) passed = std::max(passed, step.rate);
+  }
+
+  const auto s = samples(read_file(file));
+  EXPECT_EQ(s.at("dnstransport_search_steps_total"), search.steps.size());
+  EXPECT_EQ(s.at("dnstransport_search_offered_rate"), last.rate);
+  EXPECT_EQ(s.at("dnstransport_search_passed_rate"), passed);
+  expect_consistent(s);
+  EXPECT_EQ(s.at("dnstransport_finished"), 1);
+  EXPECT_EQ(s.at("dnstransport_answers_total"), last.run.responses_received);
+  EXPECT_EQ(s.at("dnstransport_queries_sent_total"), last.run.queries_sent);
 }
 
 TEST(cli_metrics_test, a_metrics_port_in_use_is_refused_before_the_run) {

@@ -3,6 +3,7 @@
 // file of --metrics-file.
 #include "live_metrics.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,8 @@
 
 #include <dnstransport/endpoint.hpp>
 #include <dnstransport/error.hpp>
+
+#include "cli_common.hpp"
 
 namespace dnstransport::cli {
 
@@ -170,12 +173,11 @@ live_metrics::live_metrics(const std::string& listen, const std::string& file,
     listener_ = std::make_unique<metrics_listener>(
         parse_listen_endpoint(listen, 0, "--metrics-listen"), *texts_);
   }
-  const live_figures nothing_yet;
-  const std::string text = metrics_text(nothing_yet, labels_, metrics_format::prometheus);
   if (!file_.empty()) {
+    const std::string text = metrics_text(figures_, labels_, metrics_format::prometheus);
     if (std::string why = write_file(text); !why.empty()) throw setup_error(why);
   }
-  if (listener_) update(nothing_yet);
+  if (listener_) publish();
 }
 
 live_metrics::~live_metrics() = default;
@@ -185,9 +187,29 @@ std::string live_metrics::url() const {
 }
 
 void live_metrics::update(const live_figures& figures) {
-  std::string prometheus = metrics_text(figures, labels_, metrics_format::prometheus);
+  figures_ = figures;
+  publish();
+}
+
+void live_metrics::load_started(metrics_labels labels) {
+  labels_ = std::move(labels);
+  figures_ = live_figures{};
+  publish();
+}
+
+void live_metrics::update(const metrics_study& study) {
+  study_ = study;
+  publish();
+}
+
+void live_metrics::publish() {
+  const auto text = [this](metrics_format format) {
+    return study_ ? metrics_text(figures_, labels_, *study_, format)
+                  : metrics_text(figures_, labels_, format);
+  };
+  std::string prometheus = text(metrics_format::prometheus);
   if (listener_) {
-    std::string openmetrics = metrics_text(figures, labels_, metrics_format::openmetrics);
+    std::string openmetrics = text(metrics_format::openmetrics);
     const std::lock_guard lock(texts_->mutex);
     texts_->openmetrics = std::move(openmetrics);
     texts_->prometheus = prometheus;
@@ -214,6 +236,102 @@ std::string live_metrics::write_file(const std::string& text) const {
                        ec.message());
   }
   return {};
+}
+
+void add_metrics_flags(CLI::App& command, metrics_flags& flags, std::string_view what) {
+  command.add_option(
+      "--metrics-listen", flags.listen,
+      fmt::format("Serve live metrics at http://ADDR:PORT/metrics while {} lasts, for "
+                  "Prometheus to scrape (OpenMetrics when asked for, Prometheus text otherwise; "
+                  "port 0: a free one, printed): queries sent, answers, losses and failures by "
+                  "cause, in flight, connections, handshakes, a latency histogram, the "
+                  "generator's CPU and a monitored server's; updated at the end of each "
+                  "--interval",
+                  what));
+  command.add_option(
+      "--metrics-file", flags.file,
+      fmt::format("Write the same metrics to this file at the end of each --interval and of {} "
+                  "(Prometheus text, as node_exporter's textfile collector reads it: a NAME.prom "
+                  "in its directory), replaced whole each time",
+                  what));
+}
+
+std::unique_ptr<live_metrics> open_live_metrics(const metrics_flags& flags, const load_spec& spec,
+                                                metrics_labels labels, bool quiet) {
+  if (flags.listen.empty() && flags.file.empty()) return nullptr;
+  const char* named = flags.listen.empty() ? "--metrics-file"
+                      : flags.file.empty() ? "--metrics-listen"
+                                           : "--metrics-listen and --metrics-file";
+  if (job_group) {
+    throw setup_error(fmt::format(
+        "{}: not under mpirun (each rank would give its own share of the load under the same "
+        "name); run the load from one process to watch it live",
+        named));
+  }
+  if (spec.output.interval_seconds <= 0) {
+    throw setup_error(fmt::format(
+        "{} need --interval above 0: the metrics are updated at the end of each interval", named));
+  }
+  auto metrics = std::make_unique<live_metrics>(flags.listen, flags.file, std::move(labels));
+  if (!quiet && !metrics->url().empty()) fmt::print(stderr, "metrics at {}\n", metrics->url());
+  return metrics;
+}
+
+namespace {
+
+// A study's own labels: what names it beside the loads' labels.
+metrics_labels study_labels(const load_spec& base) {
+  if (base.output.label.empty()) return {};
+  return {{"label", base.output.label}};
+}
+
+}  // namespace
+
+void watch_sweep(live_metrics& live, sweep_plan& plan, sweep_callbacks& callbacks) {
+  auto study = std::make_shared<metrics_study>();
+  study->study = metrics_study::kind::sweep;
+  study->labels = study_labels(plan.base);
+  // A searched point takes as many steps as its search needs: not known before.
+  study->loads_planned = plan.search ? 0 : expand(plan).size() * plan.repeats;
+  live.update(*study);
+  const auto labelled = std::make_shared<const sweep_plan>(plan);
+  plan.base.output.on_figures = [&live, study](const live_figures& f) {
+    live.update(f);
+    if (f.finished) {
+      ++study->loads_done;
+      if (study->loads_done == study->loads_planned) study->eta_seconds = 0;
+      live.update(*study);
+    }
+  };
+  callbacks.on_progress = [&live, study, labelled,
+                           shown = std::move(callbacks.on_progress)](const sweep_progress& p) {
+    if (shown) shown(p);
+    // At the start of each run (and of each searched point), nothing of it measured yet.
+    if (!p.run) live.load_started(metrics_labels_of(*labelled, p.point));
+    study->eta_seconds = p.eta_seconds;
+    live.update(*study);
+  };
+}
+
+void watch_search(live_metrics& live, search_spec& spec) {
+  auto study = std::make_shared<metrics_study>();
+  study->study = metrics_study::kind::search;
+  study->labels = study_labels(spec.load);
+  live.update(*study);
+  spec.load.output.on_figures = [&live](const live_figures& f) { live.update(f); };
+  spec.on_step_start = [&live, study, labels = metrics_labels_of(spec.load),
+                        then = std::move(spec.on_step_start)](const search_step& s) {
+    if (then) then(s);
+    live.load_started(labels);
+    study->offered_rate = s.rate;
+    live.update(*study);
+  };
+  spec.on_step = [&live, study, then = std::move(spec.on_step)](const search_step& s) {
+    if (then) then(s);
+    ++study->loads_done;
+    if (s.passed) study->passed_rate = std::max(study->passed_rate, s.rate);
+    live.update(*study);
+  };
 }
 
 }  // namespace dnstransport::cli

@@ -25,19 +25,9 @@ action add_run_command(CLI::App& app) {
   auto options = std::make_shared<run_options>();
   add_run_options(*run, *options, true);
   run->add_option("--json", options->json_file, "Write the full result (histograms included) here");
-  auto metrics_flags = std::make_shared<std::pair<std::string, std::string>>();
-  run->add_option(
-      "--metrics-listen", metrics_flags->first,
-      "Serve live metrics at http://ADDR:PORT/metrics while the run lasts, for Prometheus to "
-      "scrape (OpenMetrics when asked for, Prometheus text otherwise; port 0: a free one, "
-      "printed): queries sent, answers, losses and failures by cause, in flight, connections, "
-      "handshakes, a latency histogram, the generator's CPU and a monitored server's; updated "
-      "at the end of each --interval");
-  run->add_option("--metrics-file", metrics_flags->second,
-                  "Write the same metrics to this file at the end of each --interval and of the "
-                  "run (Prometheus text, as node_exporter's textfile collector reads it: a "
-                  "NAME.prom in its directory), replaced whole each time");
-  return [run, options, metrics_flags]() -> int {
+  auto metrics = std::make_shared<metrics_flags>();
+  add_metrics_flags(*run, *metrics, "the run");
+  return [run, options, metrics]() -> int {
     if (!run->parsed()) return -1;
     const run_options& o = *options;
     load_spec spec = make_load_spec(o);
@@ -58,29 +48,8 @@ action add_run_command(CLI::App& app) {
                  "note: TLS certificate verification is off; use --verify --ca-file FILE "
                  "[--sni NAME] to check the server's certificate\n");
     }
-    std::unique_ptr<live_metrics> metrics;
-    if (!metrics_flags->first.empty() || !metrics_flags->second.empty()) {
-      const char* flags = metrics_flags->first.empty()    ? "--metrics-file"
-                          : metrics_flags->second.empty() ? "--metrics-listen"
-                                                          : "--metrics-listen and --metrics-file";
-      if (job_group) {
-        throw setup_error(fmt::format(
-            "{}: not under mpirun (each rank would give its own share of the load under the "
-            "same name); run the load from one process to watch it live",
-            flags));
-      }
-      if (spec.output.interval_seconds <= 0) {
-        throw setup_error(fmt::format(
-            "{} need --interval above 0: the metrics are updated at the end of each interval",
-            flags));
-      }
-      metrics = std::make_unique<live_metrics>(metrics_flags->first, metrics_flags->second,
-                                               metrics_labels_of(spec));
-      spec.output.on_figures = [&m = *metrics](const live_figures& f) { m.update(f); };
-      if (!o.quiet && !metrics->url().empty()) {
-        fmt::print(stderr, "metrics at {}\n", metrics->url());
-      }
-    }
+    const auto live = open_live_metrics(*metrics, spec, metrics_labels_of(spec), o.quiet);
+    if (live) spec.output.on_figures = [&live = *live](const live_figures& f) { live.update(f); };
     progress_printer progress(!o.quiet && (o.progress || stderr_is_terminal()));
     spec.output.on_progress = [&progress](const load_progress& p) { progress(p); };
     spec.stop = &stop_requested;

@@ -7,6 +7,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "live_metrics.hpp"
 
 namespace dnstransport::cli {
 
@@ -24,6 +25,7 @@ struct search_flags {
   double max_time = 0;
   std::string json_file;
   std::string report_dir;
+  metrics_flags metrics;
 };
 
 void add_search_flags(CLI::App& search_app, search_flags& flags) {
@@ -64,6 +66,7 @@ void add_search_flags(CLI::App& search_app, search_flags& flags) {
   search_app.add_option("--report", flags.report_dir,
                         "Write the steps table, steps.csv and the plot (answered % and p99 against "
                         "offered rate) into this directory");
+  add_metrics_flags(search_app, flags.metrics, "each step");
 }
 
 search_spec search_spec_of(const search_flags& flags) {
@@ -109,6 +112,8 @@ void write_partial(const search_result& partial, const search_spec& spec,
   search_result so_far = partial;
   so_far.criteria = spec;
   so_far.criteria.on_step = nullptr;
+  so_far.criteria.on_step_start = nullptr;
+  so_far.criteria.load.output.on_figures = nullptr;
   so_far.criteria.on_progress = nullptr;
   so_far.criteria.stop = nullptr;
   so_far.end_reason = "running";
@@ -166,6 +171,8 @@ action add_search_command(CLI::App& app) {
       if (!quiet) print_step(s);
       if (!f->json_file.empty()) write_partial(partial, spec, f->json_file);
     };
+    const auto live = open_live_metrics(f->metrics, spec.load, metrics_labels_of(spec.load), quiet);
+    if (live) watch_search(*live, spec);
     const search_result result = run_search(spec);
     progress.finish();
     if (!f->json_file.empty()) write_file(f->json_file, to_json(result));

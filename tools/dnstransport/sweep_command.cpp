@@ -12,6 +12,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "live_metrics.hpp"
 
 namespace dnstransport::cli {
 
@@ -47,6 +48,7 @@ struct sweep_flags {
   double max_p99 = 0;
   double start_rate = 1000;
   double precision = 0.02;
+  metrics_flags metrics;
 };
 
 std::string clock_text(double seconds) {
@@ -158,6 +160,7 @@ void register_flags(CLI::App& sweep, run_options& o, sweep_flags& f) {
                    "Write one CSV row per point here (default: the JSON name with .csv)");
   sweep.add_option("--out", f.out_dir,
                    "Directory for the default-named JSON and CSV (default: the current one)");
+  add_metrics_flags(sweep, f.metrics, "each run of the sweep");
   sweep.add_option(
       "--target", f.targets,
       "NAME=HOST[:PORT][,tls=PORT][,doh=PORT][,doq=PORT][,pid=PID]: a server to measure "
@@ -413,6 +416,8 @@ action add_sweep_command(CLI::App& app, std::string command) {
       display.on_point_done(partial);
       write_file(json_path, to_json(partial));
     };
+    const auto live = open_live_metrics(f->metrics, plan.base, {}, o->quiet);
+    if (live) watch_sweep(*live, plan, callbacks);
     const sweep_result result = run_sweep(plan, callbacks);
     display.finish();
     write_file(json_path, to_json(result));

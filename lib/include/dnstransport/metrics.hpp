@@ -26,6 +26,15 @@
 ///   dnstransport_server_resident_memory_bytes   its memory at the last reading (likewise)
 ///   dnstransport_measured_seconds               time measured so far
 ///   dnstransport_finished                       1 once the figures are the run's result
+///
+/// A sweep or a search (metrics_study) adds, with the study's labels only:
+///   dnstransport_sweep_runs_total               sweep: runs ended
+///   dnstransport_sweep_runs_planned             sweep: runs it will make (points x repeats)
+///   dnstransport_sweep_eta_seconds              sweep: estimated time left
+///   dnstransport_search_steps_total             search: steps ended
+///   dnstransport_search_offered_rate            search: queries per second the step offers
+///   dnstransport_search_passed_rate             search: highest rate passed so far (0: none)
+/// and its load's figures carry the labels of the point or of the search (metrics_labels_of).
 
 #include <string>
 #include <string_view>
@@ -33,6 +42,7 @@
 #include <vector>
 
 #include <dnstransport/load.hpp>
+#include <dnstransport/sweep_plan.hpp>
 
 namespace dnstransport {
 
@@ -50,6 +60,28 @@ using metrics_labels = std::vector<std::pair<std::string, std::string>>;
 /// (load_spec::output.label) when it has one.
 metrics_labels metrics_labels_of(const load_spec& spec);
 
+/// A sweep point's labels: its target's server, its transport (sweep_transport_name: "tls",
+/// "tls-gnutls"), clients, queries_per_connection ("unlimited" for 0), distinct_sources when
+/// the plan sweeps it, target when the plan has several, and plan.base's label when it has one.
+/// Each point's figures are a series of their own, whichever point ran before.
+metrics_labels metrics_labels_of(const sweep_plan& plan, const sweep_point& point);
+
+/// Where a study of many loads is, given beside the figures of the load it runs.
+struct metrics_study {
+  /// Which kind of study.
+  enum class kind {
+    sweep,  ///< a sweep's runs (dnstransport_sweep_*)
+    search  ///< a search's steps (dnstransport_search_*)
+  };
+  kind study = kind::sweep;         ///< which kind, so which metrics
+  metrics_labels labels;            ///< the study's own labels (its label, say), not a load's
+  std::uint64_t loads_done = 0;     ///< sweep: runs ended; search: steps ended
+  std::uint64_t loads_planned = 0;  ///< sweep: points x repeats (search: unused)
+  double eta_seconds = 0;           ///< sweep: estimated time left
+  double offered_rate = 0;          ///< search: queries per second of the step that runs
+  double passed_rate = 0;           ///< search: highest rate passed so far; 0: none
+};
+
 /// Upper bounds of dnstransport_latency_seconds's buckets, in seconds (+Inf follows). An
 /// answer is counted under a bound when the histogram's bucket that holds it lies wholly
 /// at or below it, so each count is exact to the histogram's resolution (1/128 of the value).
@@ -59,5 +91,9 @@ inline constexpr double metrics_latency_bounds_seconds[] = {
 /// The figures as metrics text. Throws setup_error for a label name that is not one.
 std::string metrics_text(const live_figures& figures, const metrics_labels& labels,
                          metrics_format format);
+
+/// The same with a study's figures after the load's (the study's labels on them).
+std::string metrics_text(const live_figures& figures, const metrics_labels& labels,
+                         const metrics_study& study, metrics_format format);
 
 }  // namespace dnstransport

@@ -35,6 +35,9 @@ struct search_spec {
   /// most this fraction of the passing one.
   double precision = 0.02;
   double max_time_seconds = 0;  ///< no step starts that would end after this; 0: no bound
+  /// Called before each step (after its settling pause) with its index, phase, repeat and
+  /// rate set and nothing measured yet, from the thread that called run_search.
+  std::function<void(const struct search_step&)> on_step_start;
   /// Called after each step, from the thread that called run_search.
   std::function<void(const struct search_step&)> on_step;
   /// Progress of the step that runs (load_spec::output.on_progress).

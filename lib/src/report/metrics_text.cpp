@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/sweep_plan.hpp>
 #include <dnstransport/transport.hpp>
 
 namespace dnstransport {
@@ -55,6 +56,12 @@ std::string number(std::uint64_t value) {
 class writer {
  public:
   writer(const metrics_labels& labels, metrics_format format) : format_(format) {
+    set_labels(labels);
+  }
+
+  // The labels every sample from now on carries.
+  void set_labels(const metrics_labels& labels) {
+    common_.clear();
     for (const auto& [name, value] : labels) {
       if (!valid_label_name(name)) {
         throw setup_error(
@@ -165,9 +172,26 @@ metrics_labels metrics_labels_of(const load_spec& spec) {
   return labels;
 }
 
-std::string metrics_text(const live_figures& f, const metrics_labels& labels,
-                         metrics_format format) {
-  writer w(labels, format);
+metrics_labels metrics_labels_of(const sweep_plan& plan, const sweep_point& point) {
+  const load_spec spec = point_spec(plan, point);
+  metrics_labels labels{
+      {"server", spec.target.server},
+      {"transport", sweep_transport_name(point.transport)},
+      {"clients", fmt::format("{}", point.clients)},
+      {"queries_per_connection", point.queries_per_connection == 0
+                                     ? std::string("unlimited")
+                                     : fmt::format("{}", point.queries_per_connection)}};
+  if (!plan.distinct_sources.empty()) {
+    labels.emplace_back("distinct_sources", fmt::format("{}", point.distinct_sources));
+  }
+  if (!point.target.empty()) labels.emplace_back("target", point.target);
+  if (!spec.output.label.empty()) labels.emplace_back("label", spec.output.label);
+  return labels;
+}
+
+namespace {
+
+void figures(writer& w, const live_figures& f) {
   const query_counts& q = f.queries;
   w.single("dnstransport_queries_sent_total", "counter", {},
            "Queries sent after the warm-up; each ends answered, lost or failed.",
@@ -226,6 +250,42 @@ std::string metrics_text(const live_figures& f, const metrics_labels& labels,
   w.single("dnstransport_finished", "gauge", {},
            "1 once the figures are the ended run's result, 0 while it runs.",
            number(std::uint64_t{f.finished ? 1u : 0u}));
+}
+
+void study(writer& w, const metrics_study& s) {
+  w.set_labels(s.labels);
+  if (s.study == metrics_study::kind::sweep) {
+    w.single("dnstransport_sweep_runs_total", "counter", {}, "Runs of the sweep ended.",
+             number(s.loads_done));
+    w.single("dnstransport_sweep_runs_planned", "gauge", {},
+             "Runs the sweep makes: its points times its repeats.", number(s.loads_planned));
+    w.single("dnstransport_sweep_eta_seconds", "gauge", "seconds",
+             "Estimated time left to the end of the sweep.", number(s.eta_seconds));
+    return;
+  }
+  w.single("dnstransport_search_steps_total", "counter", {}, "Steps of the search ended.",
+           number(s.loads_done));
+  w.single("dnstransport_search_offered_rate", "gauge", {},
+           "Queries per second the step running offers.", number(s.offered_rate));
+  w.single("dnstransport_search_passed_rate", "gauge", {},
+           "Highest rate, in queries per second, that a step passed so far; 0: none.",
+           number(s.passed_rate));
+}
+
+}  // namespace
+
+std::string metrics_text(const live_figures& f, const metrics_labels& labels,
+                         metrics_format format) {
+  writer w(labels, format);
+  figures(w, f);
+  return w.finish();
+}
+
+std::string metrics_text(const live_figures& f, const metrics_labels& labels,
+                         const metrics_study& s, metrics_format format) {
+  writer w(labels, format);
+  figures(w, f);
+  study(w, s);
   return w.finish();
 }
 

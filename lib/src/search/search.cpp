@@ -115,9 +115,11 @@ class searcher {
       : spec_(spec), run_step_(run_step), started_(monotonic_ns()) {
     result_.criteria = spec;
     result_.criteria.on_step = nullptr;
+    result_.criteria.on_step_start = nullptr;
     result_.criteria.on_progress = nullptr;
     result_.criteria.stop = nullptr;
     result_.criteria.load.output.on_progress = nullptr;
+    result_.criteria.load.output.on_figures = nullptr;
     result_.criteria.load.stop = nullptr;
   }
 
@@ -214,6 +216,7 @@ class searcher {
     s.phase = phase;
     s.repeat = repeat;
     s.rate = rate;
+    if (spec_.on_step_start) spec_.on_step_start(s);
     s.run = run_step_(load);
     const run_result& r = s.run;
     s.answered_percent = r.answered_percent();

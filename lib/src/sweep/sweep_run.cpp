@@ -57,6 +57,7 @@ search_spec point_search_spec(const sweep_plan& plan, const sweep_point& point,
   spec.settle_seconds = plan.pause_seconds;
   spec.repeats = plan.repeats;
   spec.on_step = nullptr;
+  spec.on_step_start = nullptr;
   spec.on_progress = nullptr;
   spec.stop = stop;
   return spec;
@@ -196,6 +197,7 @@ class sweep_operation : public std::enable_shared_from_this<sweep_operation> {
     result_.plan.base.stop = nullptr;
     result_.plan.base.output.on_progress = nullptr;
     result_.plan.base.output.on_interval = nullptr;
+    result_.plan.base.output.on_figures = nullptr;
     result_.query_origin = prepared_.base.traffic.queries->origin();
     result_.query_count = prepared_.base.traffic.queries->size();
     result_.tool_version = std::string(library_version());

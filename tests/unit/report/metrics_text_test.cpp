@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <dnstransport/error.hpp>
+#include <dnstransport/sweep_plan.hpp>
 
 namespace dnstransport {
 namespace {
@@ -121,6 +122,58 @@ TEST(metrics_text_test, a_loads_labels_are_its_server_transport_and_label) {
   spec.output.label = "unbound 1.17";
   EXPECT_EQ(metrics_labels_of(spec).back(),
             (std::pair<std::string, std::string>{"label", "unbound 1.17"}));
+}
+
+TEST(metrics_text_test, a_sweep_points_labels_name_its_cell_of_the_grid) {
+  sweep_plan plan;
+  plan.base.target.server = "192.0.2.1";
+  const sweep_point tls{{transport_kind::tls, tls_backend::gnutls}, 8, 100};
+  EXPECT_EQ(metrics_labels_of(plan, tls), (metrics_labels{{"server", "192.0.2.1"},
+                                                          {"transport", "tls-gnutls"},
+                                                          {"clients", "8"},
+                                                          {"queries_per_connection", "100"}}));
+  // Persistent connections; the distinct-sources axis, a target of its own and a label.
+  plan.distinct_sources = {1, 1000};
+  sweep_target unbound = parse_sweep_target("unbound=192.0.2.53");
+  plan.targets = {unbound};
+  plan.base.output.label = "study";
+  sweep_point point{{transport_kind::tcp, std::nullopt}, 2, 0, "unbound", 1000};
+  EXPECT_EQ(metrics_labels_of(plan, point), (metrics_labels{{"server", "192.0.2.53"},
+                                                            {"transport", "tcp"},
+                                                            {"clients", "2"},
+                                                            {"queries_per_connection", "unlimited"},
+                                                            {"distinct_sources", "1000"},
+                                                            {"target", "unbound"},
+                                                            {"label", "study"}}));
+}
+
+TEST(metrics_text_test, a_study_follows_the_loads_figures_under_its_own_labels) {
+  metrics_study sweep;
+  sweep.labels = {{"label", "grid"}};
+  sweep.loads_done = 3;
+  sweep.loads_planned = 12;
+  sweep.eta_seconds = 4.5;
+  const std::string text =
+      metrics_text(some_figures(), {{"transport", "tcp"}}, sweep, metrics_format::openmetrics);
+  EXPECT_TRUE(has_line(text, "dnstransport_answers_total{transport=\"tcp\"} 950")) << text;
+  EXPECT_TRUE(has_line(text, "# TYPE dnstransport_sweep_runs counter"));
+  EXPECT_TRUE(has_line(text, "dnstransport_sweep_runs_total{label=\"grid\"} 3"));
+  EXPECT_TRUE(has_line(text, "dnstransport_sweep_runs_planned{label=\"grid\"} 12"));
+  EXPECT_TRUE(has_line(text, "dnstransport_sweep_eta_seconds{label=\"grid\"} 4.5"));
+  EXPECT_TRUE(text.ends_with("\n# EOF\n"));
+  EXPECT_EQ(text.find("dnstransport_search_"), std::string::npos);
+
+  metrics_study search;
+  search.study = metrics_study::kind::search;
+  search.loads_done = 5;
+  search.offered_rate = 12000;
+  search.passed_rate = 8000;
+  const std::string searched = metrics_text(some_figures(), {}, search, metrics_format::prometheus);
+  EXPECT_TRUE(has_line(searched, "# TYPE dnstransport_search_steps_total counter")) << searched;
+  EXPECT_TRUE(has_line(searched, "dnstransport_search_steps_total 5"));
+  EXPECT_TRUE(has_line(searched, "dnstransport_search_offered_rate 12000"));
+  EXPECT_TRUE(has_line(searched, "dnstransport_search_passed_rate 8000"));
+  EXPECT_EQ(searched.find("dnstransport_sweep_"), std::string::npos);
 }
 
 }  // namespace
