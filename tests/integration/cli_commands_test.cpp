@@ -31,6 +31,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/json.hpp>
 
 #include <dnstransport/load.hpp>
 #include <dnstransport/message.hpp>
@@ -717,6 +718,35 @@ TEST(cli_report_test, a_result_of_another_version_names_the_version_this_build_r
                  "\"dnstransport.run/1\"");
   const std::string search = files.file("search.json", R"({"schema": "dnstransport.search/9"})");
   expect_refused({"report", search}, "dnstransport.search/1");
+}
+
+// report A B --json: the comparison for scripts, each sweep under its label; refused with a
+// single file, which is a result of its own already.
+TEST(cli_report_test, a_comparison_is_written_as_json_and_one_file_is_refused) {
+  const scratch files("cli-report-comparison");
+  for (const char* name : {"unbound", "knot"}) {
+    const process_result r =
+        run_process(cli, {"sweep", "--transports", "udp", "--clients", "1", "--repeats", "1",
+                          "--duration", "0.1", "--pause", "0", "--label", name, "--json",
+                          files.path(fmt::format("{}.json", name)), "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::string unbound = files.path("unbound.json");
+  const std::string out = files.path("compared.json");
+  const process_result r =
+      run_process(cli, {"report", unbound, files.path("knot.json"), "--quiet", "--json", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(out);
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  const auto document = boost::json::parse(text).as_object();
+  EXPECT_EQ(document.at("schema").as_string(), comparison_schema);
+  const auto& sweeps = document.at("sweeps").as_array();
+  ASSERT_EQ(sweeps.size(), 2u);
+  EXPECT_EQ(sweeps[0].at("name").as_string(), "unbound");
+  EXPECT_EQ(sweeps[1].at("name").as_string(), "knot");
+  EXPECT_EQ(sweeps[0].at("points").as_array().size(), 1u);
+
+  expect_refused({"report", unbound, "--json", out}, "--json");
 }
 
 }  // namespace

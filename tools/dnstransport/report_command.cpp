@@ -1,6 +1,7 @@
 // `dnstransport report`: the tables of a saved sweep, and with --out its plots and web page.
 #include <fmt/format.h>
 
+#include <dnstransport/error.hpp>
 #include <dnstransport/report.hpp>
 #include <dnstransport/sweep.hpp>
 
@@ -14,6 +15,7 @@ namespace {
 struct report_flags {
   std::vector<std::string> files;
   std::string out_dir;
+  std::string json_file;
   bool quiet = false;
 };
 
@@ -33,15 +35,24 @@ action add_report_command(CLI::App& app) {
       ->required();
   report->add_option("--out", f->out_dir,
                      "Write tables, CSV, gnuplot scripts, PNG and SVG plots and index.html here");
+  report->add_option("--json", f->json_file,
+                     "With two or more sweeps: write the comparison here as JSON, for scripts "
+                     "(each server's points, % of UDP, fits, costs and findings, and the "
+                     "findings across servers; --out writes it as comparison.json too)");
   report->add_flag("--quiet", f->quiet, "Do not print the tables");
   report->footer(
       "Examples: dnstransport report dnstransport-sweep-20250101-120000.json --out report\n"
       "          dnstransport report unbound.json knot.json --out compared\n"
+      "          dnstransport report unbound.json knot.json --quiet --json compared.json\n"
       "The plots are drawn by gnuplot (apt-get install gnuplot-nox); without it the tables, CSV "
       "and gnuplot scripts are still written.\n"
       "Exit status: 0 written; 2 a file cannot be read or is not a dnstransport result.");
   return [report, f]() -> int {
     if (!report->parsed()) return -1;
+    if (!f->json_file.empty() && f->files.size() < 2) {
+      throw setup_error(
+          "--json writes a comparison of two or more sweeps; a single result is JSON already");
+    }
     // A single run (its timeline) or a search is reported on its own.
     if (f->files.size() == 1) {
       const std::string text = read_file(f->files.front());
@@ -77,6 +88,10 @@ action add_report_command(CLI::App& app) {
     if (!f->quiet) {
       fmt::print("{}", compare ? format_comparison(sweeps, flag_of_setting)
                                : format_tables(read.front().second, flag_of_setting));
+    }
+    if (!f->json_file.empty()) {
+      write_file(f->json_file, comparison_to_json(sweeps));
+      if (!f->quiet) fmt::print("comparison written to {}\n", f->json_file);
     }
     if (f->out_dir.empty()) return exit_ok;
     const report_output written =

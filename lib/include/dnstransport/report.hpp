@@ -140,11 +140,23 @@ std::vector<std::string> missing_points(const std::vector<compared_sweep>& sweep
 std::string format_comparison(const std::vector<compared_sweep>& sweeps,
                               const setting_namer& name_of = {});
 
+/// The format and version of a comparison's JSON.
+inline constexpr std::string_view comparison_schema = "dnstransport.comparison/1";
+
+/// A comparison as JSON, for scripts ("schema": comparison_schema; docs/schema/
+/// comparison.schema.json): "sweeps", each with its name, source file, label, versions,
+/// machine, target, and what it measured as the sweep's JSON has it (points with their
+/// summaries but without their runs, which the sources keep; percent_of_udp, amortization,
+/// costs, warnings, findings); "findings" across the servers; and "missing", the points some
+/// sweeps lack (missing_points).
+std::string comparison_to_json(const std::vector<compared_sweep>& sweeps);
+
 /// Writes a comparison into `directory` (created if needed): tables.txt, comparison.csv (a
-/// row per server and point), gnuplot scripts and, with gnuplot, PNG/SVG plots overlaying the
-/// servers (queries/s against clients per server and transport, % of UDP grouped by server,
-/// amortization per transport with each server's fit, latency percentiles per client count),
-/// and index.html. Throws setup_error when a file cannot be written.
+/// row per server and point), comparison.json (comparison_to_json), gnuplot scripts and, with
+/// gnuplot, PNG/SVG plots overlaying the servers (queries/s against clients per server and
+/// transport, % of UDP grouped by server, amortization per transport with each server's fit,
+/// latency percentiles per client count), and index.html. Throws setup_error when a file cannot be
+/// written.
 report_output write_comparison_report(const std::vector<compared_sweep>& sweeps,
                                       const std::filesystem::path& directory,
                                       const setting_namer& name_of = {});

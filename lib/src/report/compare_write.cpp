@@ -107,6 +107,7 @@ report_output write_comparison_report(const std::vector<compared_sweep>& sweeps,
   report_output output;
   detail::write_text(directory / "tables.txt", format_comparison(sweeps, name_of), output.files);
   detail::write_text(directory / "comparison.csv", comparison_csv(sweeps), output.files);
+  detail::write_text(directory / "comparison.json", comparison_to_json(sweeps), output.files);
 
   detail::plot_set plots;
   detail::add_comparison_plots(sweeps, plots);
@@ -114,7 +115,7 @@ report_output write_comparison_report(const std::vector<compared_sweep>& sweeps,
   for (const auto& s : sweeps) sources += (sources.empty() ? "" : ", ") + s.source;
   detail::index_contents contents;
   contents.source_name = sources;
-  contents.data_files = {"tables.txt", "comparison.csv"};
+  contents.data_files = {"tables.txt", "comparison.csv", "comparison.json"};
   detail::draw_plots(plots, directory, sources, output, contents.drawn, name_of);
   contents.plot_problem = output.plot_problem;
   output.index = directory / "index.html";

@@ -62,7 +62,7 @@ std::string target_of(const json::object& o) {
   return target != nullptr && target->is_string() ? std::string(target->get_string()) : "";
 }
 
-json::object point_to_json(const sweep_point_result& p) {
+json::object point_to_json(const sweep_point_result& p, bool with_repeats) {
   json::object o;
   put_target(o, p.point.target, p.point.distinct_sources);
   detail::put_transport(o, p.point.transport);
@@ -76,6 +76,7 @@ json::object point_to_json(const sweep_point_result& p) {
                    {"end_reason", p.search->end_reason},
                    {"steps", p.search->steps}};
   }
+  if (!with_repeats) return o;
   json::array repeats;
   for (const auto& r : p.repeats) repeats.emplace_back(detail::run_result_to_json(r));
   o["repeats"] = std::move(repeats);
@@ -209,9 +210,11 @@ void check_schema(const json::value& value) {
 
 }  // namespace
 
-std::string to_json(const sweep_result& r) {
+namespace detail {
+
+void put_results(json::object& into, const sweep_result& r, bool with_repeats) {
   json::array points;
-  for (const auto& p : r.points) points.emplace_back(point_to_json(p));
+  for (const auto& p : r.points) points.emplace_back(point_to_json(p, with_repeats));
   json::array percent;
   for (const auto& e : r.percent_of_udp) percent.emplace_back(percent_to_json(e));
   json::array fits;
@@ -230,7 +233,18 @@ std::string to_json(const sweep_result& r) {
     o["text"] = f.text;
     findings.emplace_back(std::move(o));
   }
-  const json::object document{
+  into["points"] = std::move(points);
+  into["percent_of_udp"] = std::move(percent);
+  into["amortization"] = std::move(fits);
+  into["costs"] = std::move(costs);
+  into["warnings"] = std::move(warnings);
+  into["findings"] = std::move(findings);
+}
+
+}  // namespace detail
+
+std::string to_json(const sweep_result& r) {
+  json::object document{
       {"schema", sweep_schema},
       {"label", r.plan.base.output.label},
       {"tool_version", r.tool_version},
@@ -247,13 +261,8 @@ std::string to_json(const sweep_result& r) {
        {{"client_bound_cpu_share", client_bound_cpu_share},
         {"spread_warning", spread_warning_threshold},
         {"amortization_departure_tolerance", amortization_departure_tolerance}}},
-      {"points", std::move(points)},
-      {"percent_of_udp", std::move(percent)},
-      {"amortization", std::move(fits)},
-      {"costs", std::move(costs)},
-      {"warnings", std::move(warnings)},
-      {"findings", std::move(findings)},
   };
+  detail::put_results(document, r, true);
   return detail::pretty(document);
 }
 

@@ -25,4 +25,8 @@ machine_info machine_from_json(const boost::json::object& machine);
 void put_transport(boost::json::object& into, const sweep_transport& transport);
 sweep_transport transport_from_json(const boost::json::object& from);
 
+// "points" (each with its repeats, or only its summary), "percent_of_udp", "amortization",
+// "costs", "warnings" and "findings": what the sweep measured and what follows from it.
+void put_results(boost::json::object& into, const sweep_result& result, bool with_repeats);
+
 }  // namespace dnstransport::detail

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <boost/json.hpp>
+
 #include <dnstransport/sweep.hpp>
 
 #include "report/report_detail.hpp"
@@ -212,6 +214,8 @@ TEST(compare_test, report_without_gnuplot_writes_tables_csv_and_overlay_scripts)
   std::size_t rows = 0;
   while (std::getline(csv, line)) ++rows;
   EXPECT_EQ(rows, a.points.size() + b.points.size());
+  // comparison.json: the same comparison for scripts.
+  EXPECT_EQ(read("comparison.json"), comparison_to_json(sweeps));
   const std::string index = read("index.html");
   EXPECT_NE(index.find("DNS servers compared: server A over UDP, TCP and TLS; server B over UDP "
                        "and TCP"),
@@ -281,6 +285,49 @@ TEST(compare_test, a_server_that_shares_no_transport_is_said_to_stand_apart) {
                      {"knot.json", sweep_of({st::udp}, {1}, 2000, "L")}});
   EXPECT_TRUE(detail::comparison_findings(overlapping).empty());
   EXPECT_EQ(format_comparison(overlapping).find("across servers"), std::string::npos);
+}
+
+// The comparison as JSON: every sweep by its name and file with what it measured (points
+// without their runs), the findings across servers and the gaps, as the tables have them.
+TEST(compare_test, a_comparison_as_json_holds_each_servers_figures_the_findings_and_the_gaps) {
+  const auto sweeps =
+      comparison_of({{"unbound.json", sweep_of({st::udp, st::tcp}, {1, 2}, 1000, "L")},
+                     {"knot.json", sweep_of({st::udp}, {1}, 2000, "L")},
+                     {"builtin.json", sweep_of({st::tls_openssl}, {1}, 3000, "L")}});
+  const auto value = boost::json::parse(comparison_to_json(sweeps));
+  const auto& document = value.as_object();
+  EXPECT_EQ(document.at("schema").as_string(), comparison_schema);
+  const auto& compared = document.at("sweeps").as_array();
+  ASSERT_EQ(compared.size(), sweeps.size());
+  for (std::size_t i = 0; i < sweeps.size(); ++i) {
+    const auto& o = compared[i].as_object();
+    const sweep_result& r = sweeps[i].result;
+    EXPECT_EQ(o.at("name").as_string(), sweeps[i].name);
+    EXPECT_EQ(o.at("source").as_string(), sweeps[i].source);
+    const auto& points = o.at("points").as_array();
+    ASSERT_EQ(points.size(), r.points.size());
+    for (std::size_t p = 0; p < points.size(); ++p) {
+      const auto& point = points[p].as_object();
+      EXPECT_FALSE(point.contains("repeats"));
+      EXPECT_EQ(point.at("clients").to_number<unsigned>(), r.points[p].point.clients);
+      // The JSON writes 12 significant digits.
+      EXPECT_NEAR(point.at("summary").at("qps").at("mean").to_number<double>(),
+                  r.points[p].summary.qps.mean, r.points[p].summary.qps.mean * 1e-11);
+    }
+    EXPECT_EQ(o.at("percent_of_udp").as_array().size(), r.percent_of_udp.size());
+    EXPECT_EQ(o.at("amortization").as_array().size(), r.amortization.size());
+  }
+  const auto strings = [](const boost::json::array& a) {
+    std::vector<std::string> out;
+    for (const auto& v : a) out.emplace_back(v.as_string());
+    return out;
+  };
+  const auto findings = strings(document.at("findings").as_array());
+  EXPECT_EQ(findings, detail::comparison_findings(sweeps));
+  ASSERT_FALSE(findings.empty());
+  const auto missing = strings(document.at("missing").as_array());
+  EXPECT_EQ(missing, missing_points(sweeps));
+  ASSERT_FALSE(missing.empty());
 }
 
 }  // namespace
