@@ -23,10 +23,10 @@ namespace {
 
 using hostile::scratch_directory;
 
-constexpr double per_client = 500;  // answers per second per client address
-constexpr unsigned clients = 4;     // each with an address of its own
+constexpr double client_limit = 500;     // answers per second per client address
+constexpr unsigned limited_clients = 4;  // each with an address of its own
 
-// Whatever the machine's speed, a client address gets at most per_client * W + burst answers
+// Whatever the machine's speed, a client address gets at most client_limit * W + burst answers
 // over a window of W seconds (rate_limiter); the window here is the responder's whole life,
 // measured around it, so a stalled machine only makes the bound looser. The clients' sum is
 // well over one client's bound: the limit is each address's, not the responder's.
@@ -35,8 +35,8 @@ void expect_each_client_within_its_limit(const server_stats& st,
   const double window =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
   const double most =
-      per_client * window + static_cast<double>(detail::rate_limiter(per_client).burst());
-  ASSERT_EQ(st.client_addresses, clients);
+      client_limit * window + static_cast<double>(detail::rate_limiter(client_limit).burst());
+  ASSERT_EQ(st.client_addresses, limited_clients);
   std::uint64_t all = 0;
   for (const client_answers& c : st.top_clients) {
     EXPECT_LE(static_cast<double>(c.answers), most) << c.address << " in " << window << " s";
@@ -51,7 +51,7 @@ load_spec over_the_limit(transport_kind t, std::uint16_t port, bool proxy, doubl
   load_spec spec;
   spec.target.transport = t;
   spec.target.port = port;
-  spec.traffic.clients = clients;
+  spec.traffic.clients = limited_clients;
   spec.traffic.outstanding = 50;
   spec.traffic.duration_seconds = seconds;
   spec.traffic.timeout_seconds = 5;
@@ -72,14 +72,14 @@ TEST(client_rate_limit_test, udp_over_a_clients_limit_is_dropped) {
   options.listen[transport_kind::udp] = endpoint{"127.0.0.1", 0};
   options.threads = 2;  // a client's datagrams may reach either: one bucket per address
   options.set_proxy_protocol(proxy_policy::required);
-  options.rate_limit_per_client = per_client;
+  options.rate_limit_per_client = client_limit;
   server responder(options);
   // Paced at twice each client's limit (as fast as answers come, a client's slots would wait
   // for their timeouts together and arrive in bursts no small burst allowance absorbs).
   load_spec spec =
       over_the_limit(transport_kind::udp, responder.port(transport_kind::udp), true, 1);
   spec.traffic.arrivals = arrival_mode::constant;
-  spec.traffic.rate = 2 * per_client * clients;
+  spec.traffic.rate = 2 * client_limit * limited_clients;
   spec.traffic.timeout_seconds = 0.2;
   const run_result r = run_load(spec);
   responder.stop();
@@ -101,7 +101,7 @@ void expect_each_clients_answers_wait(transport_kind t, bool proxy) {
   options.listen[t] = endpoint{"127.0.0.1", 0};
   options.threads = 2;
   options.set_proxy_protocol(proxy ? proxy_policy::required : proxy_policy::off);
-  options.rate_limit_per_client = per_client;
+  options.rate_limit_per_client = client_limit;
   if (traits_of(t).has_tls) {
     options.certificate_directory =
         scratch_directory(("client-rate-limit-" + std::string(transport_name(t))).c_str());

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -369,6 +370,20 @@ struct monitor_settings {
 struct timeline_row;
 struct live_figures;
 
+/// One answer as output_settings::on_answer gives it: each answer the result counts
+/// (run_result::responses_received), as it is received.
+struct answer_event {
+  unsigned client = 0;        ///< the client that sent its query (0-based over the load)
+  std::size_t query = 0;      ///< its query's place in traffic.queries
+  std::uint64_t sent_ns = 0;  ///< when it was sent (open loop: its scheduled time), monotonic
+  /// Its latency as the result records it: from sent_ns to the kernel's receive time when
+  /// read coalesced, else to its reading.
+  std::uint64_t latency_ns = 0;
+  std::uint8_t rcode = 0;  ///< the header's RCODE (4 bits)
+  /// The answer as received (DoH: the HTTP body); valid only during the call.
+  std::span<const std::uint8_t> message;
+};
+
 /// What the run reports while it runs and how its result is named and cut in time.
 struct output_settings {
   /// A name for what is measured ("unbound 1.17, 1 thread"), kept in the result and its
@@ -399,6 +414,13 @@ struct output_settings {
   /// group of processes, this process's own figures. An exception from it stops the load,
   /// which then ends with that exception.
   std::function<void(const live_figures&)> on_figures;
+  /// Called for each answer the result counts, as it comes: on the worker thread that read
+  /// it, so from several threads at once with generator.threads above 1, while those threads
+  /// wait for it (keep it short; the load's figures include its time). Not called for the
+  /// warm-up's answers, nor for messages counted as failed. An exception from it stops the
+  /// load (no more calls), which then ends with that exception. Unset, it costs one test per
+  /// answer.
+  std::function<void(const answer_event&)> on_answer;
   /// How the run's warnings (run_result::warnings) name the settings they mention, given a
   /// setting's path ("load_spec::traffic.rate"); empty: by their paths. A program with names
   /// of its own for the settings (the CLI: its flags) gives them here.

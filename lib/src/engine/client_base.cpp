@@ -355,6 +355,10 @@ client_base::completion client_base::complete(slot_table::slot& slot,
           if (summary.authenticated) ++r.authenticated_answers;
           if (feeder_ != nullptr) ++r.tc_retry_answered;
           r.latency.record(answered_ns - s->sent_ns);
+          if (plan().on_answer != nullptr) {
+            (*plan().on_answer)({index_, s->query_index, s->sent_ns, answered_ns - s->sent_ns,
+                                 static_cast<std::uint8_t>(summary.rcode & 0x0f), message});
+          }
           owner_.row_latency.record(answered_ns - s->sent_ns);
           owner_.last_answer_ns = std::max(owner_.last_answer_ns, now);
           if (summary.keepalive) count_keepalive(summary.keepalive_timeout);

@@ -14,6 +14,7 @@
 
 #include <dnstransport/query_source.hpp>
 
+#include "engine/answer_callback.hpp"
 #include "engine/client_subnets.hpp"
 #include "engine/in_flight_questions.hpp"
 
@@ -125,6 +126,8 @@ struct run_plan {
     std::atomic<std::uint64_t> max{0};
   };
   connection_gauge* connections_gauge = nullptr;
+  // output_settings::on_answer; null: not set.
+  answer_callback* on_answer = nullptr;
 };
 
 }  // namespace dnstransport::detail

@@ -72,9 +72,12 @@ void load_operation::watch_soon() {
     if (ec || self->ended_) return;
     try {
       self->watch_->tick(monotonic_ns(), self->stop_asked_.load(std::memory_order_relaxed));
+      if (const auto* answers = self->prepared_->on_answer.get(); answers != nullptr) {
+        if (auto error = answers->error()) std::rethrow_exception(error);
+      }
     } catch (...) {
-      // A progress callback that threw: the load stops, and ends with that error once its
-      // workers have ended.
+      // A progress or answer callback that threw: the load stops, and ends with that error
+      // once its workers have ended.
       self->stop();
       if (!self->error_) self->error_ = std::current_exception();
     }
@@ -87,6 +90,9 @@ void load_operation::workers_ended() {
   ended_ = true;
   timer_.cancel();
   watch_->join();
+  if (const auto* answers = prepared_->on_answer.get(); answers != nullptr && !error_) {
+    error_ = answers->error();  // thrown after the last look
+  }
   if (error_) {
     complete(error_, {});
     return;

@@ -26,6 +26,7 @@ struct prepared_load {
   std::unique_ptr<client_transport> transport;
   run_plan plan;
   run_plan::connection_gauge connections_gauge;
+  std::unique_ptr<answer_callback> on_answer;  // output_settings::on_answer, when set
   unsigned threads = 1;  // worker threads: at most one per client
   // What the run is planned to last, for progress and the monitor's readings: a timing
   // replay without a duration lasts as long as its capture, at its speed.

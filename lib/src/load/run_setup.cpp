@@ -417,6 +417,10 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
   plan.timeout_ns = seconds_to_ns(spec.traffic.timeout_seconds);
   plan.interval_ns = seconds_to_ns(spec.output.interval_seconds);
   plan.connections_gauge = &prepared->connections_gauge;
+  if (spec.output.on_answer) {
+    prepared->on_answer = std::make_unique<answer_callback>(spec.output.on_answer);
+    plan.on_answer = prepared->on_answer.get();
+  }
   plan_arrivals(plan, result, spec);
   // What the run is planned to last, for progress and the monitor's readings: a timing
   // replay without a duration lasts as long as its capture, at its speed.
