@@ -121,7 +121,9 @@ struct compared_sweep {
 
 /// The sweeps read from `files` (file name, result), in the order given, each named by its
 /// label or, without one, its file name; a sweep of several servers gives one entry per
-/// server, named by its target (prefixed by the file's name when several files are given); a name
+/// server, named by its target (prefixed by the file's name when several files are given); a
+/// sweep with a distinct-sources axis gives one entry per value, named with it ("unbound, 100
+/// sources"), since the comparison's tables and plots are keyed by transport and clients; a name
 /// given twice gets its place in the list
 /// ("sweep #1", "sweep #3").
 std::vector<compared_sweep> comparison_of(

@@ -53,6 +53,31 @@ std::vector<sweep_result> split_by_target(const sweep_result& r) {
   return out;
 }
 
+// A sweep with a distinct-sources axis: one entry per value, each as if swept at that value
+// alone, named by it ("unbound, 100 sources"), so that no table or plot, all keyed by
+// transport and clients, mixes the values.
+void split_by_distinct_sources(compared_sweep sweep, std::vector<compared_sweep>& into) {
+  const std::vector<std::uint64_t> values = sweep.result.plan.distinct_sources;
+  if (values.empty()) {
+    into.push_back(std::move(sweep));
+    return;
+  }
+  for (const std::uint64_t value : values) {
+    sweep_result one = sweep.result;
+    one.plan.distinct_sources.clear();
+    one.planned_points = sweep.result.planned_points / values.size();
+    one.points.clear();
+    for (const auto& p : sweep.result.points) {
+      if (p.point.distinct_sources != value) continue;
+      one.points.push_back(p);
+      one.points.back().point.distinct_sources = 0;
+    }
+    derive_results(one);
+    into.push_back({fmt::format("{}, {}", sweep.name, counted(value, "source")), sweep.source,
+                    std::move(one)});
+  }
+}
+
 }  // namespace
 
 std::vector<compared_sweep> comparison_of(
@@ -62,7 +87,7 @@ std::vector<compared_sweep> comparison_of(
     std::string name = result.plan.base.output.label;
     if (name.empty()) name = std::filesystem::path(source).stem().string();
     if (result.plan.targets.empty()) {
-      sweeps.push_back({name, source, result});
+      split_by_distinct_sources({name, source, result}, sweeps);
       continue;
     }
     // A sweep of several servers: one entry per server, named by its target (and by the
@@ -70,7 +95,8 @@ std::vector<compared_sweep> comparison_of(
     const auto parts = split_by_target(result);
     for (std::size_t i = 0; i < parts.size(); ++i) {
       const std::string& target = result.plan.targets[i].name;
-      sweeps.push_back({files.size() == 1 ? target : name + "/" + target, source, parts[i]});
+      split_by_distinct_sources(
+          {files.size() == 1 ? target : name + "/" + target, source, parts[i]}, sweeps);
     }
   }
   // Two sweeps of one name (unlabelled files of one name in different directories, or one

@@ -330,5 +330,35 @@ TEST(compare_test, a_comparison_as_json_holds_each_servers_figures_the_findings_
   ASSERT_FALSE(missing.empty());
 }
 
+// A sweep with a distinct-sources axis is compared value by value: each value an entry of its
+// own, named by it, whose tables hold only its points (the tables are keyed by transport and
+// clients, which the values share).
+TEST(compare_test, each_value_of_distinct_sources_is_compared_as_a_sweep_of_its_own) {
+  sweep_result few = sweep_of({st::udp, st::tcp}, {1}, 1000, "L");
+  const sweep_result many = sweep_of({st::udp, st::tcp}, {1}, 400, "L");
+  few.plan.distinct_sources = {1, 1000};
+  for (auto& p : few.points) p.point.distinct_sources = 1;
+  for (auto p : many.points) {
+    p.point.distinct_sources = 1000;
+    few.points.push_back(p);
+  }
+  few.planned_points *= 2;
+  derive_results(few);
+  const auto sweeps = comparison_of({{"unbound.json", few}, {"knot.json", many}});
+  ASSERT_EQ(sweeps.size(), 3u);
+  EXPECT_EQ(sweeps[0].name, "unbound, 1 source");
+  EXPECT_EQ(sweeps[1].name, "unbound, 1,000 sources");
+  EXPECT_EQ(sweeps[2].name, "knot");
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(sweeps[i].result.plan.distinct_sources.empty());
+    ASSERT_EQ(sweeps[i].result.points.size(), many.points.size());
+    for (const auto& p : sweeps[i].result.points) EXPECT_EQ(p.point.distinct_sources, 0u);
+  }
+  // The UDP figure of each value is its own: 1,000 and 400 queries/s.
+  EXPECT_DOUBLE_EQ(sweeps[0].result.points.front().summary.qps.mean, 1000);
+  EXPECT_DOUBLE_EQ(sweeps[1].result.points.front().summary.qps.mean, 400);
+  EXPECT_TRUE(missing_points(sweeps).empty());
+}
+
 }  // namespace
 }  // namespace dnstransport
