@@ -36,9 +36,11 @@ struct search_spec {
   double precision = 0.02;
   double max_time_seconds = 0;  ///< no step starts that would end after this; 0: no bound
   /// Called before each step (after its settling pause) with its index, phase, repeat and
-  /// rate set and nothing measured yet, from the thread that called run_search.
+  /// rate set and nothing measured yet, from the thread that called run_search
+  /// (async_run_search: on its executor).
   std::function<void(const struct search_step&)> on_step_start;
-  /// Called after each step, from the thread that called run_search.
+  /// Called after each step, from the thread that called run_search (async_run_search: on
+  /// its executor).
   std::function<void(const struct search_step&)> on_step;
   /// Progress of the step that runs (load_spec::output.on_progress).
   std::function<void(const load_progress&)> on_progress;
@@ -89,7 +91,9 @@ struct search_result {
 };
 
 /// Runs the search. Throws setup_error for an unusable spec before sending anything; once
-/// traffic flows nothing is thrown.
+/// traffic flows nothing is thrown but what a callback throws. async_run_search
+/// (async_search.hpp) runs the same search on an executor of the caller's; this runs it on an
+/// io_context of its own.
 search_result run_search(const search_spec& spec);
 
 /// Checks a spec without running it; throws setup_error naming the offending flag.

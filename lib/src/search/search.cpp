@@ -3,10 +3,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <thread>
+#include <future>
 
 #include <fmt/format.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
+#include <dnstransport/async_load.hpp>
+#include <dnstransport/async_search.hpp>
 #include <dnstransport/error.hpp>
 
 #include "search/search_steps.hpp"
@@ -74,19 +82,9 @@ void validate(const search_spec& spec) {
 
 namespace {
 
+namespace asio = boost::asio;
 using detail::monotonic_ns;
-
-bool stopping(const search_spec& spec) {
-  return spec.stop != nullptr && spec.stop->load(std::memory_order_relaxed);
-}
-
-// Sleeps `seconds` unless the search is stopped first.
-void settle(const search_spec& spec, double seconds) {
-  const std::uint64_t until = monotonic_ns() + detail::seconds_to_ns(seconds);
-  while (!stopping(spec) && monotonic_ns() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
+using detail::step_awaitable;
 
 std::string verdict_of(const search_spec& spec, const run_result& r, bool& passed) {
   passed = false;
@@ -109,9 +107,12 @@ std::string verdict_of(const search_spec& spec, const run_result& r, bool& passe
   return why;
 }
 
+// The search, as a coroutine on the executor it runs on: each step's load awaited, the pauses
+// between steps timers there. Ended by search_spec::stop, or by a cancellation of the
+// coroutine (async_run_search's token), which the step's load takes too.
 class searcher {
  public:
-  searcher(const search_spec& spec, const detail::step_runner& run_step)
+  searcher(const search_spec& spec, const step_awaitable& run_step)
       : spec_(spec), run_step_(run_step), started_(monotonic_ns()) {
     result_.criteria = spec;
     result_.criteria.on_step = nullptr;
@@ -123,36 +124,39 @@ class searcher {
     result_.criteria.load.stop = nullptr;
   }
 
-  search_result run() {
+  asio::awaitable<search_result> run() {
+    // A cancellation is seen here (stopping), not thrown from the next wait.
+    co_await asio::this_coro::throw_if_cancelled(false);
+    cancellation_ = co_await asio::this_coro::cancellation_state;
     double rate =
         spec_.max_rate > 0 ? std::min(spec_.start_rate, spec_.max_rate) : spec_.start_rate;
     // Ramp: double while steps pass (to the ceiling), halve while they fail.
     std::optional<bool> first;
     for (;;) {
-      const auto passed = step(search_phase::ramp, rate, 0);
-      if (!passed) return finish();
+      const auto passed = co_await step(search_phase::ramp, rate, 0);
+      if (!passed) co_return finish();
       if (!first) first = *passed;
       if (*passed) {
         note_pass(rate, 1);
         if (!*first) break;  // halving found a passing rate; the one above it failed
-        if (spec_.max_rate > 0 && rate >= spec_.max_rate) return finish("max_rate");
+        if (spec_.max_rate > 0 && rate >= spec_.max_rate) co_return finish("max_rate");
         rate = spec_.max_rate > 0 ? std::min(rate * 2, spec_.max_rate) : rate * 2;
       } else {
         note_fail(rate);
         if (*first) break;
         rate /= 2;
-        if (rate < 1) return finish("no_passing_rate");
+        if (rate < 1) co_return finish("no_passing_rate");
       }
     }
     // Bisection between the highest pass and the lowest fail above it; the pass it ends on
     // must have passed `repeats` times.
     for (;;) {
       if (high_ - low_ <= spec_.precision * low_) {
-        if (runs_at_low_ >= spec_.repeats) return finish("converged");
+        if (runs_at_low_ >= spec_.repeats) co_return finish("converged");
         const double at = low_;
         for (unsigned k = runs_at_low_; k < spec_.repeats; ++k) {
-          const auto passed = step(search_phase::bisect, at, k);
-          if (!passed) return finish();
+          const auto passed = co_await step(search_phase::bisect, at, k);
+          if (!passed) co_return finish();
           if (!*passed) {
             note_fail(at);
             break;
@@ -163,15 +167,15 @@ class searcher {
           // The only passing rate failed on repetition: look below it again.
           low_ = high_ / 2;
           runs_at_low_ = 0;
-          if (low_ < 1) return finish("no_passing_rate");
+          if (low_ < 1) co_return finish("no_passing_rate");
         }
         continue;
       }
       const double mid = (low_ + high_) / 2;
       bool all = true;
       for (unsigned k = 0; k < spec_.repeats && all; ++k) {
-        const auto passed = step(search_phase::bisect, mid, k);
-        if (!passed) return finish();
+        const auto passed = co_await step(search_phase::bisect, mid, k);
+        if (!passed) co_return finish();
         all = *passed;
       }
       if (all) {
@@ -183,11 +187,29 @@ class searcher {
   }
 
  private:
+  bool stopping() const noexcept {
+    return (spec_.stop != nullptr && spec_.stop->load(std::memory_order_relaxed)) ||
+           cancellation_.cancelled() != asio::cancellation_type::none;
+  }
+
+  // Waits `seconds` unless the search is stopped first.
+  asio::awaitable<void> settle(double seconds) {
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::nanoseconds(detail::seconds_to_ns(seconds));
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    while (!stopping() && std::chrono::steady_clock::now() < until) {
+      timer.expires_after(std::min<std::chrono::steady_clock::duration>(
+          std::chrono::milliseconds(20), until - std::chrono::steady_clock::now()));
+      boost::system::error_code ignored;  // cancelled: stopping() says so
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+  }
+
   // Runs one step; nothing when the search must end (stopped, or out of time).
-  std::optional<bool> step(search_phase phase, double rate, unsigned repeat) {
-    if (!lockstep_ && stopping(spec_)) {
+  asio::awaitable<std::optional<bool>> step(search_phase phase, double rate, unsigned repeat) {
+    if (!lockstep_ && stopping()) {
       interrupted_ = true;
-      return std::nullopt;
+      co_return std::nullopt;
     }
     // Shared by several processes, every member must take the same decision: the time spent
     // is then counted from the merged results, which every member holds alike.
@@ -198,12 +220,12 @@ class searcher {
         elapsed + settle_first + spec_.load.traffic.warmup_seconds + spec_.step_seconds >
             spec_.max_time_seconds) {
       out_of_time_ = true;
-      return std::nullopt;
+      co_return std::nullopt;
     }
-    settle(spec_, settle_first);
-    if (!lockstep_ && stopping(spec_)) {
+    co_await settle(settle_first);
+    if (!lockstep_ && stopping()) {
       interrupted_ = true;
-      return std::nullopt;
+      co_return std::nullopt;
     }
     load_spec load = spec_.load;
     load.traffic.rate = rate;
@@ -217,7 +239,7 @@ class searcher {
     s.repeat = repeat;
     s.rate = rate;
     if (spec_.on_step_start) spec_.on_step_start(s);
-    s.run = run_step_(load);
+    s.run = co_await run_step_(std::move(load));
     const run_result& r = s.run;
     s.answered_percent = r.answered_percent();
     s.qps = r.qps;
@@ -235,9 +257,9 @@ class searcher {
     // A member that went missing ends the search like a stop.
     if (r.interrupted || r.ranks_missing() > 0) {
       interrupted_ = true;
-      return std::nullopt;
+      co_return std::nullopt;
     }
-    return s.passed;
+    co_return s.passed;
   }
 
   void note_pass(double rate, unsigned runs) {
@@ -282,7 +304,8 @@ class searcher {
   }
 
   const search_spec& spec_;
-  const detail::step_runner& run_step_;
+  const step_awaitable& run_step_;
+  asio::cancellation_state cancellation_;
   std::uint64_t started_;
   const bool lockstep_ = spec_.load.group != nullptr;
   double lockstep_elapsed_ = 0;
@@ -296,13 +319,59 @@ class searcher {
 
 }  // namespace
 
-search_result run_search(const search_spec& spec) {
-  return detail::run_search_with(spec, run_load);
+namespace detail {
+
+asio::awaitable<search_result> search_steps(search_spec spec, step_awaitable run_step) {
+  validate(spec);
+  searcher search(spec, run_step);
+  co_return co_await search.run();
 }
 
-search_result detail::run_search_with(const search_spec& spec, const step_runner& run_step) {
-  validate(spec);
-  return searcher(spec, run_step).run();
+asio::awaitable<search_result> search_coroutine(search_spec spec, bool may_block) {
+  if (spec.load.group != nullptr && !may_block) {
+    throw setup_error(
+        fmt::format("{}: a search run by a group of processes is run by run_search, "
+                    "not async_run_search",
+                    setting("load_spec::group")));
+  }
+  const auto executor = co_await asio::this_coro::executor;
+  // A group's loads are run_load's only: every member's steps in lockstep.
+  const step_awaitable run_step = [executor](load_spec step) -> asio::awaitable<run_result> {
+    if (step.group != nullptr) co_return run_load(step);
+    co_return co_await async_run_load(executor, std::move(step), asio::use_awaitable);
+  };
+  co_return co_await search_steps(std::move(spec), run_step);
+}
+
+namespace {
+
+// The search coroutine on an io_context of its own, to its end.
+search_result run_alone(asio::awaitable<search_result> search) {
+  asio::io_context io;
+  std::exception_ptr error;
+  search_result result;
+  asio::co_spawn(io, std::move(search), [&](std::exception_ptr e, search_result r) {
+    error = e;
+    result = std::move(r);
+  });
+  io.run();
+  if (error) std::rethrow_exception(error);
+  return result;
+}
+
+}  // namespace
+
+search_result run_search_with(const search_spec& spec, const step_runner& run_step) {
+  const step_awaitable awaited = [&run_step](load_spec step) -> asio::awaitable<run_result> {
+    co_return run_step(step);
+  };
+  return run_alone(search_steps(spec, awaited));
+}
+
+}  // namespace detail
+
+search_result run_search(const search_spec& spec) {
+  return detail::run_alone(detail::search_coroutine(spec, true));
 }
 
 }  // namespace dnstransport

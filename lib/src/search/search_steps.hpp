@@ -5,13 +5,22 @@
 
 #include <functional>
 
+#include <boost/asio/awaitable.hpp>
+
 #include <dnstransport/search.hpp>
 
 namespace dnstransport::detail {
 
 // Runs one step's load (its rate, duration and callbacks set) and returns what it measured.
 using step_runner = std::function<run_result(const load_spec& step)>;
+// The same, awaited in the search's coroutine.
+using step_awaitable = std::function<boost::asio::awaitable<run_result>(load_spec step)>;
 
+// The search with `run_step` for its loads, on an io_context of its own.
 search_result run_search_with(const search_spec& spec, const step_runner& run_step);
+
+// The search as a coroutine on the executor it is spawned on, each step awaited from
+// `run_step`; throws setup_error when `spec` is not valid.
+boost::asio::awaitable<search_result> search_steps(search_spec spec, step_awaitable run_step);
 
 }  // namespace dnstransport::detail
