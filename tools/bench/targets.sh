@@ -8,13 +8,14 @@
 #                            undone at exit
 #   start_target NAME / stop_target
 # $bin is the generator (DNSTRANSPORT_BIN, or this checkout's build), $server_bin this
-# checkout's build (the built-in responder).
+# checkout's build (the built-in responder; DNSTRANSPORT=PATH: that binary in its place, as
+# tools/docs/measure sets it).
 
 if [ "$(nproc)" -lt 2 ]; then
   echo "needs 2 CPUs: the target is pinned to CPU 1 and the generator to CPU 0" >&2
   exit 2
 fi
-server_bin=build/tools/dnstransport/dnstransport
+server_bin=${DNSTRANSPORT:-build/tools/dnstransport/dnstransport}
 bin=${DNSTRANSPORT_BIN:-$server_bin}
 
 remove_policy=   # the policy-rc.d written here (no service starts while installing), removed at exit
@@ -43,7 +44,7 @@ bench_setup() {  # PACKAGE...
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
-  [ -x "$server_bin" ] || ./tools/dev build
+  [ -x "$server_bin" ] || [ -n "${DNSTRANSPORT:-}" ] || ./tools/dev build
 
   # The 4 MiB socket buffers asked for below (dnsdist's setUDPSocketBufferSizes, the clients'
   # own) are capped by net.core.rmem_max / wmem_max, 208 KiB on a stock kernel, where dnsdist
