@@ -20,6 +20,12 @@
 #include "search/search_steps.hpp"
 #include "util/clock.hpp"
 
+// GCC 12 takes the release of an Asio coroutine frame (its recycling allocator's
+// operator delete) for a mismatch with the aligned_alloc that allocated it.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 namespace dnstransport {
 
 std::string_view search_phase_name(search_phase phase) noexcept {
@@ -106,6 +112,10 @@ std::string verdict_of(const search_spec& spec, const run_result& r, bool& passe
   }
   return why;
 }
+
+}  // namespace
+
+namespace detail {
 
 // The search, as a coroutine on the executor it runs on: each step's load awaited, the pauses
 // between steps timers there. Ended by search_spec::stop, or by a cancellation of the
@@ -316,10 +326,6 @@ class searcher {
   bool interrupted_ = false;
   bool out_of_time_ = false;
 };
-
-}  // namespace
-
-namespace detail {
 
 asio::awaitable<search_result> search_steps(search_spec spec, step_awaitable run_step) {
   validate(spec);
