@@ -7,22 +7,32 @@
 /// is the same coroutine on an io_context of its own. `executor` must not run the search's
 /// handlers at once on several threads: an io_context run by one thread, or a strand.
 #include <exception>
+#include <functional>
+#include <memory>
 #include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
 
+#include <dnstransport/async_load.hpp>
 #include <dnstransport/search.hpp>
 
 namespace dnstransport {
 
 namespace detail {
 
-/// The search of `spec` as a coroutine on the executor it is spawned on. `may_block`: a
-/// search run by a group of processes (load_spec::group) may run its steps with the blocking
-/// run_load (run_search's case); otherwise it is refused with a setup_error.
-boost::asio::awaitable<search_result> search_coroutine(search_spec spec, bool may_block);
+class search_operation;
+
+/// What a search started by start_search calls when it ends, through its executor.
+using search_completion = std::function<void(std::exception_ptr, search_result)>;
+
+/// Starts the search of `spec` as a coroutine on `executor`; `done` is posted to `executor`
+/// once, never called from within start_search.
+std::shared_ptr<search_operation> start_search(const boost::asio::any_io_executor& executor,
+                                               search_spec spec, search_completion done);
+
+/// Asks a running search to stop (from any thread): the step running stops within about
+/// 50 ms, and the search completes with the steps so far (search_result::interrupted).
+void stop_search(search_operation& operation) noexcept;
 
 }  // namespace detail
 
@@ -37,8 +47,13 @@ boost::asio::awaitable<search_result> search_coroutine(search_spec spec, bool ma
 template <typename CompletionToken>
 auto async_run_search(const boost::asio::any_io_executor& executor, search_spec spec,
                       CompletionToken&& token) {
-  return boost::asio::co_spawn(executor, detail::search_coroutine(std::move(spec), false),
-                               std::forward<CompletionToken>(token));
+  return detail::initiate_operation<search_result>(
+      std::forward<CompletionToken>(token), executor,
+      [held = std::move(spec)](const boost::asio::any_io_executor& on,
+                               detail::search_completion done) mutable {
+        return detail::start_search(on, std::move(held), std::move(done));
+      },
+      [](detail::search_operation& running) { detail::stop_search(running); });
 }
 
 }  // namespace dnstransport

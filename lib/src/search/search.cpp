@@ -6,8 +6,11 @@
 #include <future>
 
 #include <fmt/format.h>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -347,6 +350,40 @@ asio::awaitable<search_result> search_coroutine(search_spec spec, bool may_block
     co_return co_await async_run_load(executor, std::move(step), asio::use_awaitable);
   };
   co_return co_await search_steps(std::move(spec), run_step);
+}
+
+// A search started by start_search: the signal that cancels its coroutine, emitted on its
+// executor.
+class search_operation {
+ public:
+  explicit search_operation(asio::any_io_executor executor) : executor_(std::move(executor)) {}
+  asio::cancellation_slot slot() { return signal_.slot(); }
+  void stop() {
+    asio::post(executor_, [this] { signal_.emit(asio::cancellation_type::terminal); });
+  }
+
+ private:
+  asio::any_io_executor executor_;
+  asio::cancellation_signal signal_;
+};
+
+std::shared_ptr<search_operation> start_search(const asio::any_io_executor& executor,
+                                               search_spec spec, search_completion done) {
+  auto operation = std::make_shared<search_operation>(executor);
+  asio::co_spawn(executor, search_coroutine(std::move(spec), false),
+                 asio::bind_cancellation_slot(operation->slot(),
+                                              [operation, done = std::move(done)](
+                                                  std::exception_ptr error, search_result result) {
+                                                done(error, std::move(result));
+                                              }));
+  return operation;
+}
+
+void stop_search(search_operation& operation) noexcept {
+  try {
+    operation.stop();
+  } catch (...) {  // out of memory: the search runs to its end
+  }
 }
 
 namespace {

@@ -23,4 +23,10 @@ search_result run_search_with(const search_spec& spec, const step_runner& run_st
 // `run_step`; throws setup_error when `spec` is not valid.
 boost::asio::awaitable<search_result> search_steps(search_spec spec, step_awaitable run_step);
 
+// The search of `spec` as a coroutine on the executor it is spawned on, its steps
+// async_run_load's. `may_block`: a search run by a group of processes (load_spec::group) may
+// run its steps with the blocking run_load (run_search's case); otherwise it is refused with a
+// setup_error (async_run_search's).
+boost::asio::awaitable<search_result> search_coroutine(search_spec spec, bool may_block);
+
 }  // namespace dnstransport::detail
