@@ -22,6 +22,12 @@
 #include <dnstransport/error.hpp>
 #include <dnstransport/server.hpp>
 
+// GCC 12 at -O1 takes the release of an Asio coroutine frame (its recycling allocator's) for a
+// mismatch with the aligned_alloc that allocated it.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 namespace dnstransport {
 namespace {
 
