@@ -52,19 +52,28 @@ scrape get(std::uint16_t port, const std::string& target, const std::string& acc
   return {response.result_int(), std::string(response[http::field::content_type]), response.body()};
 }
 
-// The samples of a metrics text by series, without the labels every sample has (server,
-// transport): "dnstransport_lost_total{cause=\"timeout\"}", "dnstransport_answers_total".
-std::map<std::string, double> samples(const std::string& text) {
-  static const std::regex common(R"(server="[^"]*",transport="[^"]*",?)");
+// The samples of a metrics text as written, labels and all: "NAME{LABELS}" or "NAME".
+std::map<std::string, double> labelled_samples(const std::string& text) {
   std::map<std::string, double> out;
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     const auto space = line.rfind(' ');
-    std::string series = std::regex_replace(line.substr(0, space), common, "");
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+// The samples of a metrics text by series, without the labels every sample has (server,
+// transport): "dnstransport_lost_total{cause=\"timeout\"}", "dnstransport_answers_total".
+std::map<std::string, double> samples(const std::string& text) {
+  static const std::regex common(R"(server="[^"]*",transport="[^"]*",?)");
+  std::map<std::string, double> out;
+  for (const auto& [written, value] : labelled_samples(text)) {
+    std::string series = std::regex_replace(written, common, "");
     if (series.ends_with("{}")) series.resize(series.size() - 2);
-    out[series] = std::stod(line.substr(space + 1));
+    out[series] = value;
   }
   return out;
 }
@@ -206,19 +215,6 @@ TEST(cli_metrics_test, scrapes_hold_together_grow_and_end_as_the_json_says) {
       EXPECT_LE(value, last.at(series)) << series;
     }
   }
-}
-
-// The samples of a metrics text as written, labels and all: "NAME{LABELS}" or "NAME".
-std::map<std::string, double> labelled_samples(const std::string& text) {
-  std::map<std::string, double> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto space = line.rfind(' ');
-    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
-  }
-  return out;
 }
 
 TEST(cli_metrics_test, a_sweep_shows_each_run_under_its_points_labels_and_counts_its_runs) {

@@ -353,13 +353,15 @@ asio::awaitable<search_result> search_coroutine(search_spec spec, bool may_block
 }
 
 // A search started by start_search: the signal that cancels its coroutine, emitted on its
-// executor.
-class search_operation {
+// executor (the posted emit holds the operation, which the search's end may release first).
+class search_operation : public std::enable_shared_from_this<search_operation> {
  public:
   explicit search_operation(asio::any_io_executor executor) : executor_(std::move(executor)) {}
   asio::cancellation_slot slot() { return signal_.slot(); }
   void stop() {
-    asio::post(executor_, [this] { signal_.emit(asio::cancellation_type::terminal); });
+    asio::post(executor_, [self = shared_from_this()] {
+      self->signal_.emit(asio::cancellation_type::terminal);
+    });
   }
 
  private:
