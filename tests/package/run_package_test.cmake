@@ -29,7 +29,8 @@ step("${WORK_DIR}/build/consumer")
 step("${CMAKE_COMMAND}" -S "${EXAMPLES_DIR}" -B "${WORK_DIR}/examples" -G "${GENERATOR}"
      "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release)
 step("${CMAKE_COMMAND}" --build "${WORK_DIR}/examples")
-foreach(example load_with_timeline two_loads_in_coroutines answers_as_they_come)
+foreach(example load_with_timeline two_loads_in_coroutines answers_as_they_come
+        one_query_each_transport)
   step("${WORK_DIR}/examples/${example}")
 endforeach()
 step("${WORK_DIR}/examples/sweep_and_report" "${WORK_DIR}/sweep-report")
