@@ -14,11 +14,17 @@
 namespace dnstransport {
 
 /// How queries travel: plain UDP, DNS over TCP (RFC 7766), DNS over TLS (RFC 7858), DNS
-/// over HTTPS (RFC 8484, HTTP/2 over TLS) or DNS over QUIC (RFC 9250).
-enum class transport_kind { udp, tcp, tls, doh, doq };
+/// over HTTPS (RFC 8484, HTTP/2 over TLS) or DNS over QUIC (RFC 9250); the kinds after doq
+/// are the program's own transports, in the order register_transport (user_transport.hpp)
+/// registered them.
+enum class transport_kind : std::uint8_t { udp, tcp, tls, doh, doq };
 
-/// How many transports there are: the size of a per_transport.
-inline constexpr std::size_t transport_count = 5;
+/// The transports built in: udp, tcp, tls, doh and doq.
+inline constexpr std::size_t builtin_transport_count = 5;
+
+/// The most transports a program can have, built in and its own: the size of a
+/// per_transport.
+inline constexpr std::size_t max_transports = 16;
 
 /// What a transport is.
 struct transport_traits {
@@ -54,7 +60,8 @@ struct transport_traits {
 /// The traits of a transport.
 const transport_traits& traits_of(transport_kind transport) noexcept;
 
-/// Every transport, in a stable order (udp, tcp, tls, doh, doq).
+/// Every transport, in a stable order (udp, tcp, tls, doh, doq, then the program's own as
+/// registered).
 std::span<const transport_traits> all_transports() noexcept;
 
 /// "udp", "tcp", "tls", "doh" or "doq".
@@ -69,11 +76,12 @@ std::optional<transport_kind> parse_transport(std::string_view name) noexcept;
 std::string transport_names_where(bool transport_traits::*trait);
 
 /// One value per transport, indexed by the transport: a responder's listeners and ports, a
-/// sweep's ports, per-transport counts. Iterating visits them in all_transports()'s order.
+/// sweep's ports, per-transport counts. Iterating visits them in all_transports()'s order,
+/// then the values of the kinds not registered (left as they are, default: T{}).
 template <typename T>
 struct per_transport {
   /// The values, in transport_kind's order (which is all_transports()'s).
-  std::array<T, transport_count> values{};
+  std::array<T, max_transports> values{};
 
   /// The value of `transport`.
   T& operator[](transport_kind transport) noexcept {

@@ -1,8 +1,12 @@
 #include "registry/transports.hpp"
 
-#include <algorithm>
 #include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -14,8 +18,10 @@
 #include "transport/doq/doq_listener.hpp"
 #include "transport/doq/doq_transport.hpp"
 #endif
+#include "transport/stream/server_dns_session.hpp"
 #include "transport/stream/stream_listener.hpp"
 #include "transport/stream/stream_transport.hpp"
+#include "transport/stream/user_stream.hpp"
 #include "transport/tls/tls_backend.hpp"
 #include "transport/udp/udp_listener.hpp"
 #include "transport/udp/udp_transport.hpp"
@@ -110,7 +116,7 @@ std::unique_ptr<client_transport> make_doq(const load_spec& spec) {
 
 // Register a transport here: its traits, another name it answers to, its client's factory
 // and the rules of its own settings, and its listener's factory.
-constexpr std::array<transport_entry, transport_count> registry{{
+constexpr std::array<transport_entry, builtin_transport_count> builtin{{
     {{.kind = transport_kind::udp,
       .name = "udp",
       .long_name = "UDP",
@@ -177,23 +183,106 @@ constexpr std::array<transport_entry, transport_count> registry{{
 
 // per_transport and the lookups below index by the kind.
 static_assert([] {
-  for (std::size_t i = 0; i < registry.size(); ++i) {
-    if (static_cast<std::size_t>(registry[i].traits.kind) != i) return false;
+  for (std::size_t i = 0; i < builtin.size(); ++i) {
+    if (static_cast<std::size_t>(builtin[i].traits.kind) != i) return false;
   }
   return true;
 }());
 
-const std::array<transport_traits, registry.size()> traits_table = [] {
-  std::array<transport_traits, registry.size()> traits;
-  std::transform(registry.begin(), registry.end(), traits.begin(),
-                 [](const transport_entry& e) { return e.traits; });
-  return traits;
-}();
+// A program's own stream transport: a stream_client over its streams, as DNS over TCP is.
+std::unique_ptr<client_transport> make_user(const load_spec& spec) {
+  return std::make_unique<stream_transport>(
+      stream_settings_of(spec),
+      make_user_connector(*registered_transport(spec.target.transport).user));
+}
+
+std::unique_ptr<thread_listener> make_user_listener(server_thread& thread, transport_kind transport,
+                                                    const listener_shared* /*shared*/) {
+  return make_stream_listener(thread, transport,
+                              make_user_acceptor(*registered_transport(transport).user),
+                              make_server_dns_session);
+}
+
+// Every transport: the built-in ones, then the program's own as registered. Entries and
+// traits past `count` are of kinds not registered (no name, not compiled).
+struct transport_table {
+  std::array<transport_entry, max_transports> entries{};
+  std::array<transport_traits, max_transports> traits{};
+  std::atomic<std::size_t> count{0};
+  std::mutex registering;
+  std::array<std::unique_ptr<const user_transport>, max_transports> users;
+
+  transport_table() {
+    for (std::size_t i = 0; i < max_transports; ++i) {
+      traits[i].kind = static_cast<transport_kind>(i);
+      traits[i].compiled = false;
+      entries[i].traits = traits[i];
+    }
+    for (std::size_t i = 0; i < builtin.size(); ++i) {
+      entries[i] = builtin[i];
+      traits[i] = builtin[i].traits;
+    }
+    count.store(builtin.size(), std::memory_order_release);
+  }
+};
+
+transport_table& table() noexcept {
+  static transport_table transports;
+  return transports;
+}
+
+std::span<const transport_entry> registered_entries() noexcept {
+  transport_table& t = table();
+  return {t.entries.data(), t.count.load(std::memory_order_acquire)};
+}
+
+transport_kind register_user_transport(user_transport transport) {
+  if (transport.name.empty()) throw setup_error("a transport needs a name");
+  if (!transport.client) {
+    throw setup_error(
+        fmt::format("the transport {} has no client (user_transport::client)", transport.name));
+  }
+  if (transport.default_port == 0) {
+    throw setup_error(fmt::format("the transport {} needs a default port", transport.name));
+  }
+  transport_table& t = table();
+  const std::lock_guard lock(t.registering);
+  if (parse_transport(transport.name)) {
+    throw setup_error(fmt::format("a transport named {} is registered already", transport.name));
+  }
+  const std::size_t index = t.count.load(std::memory_order_relaxed);
+  if (index == max_transports) {
+    throw setup_error(
+        fmt::format("no room for the transport {}: a program has at most {} "
+                    "transports, {} built in",
+                    transport.name, max_transports, builtin_transport_count));
+  }
+  if (transport.long_name.empty()) transport.long_name = transport.name;
+  if (transport.short_name.empty()) transport.short_name = transport.name;
+  t.users[index] = std::make_unique<const user_transport>(std::move(transport));
+  const user_transport* user = t.users[index].get();
+  transport_entry& entry = t.entries[index];
+  entry.traits = transport_traits{.kind = static_cast<transport_kind>(index),
+                                  .name = user->name,
+                                  .long_name = user->long_name,
+                                  .short_name = user->short_name,
+                                  .default_port = user->default_port,
+                                  .has_connections = true,
+                                  .over_tcp = true};
+  entry.alias = {};
+  entry.make = make_user;
+  entry.check = nullptr;
+  entry.listener = {nullptr, nullptr, user->server ? make_user_listener : nullptr};
+  entry.user = user;
+  t.traits[index] = entry.traits;
+  t.count.store(index + 1, std::memory_order_release);
+  return entry.traits.kind;
+}
 
 }  // namespace
 
 const transport_entry& registered_transport(transport_kind transport) noexcept {
-  return registry[static_cast<std::size_t>(transport)];
+  return table().entries[static_cast<std::size_t>(transport)];
 }
 
 }  // namespace dnstransport::detail
@@ -201,22 +290,27 @@ const transport_entry& registered_transport(transport_kind transport) noexcept {
 namespace dnstransport {
 
 const transport_traits& traits_of(transport_kind transport) noexcept {
-  return detail::traits_table[static_cast<std::size_t>(transport)];
+  return detail::table().traits[static_cast<std::size_t>(transport)];
 }
 
 std::span<const transport_traits> all_transports() noexcept {
-  return detail::traits_table;
+  detail::transport_table& t = detail::table();
+  return {t.traits.data(), t.count.load(std::memory_order_acquire)};
+}
+
+transport_kind register_transport(user_transport transport) {
+  return detail::register_user_transport(std::move(transport));
 }
 
 per_transport<std::uint16_t> default_ports() noexcept {
   per_transport<std::uint16_t> ports;
-  for (const auto& traits : detail::traits_table) ports[traits.kind] = traits.default_port;
+  for (const auto& traits : all_transports()) ports[traits.kind] = traits.default_port;
   return ports;
 }
 
 std::string transport_names_where(bool transport_traits::*trait) {
   std::string names;
-  for (const auto& traits : detail::traits_table) {
+  for (const auto& traits : all_transports()) {
     if (!(traits.*trait) || !traits.compiled) continue;
     if (!names.empty()) names += ", ";
     names += traits.name;
@@ -229,7 +323,7 @@ std::string_view transport_name(transport_kind transport) noexcept {
 }
 
 std::optional<transport_kind> parse_transport(std::string_view name) noexcept {
-  for (const auto& entry : detail::registry) {
+  for (const auto& entry : detail::registered_entries()) {
     if (name == entry.traits.name || (!entry.alias.empty() && name == entry.alias)) {
       return entry.traits.kind;
     }

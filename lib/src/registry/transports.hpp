@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include <dnstransport/load.hpp>
+#include <dnstransport/user_transport.hpp>
 
 #include "engine/engine.hpp"
 #include "responder/listener.hpp"
@@ -23,8 +24,12 @@ struct transport_entry {
   void (*check)(const load_spec& spec);
   // The responder's half (all null when the transport is not compiled in).
   listener_factory listener;
+  // A program's own transport (register_transport): what it registered, kept for the
+  // program's life, which the traits' names point into; null for a built-in one.
+  const user_transport* user = nullptr;
 };
 
+// The entry of `transport`; of a kind not registered, one with no client and no listener.
 const transport_entry& registered_transport(transport_kind transport) noexcept;
 
 }  // namespace dnstransport::detail

@@ -34,9 +34,9 @@ struct listener_factory {
   // `tls`); null: they share nothing and need no certificate.
   std::unique_ptr<listener_shared> (*share)(const server_options& options,
                                             const tls_server_options& tls) = nullptr;
-  // One thread's listener, to be opened and handed to the thread; `shared` is what share
-  // made (null without share).
-  std::unique_ptr<thread_listener> (*make)(server_thread& thread,
+  // One thread's listener of `transport`, to be opened and handed to the thread; `shared`
+  // is what share made (null without share). Null: the responder cannot listen for it.
+  std::unique_ptr<thread_listener> (*make)(server_thread& thread, transport_kind transport,
                                            const listener_shared* shared) = nullptr;
 };
 

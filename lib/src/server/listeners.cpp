@@ -41,6 +41,10 @@ listener_contexts make_listener_contexts(const server_options& options) {
                       traits.long_name));
     }
     const listener_factory& listener = registered_transport(traits.kind).listener;
+    if (listener.make == nullptr) {
+      throw setup_error(fmt::format(
+          "the responder cannot listen for {}: its transport gives no server side", traits.name));
+    }
     if (listener.check != nullptr) listener.check(options);
     certificate_needed = certificate_needed || listener.share != nullptr;
   }
@@ -61,7 +65,8 @@ listener_contexts make_listener_contexts(const server_options& options) {
 
 std::unique_ptr<thread_listener> make_listener(transport_kind transport, server_thread& thread,
                                                const listener_contexts& contexts) {
-  return registered_transport(transport).listener.make(thread, contexts.shared[transport].get());
+  return registered_transport(transport).listener.make(thread, transport,
+                                                       contexts.shared[transport].get());
 }
 
 }  // namespace dnstransport::detail

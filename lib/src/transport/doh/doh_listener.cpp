@@ -29,6 +29,7 @@ std::unique_ptr<listener_shared> share_doh_context(const server_options& options
 }
 
 std::unique_ptr<thread_listener> make_doh_listener(server_thread& thread,
+                                                   transport_kind /*transport*/,
                                                    const listener_shared* shared) {
   const auto& tls = static_cast<const tls_listener_context&>(*shared);
   return make_stream_listener(thread, transport_kind::doh, make_tls_acceptor(tls.context()),

@@ -15,6 +15,7 @@ void check_doh_listener(const server_options& options);
 std::unique_ptr<listener_shared> share_doh_context(const server_options& options,
                                                    const tls_server_options& tls);
 std::unique_ptr<thread_listener> make_doh_listener(server_thread& thread,
+                                                   transport_kind /*transport*/,
                                                    const listener_shared* shared);
 
 }  // namespace dnstransport::detail

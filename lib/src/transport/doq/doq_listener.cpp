@@ -21,6 +21,7 @@ std::unique_ptr<listener_shared> share_doq_context(const server_options& options
 // One socket per thread on the same port (SO_REUSEPORT): the kernel keeps each client's
 // 4-tuple, so each QUIC connection, on one thread.
 std::unique_ptr<thread_listener> make_doq_listener(server_thread& thread,
+                                                   transport_kind /*transport*/,
                                                    const listener_shared* shared) {
   return std::make_unique<doq_listener>(thread, static_cast<const doq_context&>(*shared));
 }

@@ -14,6 +14,7 @@ void check_doq_listener(const server_options& options);
 std::unique_ptr<listener_shared> share_doq_context(const server_options& options,
                                                    const tls_server_options& tls);
 std::unique_ptr<thread_listener> make_doq_listener(server_thread& thread,
+                                                   transport_kind /*transport*/,
                                                    const listener_shared* shared);
 
 }  // namespace dnstransport::detail

@@ -91,12 +91,14 @@ std::unique_ptr<thread_listener> make_stream_listener(server_thread& thread,
 }
 
 std::unique_ptr<thread_listener> make_tcp_listener(server_thread& thread,
+                                                   transport_kind /*transport*/,
                                                    const listener_shared* /*shared*/) {
   return make_stream_listener(thread, transport_kind::tcp, make_tcp_acceptor(),
                               make_server_dns_session);
 }
 
 std::unique_ptr<thread_listener> make_tls_listener(server_thread& thread,
+                                                   transport_kind /*transport*/,
                                                    const listener_shared* shared) {
   const auto& tls = static_cast<const tls_listener_context&>(*shared);
   return make_stream_listener(thread, transport_kind::tls, make_tls_acceptor(tls.context()),

@@ -37,9 +37,11 @@ std::unique_ptr<thread_listener> make_stream_listener(server_thread& thread,
                                                       server_session_maker session);
 
 std::unique_ptr<thread_listener> make_tcp_listener(server_thread& thread,
+                                                   transport_kind /*transport*/,
                                                    const listener_shared* shared);
 // `shared` is the tls_listener_context share_tls_context made.
 std::unique_ptr<thread_listener> make_tls_listener(server_thread& thread,
+                                                   transport_kind /*transport*/,
                                                    const listener_shared* shared);
 
 }  // namespace dnstransport::detail

@@ -164,6 +164,7 @@ void udp_listener::on_readable() {
 }  // namespace
 
 std::unique_ptr<thread_listener> make_udp_listener(server_thread& thread,
+                                                   transport_kind /*transport*/,
                                                    const listener_shared* /*shared*/) {
   return std::make_unique<udp_listener>(thread);
 }

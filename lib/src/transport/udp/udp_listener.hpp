@@ -9,6 +9,7 @@
 namespace dnstransport::detail {
 
 std::unique_ptr<thread_listener> make_udp_listener(server_thread& thread,
+                                                   transport_kind /*transport*/,
                                                    const listener_shared* shared);
 
 }  // namespace dnstransport::detail
