@@ -30,7 +30,7 @@ step("${CMAKE_COMMAND}" -S "${EXAMPLES_DIR}" -B "${WORK_DIR}/examples" -G "${GEN
      "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release)
 step("${CMAKE_COMMAND}" --build "${WORK_DIR}/examples")
 foreach(example load_with_timeline two_loads_in_coroutines answers_as_they_come
-        one_query_each_transport)
+        one_query_each_transport own_transport)
   step("${WORK_DIR}/examples/${example}")
 endforeach()
 step("${WORK_DIR}/examples/sweep_and_report" "${WORK_DIR}/sweep-report")
