@@ -5,7 +5,9 @@
 ///
 /// An exchange is a load of the engine (run_load's code, not a second client): one client,
 /// one connection for a transport that has connections (its queries pipelined on it, all in
-/// flight at once, as a load's are), every query sent once, in order. So an exchange gets
+/// flight at once, as a load's are; more connections only when
+/// client_settings::connections.queries_per_connection allows fewer queries on one), every
+/// query sent once, in order. So an exchange gets
 /// what a load does (TLS resumption, the PROXY protocol, source addresses, EDNS Client
 /// Subnet, answers checked against their query) and reports it in `run`. Each exchange opens
 /// its own connection: to reuse one, put the queries in one exchange.
