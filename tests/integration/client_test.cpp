@@ -114,6 +114,25 @@ TEST(client_test, one_question_asked_three_times_gets_three_answers) {
   }
 }
 
+// A question asked twice beside another, the three in one exchange: each query is sent once
+// and answered by an answer to its own question (the root's NS twice, then an A).
+TEST(client_test, a_repeated_question_beside_others_is_sent_once_each) {
+  server_options options;
+  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
+  server responder(options);
+  client_settings settings;
+  settings.target.transport = transport_kind::tcp;
+  settings.target.port = responder.port(transport_kind::tcp);
+  std::vector<std::vector<std::uint8_t>> queries{encode_query(".", rr_type::ns),
+                                                 encode_query(".", rr_type::ns),
+                                                 encode_query("x.example", rr_type::a)};
+  for (std::uint16_t i = 0; i < 3; ++i) patch_id(queries[i].data(), 70 + i);
+  const client_exchange got = run_exchange(settings, queries);
+  expect_answers_to(got, queries);
+  EXPECT_EQ(got.run.queries_sent, 3u);
+  EXPECT_EQ(got.run.responses_received, 3u);
+}
+
 // One query of a client, answered.
 TEST(client_test, async_query_gives_one_answer) {
   server_options options;

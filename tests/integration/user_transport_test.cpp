@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -210,7 +211,7 @@ TEST(user_transport_test, a_sweep_of_it_is_reported) {
 TEST(user_transport_test, a_factory_without_streams_fails_connections_not_the_load) {
   static const transport_kind broken = [] {
     user_transport t;
-    t.name = "toy-broken";
+    t.name = "toy_broken";
     t.client = [](int) { return std::unique_ptr<user_stream>(); };
     return register_transport(std::move(t));
   }();
@@ -225,6 +226,52 @@ TEST(user_transport_test, a_factory_without_streams_fails_connections_not_the_lo
   EXPECT_GT(r.connections.failed, 0u);
   EXPECT_NE(r.connections.first_failure.find("made no stream"), std::string::npos)
       << r.connections.first_failure;
+}
+
+// A stream whose handshake throws: its connections fail with the exception's message; the
+// load and the process go on.
+TEST(user_transport_test, a_stream_that_throws_fails_its_connection) {
+  static const transport_kind throwing = [] {
+    user_transport t;
+    t.name = "toy_throws";
+    t.has_handshake = true;
+    t.client = [](int) -> std::unique_ptr<user_stream> {
+      struct thrower final : user_stream {
+        stream_status handshake() override { throw std::runtime_error("boom"); }
+        stream_status read(std::span<std::uint8_t>, std::size_t&) override {
+          return stream_status::failed;
+        }
+        stream_status write(std::span<const std::span<const std::uint8_t>>, std::size_t&) override {
+          return stream_status::failed;
+        }
+      };
+      return std::make_unique<thrower>();
+    };
+    return register_transport(std::move(t));
+  }();
+  server responder(toy_responder());
+  load_spec spec;
+  spec.target.transport = throwing;
+  spec.target.port = responder.port(toy_kind());
+  spec.traffic.duration_seconds = 0.3;
+  spec.traffic.warmup_seconds = 0;
+  const run_result r = run_load(spec);
+  EXPECT_EQ(r.responses_received, 0u);
+  EXPECT_GT(r.connections.failed, 0u);
+  EXPECT_NE(r.connections.first_failure.find("boom"), std::string::npos)
+      << r.connections.first_failure;
+}
+
+// A kind no transport was registered under: a setup error of the load and of the
+// responder, not a crash.
+TEST(user_transport_test, an_unregistered_kind_is_a_setup_error) {
+  const auto unregistered = static_cast<transport_kind>(max_transports - 1);
+  load_spec spec;
+  spec.target.transport = unregistered;
+  EXPECT_THROW(run_load(spec), setup_error);
+  server_options options;
+  options.listen[unregistered] = endpoint{"127.0.0.1", 0};
+  EXPECT_THROW(server{options}, setup_error);
 }
 
 TEST(user_transport_test, bad_registrations_are_refused) {
@@ -250,8 +297,16 @@ TEST(user_transport_test, bad_registrations_are_refused) {
   nameless.client = stream;
   refused(nameless, "needs a name");
   user_transport no_client;
-  no_client.name = "toy-without-client";
+  no_client.name = "toy_without_client";
   refused(no_client, "has no client");
+  user_transport dashed;
+  dashed.name = "toy-dashed";  // a sweep's list would read tls-gnutls's dash in it
+  dashed.client = stream;
+  refused(dashed, "cannot name a transport");
+  user_transport pid;
+  pid.name = "pid";
+  pid.client = stream;
+  refused(pid, "cannot name a transport");
 }
 
 }  // namespace

@@ -57,8 +57,8 @@ struct client_exchange {
 };
 
 /// The load_spec an exchange of the queries of `queries` runs with `settings`: one client,
-/// one thread, every query in flight at once (at most 65,536), each sent once, no warm-up,
-/// no timeline.
+/// one thread, every query in flight at once (at most 65,536; one at a time when two ask the
+/// same question), each sent once, no warm-up, no timeline.
 load_spec exchange_spec(const client_settings& settings, std::shared_ptr<const query_set> queries);
 
 namespace detail {

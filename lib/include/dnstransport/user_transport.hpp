@@ -85,8 +85,10 @@ struct user_transport {
 /// Registers `transport` and returns its kind, which load_spec::target.transport,
 /// client_settings, sweep_plan and server_options::listen take from then on;
 /// parse_transport finds it by name. Register before any load, sweep or responder starts
-/// (registering is not synchronised with them). Throws setup_error for an empty name, a
-/// name or alias already taken, no client factory, or more than max_transports transports.
+/// (registering is not synchronised with them). Throws setup_error for a name that is not
+/// lower-case letters, digits and _ (or is pid or cgroup, words of a sweep's targets), a name
+/// or alias already taken, no client factory, a default port of 0, or more than
+/// max_transports - 1 transports in all (the last kind is never registered).
 transport_kind register_transport(user_transport transport);
 
 }  // namespace dnstransport

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
@@ -36,6 +38,21 @@ const char* not_a_query(std::span<const std::uint8_t> query) {
   return nullptr;
 }
 
+// Whether two queries of `queries` ask the same question (the name without regard to case,
+// the type and the class). Queries are checked by not_a_query first.
+bool repeats_a_question(const query_set& queries) {
+  std::unordered_set<std::string> seen;
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    const auto query = queries[i];
+    const std::size_t name_end = skip_name(query, dns_header_size).value_or(query.size() - 4);
+    std::string key(query.begin() + dns_header_size, query.begin() + name_end + 4);
+    std::transform(key.begin(), key.begin() + (name_end - dns_header_size), key.begin(),
+                   [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; });
+    if (!seen.insert(std::move(key)).second) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 load_spec exchange_spec(const client_settings& settings, std::shared_ptr<const query_set> queries) {
@@ -45,8 +62,12 @@ load_spec exchange_spec(const client_settings& settings, std::shared_ptr<const q
   spec.tls = settings.tls;
   const std::size_t count = queries ? queries->size() : 0;
   spec.traffic.clients = 1;
+  // A question asked twice goes one query at a time: with several in flight, the engine
+  // would vary its letter case and could send one of the two twice and the other never.
   spec.traffic.outstanding =
-      static_cast<unsigned>(std::clamp<std::size_t>(count, 1, max_in_flight));
+      queries && repeats_a_question(*queries)
+          ? 1
+          : static_cast<unsigned>(std::clamp<std::size_t>(count, 1, max_in_flight));
   spec.traffic.count = count;
   spec.traffic.timeout_seconds = settings.timeout_seconds;
   spec.traffic.warmup_seconds = 0;
@@ -96,6 +117,7 @@ std::shared_ptr<load_operation> start_exchange(const boost::asio::any_io_executo
   spec.output.on_answer = [kept, ids = std::move(ids)](const answer_event& event) {
     const std::lock_guard lock(kept->mutex);
     client_answer& answer = kept->answers[event.query];
+    if (answer.answered) return;  // each query is sent once: never, but never counted twice
     answer.answered = true;
     answer.message.assign(event.message.begin(), event.message.end());
     if (answer.message.size() >= 2) patch_id(answer.message.data(), ids[event.query]);

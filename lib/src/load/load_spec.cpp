@@ -408,6 +408,11 @@ void validate_queries(const load_spec& spec, const transport_traits& traits) {
 }  // namespace
 
 void validate(const load_spec& spec) {
+  if (static_cast<std::size_t>(spec.target.transport) >= all_transports().size()) {
+    throw setup_error(fmt::format("{}: {} is not a registered transport",
+                                  load_setting("target.transport"),
+                                  static_cast<unsigned>(spec.target.transport)));
+  }
   const transport_traits& traits = traits_of(spec.target.transport);
   validate_size(spec);
   validate_pace(spec);

@@ -1,5 +1,6 @@
 #include "registry/transports.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <memory>
@@ -226,9 +227,17 @@ struct transport_table {
   }
 };
 
+// Never destroyed: a traits' names point into it, and a static server or load of the program
+// may outlive a table destroyed at exit.
 transport_table& table() noexcept {
-  static transport_table transports;
-  return transports;
+  static transport_table* const transports = new transport_table;
+  return *transports;
+}
+
+// `transport`'s place in the table; a value past it (a cast, not a kind) reads the last,
+// never registered (register_transport stops one short of it).
+std::size_t index_of(transport_kind transport) noexcept {
+  return std::min<std::size_t>(static_cast<std::size_t>(transport), max_transports - 1);
 }
 
 std::span<const transport_entry> registered_entries() noexcept {
@@ -238,6 +247,16 @@ std::span<const transport_entry> registered_entries() noexcept {
 
 transport_kind register_user_transport(user_transport transport) {
   if (transport.name.empty()) throw setup_error("a transport needs a name");
+  // Lists (--transports udp,tls-gnutls) and targets (NAME=HOST,tls=PORT,pid=PID) hold names.
+  const bool word = std::all_of(transport.name.begin(), transport.name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+  if (!word || transport.name == "pid" || transport.name == "cgroup") {
+    throw setup_error(
+        fmt::format("\"{}\" cannot name a transport: a name is lower-case letters, "
+                    "digits and _, and not pid or cgroup",
+                    transport.name));
+  }
   if (!transport.client) {
     throw setup_error(
         fmt::format("the transport {} has no client (user_transport::client)", transport.name));
@@ -251,7 +270,7 @@ transport_kind register_user_transport(user_transport transport) {
     throw setup_error(fmt::format("a transport named {} is registered already", transport.name));
   }
   const std::size_t index = t.count.load(std::memory_order_relaxed);
-  if (index == max_transports) {
+  if (index + 1 >= max_transports) {
     throw setup_error(
         fmt::format("no room for the transport {}: a program has at most {} "
                     "transports, {} built in",
@@ -282,7 +301,7 @@ transport_kind register_user_transport(user_transport transport) {
 }  // namespace
 
 const transport_entry& registered_transport(transport_kind transport) noexcept {
-  return table().entries[static_cast<std::size_t>(transport)];
+  return table().entries[index_of(transport)];
 }
 
 }  // namespace dnstransport::detail
@@ -290,7 +309,7 @@ const transport_entry& registered_transport(transport_kind transport) noexcept {
 namespace dnstransport {
 
 const transport_traits& traits_of(transport_kind transport) noexcept {
-  return detail::table().traits[static_cast<std::size_t>(transport)];
+  return detail::table().traits[detail::index_of(transport)];
 }
 
 std::span<const transport_traits> all_transports() noexcept {

@@ -31,6 +31,11 @@ certificate_files certificate_of(const server_options& options) {
 }  // namespace
 
 listener_contexts make_listener_contexts(const server_options& options) {
+  for (std::size_t i = all_transports().size(); i < max_transports; ++i) {
+    if (options.listen[static_cast<transport_kind>(i)]) {
+      throw setup_error(fmt::format("server_options::listen: {} is not a registered transport", i));
+    }
+  }
   bool certificate_needed = false;
   for (const auto& traits : all_transports()) {
     if (!options.listen[traits.kind]) continue;
