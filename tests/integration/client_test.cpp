@@ -36,6 +36,20 @@ std::vector<std::vector<std::uint8_t>> client_test_queries(unsigned count) {
   return queries;
 }
 
+server_options client_test_tcp_responder() {
+  server_options options;
+  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
+  return options;
+}
+
+// A client of `responder`'s TCP listener.
+client_settings client_test_tcp_settings(const server& responder) {
+  client_settings settings;
+  settings.target.transport = transport_kind::tcp;
+  settings.target.port = responder.port(transport_kind::tcp);
+  return settings;
+}
+
 // Every answer is a response to its own query, with the query's ID.
 void expect_answers_to(const client_exchange& got,
                        const std::vector<std::vector<std::uint8_t>>& queries) {
@@ -98,12 +112,8 @@ TEST(client_test, doq_exchange_answers_every_query_on_one_connection) {
 
 // The same question three times, with three IDs: three answers, each with its own ID.
 TEST(client_test, one_question_asked_three_times_gets_three_answers) {
-  server_options options;
-  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
-  server responder(options);
-  client_settings settings;
-  settings.target.transport = transport_kind::tcp;
-  settings.target.port = responder.port(transport_kind::tcp);
+  server responder(client_test_tcp_responder());
+  const client_settings settings = client_test_tcp_settings(responder);
   std::vector<std::vector<std::uint8_t>> queries(3, encode_query("www.example", rr_type::a));
   for (std::uint16_t i = 0; i < 3; ++i) patch_id(queries[i].data(), 7 + i);
   const client_exchange got = run_exchange(settings, queries);
@@ -117,12 +127,8 @@ TEST(client_test, one_question_asked_three_times_gets_three_answers) {
 // A question asked twice beside another, the three in one exchange: each query is sent once
 // and answered by an answer to its own question (the root's NS twice, then an A).
 TEST(client_test, a_repeated_question_beside_others_is_sent_once_each) {
-  server_options options;
-  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
-  server responder(options);
-  client_settings settings;
-  settings.target.transport = transport_kind::tcp;
-  settings.target.port = responder.port(transport_kind::tcp);
+  server responder(client_test_tcp_responder());
+  const client_settings settings = client_test_tcp_settings(responder);
   std::vector<std::vector<std::uint8_t>> queries{encode_query(".", rr_type::ns),
                                                  encode_query(".", rr_type::ns),
                                                  encode_query("x.example", rr_type::a)};
@@ -159,12 +165,8 @@ TEST(client_test, async_query_gives_one_answer) {
 
 // Two exchanges at once on one io_context run by this thread, each with its own answers.
 TEST(client_test, two_exchanges_run_at_once_on_one_io_context) {
-  server_options options;
-  options.listen[transport_kind::tcp] = endpoint{"127.0.0.1", 0};
-  server responder(options);
-  client_settings settings;
-  settings.target.transport = transport_kind::tcp;
-  settings.target.port = responder.port(transport_kind::tcp);
+  server responder(client_test_tcp_responder());
+  const client_settings settings = client_test_tcp_settings(responder);
   boost::asio::io_context io;
   client one(io.get_executor(), settings);
   const auto first = client_test_queries(20);

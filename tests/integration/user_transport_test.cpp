@@ -206,15 +206,9 @@ TEST(user_transport_test, a_sweep_of_it_is_reported) {
   EXPECT_NE(tables.find("toy"), std::string::npos) << tables;
 }
 
-// A stream factory that makes no stream: the connections fail with that cause, the load
-// ends (count reached by no one: its duration), nothing is counted as an answer.
-TEST(user_transport_test, a_factory_without_streams_fails_connections_not_the_load) {
-  static const transport_kind broken = [] {
-    user_transport t;
-    t.name = "toy_broken";
-    t.client = [](int) { return std::unique_ptr<user_stream>(); };
-    return register_transport(std::move(t));
-  }();
+// A 0.3 s load over `broken` against the toy responder: no answer, its connections failed,
+// the first failure saying `says`.
+void expect_connections_fail(transport_kind broken, const char* says) {
   server responder(toy_responder());
   load_spec spec;
   spec.target.transport = broken;
@@ -224,8 +218,20 @@ TEST(user_transport_test, a_factory_without_streams_fails_connections_not_the_lo
   const run_result r = run_load(spec);
   EXPECT_EQ(r.responses_received, 0u);
   EXPECT_GT(r.connections.failed, 0u);
-  EXPECT_NE(r.connections.first_failure.find("made no stream"), std::string::npos)
+  EXPECT_NE(r.connections.first_failure.find(says), std::string::npos)
       << r.connections.first_failure;
+}
+
+// A stream factory that makes no stream: the connections fail with that cause, the load
+// ends (count reached by no one: its duration), nothing is counted as an answer.
+TEST(user_transport_test, a_factory_without_streams_fails_connections_not_the_load) {
+  static const transport_kind broken = [] {
+    user_transport t;
+    t.name = "toy_broken";
+    t.client = [](int) { return std::unique_ptr<user_stream>(); };
+    return register_transport(std::move(t));
+  }();
+  expect_connections_fail(broken, "made no stream");
 }
 
 // A stream whose handshake throws: its connections fail with the exception's message; the
@@ -249,17 +255,7 @@ TEST(user_transport_test, a_stream_that_throws_fails_its_connection) {
     };
     return register_transport(std::move(t));
   }();
-  server responder(toy_responder());
-  load_spec spec;
-  spec.target.transport = throwing;
-  spec.target.port = responder.port(toy_kind());
-  spec.traffic.duration_seconds = 0.3;
-  spec.traffic.warmup_seconds = 0;
-  const run_result r = run_load(spec);
-  EXPECT_EQ(r.responses_received, 0u);
-  EXPECT_GT(r.connections.failed, 0u);
-  EXPECT_NE(r.connections.first_failure.find("boom"), std::string::npos)
-      << r.connections.first_failure;
+  expect_connections_fail(throwing, "boom");
 }
 
 // A kind no transport was registered under: a setup error of the load and of the
