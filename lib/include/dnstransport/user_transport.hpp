@@ -68,9 +68,9 @@ class user_stream {
 
 /// A transport of the program's own, for register_transport.
 struct user_transport {
-  std::string name;                 ///< as load_spec, the CLI's --transport and the JSON name it
-  std::string long_name;            ///< for tables and messages ("DNS over FOO"); empty: the name
-  std::string short_name;           ///< as operators write it; empty: the name
+  std::string name;        ///< in lists, tables and the JSON: lower-case letters, digits and _
+  std::string long_name;   ///< for tables and messages ("DNS over FOO"); empty: the name
+  std::string short_name;  ///< as operators write it; empty: the name
   std::uint16_t default_port = 53;  ///< its registered port
   /// Whether the stream has a handshake of its own, counted as a connection's handshake
   /// (full) with its time, as TLS's is.
