@@ -35,12 +35,10 @@ asio::awaitable<void> ask_each(const server& responder, int& failures) {
     if (traits.gnutls_only) settings.tls.backend = tls_backend::gnutls;
     client one(co_await asio::this_coro::executor, settings);
     try {
-      const client_exchange got = co_await one.async_query(query, asio::use_awaitable);
-      const client_answer& answer = got.answers.front();
+      const client_answer answer = co_await one.async_query(query, asio::use_awaitable);
       if (!answer.answered) {
-        std::printf("%-4s no answer (%llu lost, %llu failed connections)\n", name.c_str(),
-                    static_cast<unsigned long long>(got.run.lost),
-                    static_cast<unsigned long long>(got.run.connections.failed));
+        std::printf("%-4s no answer: %s\n", name.c_str(),
+                    std::string(query_outcome_name(answer.outcome)).c_str());
         ++failures;
         continue;
       }

@@ -57,6 +57,7 @@ void expect_answers_to(const client_exchange& got,
   for (std::size_t i = 0; i < queries.size(); ++i) {
     const client_answer& a = got.answers[i];
     ASSERT_TRUE(a.answered) << "query " << i << ": " << got.run.connections.first_failure;
+    EXPECT_EQ(a.outcome, query_outcome::answered);
     const std::uint16_t id = read_id(queries[i].data());
     EXPECT_EQ(read_id(a.message.data()), id) << "query " << i;
     EXPECT_EQ(check_response(a.message, queries[i], id).verdict, response_verdict::ok)
@@ -151,16 +152,16 @@ TEST(client_test, async_query_gives_one_answer) {
   auto query = encode_query("one.example", rr_type::aaaa);
   patch_id(query.data(), 4242);
   std::exception_ptr error;
-  client_exchange got;
-  one.async_query(query, [&](std::exception_ptr e, client_exchange r) {
+  client_answer got;
+  one.async_query(query, [&](std::exception_ptr e, client_answer r) {
     error = e;
     got = std::move(r);
   });
   io.run();
   ASSERT_FALSE(error);
-  ASSERT_EQ(got.answers.size(), 1u);
-  ASSERT_TRUE(got.answers[0].answered);
-  EXPECT_EQ(read_id(got.answers[0].message.data()), 4242);
+  ASSERT_TRUE(got.answered);
+  EXPECT_EQ(got.outcome, query_outcome::answered);
+  EXPECT_EQ(read_id(got.message.data()), 4242);
 }
 
 // Two exchanges at once on one io_context run by this thread, each with its own answers.
@@ -202,6 +203,7 @@ TEST(client_test, a_query_without_answer_says_so) {
   const client_exchange got = run_exchange(settings, client_test_queries(1));
   ASSERT_EQ(got.answers.size(), 1u);
   EXPECT_FALSE(got.answers[0].answered);
+  EXPECT_EQ(got.answers[0].outcome, query_outcome::timed_out);
   EXPECT_TRUE(got.answers[0].message.empty());
   EXPECT_EQ(got.run.lost, 1u);
 }
@@ -237,8 +239,10 @@ TEST(client_test, a_cancelled_exchange_ends_without_answers) {
   ASSERT_TRUE(called);
   EXPECT_TRUE(got.run.interrupted);
   ASSERT_EQ(got.answers.size(), 2u);
-  EXPECT_FALSE(got.answers[0].answered);
-  EXPECT_FALSE(got.answers[1].answered);
+  for (const client_answer& a : got.answers) {
+    EXPECT_FALSE(a.answered);
+    EXPECT_EQ(a.outcome, query_outcome::abandoned);
+  }
 }
 
 // No query, or a message too short to be one: a setup error naming it, nothing sent.

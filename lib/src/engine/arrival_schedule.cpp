@@ -3,6 +3,7 @@
 #include "engine/arrival_schedule.hpp"
 
 #include "engine/engine.hpp"
+#include "engine/query_feed.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -116,6 +117,10 @@ void client_base::admit_arrivals(std::uint64_t now) noexcept {
 }
 
 void client_base::expire_waiting(std::uint64_t now) noexcept {
+  if (plan().feed != nullptr) {
+    counts().not_sent_timeout += plan().feed->expire_waiting(now, plan().timeout_ns);
+    return;
+  }
   if (!schedule_) return;
   while (!schedule_->waiting_empty() && schedule_->oldest_waiting() + plan().timeout_ns <= now) {
     if (schedule_->pop_front().at >= plan().measure_start_ns) ++counts().not_sent_timeout;

@@ -9,6 +9,9 @@
 #include <cstring>
 #include <functional>
 
+#include <dnstransport/client.hpp>
+
+#include "engine/query_feed.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport::detail {
@@ -37,7 +40,7 @@ client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
       (owner.plan().client_subnet.on() &&
        questions_.how() != in_flight_questions::mode::unlimited)) {
     case_scratch_.resize(std::size_t{std::min(case_pieces, owner.plan().outstanding)} *
-                         owner.plan().queries->max_size());
+                         owner.plan().max_query_size());
   }
   const client_subnets& subnets = owner.plan().client_subnet;
   if (subnets.on() && !subnets.per_query) {
@@ -47,11 +50,11 @@ client_base::client_base(worker& owner, unsigned index, std::uint64_t quota)
 
 std::span<const std::uint8_t> client_base::query_to_send(const slot_table::slot& s,
                                                          unsigned piece) noexcept {
-  const auto query = (*plan().queries)[s.query_index];
+  const auto query = plan().query(s.query_index);
   const std::uint32_t flips = case_flips(s);
   const bool subnet = plan().client_subnet.on();
   if (flips == 0 && !subnet) return query;
-  const std::size_t size = plan().queries->max_size();
+  const std::size_t size = plan().max_query_size();
   const auto scratch = std::span(case_scratch_).subspan(piece * size, size);
   if (flips != 0) {
     vary_letter_case(query, flips, scratch);
@@ -76,6 +79,7 @@ std::uint32_t client_base::take_question(std::uint32_t query) noexcept {
 }
 
 bool client_base::may_send(std::uint64_t now) const noexcept {
+  if (plan().feed != nullptr) return plan().feed->may_send();
   if (feeder_ != nullptr) {
     return !retries_.empty() || feeder_->may_send(now) || !feeder_->slots_.empty();
   }
@@ -93,6 +97,7 @@ bool client_base::may_send(std::uint64_t now) const noexcept {
 std::uint32_t client_base::send_allowance(std::uint64_t now) noexcept {
   if (!may_send(now)) return 0;
   const std::uint32_t room = std::min(slots_.free_count(), question_room_ - slots_.in_flight());
+  if (plan().feed != nullptr) return std::min(room, plan().feed->ready());
   if (feeder_ != nullptr) {
     // In order; a retry whose question is still in flight waits for it.
     if (retries_.empty() || !questions_.has_room(question_of_[retries_.front().query_index]))
@@ -137,6 +142,17 @@ std::uint32_t client_base::replay_allowance(std::uint32_t room) const noexcept {
 }
 
 slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
+  if (plan().feed != nullptr) {
+    // Each fed query is its own question (query_feed keeps one of a question in flight).
+    owner_.roll_timeline(now);
+    const std::uint32_t cell = plan().feed->take();
+    const bool counted = measuring(now);
+    slot_table::slot& s = slots_.acquire(now, cell, counted);
+    s.case_pattern = static_cast<std::uint16_t>(take_question(cell));
+    ++sent_;
+    if (counted) ++counts().queries_sent;
+    return s;
+  }
   if (feeder_ != nullptr) {
     const retry r = retries_.front();
     retries_.pop_front();
@@ -188,7 +204,11 @@ slot_table::slot& client_base::take_slot(std::uint64_t now) noexcept {
 }
 
 void client_base::return_slot(slot_table::slot& s) noexcept {
-  if (feeder_ != nullptr) {
+  if (plan().feed != nullptr) {
+    plan().feed->put_back(s.query_index);
+    --sent_;
+    if (s.counted) --counts().queries_sent;
+  } else if (feeder_ != nullptr) {
     retries_.push_front({s.query_index, s.sent_ns, s.counted});
   } else if (schedule_) {
     schedule_->push_front({s.sent_ns, s.query_index});
@@ -210,6 +230,12 @@ void client_base::release(slot_table::slot& s, slot_table::past outcome) noexcep
   }
   questions_.release(question_of_[s.query_index], s.case_pattern);
   slots_.release(s, outcome);
+}
+
+void client_base::finish(slot_table::slot& s, slot_table::past outcome,
+                         query_outcome how) noexcept {
+  if (plan().feed != nullptr) plan().feed->ended(s.query_index, how);
+  release(s, outcome);
 }
 
 void client_base::connection_up() noexcept {
@@ -248,7 +274,7 @@ slot_table::slot* client_base::in_flight(std::uint16_t id, std::uint64_t now) no
     // had not run yet): lost, and the answer late, exactly as if the tick had come first.
     if (s->counted) ++r.lost;
     if (measuring(now)) ++r.late;
-    release(*s, slot_table::past::expired);
+    finish(*s, slot_table::past::expired, query_outcome::timed_out);
     return nullptr;
   }
   return s;
@@ -286,14 +312,14 @@ void client_base::fail_exchange(std::uint16_t id, std::uint64_t now, std::string
     } catch (...) {  // out of memory: the total still counts it
     }
   }
-  release(*s, slot_table::past::answered);
+  finish(*s, slot_table::past::answered, query_outcome::exchange_failed);
 }
 
 void client_base::lose_on_close(std::uint16_t id) noexcept {
   slot_table::slot* s = slots_.find(id);
   if (s == nullptr) return;
   if (s->counted) ++counts().lost_on_close;
-  release(*s, slot_table::past::expired);
+  finish(*s, slot_table::past::expired, query_outcome::connection_closed);
 }
 
 void client_base::count_stray(std::uint16_t id, std::uint64_t now) noexcept {
@@ -316,14 +342,15 @@ client_base::completion client_base::complete(slot_table::slot& slot,
   query_counters& r = counts();
   slot_table::slot* s = &slot;
   completion done{true, false, s->sequence, s->first_on_connection};
+  bool handed_on = false;
   done.latency_ns = answered_ns - s->sent_ns;
   done.sent_ns = s->sent_ns;
   coalescing_.answered(done.latency_ns);
-  if (datagram && message.size() > plan().udp_answer_limits[s->query_index]) {
+  if (datagram && message.size() > plan().udp_answer_limit(s->query_index)) {
     // A protocol violation, whatever the message holds: no stub would take it.
     if (s->counted) ++r.oversized;
   } else {
-    const auto query = (*plan().queries)[s->query_index];
+    const auto query = plan().query(s->query_index);
     response_summary summary =
         check_response(message, query, expected_id, plan().read_edns_options);
     // Told apart by letter case, a query is answered only by an answer that echoes its case:
@@ -342,6 +369,7 @@ client_base::completion client_base::complete(slot_table::slot& slot,
     if (ok && summary.keepalive) done.keepalive_timeout = summary.keepalive_timeout;
     if (ok && summary.truncated && retry_truncated(*s)) {
       if (s->counted) ++r.tc_retried;
+      handed_on = true;  // its query goes on over TCP
     } else if (s->counted) {
       switch (summary.verdict) {
         case response_verdict::ok:
@@ -355,6 +383,11 @@ client_base::completion client_base::complete(slot_table::slot& slot,
           if (summary.authenticated) ++r.authenticated_answers;
           if (feeder_ != nullptr) ++r.tc_retry_answered;
           r.latency.record(answered_ns - s->sent_ns);
+          if (plan().feed != nullptr) {
+            plan().feed->answered(s->query_index, message,
+                                  static_cast<std::uint8_t>(summary.rcode & 0x0f),
+                                  answered_ns - s->sent_ns);
+          }
           if (plan().on_answer != nullptr) {
             (*plan().on_answer)({index_, s->query_index, s->sent_ns, answered_ns - s->sent_ns,
                                  static_cast<std::uint8_t>(summary.rcode & 0x0f), message});
@@ -380,7 +413,12 @@ client_base::completion client_base::complete(slot_table::slot& slot,
       }
     }
   }
-  release(*s, slot_table::past::answered);
+  if (handed_on) {
+    release(*s, slot_table::past::answered);
+  } else {
+    finish(*s, slot_table::past::answered,
+           done.answered ? query_outcome::answered : query_outcome::bad_answer);
+  }
   return done;
 }
 
@@ -397,7 +435,7 @@ void client_base::expire(std::uint64_t now) noexcept {
   while (slot_table::slot* s = slots_.oldest()) {
     if (s->sent_ns + timeout > now) break;
     if (s->counted) ++counts().lost;
-    release(*s, slot_table::past::expired);
+    finish(*s, slot_table::past::expired, query_outcome::timed_out);
   }
 }
 
@@ -415,7 +453,15 @@ void client_base::fail_in_flight(bool abandoned) noexcept {
         ++counts().lost_on_close;
       }
     }
-    release(*s, slot_table::past::expired);
+    // A fed query whose connection ended goes again, once, on the next connection (a server
+    // may close a kept connection at any time: RFC 7766, section 6.2.3).
+    if (!abandoned && plan().feed != nullptr && plan().feed->send_again(s->query_index)) {
+      release(*s, slot_table::past::expired);
+      s = next;
+      continue;
+    }
+    finish(*s, slot_table::past::expired,
+           abandoned ? query_outcome::abandoned : query_outcome::connection_closed);
     s = next;
   }
 }

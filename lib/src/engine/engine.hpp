@@ -37,6 +37,10 @@
 #include "engine/slot_table.hpp"
 #include "engine/timer_deadlines.hpp"
 
+namespace dnstransport {
+enum class query_outcome : std::uint8_t;  // dnstransport/client.hpp
+}  // namespace dnstransport
+
 namespace dnstransport::detail {
 
 class client_base;
@@ -190,8 +194,10 @@ class client_base {
   // the client should wait for its socket's readiness now.
   bool delay_next_read() noexcept;
 
-  // Ends a query: frees its slot and its question.
+  // Frees a query's slot and its question.
   void release(slot_table::slot& s, slot_table::past outcome) noexcept;
+  // Ends a query: release, and a fed query's end told to the feed (`how`).
+  void finish(slot_table::slot& s, slot_table::past outcome, query_outcome how) noexcept;
 
   // A connection of this client is established / has ended (counted in the worker's gauge
   // of open connections, warm-up included; connection_down is idempotent).
@@ -354,6 +360,8 @@ class worker {
   void on_wake();
   void plan_wake();
   void on_arrival(std::uint64_t now);
+  // The program submitted queries, cancelled some or closed the feed (run_plan::feed).
+  void on_fed();
   void on_delay_over();
   void close_rows(std::uint64_t now) noexcept;
   // Adds open_connections × the time since the last change, inside the measured window, to

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,7 @@
 namespace dnstransport::detail {
 
 class client_base;
+class query_feed;
 class worker;
 
 // A transport as the engine sees it: it makes the clients of a run, on the worker threads.
@@ -40,6 +42,20 @@ class client_transport {
 struct run_plan {
   const client_transport* transport = nullptr;
   const query_set* queries = nullptr;
+  // Set: the one client sends the program's queries as they are submitted (query_feed.hpp),
+  // each in a cell of the feed that stands for a query of the set while it is in flight.
+  query_feed* feed = nullptr;
+  // The query a slot's query_index names, and the largest one (for buffers).
+  std::span<const std::uint8_t> query(std::uint32_t index) const noexcept {
+    return feed == nullptr ? (*queries)[index] : fed_query(index);
+  }
+  std::size_t max_query_size() const noexcept {
+    return feed == nullptr ? queries->max_size() : fed_max_size();
+  }
+  // Over UDP: the largest answer the query allows.
+  std::uint16_t udp_answer_limit(std::uint32_t index) const noexcept {
+    return feed == nullptr ? udp_answer_limits[index] : fed_udp_answer_limit(index);
+  }
   unsigned clients = 1;
   unsigned outstanding = 1;   // queries in flight per client
   bool gather_writes = true;  // all ready queries in one system call (false: one per query)
@@ -128,6 +144,11 @@ struct run_plan {
   connection_gauge* connections_gauge = nullptr;
   // output_settings::on_answer; null: not set.
   answer_callback* on_answer = nullptr;
+
+ private:
+  std::span<const std::uint8_t> fed_query(std::uint32_t index) const noexcept;
+  std::size_t fed_max_size() const noexcept;
+  std::uint16_t fed_udp_answer_limit(std::uint32_t index) const noexcept;
 };
 
 }  // namespace dnstransport::detail

@@ -12,6 +12,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "engine/query_feed.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport::detail {
@@ -64,6 +65,11 @@ void worker::run() {
   // Without a warm-up the clients' socket set-up counts too.
   if (wall_start >= plan_.measure_start_ns) open_window();
   for (auto& c : clients_) c->open_schedule();
+  if (plan_.feed != nullptr) {
+    // The program's queries: what came before the start is taken now, the rest as it comes.
+    plan_.feed->attach([this] { boost::asio::post(io_, [this] { on_fed(); }); });
+    plan_.feed->take_inbox();
+  }
   readiness_.on_timer([this] { on_wake(); });
   for (auto& c : clients_) c->start();
   readiness_.start();
@@ -81,6 +87,7 @@ void worker::run() {
   }
   schedule_tick();
   io_.run();
+  if (plan_.feed != nullptr) plan_.feed->detach();
   // A run that ended in its warm-up measured nothing.
   if (!window_open_) open_window();
   const rusage at_end = thread_usage();  // one reading for the sleeps and the CPU time
@@ -174,6 +181,14 @@ void worker::on_arrival(std::uint64_t now) {
   }
   deadlines_.set(timer_deadlines::arrivals,
                  arrivals_.empty() ? timer_deadlines::none : arrivals_.front().first);
+}
+
+void worker::on_fed() {
+  count_wakeup();
+  plan_.feed->take_inbox();
+  const std::uint64_t now = monotonic_ns();
+  roll_timeline(now);
+  for (auto& c : clients_) c->tick(now);  // sends what came, where the client can
 }
 
 void worker::delay_read(client_base& c, std::uint64_t delay_ns) {

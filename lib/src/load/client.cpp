@@ -1,13 +1,14 @@
-// An exchange of a program's own queries (dnstransport/client.hpp): a load of one client that
-// sends each query once, its answers kept as on_answer gives them.
+// An exchange of a program's own queries (dnstransport/client.hpp): a load of one client fed
+// the queries (query_feed), each sent once, its answers kept as the feed ends them. The
+// client's own connection for async_query is client_session.cpp's.
 #include <dnstransport/client.hpp>
 
 #include <algorithm>
+#include <array>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_set>
 
 #include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
@@ -15,6 +16,10 @@
 
 #include <dnstransport/error.hpp>
 #include <dnstransport/message.hpp>
+
+#include "engine/query_feed.hpp"
+#include "load/client_queries.hpp"
+#include "load/load_operation.hpp"
 
 namespace dnstransport {
 
@@ -38,43 +43,55 @@ const char* not_a_query(std::span<const std::uint8_t> query) {
   return nullptr;
 }
 
-// Whether two queries of `queries` ask the same question (the name without regard to case,
-// the type and the class). Queries are checked by not_a_query first.
-bool repeats_a_question(const query_set& queries) {
-  std::unordered_set<std::string> seen;
-  for (std::size_t i = 0; i < queries.size(); ++i) {
-    const auto query = queries[i];
-    const std::size_t name_end = skip_name(query, dns_header_size).value_or(query.size() - 4);
-    std::string key(query.begin() + dns_header_size, query.begin() + name_end + 4);
-    std::transform(key.begin(), key.begin() + (name_end - dns_header_size), key.begin(),
-                   [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; });
-    if (!seen.insert(std::move(key)).second) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
-load_spec exchange_spec(const client_settings& settings, std::shared_ptr<const query_set> queries) {
+std::string_view query_outcome_name(query_outcome outcome) noexcept {
+  static constexpr std::array<std::string_view, 7> names{
+      "answered",        "timed_out", "connection_closed", "bad_answer",
+      "exchange_failed", "not_sent",  "abandoned"};
+  const auto i = static_cast<std::size_t>(outcome);
+  return i < names.size() ? names[i] : "unknown";
+}
+
+namespace detail {
+
+std::uint16_t take_query_id(std::vector<std::uint8_t>& query, const std::string& what) {
+  if (query.size() < dns_header_size || query.size() > 0xffff) {
+    throw setup_error(
+        fmt::format("{} has {} octets: a DNS query has 12 to 65,535", what, query.size()));
+  }
+  if (const char* why = not_a_query(query)) {
+    throw setup_error(fmt::format("{} is not a DNS query: {}", what, why));
+  }
+  const std::uint16_t id = read_id(query.data());
+  patch_id(query.data(), 0);
+  return id;
+}
+
+load_spec fed_spec(const client_settings& settings, std::shared_ptr<const query_set> queries,
+                   std::uint32_t cells) {
   load_spec spec;
   spec.target = settings.target;
   spec.connections = settings.connections;
   spec.tls = settings.tls;
-  const std::size_t count = queries ? queries->size() : 0;
   spec.traffic.clients = 1;
-  // A question asked twice goes one query at a time: with several in flight, the engine
-  // would vary its letter case and could send one of the two twice and the other never.
-  spec.traffic.outstanding =
-      queries && repeats_a_question(*queries)
-          ? 1
-          : static_cast<unsigned>(std::clamp<std::size_t>(count, 1, max_in_flight));
-  spec.traffic.count = count;
+  spec.traffic.outstanding = cells;
+  spec.traffic.count = queries ? std::max<std::size_t>(queries->size(), 1) : 1;
   spec.traffic.timeout_seconds = settings.timeout_seconds;
   spec.traffic.warmup_seconds = 0;
   spec.traffic.queries = std::move(queries);
   spec.generator.threads = 1;
   spec.output.interval_seconds = 0;
   return spec;
+}
+
+}  // namespace detail
+
+load_spec exchange_spec(const client_settings& settings, std::shared_ptr<const query_set> queries) {
+  const std::size_t count = queries ? queries->size() : 0;
+  return detail::fed_spec(
+      settings, std::move(queries),
+      static_cast<std::uint32_t>(std::clamp<std::size_t>(count, 1, max_in_flight)));
 }
 
 namespace detail {
@@ -89,20 +106,8 @@ std::shared_ptr<load_operation> start_exchange(const boost::asio::any_io_executo
   try {
     if (queries.empty()) throw setup_error("an exchange needs at least one query");
     for (std::size_t i = 0; i < queries.size(); ++i) {
-      std::vector<std::uint8_t>& query = queries[i];
-      if (query.size() < dns_header_size || query.size() > 0xffff) {
-        throw setup_error(
-            fmt::format("query {} of the exchange has {} octets: a DNS query has "
-                        "12 to 65,535",
-                        i + 1, query.size()));
-      }
-      if (const char* why = not_a_query(query)) {
-        throw setup_error(
-            fmt::format("query {} of the exchange is not a DNS query: {}", i + 1, why));
-      }
-      ids.push_back(read_id(query.data()));
-      patch_id(query.data(), 0);
-      set->add(query);
+      ids.push_back(take_query_id(queries[i], fmt::format("query {} of the exchange", i + 1)));
+      set->add(queries[i]);
     }
   } catch (...) {
     boost::asio::post(executor, [error = std::current_exception(), finish = std::move(done)] {
@@ -111,29 +116,30 @@ std::shared_ptr<load_operation> start_exchange(const boost::asio::any_io_executo
     return nullptr;
   }
 
+  load_spec spec = exchange_spec(settings, std::move(set));
+  auto feed = std::make_shared<query_feed>(spec.traffic.outstanding);
   auto kept = std::make_shared<exchange_answers>();
   kept->answers.resize(queries.size());
-  load_spec spec = exchange_spec(settings, std::move(set));
-  spec.output.on_answer = [kept, ids = std::move(ids)](const answer_event& event) {
-    const std::lock_guard lock(kept->mutex);
-    client_answer& answer = kept->answers[event.query];
-    if (answer.answered) return;  // each query is sent once: never, but never counted twice
-    answer.answered = true;
-    answer.message.assign(event.message.begin(), event.message.end());
-    if (answer.message.size() >= 2) patch_id(answer.message.data(), ids[event.query]);
-    answer.rcode = event.rcode;
-    answer.latency_ns = event.latency_ns;
-  };
-  return start_load(executor, std::move(spec),
-                    [kept, finish = std::move(done)](std::exception_ptr error, run_result run) {
-                      client_exchange result;
-                      {
-                        const std::lock_guard lock(kept->mutex);
-                        result.answers = std::move(kept->answers);
-                      }
-                      result.run = std::move(run);
-                      finish(error, std::move(result));
-                    });
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    feed->submit(std::move(queries[i]), ids[i],
+                 [kept, i](std::exception_ptr, client_answer answer) {
+                   const std::lock_guard lock(kept->mutex);
+                   kept->answers[i] = std::move(answer);
+                 });
+  }
+  feed->close();
+  return start_fed_load(
+      executor, std::move(spec), feed,
+      [kept, feed, finish = std::move(done)](std::exception_ptr error, run_result run) {
+        feed->end_all(nullptr);  // those never sent (a stop, a set-up that failed)
+        client_exchange result;
+        {
+          const std::lock_guard lock(kept->mutex);
+          result.answers = std::move(kept->answers);
+        }
+        result.run = std::move(run);
+        finish(error, std::move(result));
+      });
 }
 
 }  // namespace detail

@@ -44,7 +44,7 @@ void load_operation::set_up_and_start() {
         fmt::format("{}: a load run by a group of processes is run by run_load, not async_run_load",
                     setting("load_spec::group")));
   }
-  prepared_ = make_run_plan(spec_);
+  prepared_ = make_run_plan(spec_, feed_.get());
   result_ = std::move(prepared_->result);
   run_plan& plan = prepared_->plan;
   watch_ = std::make_unique<run_watch>(spec_, plan, prepared_->duration_seconds);
@@ -139,6 +139,18 @@ std::shared_ptr<load_operation> start_load(const boost::asio::any_io_executor& e
   const load_spec& held = *owned;
   auto operation = std::make_shared<load_operation>(executor, held, std::move(owned),
                                                     std::function<bool()>{}, std::move(done));
+  operation->start();
+  return operation;
+}
+
+std::shared_ptr<load_operation> start_fed_load(const boost::asio::any_io_executor& executor,
+                                               load_spec spec, std::shared_ptr<query_feed> feed,
+                                               load_completion done) {
+  auto owned = std::make_shared<const load_spec>(std::move(spec));
+  const load_spec& held = *owned;
+  auto operation = std::make_shared<load_operation>(executor, held, std::move(owned),
+                                                    std::function<bool()>{}, std::move(done));
+  operation->feed_from(std::move(feed));
   operation->start();
   return operation;
 }

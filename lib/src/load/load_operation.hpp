@@ -31,6 +31,8 @@ class load_operation : public std::enable_shared_from_this<load_operation> {
                  std::shared_ptr<const load_spec> owned, std::function<bool()> ready,
                  load_completion done);
 
+  // Before start: the load sends the program's queries from `feed` (run_plan::feed).
+  void feed_from(std::shared_ptr<query_feed> feed) { feed_ = std::move(feed); }
   // Sets up and starts the workers; every error ends in `done`, posted, never thrown.
   void start();
   void stop() noexcept { stop_asked_.store(true, std::memory_order_relaxed); }
@@ -52,11 +54,18 @@ class load_operation : public std::enable_shared_from_this<load_operation> {
   bool ended_ = false;        // the workers ended, or never started
   bool completed_ = false;    // done_ was posted
   std::exception_ptr error_;  // what stopped the load on the watching side
+  std::shared_ptr<query_feed> feed_;
   std::unique_ptr<prepared_load> prepared_;
   run_result result_;
   std::vector<std::unique_ptr<worker>> workers_;
   // After workers_: destroyed first, it stops and joins any worker still running.
   std::unique_ptr<run_watch> watch_;
 };
+
+// start_load of a load fed by `feed` (a spec of one client, one thread, outstanding equal to
+// the feed's cells).
+std::shared_ptr<load_operation> start_fed_load(const boost::asio::any_io_executor& executor,
+                                               load_spec spec, std::shared_ptr<query_feed> feed,
+                                               load_completion done);
 
 }  // namespace dnstransport::detail

@@ -27,7 +27,7 @@ struct prepared_load {
   run_plan plan;
   run_plan::connection_gauge connections_gauge;
   std::unique_ptr<answer_callback> on_answer;  // output_settings::on_answer, when set
-  unsigned threads = 1;  // worker threads: at most one per client
+  unsigned threads = 1;                        // worker threads: at most one per client
   // What the run is planned to last, for progress and the monitor's readings: a timing
   // replay without a duration lasts as long as its capture, at its speed.
   double duration_seconds = 0;
@@ -35,8 +35,10 @@ struct prepared_load {
 
 // Validates the spec, resolves the server, checks the descriptors and ports the clients
 // will hold, reads the queries (adding the run's EDNS options), builds the transport and
-// plans the run. Throws setup_error naming the setting.
-std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec);
+// plans the run. Throws setup_error naming the setting. With `feed`, the one client sends
+// the program's queries from it (run_plan::feed), each in a cell of its own, instead of the
+// spec's; the spec's outstanding is the feed's cells.
+std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec, query_feed* feed = nullptr);
 
 // One worker per thread, the clients dealt out in turn, each client's share of a --count.
 std::vector<std::unique_ptr<worker>> make_workers(const load_spec& spec, run_plan& plan,

@@ -17,6 +17,7 @@
 #include <dnstransport/text.hpp>
 
 #include "engine/letter_case.hpp"
+#include "engine/query_feed.hpp"
 #include "load/client_subnet_setup.hpp"
 #include "load/load_steps.hpp"
 #include "load/source_ranges.hpp"
@@ -358,7 +359,17 @@ void plan_proxy(run_plan& plan, run_result& result, const load_spec& spec,
 
 }  // namespace
 
-std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
+// Fed queries (run_plan::feed): each is its own question, kept one of a question in flight by
+// the feed, and its UDP answer limit is the feed's.
+void plan_fed_queries(run_plan& plan, run_result& result, query_feed& feed) {
+  plan.feed = &feed;
+  plan.questions_apart = in_flight_questions::mode::unlimited;
+  plan.question_of.assign(feed.cells(), 0);
+  plan.distinct_questions = 1;
+  plan.read_edns_options = result.edns.requested();
+}
+
+std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec, query_feed* feed) {
   validate(spec);
   const auto server_address = resolve(spec.target.server);
   const auto sources = source_addresses(spec, server_address);
@@ -428,7 +439,11 @@ std::unique_ptr<prepared_load> make_run_plan(const load_spec& spec) {
       spec.traffic.duration_seconds > 0 || !result.capture
           ? spec.traffic.duration_seconds
           : result.capture->span_seconds / spec.traffic.replay_speed + spec.traffic.timeout_seconds;
-  plan_queries(plan, result, spec, *queries);
+  if (feed != nullptr) {
+    plan_fed_queries(plan, result, *feed);
+  } else {
+    plan_queries(plan, result, spec, *queries);
+  }
   plan_client_subnets(plan, result, spec, std::move(subnets), *queries);
   return prepared;
 }

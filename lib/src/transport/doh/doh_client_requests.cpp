@@ -91,7 +91,7 @@ bool doh_session::submit_waiting(std::uint32_t& room) {
 std::size_t doh_session::request_bound() const noexcept {
   // HEADERS (pseudo-headers, path and content headers, HPACK at worst literal) and DATA
   // (POST) or the base64url query in the path (GET): never twice the query plus 256.
-  return 256 + doh_.settings().path.size() + 2 * driver_.plan().queries->max_size();
+  return 256 + doh_.settings().path.size() + 2 * driver_.plan().max_query_size();
 }
 
 bool doh_session::submit(std::uint64_t now) {
@@ -105,7 +105,7 @@ bool doh_session::submit(std::uint64_t now) {
 
 doh_session::request* doh_session::submit_slot(slot_table::slot& s, std::uint8_t resends) {
   request& r = *free_.back();
-  const auto query = (*driver_.plan().queries)[s.query_index];
+  const auto query = driver_.plan().query(s.query_index);
   r.query.assign(query.begin(), query.end());
   r.query[0] = r.query[1] = 0;  // RFC 8484 §4.1: DNS id 0, answers are matched by stream
   if (driver_.plan().client_subnet.on()) driver_.write_client_subnet(s, r.query);

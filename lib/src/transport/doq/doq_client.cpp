@@ -196,7 +196,7 @@ void doq_client::fill(std::uint64_t now) {
     r.query_index = s.query_index;
     r.own.clear();
     if (plan().client_subnet.on()) {
-      const auto shared = (*plan().queries)[s.query_index];
+      const auto shared = plan().query(s.query_index);
       r.own.assign(shared.begin(), shared.end());
       write_client_subnet(s, r.own);
     }

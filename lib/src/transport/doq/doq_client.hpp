@@ -73,7 +73,7 @@ class doq_client final : public client_base {
 
   // The octets of request `r`'s query: its own copy, or the query set's.
   std::span<const std::uint8_t> query_of(const request& r) const noexcept {
-    return r.own.empty() ? (*plan().queries)[r.query_index] : std::span(r.own);
+    return r.own.empty() ? plan().query(r.query_index) : std::span(r.own);
   }
 
   // The connection's life cycle (doq_client_connection.cpp; its timer in doq_client_tick.cpp).

@@ -34,7 +34,7 @@ bool dns_stream_session::fill(std::uint64_t now) {
 bool dns_stream_session::fill_early(std::uint64_t now, std::size_t room) {
   // Each query takes at most the largest query's octets and its length prefix.
   std::uint64_t allowance = std::min<std::uint64_t>(
-      driver_.send_allowance(now), room / (driver_.plan().queries->max_size() + frame_prefix_size));
+      driver_.send_allowance(now), room / (driver_.plan().max_query_size() + frame_prefix_size));
   const std::uint64_t limit = driver_.settings().queries_per_connection;
   if (limit != 0) allowance = std::min(allowance, limit);
   allowance = std::min<std::uint64_t>(allowance, max_gather);
