@@ -145,12 +145,14 @@ class client {
       : executor_(std::move(executor)),
         settings_(std::move(settings)),
         session_(detail::make_session(settings_)) {}
+  /// Ends its queries still in flight as abandoned and waits for its threads.
   ~client() {
     if (session_) detail::close_session(*session_);
   }
   client(const client&) = delete;
   client& operator=(const client&) = delete;
-  client(client&&) noexcept = default;
+  /// Takes `other`'s connection and queries; `other` refuses queries after it.
+  client(client&& other) noexcept = default;
 
   /// Its settings.
   const client_settings& settings() const noexcept { return settings_; }
