@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -26,6 +27,9 @@
 #include <dnstransport/report.hpp>
 #include <dnstransport/server.hpp>
 #include <dnstransport/sweep.hpp>
+
+#include "cli_runs.hpp"
+#include "scratch_dir.hpp"
 
 namespace dnstransport {
 namespace {
@@ -204,6 +208,35 @@ TEST(user_transport_test, a_sweep_of_it_is_reported) {
   EXPECT_EQ(read.points.back().point.transport.transport, toy_kind());
   const std::string tables = format_tables(read);
   EXPECT_NE(tables.find("toy"), std::string::npos) << tables;
+  // The command-line tool, which has no transport named toy, reports the file too.
+  const hostile::scratch files("user-transport-report");
+  const std::string file = files.file("sweep.json", to_json(result));
+  const hostile::process_result r =
+      hostile::run_process(hostile::cli, {"report", file}, std::chrono::seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("toy"), std::string::npos) << r.out;
+}
+
+// A result's transport name that no transport of the program has is registered from the name
+// alone: its runs read and tabled, a load over it refused with the reason.
+TEST(user_transport_test, a_transport_known_from_a_result_file_is_read_not_run) {
+  EXPECT_EQ(transport_of_record("tcp"), transport_kind::tcp);
+  EXPECT_EQ(transport_of_record("dot"), transport_kind::tls);
+  const transport_kind recorded = transport_of_record("recorded_only");
+  EXPECT_EQ(transport_of_record("recorded_only"), recorded);
+  EXPECT_EQ(transport_name(recorded), "recorded_only");
+  EXPECT_TRUE(traits_of(recorded).has_connections);
+  EXPECT_TRUE(traits_of(recorded).over_tcp);
+  load_spec spec;
+  spec.target.transport = recorded;
+  spec.traffic.count = 1;
+  try {
+    run_load(spec);
+    ADD_FAILURE() << "a load over a transport known from a file ran";
+  } catch (const setup_error& e) {
+    EXPECT_NE(std::string(e.what()).find("only from a result file"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(transport_of_record("Not-A-Name"), setup_error);
 }
 
 // A 0.3 s load over `broken` against the toy responder: no answer, its connections failed,

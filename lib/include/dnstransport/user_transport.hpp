@@ -19,6 +19,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include <dnstransport/transport.hpp>
 
@@ -90,5 +91,14 @@ struct user_transport {
 /// or alias already taken, no client factory, a default port of 0, or more than
 /// max_transports - 1 transports in all (the last kind is never registered).
 transport_kind register_transport(user_transport transport);
+
+/// The kind a result file's transport name reads as: the transport registered under that
+/// name, or, for a name this program has no transport of (a file written by a program with a
+/// transport of its own), a transport registered from the name alone, so that the file's
+/// runs can be read, tabled and plotted (`dnstransport report` does this). Such a transport
+/// keeps connections over TCP, as every program's own transport does; a load over it is a
+/// setup_error, and the responder cannot listen for it. Throws setup_error for a name a
+/// transport cannot have (see register_transport) or when the table is full.
+transport_kind transport_of_record(std::string_view name);
 
 }  // namespace dnstransport

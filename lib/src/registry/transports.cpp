@@ -197,6 +197,14 @@ std::unique_ptr<client_transport> make_user(const load_spec& spec) {
       make_user_connector(*registered_transport(spec.target.transport).user));
 }
 
+// A transport known only from a result file (transport_of_record): it cannot be run.
+std::unique_ptr<client_transport> make_recorded(const load_spec& spec) {
+  throw setup_error(
+      fmt::format("the transport {} is known here only from a result file: the program that ran it "
+                  "registers it (register_transport) to run it again",
+                  transport_name(spec.target.transport)));
+}
+
 std::unique_ptr<thread_listener> make_user_listener(server_thread& thread, transport_kind transport,
                                                     const listener_shared* /*shared*/) {
   return make_stream_listener(thread, transport,
@@ -245,19 +253,24 @@ std::span<const transport_entry> registered_entries() noexcept {
   return {t.entries.data(), t.count.load(std::memory_order_acquire)};
 }
 
-transport_kind register_user_transport(user_transport transport) {
-  if (transport.name.empty()) throw setup_error("a transport needs a name");
-  // Lists (--transports udp,tls-gnutls) and targets (NAME=HOST,tls=PORT,pid=PID) hold names.
-  const bool word = std::all_of(transport.name.begin(), transport.name.end(), [](char c) {
+// Throws setup_error for a name a transport cannot have. Lists (--transports udp,tls-gnutls)
+// and targets (NAME=HOST,tls=PORT,pid=PID) hold names.
+void check_transport_name(const std::string& name) {
+  if (name.empty()) throw setup_error("a transport needs a name");
+  const bool word = std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
   });
-  if (!word || transport.name == "pid" || transport.name == "cgroup") {
+  if (!word || name == "pid" || name == "cgroup") {
     throw setup_error(
         fmt::format("\"{}\" cannot name a transport: a name is lower-case letters, "
                     "digits and _, and not pid or cgroup",
-                    transport.name));
+                    name));
   }
-  if (!transport.client) {
+}
+
+transport_kind register_user_transport(user_transport transport, bool recorded = false) {
+  check_transport_name(transport.name);
+  if (!transport.client && !recorded) {
     throw setup_error(
         fmt::format("the transport {} has no client (user_transport::client)", transport.name));
   }
@@ -266,7 +279,8 @@ transport_kind register_user_transport(user_transport transport) {
   }
   transport_table& t = table();
   const std::lock_guard lock(t.registering);
-  if (parse_transport(transport.name)) {
+  if (const auto known = parse_transport(transport.name)) {
+    if (recorded) return *known;  // registered meanwhile
     throw setup_error(fmt::format("a transport named {} is registered already", transport.name));
   }
   const std::size_t index = t.count.load(std::memory_order_relaxed);
@@ -289,7 +303,7 @@ transport_kind register_user_transport(user_transport transport) {
                                   .has_connections = true,
                                   .over_tcp = true};
   entry.alias = {};
-  entry.make = make_user;
+  entry.make = recorded ? make_recorded : make_user;
   entry.check = nullptr;
   entry.listener = {nullptr, nullptr, user->server ? make_user_listener : nullptr};
   entry.user = user;
@@ -319,6 +333,13 @@ std::span<const transport_traits> all_transports() noexcept {
 
 transport_kind register_transport(user_transport transport) {
   return detail::register_user_transport(std::move(transport));
+}
+
+transport_kind transport_of_record(std::string_view name) {
+  if (const auto known = parse_transport(name)) return *known;
+  user_transport recorded;
+  recorded.name = std::string(name);
+  return detail::register_user_transport(std::move(recorded), true);
 }
 
 per_transport<std::uint16_t> default_ports() noexcept {

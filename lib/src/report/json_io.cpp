@@ -6,8 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <dnstransport/error.hpp>
 #include <dnstransport/message.hpp>
 #include <dnstransport/report.hpp>
+#include <dnstransport/user_transport.hpp>
 
 namespace dnstransport::detail {
 
@@ -146,6 +148,14 @@ std::string string_at(const json::object& object, std::string_view key) {
   const auto& v = at(object, key);
   if (!v.is_string()) throw std::invalid_argument(fmt::format("key \"{}\" is not a string", key));
   return std::string(v.get_string());
+}
+
+transport_kind read_transport(const std::string& name) {
+  try {
+    return transport_of_record(name);
+  } catch (const setup_error& e) {
+    throw std::invalid_argument(fmt::format("unknown \"transport\": {}", e.what()));
+  }
 }
 
 const json::array& array_at(const json::object& object, std::string_view key) {

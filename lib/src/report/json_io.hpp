@@ -31,6 +31,10 @@ const boost::json::object& object_at(const boost::json::object& object, std::str
 std::string string_at(const boost::json::object& object, std::string_view key);
 const boost::json::array& array_at(const boost::json::object& object, std::string_view key);
 bool bool_at(const boost::json::object& object, std::string_view key);
+// A "transport" field's kind: a registered transport, or one registered from the name alone
+// (transport_of_record: a program's own transport); std::invalid_argument for a name no
+// transport can have.
+transport_kind read_transport(const std::string& name);
 
 // The value at `key`; throws std::invalid_argument naming the key when it is missing.
 const boost::json::value& at(const boost::json::object& object, std::string_view key);

@@ -91,9 +91,7 @@ namespace {
 void read_settings(const json::object& o, run_result& r) {
   read_fields(o, r, run_setting_fields);
   read_fields(o, r, run_figure_fields);
-  const auto transport = parse_transport(string_at(o, "transport"));
-  if (!transport) throw std::invalid_argument("unknown \"transport\"");
-  r.transport = *transport;
+  r.transport = read_transport(string_at(o, "transport"));
   const auto& set = object_at(o, "query_set");
   r.query_origin = string_at(set, "origin");
   r.query_count_in_set = count_at(set, "count");
