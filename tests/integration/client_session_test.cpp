@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -47,6 +48,9 @@ struct session_test_target {
         }()) {
     settings.target.transport = t;
     settings.target.port = responder.port(t);
+    // Room for a handshake on a busy machine (ThreadSanitizer): a query's timeout runs from
+    // its call.
+    settings.timeout_seconds = 10;
     if (t == transport_kind::doq) settings.tls.backend = tls_backend::gnutls;
   }
   server responder;
@@ -63,9 +67,12 @@ struct session_test_round {
 
 // `count` calls of async_query at once (distinct names, IDs from `first_id`), the io_context
 // run until it has no work left: every call has completed, and nothing else keeps it busy.
-session_test_round session_test_ask(boost::asio::io_context& io, client& one, unsigned count,
-                                    std::uint16_t first_id, const std::string& name = "") {
-  session_test_round round;
+// The round lives as long as a call could still complete (session_test_no_second_call).
+std::shared_ptr<session_test_round> session_test_ask(boost::asio::io_context& io, client& one,
+                                                     unsigned count, std::uint16_t first_id,
+                                                     const std::string& name = "") {
+  auto kept = std::make_shared<session_test_round>();
+  session_test_round& round = *kept;
   round.answers.resize(count);
   round.errors.resize(count);
   for (unsigned i = 0; i < count; ++i) {
@@ -74,15 +81,25 @@ session_test_round session_test_ask(boost::asio::io_context& io, client& one, un
     patch_id(round.queries.back().data(), static_cast<std::uint16_t>(first_id + i));
   }
   for (unsigned i = 0; i < count; ++i) {
-    one.async_query(round.queries[i], [&round, i](std::exception_ptr e, client_answer a) {
-      round.errors[i] = e;
-      round.answers[i] = std::move(a);
-      ++round.completed;
+    one.async_query(round.queries[i], [kept, i](std::exception_ptr e, client_answer a) {
+      kept->errors[i] = e;
+      kept->answers[i] = std::move(a);
+      ++kept->completed;
     });
   }
   io.restart();
   io.run();
-  return round;
+  return kept;
+}
+
+// Once the client is gone (its threads joined), whatever it posted has run: no call of the
+// rounds completed a second time.
+void session_test_no_second_call(boost::asio::io_context& io, std::unique_ptr<client>& one,
+                                 const std::vector<std::shared_ptr<session_test_round>>& rounds) {
+  one.reset();
+  io.restart();
+  io.poll();
+  for (const auto& round : rounds) EXPECT_EQ(round->completed, round->queries.size());
 }
 
 // Every call of the round completed once, answered by an answer to its own query and ID.
@@ -105,10 +122,13 @@ void session_test_expect_answered(const session_test_round& round) {
 void session_test_rounds_share_one_connection(transport_kind t) {
   session_test_target target(t);
   boost::asio::io_context io;
-  client one(io.get_executor(), target.settings);
+  auto one = std::make_unique<client>(io.get_executor(), target.settings);
+  std::vector<std::shared_ptr<session_test_round>> rounds;
   for (std::uint16_t round = 0; round < 3; ++round) {
-    session_test_expect_answered(session_test_ask(io, one, 20, 100 * (round + 1)));
+    rounds.push_back(session_test_ask(io, *one, 20, 100 * (round + 1)));
+    session_test_expect_answered(*rounds.back());
   }
+  session_test_no_second_call(io, one, rounds);
   const server_stats stats = target.responder.stats();
   EXPECT_EQ(stats.queries[t], 60u);
   if (traits_of(t).has_connections) {
@@ -143,7 +163,7 @@ TEST(client_session_test, calls_beyond_max_in_flight_wait_their_turn) {
   target.settings.max_in_flight = 4;
   boost::asio::io_context io;
   client one(io.get_executor(), target.settings);
-  session_test_expect_answered(session_test_ask(io, one, 50, 1));
+  session_test_expect_answered(*session_test_ask(io, one, 50, 1));
   EXPECT_EQ(target.responder.stats().connections_accepted, 1u);
 }
 
@@ -152,7 +172,7 @@ TEST(client_session_test, one_question_asked_at_once_is_answered_for_each_call) 
   session_test_target target(transport_kind::tcp);
   boost::asio::io_context io;
   client one(io.get_executor(), target.settings);
-  session_test_expect_answered(session_test_ask(io, one, 8, 40, "same.example"));
+  session_test_expect_answered(*session_test_ask(io, one, 8, 40, "same.example"));
   EXPECT_EQ(target.responder.stats().queries[transport_kind::tcp], 8u);
 }
 
@@ -210,7 +230,7 @@ TEST(client_session_test, a_connection_the_server_closed_is_opened_again) {
   boost::asio::io_context io;
   client one(io.get_executor(), target.settings);
   for (std::uint16_t round = 0; round < 3; ++round) {
-    session_test_expect_answered(session_test_ask(io, one, 5, 10 * (round + 1)));
+    session_test_expect_answered(*session_test_ask(io, one, 5, 10 * (round + 1)));
   }
   EXPECT_EQ(target.responder.stats().connections_accepted, 3u);
 }
@@ -223,7 +243,7 @@ TEST(client_session_test, an_unanswered_query_times_out) {
   settings.target.port = silent.local_endpoint().port();
   settings.timeout_seconds = 0.2;
   client one(io.get_executor(), settings);
-  const session_test_round round = session_test_ask(io, one, 1, 5);
+  const session_test_round round = *session_test_ask(io, one, 1, 5);
   ASSERT_EQ(round.completed, 1u);
   EXPECT_FALSE(round.errors[0]);
   EXPECT_EQ(round.answers[0].outcome, query_outcome::timed_out);
@@ -232,7 +252,7 @@ TEST(client_session_test, an_unanswered_query_times_out) {
 }
 
 // Cancelled through its slot once the server has it (timeout 60 s): it ends at once as
-// abandoned; the client's next query is answered by a server that does answer.
+// abandoned, once.
 TEST(client_session_test, a_cancelled_query_ends_as_abandoned) {
   boost::asio::io_context io;
   boost::asio::ip::udp::socket silent(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
@@ -261,6 +281,59 @@ TEST(client_session_test, a_cancelled_query_ends_as_abandoned) {
   EXPECT_EQ(calls, 1u);
   EXPECT_EQ(got.outcome, query_outcome::abandoned);
   EXPECT_FALSE(got.answered);
+  std::unique_ptr<client> gone(new client(std::move(one)));
+  session_test_no_second_call(io, gone, {});
+  EXPECT_EQ(calls, 1u);
+}
+
+// Two calls of one question to a silent server (timeout 60 s): the second, waiting behind the
+// first, cancelled, ends at once as abandoned; the first ends as abandoned with its client.
+TEST(client_session_test, a_cancelled_query_waiting_behind_its_question_ends_at_once) {
+  boost::asio::io_context io;
+  boost::asio::ip::udp::socket silent(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  client_settings settings;
+  settings.target.port = silent.local_endpoint().port();
+  settings.timeout_seconds = 60;
+  auto one = std::make_unique<client>(io.get_executor(), settings);
+  boost::asio::cancellation_signal cancel;
+  std::vector<query_outcome> outcomes;
+  const auto query = encode_query("waiting.example", rr_type::a);
+  const auto keep = [&outcomes](std::exception_ptr e, client_answer a) {
+    EXPECT_FALSE(e);
+    outcomes.push_back(a.outcome);
+  };
+  one->async_query(query, keep);
+  one->async_query(query, boost::asio::bind_cancellation_slot(cancel.slot(), keep));
+  // The server has the first: the second waits behind it, and is cancelled there.
+  std::vector<std::uint8_t> buffer(512);
+  boost::asio::ip::udp::endpoint from;
+  silent.async_receive_from(boost::asio::buffer(buffer), from,
+                            [&](boost::system::error_code ec, std::size_t) {
+                              EXPECT_FALSE(ec);
+                              cancel.emit(boost::asio::cancellation_type::all);
+                            });
+  // The io_context runs until the cancelled call completes (the first keeps it busy).
+  while (outcomes.empty()) io.run_one();
+  EXPECT_EQ(outcomes, std::vector<query_outcome>{query_outcome::abandoned});
+  session_test_no_second_call(io, one, {});
+  EXPECT_EQ(outcomes, std::vector<query_outcome>(2, query_outcome::abandoned));
+}
+
+// A server that closes each connection after one answer, three queries pipelined: the two
+// lost with the first connection go again on a second, where one is answered and the other,
+// lost a second time, ends as connection_closed.
+TEST(client_session_test, a_query_whose_connection_ended_goes_again_once) {
+  session_test_target target(transport_kind::tcp, 1);
+  boost::asio::io_context io;
+  auto one = std::make_unique<client>(io.get_executor(), target.settings);
+  const auto round = session_test_ask(io, *one, 3, 1);
+  ASSERT_EQ(round->completed, 3u);
+  std::vector<query_outcome> outcomes;
+  for (const client_answer& a : round->answers) outcomes.push_back(a.outcome);
+  EXPECT_EQ(outcomes, (std::vector<query_outcome>{query_outcome::answered, query_outcome::answered,
+                                                  query_outcome::connection_closed}));
+  session_test_no_second_call(io, one, {round});
+  EXPECT_EQ(target.responder.stats().connections_accepted, 2u);
 }
 
 // The client destroyed with a query in flight (timeout 60 s): its call completes as abandoned.
@@ -289,6 +362,27 @@ TEST(client_session_test, destroying_the_client_ends_its_queries) {
   io.run();
   EXPECT_EQ(calls, 1u);
   EXPECT_EQ(got.outcome, query_outcome::abandoned);
+  io.restart();
+  io.poll();
+  EXPECT_EQ(calls, 1u);
+}
+
+// A handler that owns its client, the client's last owner: the client is destroyed where the
+// handler runs, on this thread, once the handler has run (not on one of the client's own
+// threads, which would then wait for themselves).
+TEST(client_session_test, a_handler_that_owns_its_client_destroys_it_here) {
+  session_test_target target(transport_kind::tcp);
+  boost::asio::io_context io;
+  auto one = std::make_shared<client>(io.get_executor(), target.settings);
+  const std::weak_ptr<client> watch = one;
+  bool answered = false;
+  one->async_query(
+      encode_query("own.example", rr_type::a),
+      [one, &answered](std::exception_ptr e, client_answer a) { answered = !e && a.answered; });
+  one.reset();
+  io.run();
+  EXPECT_TRUE(answered);
+  EXPECT_TRUE(watch.expired());
 }
 
 // A message that is not a query, and a setting refused: the call's error, nothing sent; a

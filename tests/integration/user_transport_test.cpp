@@ -227,6 +227,7 @@ TEST(user_transport_test, a_transport_known_from_a_result_file_is_read_not_run) 
   EXPECT_EQ(transport_name(recorded), "recorded_only");
   EXPECT_TRUE(traits_of(recorded).has_connections);
   EXPECT_TRUE(traits_of(recorded).over_tcp);
+  EXPECT_FALSE(traits_of(recorded).compiled);  // presets and calibration leave it out
   load_spec spec;
   spec.target.transport = recorded;
   spec.traffic.count = 1;
@@ -237,6 +238,17 @@ TEST(user_transport_test, a_transport_known_from_a_result_file_is_read_not_run) 
     EXPECT_NE(std::string(e.what()).find("only from a result file"), std::string::npos) << e.what();
   }
   EXPECT_THROW(transport_of_record("Not-A-Name"), setup_error);
+  // The program registers it after reading the file: the same kind, now one it can run.
+  user_transport real;
+  real.name = "recorded_only";
+  real.client = [](int) { return std::unique_ptr<user_stream>(); };
+  EXPECT_EQ(register_transport(std::move(real)), recorded);
+  EXPECT_TRUE(traits_of(recorded).compiled);
+  EXPECT_EQ(transport_name(recorded), "recorded_only");
+  user_transport again;
+  again.name = "recorded_only";
+  again.client = [](int) { return std::unique_ptr<user_stream>(); };
+  EXPECT_THROW(register_transport(std::move(again)), setup_error);
 }
 
 // A 0.3 s load over `broken` against the toy responder: no answer, its connections failed,

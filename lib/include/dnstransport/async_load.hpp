@@ -69,17 +69,20 @@ auto initiate_operation(CompletionToken&& token, const boost::asio::any_io_execu
         auto guard = boost::asio::make_work_guard(
             boost::asio::get_associated_executor(*held, watch_executor));
         auto work = std::make_shared<decltype(guard)>(std::move(guard));
-        auto operation =
-            begin(watch_executor, [held, work](std::exception_ptr error, Result result) {
-              // The slot is the handler's: cleared where the handler runs.
-              boost::asio::dispatch(work->get_executor(),
-                                    [held, work, error, ran = std::move(result)]() mutable {
-                                      boost::asio::get_associated_cancellation_slot(*held).clear();
-                                      work->reset();
-                                      std::move (*held)(error, std::move(ran));
-                                    });
-            });
         auto slot = boost::asio::get_associated_cancellation_slot(*held);
+        // Called once: the handler moves on to its executor, so that it is destroyed there
+        // (its captures may own the object that started it), not where `done` was called.
+        auto operation =
+            begin(watch_executor, [held, work](std::exception_ptr error, Result result) mutable {
+              auto on = work->get_executor();
+              // The slot is the handler's: cleared where the handler runs.
+              boost::asio::dispatch(on, [held = std::move(held), work = std::move(work), error,
+                                         ran = std::move(result)]() mutable {
+                boost::asio::get_associated_cancellation_slot(*held).clear();
+                work->reset();
+                std::move (*held)(error, std::move(ran));
+              });
+            });
         if (slot.is_connected()) {
           using operation_type = typename decltype(operation)::element_type;
           slot.assign([weak = std::weak_ptr<operation_type>(operation),

@@ -5,7 +5,9 @@
 ///   opened at its first query and kept: the queries of every call in flight at once are
 ///   pipelined on it, as a load's are, and the next call reuses it (a new one is opened only
 ///   when the server closed it, or to carry more than
-///   client_settings::connections.queries_per_connection allows on one).
+///   client_settings::connections.queries_per_connection allows on one). A query whose
+///   connection ended before its answer is sent again, once, on the next one (a server may
+///   close a kept connection at any time: RFC 7766, section 6.2.3).
 /// - `client::async_exchange(queries, token)` sends a set of queries as a load of its own
 ///   (its own connection, all in flight at once, each sent once) and also gives the
 ///   run_result of that load: its connections, handshakes and latency.
@@ -39,7 +41,8 @@ struct client_settings {
   tls_client_options tls;           ///< TLS of DoT, DoH and DoQ
   double timeout_seconds = 2;       ///< a query unanswered this long has no answer
   /// async_query: the most queries in flight at once on the client's connection; more
-  /// wait their turn (1 to 65,536).
+  /// wait their turn (1 to 32,768: each query in flight has an ID of its own, which changes
+  /// from one query to the next in its place).
   unsigned max_in_flight = 256;
 };
 
@@ -89,7 +92,7 @@ struct client_exchange {
 };
 
 /// The load_spec an exchange of the queries of `queries` runs with `settings`: one client,
-/// one thread, every query in flight at once (at most 65,536; a question asked twice waits
+/// one thread, every query in flight at once (at most 32,768; a question asked twice waits
 /// for its first answer), each sent once, no warm-up, no timeline.
 load_spec exchange_spec(const client_settings& settings, std::shared_ptr<const query_set> queries);
 

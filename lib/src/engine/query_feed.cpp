@@ -24,6 +24,13 @@ std::string question_of(std::span<const std::uint8_t> query) {
   return key;
 }
 
+// Calls a query's callback, moved out first: what it holds is released here, once.
+void call(query_feed::finish& done, std::exception_ptr error, client_answer answer) {
+  query_feed::finish once = std::move(done);
+  done = nullptr;
+  if (once) once(std::move(error), std::move(answer));
+}
+
 client_answer unanswered(query_outcome how) {
   client_answer answer;
   answer.outcome = how;
@@ -32,7 +39,8 @@ client_answer unanswered(query_outcome how) {
 
 }  // namespace
 
-query_feed::query_feed(std::uint32_t cells) : cells_(cells) {
+query_feed::query_feed(std::uint32_t cells, bool send_again)
+    : send_again_(send_again), cells_(cells) {
   free_cells_.reserve(cells);
   for (std::uint32_t i = cells; i > 0; --i) free_cells_.push_back(i - 1);
 }
@@ -53,7 +61,7 @@ std::uint64_t query_feed::submit(std::vector<std::uint8_t> query, std::uint16_t 
       return ticket;
     }
   }
-  q.done(nullptr, unanswered(query_outcome::abandoned));  // the load had ended: never sent
+  call(q.done, nullptr, unanswered(query_outcome::abandoned));  // the load had ended: never sent
   return ticket;
 }
 
@@ -123,7 +131,7 @@ void query_feed::take_inbox() {
       fed_query q = std::move(*it);
       line.erase(it);
       --held_;
-      if (q.done) q.done(nullptr, unanswered(query_outcome::abandoned));
+      call(q.done, nullptr, unanswered(query_outcome::abandoned));
       found = true;
       break;
     }
@@ -131,8 +139,7 @@ void query_feed::take_inbox() {
     for (fed_cell& c : cells_) {
       if (!c.in_use || c.over || c.query.ticket != ticket) continue;
       c.over = true;
-      if (c.query.done) c.query.done(nullptr, unanswered(query_outcome::abandoned));
-      c.query.done = nullptr;
+      call(c.query.done, nullptr, unanswered(query_outcome::abandoned));
       break;
     }
   }
@@ -161,14 +168,14 @@ void query_feed::next_of(const std::string& question) {
 }
 
 void query_feed::finish_query(fed_query& q, std::exception_ptr error, client_answer answer) {
-  if (q.done) q.done(std::move(error), std::move(answer));
-  q.done = nullptr;
+  call(q.done, std::move(error), std::move(answer));
   next_of(q.question);
 }
 
 std::uint32_t query_feed::take() {
   const std::uint32_t index = free_cells_.back();
   free_cells_.pop_back();
+  again_run_ = 0;
   fed_cell& c = cells_[index];
   c.query = std::move(ready_.front());
   ready_.pop_front();
@@ -193,9 +200,16 @@ void query_feed::put_back(std::uint32_t index) {
 
 bool query_feed::send_again(std::uint32_t index) {
   fed_cell& c = cells_[index];
-  if (c.over || c.query.sent_again) return false;
+  if (!send_again_ || c.over || c.query.sent_again) return false;
   c.query.sent_again = true;
-  put_back(index);
+  c.query.queued_ns = monotonic_ns();  // its timeout runs again from here, unsent
+  c.in_use = false;
+  free_cells_.push_back(index);
+  // A connection's queries are handed back oldest first: they go again in that order,
+  // before the others.
+  again_run_ = std::min(again_run_, ready_.size());
+  ready_.insert(ready_.begin() + static_cast<std::ptrdiff_t>(again_run_), std::move(c.query));
+  ++again_run_;
   return true;
 }
 
@@ -239,7 +253,7 @@ std::uint32_t query_feed::expire_waiting(std::uint64_t now, std::uint64_t timeou
         line.pop_front();
         --held_;
         ++expired;
-        if (q.done) q.done(nullptr, unanswered(query_outcome::not_sent));
+        call(q.done, nullptr, unanswered(query_outcome::not_sent));
       }
     }
   }
@@ -266,8 +280,7 @@ void query_feed::end_all(std::exception_ptr error) {
     in.swap(inbox_);
   }
   const auto end = [&error](fed_query& q) {
-    if (q.done) q.done(error, error ? client_answer{} : unanswered(query_outcome::abandoned));
-    q.done = nullptr;
+    call(q.done, error, error ? client_answer{} : unanswered(query_outcome::abandoned));
   };
   for (fed_query& q : in) end(q);
   for (fed_query& q : ready_) end(q);

@@ -30,8 +30,9 @@ class query_feed {
   // queries still waiting then.
   using finish = std::function<void(std::exception_ptr, client_answer)>;
 
-  // At most `cells` queries in flight at once (the load's outstanding).
-  explicit query_feed(std::uint32_t cells);
+  // At most `cells` queries in flight at once (the load's outstanding). `send_again`: a query
+  // whose connection ended before its answer goes again, once (send_again below).
+  query_feed(std::uint32_t cells, bool send_again);
   query_feed(const query_feed&) = delete;
   query_feed& operator=(const query_feed&) = delete;
 
@@ -58,8 +59,9 @@ class query_feed {
   std::uint32_t take();
   // A taken query the kernel did not accept: first in line again, its cell free.
   void put_back(std::uint32_t cell);
-  // A query whose connection ended before its answer: first in line again, its cell free,
-  // when it was not sent again before (true); else it is left to end (false).
+  // A query whose connection ended before its answer: first in line again, its cell free
+  // and its timeout running again from now, when the feed sends again and it was not sent
+  // again before (true); else it is left to end (false).
   bool send_again(std::uint32_t cell);
   std::span<const std::uint8_t> query(std::uint32_t cell) const noexcept {
     return cells_[cell].query.octets;
@@ -117,8 +119,10 @@ class query_feed {
   std::uint64_t next_ticket_ = 1;
 
   // The worker's.
+  const bool send_again_;
   bool closed_ = false;
   std::deque<fed_query> ready_;
+  std::size_t again_run_ = 0;  // queries sent again since the last take, first in ready_
   // Per question ready or in flight, the queries of it waiting behind that one.
   std::unordered_map<std::string, std::deque<fed_query>> active_;
   std::size_t held_ = 0;

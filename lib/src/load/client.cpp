@@ -25,7 +25,9 @@ namespace dnstransport {
 
 namespace {
 
-constexpr unsigned max_in_flight = 65536;  // traffic_settings::outstanding's limit
+// A client's slots give each query in flight an ID of its own and change it each time they
+// are taken (slot_table): at 65,536 in flight no bit of the ID is left to change.
+constexpr unsigned max_in_flight = 32768;
 
 // The answers as the worker's thread writes them; read once the load has ended.
 struct exchange_answers {
@@ -117,7 +119,7 @@ std::shared_ptr<load_operation> start_exchange(const boost::asio::any_io_executo
   }
 
   load_spec spec = exchange_spec(settings, std::move(set));
-  auto feed = std::make_shared<query_feed>(spec.traffic.outstanding);
+  auto feed = std::make_shared<query_feed>(spec.traffic.outstanding, false);  // each sent once
   auto kept = std::make_shared<exchange_answers>();
   kept->answers.resize(queries.size());
   for (std::size_t i = 0; i < queries.size(); ++i) {

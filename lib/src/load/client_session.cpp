@@ -71,8 +71,8 @@ class client_session {
 
 std::shared_ptr<query_ticket> client_session::submit(std::vector<std::uint8_t> query,
                                                      query_completion done) {
-  if (settings_.max_in_flight == 0 || settings_.max_in_flight > 65536) {
-    throw setup_error(fmt::format("client_settings::max_in_flight is {}: give 1 to 65,536",
+  if (settings_.max_in_flight == 0 || settings_.max_in_flight > 32768) {
+    throw setup_error(fmt::format("client_settings::max_in_flight is {}: give 1 to 32,768",
                                   settings_.max_in_flight));
   }
   const std::uint16_t id = take_query_id(query, "the query");
@@ -93,7 +93,7 @@ void client_session::start_load_locked() {
     work_.emplace(io_.get_executor());
     thread_ = std::thread([this] { io_.run(); });
   }
-  auto feed = std::make_shared<query_feed>(settings_.max_in_flight);
+  auto feed = std::make_shared<query_feed>(settings_.max_in_flight, true);
   feed_ = feed;
   // The query set only names what the load sends; the feed's queries are the ones sent.
   auto named = std::make_shared<query_set>();

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -220,6 +221,7 @@ struct transport_table {
   std::atomic<std::size_t> count{0};
   std::mutex registering;
   std::array<std::unique_ptr<const user_transport>, max_transports> users;
+  std::vector<std::unique_ptr<const user_transport>> retired;  // replaced (see register)
 
   transport_table() {
     for (std::size_t i = 0; i < max_transports; ++i) {
@@ -279,12 +281,17 @@ transport_kind register_user_transport(user_transport transport, bool recorded =
   }
   transport_table& t = table();
   const std::lock_guard lock(t.registering);
+  std::size_t index = t.count.load(std::memory_order_relaxed);
   if (const auto known = parse_transport(transport.name)) {
     if (recorded) return *known;  // registered meanwhile
-    throw setup_error(fmt::format("a transport named {} is registered already", transport.name));
-  }
-  const std::size_t index = t.count.load(std::memory_order_relaxed);
-  if (index + 1 >= max_transports) {
+    // Known so far from a result file only: the program's registration takes its place.
+    if (registered_transport(*known).make != make_recorded) {
+      throw setup_error(fmt::format("a transport named {} is registered already", transport.name));
+    }
+    index = static_cast<std::size_t>(*known);
+    // Names read before point into it: kept.
+    t.retired.push_back(std::move(t.users[index]));
+  } else if (index + 1 >= max_transports) {
     throw setup_error(
         fmt::format("no room for the transport {}: a program has at most {} "
                     "transports, {} built in",
@@ -307,8 +314,12 @@ transport_kind register_user_transport(user_transport transport, bool recorded =
   entry.check = nullptr;
   entry.listener = {nullptr, nullptr, user->server ? make_user_listener : nullptr};
   entry.user = user;
+  // Known from a file alone, it cannot run here: presets and calibration leave it out.
+  entry.traits.compiled = !recorded;
   t.traits[index] = entry.traits;
-  t.count.store(index + 1, std::memory_order_release);
+  if (index == t.count.load(std::memory_order_relaxed)) {
+    t.count.store(index + 1, std::memory_order_release);
+  }
   return entry.traits.kind;
 }
 

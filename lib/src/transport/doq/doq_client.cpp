@@ -195,10 +195,12 @@ void doq_client::fill(std::uint64_t now) {
     r.id = s.id;
     r.query_index = s.query_index;
     r.own.clear();
-    if (plan().client_subnet.on()) {
+    if (plan().client_subnet.on() || plan().feed != nullptr) {
+      // A fed query's cell is taken again once the query ends, while ngtcp2 may still
+      // resend what it has not seen acknowledged: the stream keeps a copy.
       const auto shared = plan().query(s.query_index);
       r.own.assign(shared.begin(), shared.end());
-      write_client_subnet(s, r.own);
+      if (plan().client_subnet.on()) write_client_subnet(s, r.own);
     }
     const auto query = query_of(r);
     put_frame_prefix(r.head.data(), query.size());

@@ -60,7 +60,8 @@ class doq_client final : public client_base {
     std::int64_t stream = -1;            // -1: waiting for a stream
     std::array<std::uint8_t, 4> head{};  // length, then id 0
     // With EDNS Client Subnet: the query with its subnet, which ngtcp2 reads until it is
-    // acknowledged (without: the query set's, read in place).
+    // acknowledged; a fed query (run_plan::feed), whose cell is reused once the query ends;
+    // otherwise the query set's, read in place.
     std::vector<std::uint8_t> own;
     std::size_t handed = 0;    // octets ngtcp2 has taken
     doq_stream_reader answer;  // the answer with its length, as it arrives
