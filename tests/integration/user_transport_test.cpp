@@ -211,10 +211,16 @@ TEST(user_transport_test, a_sweep_of_it_is_reported) {
   // The command-line tool, which has no transport named toy, reports the file too.
   const hostile::scratch files("user-transport-report");
   const std::string file = files.file("sweep.json", to_json(result));
+  const std::string out = files.path("report");
   const hostile::process_result r =
-      hostile::run_process(hostile::cli, {"report", file}, std::chrono::seconds(60));
+      hostile::run_process(hostile::cli, {"report", file, "--out", out}, std::chrono::seconds(60));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("toy"), std::string::npos) << r.out;
+  // Its plots draw it as they draw UDP: a line of the throughput plot, named.
+  EXPECT_NE(hostile::contents(out + "/points.csv").find("toy"), std::string::npos);
+  const std::string throughput = hostile::contents(out + "/qps_vs_clients.gp");
+  EXPECT_NE(throughput.find("toy"), std::string::npos) << throughput;
+  EXPECT_NE(throughput.find("udp"), std::string::npos) << throughput;
 }
 
 // A result's transport name that no transport of the program has is registered from the name
