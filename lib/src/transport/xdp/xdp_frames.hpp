@@ -1,0 +1,52 @@
+#pragma once
+// Internal: the frames of DNS over UDP sent and received from an AF_XDP socket, which has no
+// kernel to add or strip the Ethernet, IP and UDP headers: a query's frame written whole
+// (headers with their lengths and checksums, then the query), and a received frame read back
+// to the answer it carries when it is a UDP datagram from the server (RFC 768, RFC 791,
+// RFC 8200).
+
+#include <sys/uio.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include <boost/asio/ip/address.hpp>
+
+namespace dnstransport::detail {
+
+// Where a client's datagrams go from and to: both addresses of one family.
+struct frame_addresses {
+  std::array<std::uint8_t, 6> source_mac{};
+  std::array<std::uint8_t, 6> destination_mac{};  // the server's, or the gateway's
+  boost::asio::ip::address source;
+  boost::asio::ip::address destination;
+  std::uint16_t source_port = 0;
+  std::uint16_t destination_port = 0;
+};
+
+// Ethernet, IP and UDP headers: 42 octets over IPv4, 62 over IPv6.
+std::size_t frame_header_size(const frame_addresses& to) noexcept;
+
+// Writes the frame of one datagram into `frame`: the headers for `to`, then `payload`'s
+// pieces in order. Returns its length, or 0 when `frame` is too small or the datagram longer
+// than a UDP length holds.
+std::size_t write_frame(const frame_addresses& to, std::span<const iovec> payload,
+                        std::span<std::uint8_t> frame) noexcept;
+
+// A received frame that is a whole, unfragmented UDP datagram from `from.destination` and
+// its port to `from.source` (any port): its destination port and payload.
+struct received_datagram {
+  std::uint16_t destination_port = 0;
+  std::span<const std::uint8_t> payload;
+};
+std::optional<received_datagram> read_frame(std::span<const std::uint8_t> frame,
+                                            const frame_addresses& from) noexcept;
+
+// The Internet checksum (RFC 1071) of `data` added to `sum` (a running 32-bit sum), folded:
+// a header whose checksum field is right sums to 0xffff.
+std::uint16_t internet_checksum(std::span<const std::uint8_t> data, std::uint32_t sum = 0) noexcept;
+
+}  // namespace dnstransport::detail
