@@ -177,6 +177,8 @@ void set_pace(load_spec& spec, const run_options& o) {
   spec.output.interval_seconds = o.interval;
   spec.generator.threads = o.threads;
   if (!o.cpus.empty()) spec.generator.cpus = parse_cpu_list(o.cpus, "--cpus");
+  spec.generator.xdp_interface = o.xdp_interface;
+  spec.generator.xdp_gateway_mac = o.xdp_gateway_mac;
 }
 
 void set_connections(load_spec& spec, const run_options& o) {

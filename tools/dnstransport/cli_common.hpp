@@ -78,6 +78,8 @@ struct run_options {
   double interval = 1;
   unsigned threads = 1;
   std::string cpus;
+  std::string xdp_interface;    // --xdp
+  std::string xdp_gateway_mac;  // --xdp-gateway-mac
   std::string queries_per_connection = "unlimited";
   std::string close = "fin";
   std::vector<std::string> sources;

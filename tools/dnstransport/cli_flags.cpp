@@ -117,6 +117,17 @@ void add_pace_options(CLI::App& app, run_options& o) {
   app.add_option("--threads", o.threads, "Worker threads; clients are spread over them")
       ->capture_default_str();
   app.add_option("--cpus", o.cpus, "Pin worker threads to these CPUs, e.g. 0 or 0,2-3");
+  app.add_option("--xdp", o.xdp_interface,
+                 "udp: send and receive from AF_XDP sockets on this network interface (e.g. "
+                 "eth0), past the kernel's UDP stack: an XDP program attached for the run "
+                 "steers the server's answers to one socket per --threads, on the interface's "
+                 "queues 0, 1, ...; answers are checked and timed as over kernel sockets. "
+                 "Needs root. Frames go from --source (one address; default: the kernel's for "
+                 "the server), a source port per client");
+  app.add_option("--xdp-gateway-mac", o.xdp_gateway_mac,
+                 "With --xdp: the MAC address to send the frames to (the server's, or the "
+                 "gateway's to it), e.g. 02:00:00:00:00:01. Default: the server's, from the "
+                 "kernel's neighbour table (IPv4, the server on the interface's link)");
 }
 
 void add_connection_options(CLI::App& app, run_options& o) {

@@ -68,6 +68,8 @@ std::string flag_of_setting(std::string_view path) {
       {"load_spec::generator.threads", "--threads"},
       {"load_spec::generator.cpus", "--cpus"},
       {"load_spec::generator.coalesce_us", "--coalesce-us"},
+      {"load_spec::generator.xdp_interface", "--xdp"},
+      {"load_spec::generator.xdp_gateway_mac", "--xdp-gateway-mac"},
       {"load_spec::tls.backend", "--tls-backend"},
       {"load_spec::tls.min_version", "--tls-min-version"},
       {"load_spec::tls.max_version", "--tls-max-version"},

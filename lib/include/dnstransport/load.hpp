@@ -342,6 +342,19 @@ struct generator_settings {
   std::optional<unsigned> coalesce_us;
   /// coalesce_us when it is unset and queries leave on a schedule: 1 ms.
   static constexpr unsigned default_coalesce_us = 1000;
+  /// UDP from AF_XDP sockets on this network interface ("eth0", one end of a veth pair):
+  /// the library writes and reads whole frames (Ethernet, IP, UDP) past the kernel's UDP
+  /// stack, and an XDP program it attaches to the interface for the run steers the server's
+  /// answers to one AF_XDP socket per worker thread, on the interface's receive queues 0, 1,
+  /// ... (as many queues as threads). Answers are checked, matched and timed as over kernel
+  /// sockets, into the same counts. The frames go from connections.sources' first address
+  /// (default: the one the kernel would use for the server) with a source port per client.
+  /// Needs root. Empty: the kernel's sockets.
+  std::string xdp_interface;
+  /// With xdp_interface: the MAC address frames are sent to, "02:00:00:00:00:01" (the
+  /// server's, or the gateway's to it); empty: the server's, from the kernel's neighbour
+  /// table (IPv4; the server on the interface's link).
+  std::string xdp_gateway_mac;
 };
 
 /// The server's processes whose use of CPU, memory, descriptors and connections is read

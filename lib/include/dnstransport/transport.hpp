@@ -52,6 +52,8 @@ struct transport_traits {
   /// Debian's OpenSSL 3.0 has no QUIC API); asking for OpenSSL is an error.
   bool gnutls_only = false;
   bool compiled = true;  ///< false: this build lacks what it needs (DoQ without GnuTLS/ngtcp2)
+  /// Its clients can send from AF_XDP sockets (generator_settings::xdp_interface).
+  bool xdp = false;
   /// Its servers are named by a URL of this scheme (DoH: "https", RFC 8484's URI template);
   /// empty: by address and port alone.
   std::string_view url_scheme{};

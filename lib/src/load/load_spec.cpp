@@ -414,6 +414,15 @@ void validate(const load_spec& spec) {
                                   static_cast<unsigned>(spec.target.transport)));
   }
   const transport_traits& traits = traits_of(spec.target.transport);
+  if (!spec.generator.xdp_interface.empty() && !traits.xdp) {
+    throw setup_error(fmt::format("{}: AF_XDP carries {} only, not {}",
+                                  load_setting("generator.xdp_interface"),
+                                  transport_names_where(&transport_traits::xdp), traits.name));
+  }
+  if (!spec.generator.xdp_gateway_mac.empty() && spec.generator.xdp_interface.empty()) {
+    throw setup_error(fmt::format("{} needs {}", load_setting("generator.xdp_gateway_mac"),
+                                  load_setting("generator.xdp_interface")));
+  }
   validate_size(spec);
   validate_pace(spec);
   validate_connections(spec, traits);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <boost/asio/ip/address.hpp>
 
 #include <dnstransport/error.hpp>
 
@@ -27,6 +28,7 @@
 #include "transport/tls/tls_backend.hpp"
 #include "transport/udp/udp_listener.hpp"
 #include "transport/udp/udp_transport.hpp"
+#include "transport/xdp/xdp_sockets.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport::detail {
@@ -45,11 +47,37 @@ stream_settings stream_settings_of(const load_spec& spec) {
   return s;
 }
 
+// AF_XDP's settings (generator_settings::xdp_interface) for the sockets under UDP's clients.
+xdp_settings xdp_settings_of(const load_spec& spec) {
+  xdp_settings x;
+  x.setting = setting("load_spec::generator.xdp_interface");
+  x.gateway_setting = setting("load_spec::generator.xdp_gateway_mac");
+  x.interface = spec.generator.xdp_interface;
+  x.server = spec.target.server;
+  x.port = spec.target.port;
+  x.gateway_mac = spec.generator.xdp_gateway_mac;
+  x.threads = std::max(1u, std::min(spec.generator.threads, spec.traffic.clients));
+  if (!spec.connections.sources.empty()) {
+    boost::system::error_code ec;
+    const auto address = boost::asio::ip::make_address(spec.connections.sources.front(), ec);
+    if (ec || spec.connections.sources.size() > 1) {
+      throw setup_error(fmt::format("{} takes one source address ({}), not \"{}\"", x.setting,
+                                    setting("load_spec::connections.sources"),
+                                    fmt::join(spec.connections.sources, ",")));
+    }
+    x.source = address;
+  }
+  return x;
+}
+
 std::unique_ptr<client_transport> make_udp(const load_spec& spec) {
   std::unique_ptr<stream_transport> tc_retry;
   if (spec.traffic.tc_retry_tcp) {
     // One TCP connection per UDP client, kept while the client may still need it.
     tc_retry = std::make_unique<stream_transport>(stream_settings_of(spec), make_tcp_connector());
+  }
+  if (!spec.generator.xdp_interface.empty()) {
+    return make_udp_transport(std::move(tc_retry), make_xdp_sockets(xdp_settings_of(spec)));
   }
   return make_udp_transport(std::move(tc_retry));
 }
@@ -123,7 +151,8 @@ constexpr std::array<transport_entry, builtin_transport_count> builtin{{
       .name = "udp",
       .long_name = "UDP",
       .short_name = "UDP",
-      .default_port = 53},
+      .default_port = 53,
+      .xdp = true},
      "",
      make_udp,
      nullptr,

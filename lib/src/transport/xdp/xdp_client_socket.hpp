@@ -1,0 +1,67 @@
+#pragma once
+// Internal: a UDP client's datagram_socket over its worker's AF_XDP socket (xdp_port.hpp):
+// its own source port, its answers handed over by the port into a queue it reads as
+// recvmmsg would, its queries written into frames by the port as sendmmsg would send them.
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "transport/udp/datagram_socket.hpp"
+#include "transport/xdp/xdp_frames.hpp"
+
+namespace dnstransport::detail {
+
+class readiness_set;
+class xdp_port;
+class xdp_run;
+
+class xdp_client_socket final : public datagram_socket {
+ public:
+  xdp_client_socket(std::shared_ptr<xdp_run> run, readiness_set& readiness, ready_callback on_ready,
+                    syscall_counter& syscalls);
+  ~xdp_client_socket() override;
+
+  int open(const boost::asio::ip::udp::endpoint& server,
+           const std::optional<boost::asio::ip::address>& source) override;
+  bool is_open() const noexcept override { return port_ != nullptr; }
+  // Every answer has the time the kernel received its frame (the XDP program's stamp), given
+  // as SO_TIMESTAMPNS would give it.
+  bool stamped() const noexcept override { return true; }
+  socklen_t local_address(sockaddr_storage& address) override;
+  void async_wait(bool readable, std::uint64_t token) override;
+  void cancel() override;
+  void close() override;
+  int receive(std::span<mmsghdr> messages) override;
+  int send(std::span<mmsghdr> messages) override;
+
+  // From the port: an answer for this client; true when the client waits for one (the port
+  // then wakes it once its read is over).
+  bool deliver(std::span<const std::uint8_t> payload, std::uint64_t received_ns);
+  void wake_readable();
+  void wake_writable();
+  std::uint16_t port() const noexcept { return to_.source_port; }
+
+ private:
+  // Calls the client back later, from the worker's io_context.
+  void call_later(bool readable, std::uint64_t token, bool ok);
+
+  std::shared_ptr<xdp_run> run_;
+  readiness_set& readiness_;
+  ready_callback on_ready_;
+  syscall_counter& syscalls_;
+  xdp_port* port_ = nullptr;
+  frame_addresses to_;
+  struct answer {
+    std::uint64_t received_ns = 0;  // CLOCK_MONOTONIC
+    std::vector<std::uint8_t> message;
+  };
+  std::deque<answer> answers_;
+  bool waiting_read_ = false;
+  bool waiting_write_ = false;
+  std::uint64_t read_token_ = 0;
+  std::uint64_t write_token_ = 0;
+};
+
+}  // namespace dnstransport::detail

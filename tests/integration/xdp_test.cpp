@@ -1,0 +1,206 @@
+// UDP from AF_XDP sockets (run --xdp), in two network namespaces the test makes and joins
+// with a veth pair: the generator's end in one, `dnstransport serve` (the kernel's sockets) in
+// the other. Every query sent over XDP is answered and counted as over kernel sockets; with
+// two worker threads on a two-queue veth, answers that come in on the other thread's queue
+// still reach their client; the XDP program is gone after the run; bad set-ups are clear
+// errors (exit 2). Needs root and iproute2; the traffic stays inside the namespaces.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include "child_process.hpp"
+#include "cli_runs.hpp"
+#include "scratch_dir.hpp"
+
+namespace dnstransport::hostile {
+namespace {
+
+using namespace std::chrono_literals;
+
+// ip (iproute2), by its path (run_process does not search $PATH).
+std::string xdp_test_ip() {
+  return find_program("ip").value_or("/usr/sbin/ip");
+}
+
+// Two namespaces joined by a veth pair of `queues` queues: "a" (the generator, 10.213.Q.1)
+// and "b" (the responder, 10.213.Q.2), removed with the object.
+class xdp_test_link {
+ public:
+  explicit xdp_test_link(unsigned queues)
+      : id_(fmt::format("{}q{}", getpid() % 100000, queues)),
+        a_("dtxa" + id_),
+        b_("dtxb" + id_),
+        veth_a_("xa" + id_),
+        veth_b_("xb" + id_),
+        subnet_(fmt::format("10.213.{}", queues)) {
+    ip({"netns", "add", a_});
+    ip({"netns", "add", b_});
+    const std::string q = std::to_string(queues);
+    ip({"link", "add",  veth_a_, "netns", a_, "numtxqueues", q, "numrxqueues", q, "type", "veth",
+        "peer", "name", veth_b_, "netns", b_, "numtxqueues", q, "numrxqueues", q});
+    ip({"-n", a_, "addr", "add", subnet_ + ".1/24", "dev", veth_a_});
+    ip({"-n", b_, "addr", "add", subnet_ + ".2/24", "dev", veth_b_});
+    for (const auto& [ns, dev] : {std::pair{a_, veth_a_}, std::pair{b_, veth_b_}}) {
+      ip({"-n", ns, "link", "set", dev, "up"});
+      ip({"-n", ns, "link", "set", "lo", "up"});
+    }
+  }
+  ~xdp_test_link() {
+    run_process(xdp_test_ip(), {"netns", "del", a_}, 10s);
+    run_process(xdp_test_ip(), {"netns", "del", b_}, 10s);
+  }
+  xdp_test_link(const xdp_test_link&) = delete;
+  xdp_test_link& operator=(const xdp_test_link&) = delete;
+
+  const std::string& interface() const noexcept { return veth_a_; }
+  std::string server() const { return subnet_ + ".2"; }
+  // The tool run in namespace a (the generator's), to its end.
+  process_result in_a(const std::vector<std::string>& arguments) const {
+    std::vector<std::string> all{"netns", "exec", a_, cli};
+    all.insert(all.end(), arguments.begin(), arguments.end());
+    return run_process(xdp_test_ip(), all, 60s);
+  }
+  // The same as nobody (setpriv).
+  process_result in_a_as_nobody(const std::vector<std::string>& arguments) const {
+    std::vector<std::string> all{"netns", "exec",    a_,      "setpriv",        "--reuid",
+                                 "65534", "--regid", "65534", "--clear-groups", cli};
+    all.insert(all.end(), arguments.begin(), arguments.end());
+    return run_process(xdp_test_ip(), all, 60s);
+  }
+  // `dnstransport serve` in namespace b, listening when this returns.
+  std::unique_ptr<child_process> serve() const {
+    auto s = std::make_unique<child_process>(
+        xdp_test_ip(),
+        std::vector<std::string>{"netns", "exec", b_, cli, "serve", "--listen", server() + ":53"});
+    EXPECT_TRUE(s->wait_for_stdout("udp", 20s)) << s->stderr_so_far();
+    return s;
+  }
+  // What `ip link show` says of the generator's end.
+  std::string link_state() const {
+    return run_process(xdp_test_ip(), {"-n", a_, "link", "show", veth_a_}, 10s).out;
+  }
+
+ private:
+  static void ip(const std::vector<std::string>& arguments) {
+    const process_result r = run_process(xdp_test_ip(), arguments, 10s);
+    ASSERT_EQ(r.exit_code, 0) << "ip " << fmt::format("{}", fmt::join(arguments, " ")) << ": "
+                              << r.err;
+  }
+
+  std::string id_, a_, b_, veth_a_, veth_b_, subnet_;
+};
+
+// Root and ip are needed; a build without AF_XDP says so.
+bool xdp_test_can_run(std::string& why) {
+  if (geteuid() != 0) {
+    why = "needs root (network namespaces, XDP)";
+    return false;
+  }
+  if (!find_program("ip")) {
+    why = "needs ip (iproute2)";
+    return false;
+  }
+  return true;
+}
+
+#define XDP_TEST_NEEDS_ROOT()                        \
+  do {                                               \
+    std::string why;                                 \
+    if (!xdp_test_can_run(why)) GTEST_SKIP() << why; \
+  } while (false)
+
+// The counts of a run's JSON.
+struct xdp_test_counts {
+  std::uint64_t sent = 0, answered = 0, lost = 0;
+};
+
+xdp_test_counts xdp_test_read(const std::string& json_file) {
+  const auto doc = boost::json::parse(contents(json_file)).as_object();
+  return {doc.at("queries_sent").to_number<std::uint64_t>(),
+          doc.at("responses_received").to_number<std::uint64_t>(),
+          doc.at("lost").to_number<std::uint64_t>()};
+}
+
+// 20,000 queries from 4 clients over XDP, then over the kernel's sockets: every one answered
+// and counted the same; no XDP program left on the interface.
+TEST(xdp_test, every_query_sent_over_xdp_is_answered_and_counted_as_over_the_kernel) {
+  XDP_TEST_NEEDS_ROOT();
+  const xdp_test_link link(1);
+  const auto responder = link.serve();
+  const scratch files("xdp-test");
+  for (const bool xdp : {true, false}) {
+    const std::string json = files.path(xdp ? "xdp.json" : "kernel.json");
+    std::vector<std::string> arguments{"run",   "--server",  link.server(), "--count",
+                                       "20000", "--clients", "4",           "--timeout",
+                                       "5",     "--json",    json};
+    if (xdp) {
+      arguments.push_back("--xdp");
+      arguments.push_back(link.interface());
+    }
+    const process_result r = link.in_a(arguments);
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    const xdp_test_counts counts = xdp_test_read(json);
+    EXPECT_EQ(counts.sent, 20000u) << xdp;
+    EXPECT_EQ(counts.answered, 20000u) << xdp;
+    EXPECT_EQ(counts.lost, 0u) << xdp;
+  }
+  EXPECT_EQ(link.link_state().find("xdp"), std::string::npos) << link.link_state();
+}
+
+// Two worker threads, an AF_XDP socket each on the two queues of the veth: the responder's
+// answers come in on the queue it sent them from, not always their client's; all reach it.
+TEST(xdp_test, answers_on_another_threads_queue_reach_their_client) {
+  XDP_TEST_NEEDS_ROOT();
+  const xdp_test_link link(2);
+  const auto responder = link.serve();
+  const scratch files("xdp-test-2");
+  const std::string json = files.path("two.json");
+  const process_result r =
+      link.in_a({"run", "--server", link.server(), "--xdp", link.interface(), "--threads", "2",
+                 "--clients", "8", "--count", "40000", "--timeout", "5", "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const xdp_test_counts counts = xdp_test_read(json);
+  EXPECT_EQ(counts.sent, 40000u);
+  EXPECT_EQ(counts.answered, 40000u);
+  EXPECT_EQ(counts.lost, 0u);
+}
+
+// Set-ups that cannot work are errors naming --xdp, exit 2, before anything is sent.
+TEST(xdp_test, bad_set_ups_are_clear_errors) {
+  XDP_TEST_NEEDS_ROOT();
+  const xdp_test_link link(1);
+  const auto expect_error = [&](std::vector<std::string> arguments, const std::string& says) {
+    std::vector<std::string> all{"run", "--server", link.server(), "--count", "10"};
+    all.insert(all.end(), arguments.begin(), arguments.end());
+    const process_result r = link.in_a(all);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  };
+  expect_error({"--xdp", "nosuch0"}, "--xdp nosuch0: no such network interface");
+  expect_error({"--xdp", link.interface(), "--transport", "tcp"}, "AF_XDP carries udp only");
+  expect_error({"--xdp", link.interface(), "--threads", "2", "--clients", "2"},
+               "2 worker threads need as many receive queues; the interface has 1");
+  expect_error({"--xdp-gateway-mac", "02:00:00:00:00:01"}, "--xdp-gateway-mac needs --xdp");
+  expect_error({"--xdp", link.interface(), "--xdp-gateway-mac", "nonsense"},
+               "\"nonsense\" is not a MAC address");
+  // Not root (as nobody, in the same namespace): the program is refused.
+  if (find_program("setpriv")) {
+    const process_result r = link.in_a_as_nobody(
+        {"run", "--server", link.server(), "--count", "10", "--xdp", link.interface()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("needs root"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace dnstransport::hostile
