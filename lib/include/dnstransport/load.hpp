@@ -345,8 +345,9 @@ struct generator_settings {
   /// UDP from AF_XDP sockets on this network interface ("eth0", one end of a veth pair):
   /// the library writes and reads whole frames (Ethernet, IP, UDP) past the kernel's UDP
   /// stack, and an XDP program it attaches to the interface for the run steers the server's
-  /// answers to one AF_XDP socket per worker thread, on the interface's receive queues 0, 1,
-  /// ... (as many queues as threads). Answers are checked, matched and timed as over kernel
+  /// answers to the AF_XDP socket of the receive queue they came in on (one per queue, all
+  /// read by the one worker thread: generator.threads must be 1 for now). Answers are
+  /// checked, matched and timed as over kernel
   /// sockets, into the same counts. The frames go from connections.sources' first address
   /// (default: the one the kernel would use for the server) with a source port per client.
   /// Needs root. Empty: the kernel's sockets.

@@ -52,6 +52,7 @@ xdp_settings xdp_settings_of(const load_spec& spec) {
   xdp_settings x;
   x.setting = setting("load_spec::generator.xdp_interface");
   x.gateway_setting = setting("load_spec::generator.xdp_gateway_mac");
+  x.threads_setting = setting("load_spec::generator.threads");
   x.interface = spec.generator.xdp_interface;
   x.server = spec.target.server;
   x.port = spec.target.port;

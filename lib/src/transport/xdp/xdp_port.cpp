@@ -8,8 +8,6 @@
 #include <cstring>
 
 #include <fmt/format.h>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 
 #include <dnstransport/error.hpp>
 
@@ -108,7 +106,6 @@ xdp_port::~xdp_port() {
 void xdp_port::watch(readiness_set& set, syscall_counter& syscalls) {
   if (watched_) return;
   syscalls_ = &syscalls;
-  io_ = &set.io();
   watched_ = std::make_unique<watched_socket>(
       set, [this](bool readable, std::uint64_t, bool ok) { on_ready(readable, ok); });
   // The descriptor stays libxdp's: the set watches (and closes) a duplicate of it.
@@ -156,35 +153,6 @@ void xdp_port::wake_waiting() {
   for (xdp_client_socket* c : woken_) c->wake_readable();
 }
 
-void xdp_port::hand_over(std::uint16_t port, std::span<const std::uint8_t> payload,
-                         std::uint64_t received_ns) {
-  const std::lock_guard lock(handed_mutex_);
-  try {
-    handed_.push_back({port, received_ns, {payload.begin(), payload.end()}});
-  } catch (...) {  // out of memory: lost, as a full socket buffer loses one
-    return;
-  }
-  if (handed_posted_ || io_ == nullptr) return;
-  handed_posted_ = true;
-  boost::asio::post(*io_, [this] { take_handed_over(); });
-}
-
-void xdp_port::take_handed_over() {
-  std::vector<handed_answer> handed;
-  {
-    const std::lock_guard lock(handed_mutex_);
-    handed.swap(handed_);
-    handed_posted_ = false;
-  }
-  for (const handed_answer& a : handed) {
-    if (xdp_client_socket* c = clients_[a.port];
-        c != nullptr && c->deliver(a.payload, a.received_ns)) {
-      waiting_clients_.push_back(c);
-    }
-  }
-  wake_waiting();
-}
-
 void xdp_port::receive() {
   const std::uint64_t now = monotonic_ns();
   for (;;) {
@@ -202,9 +170,6 @@ void xdp_port::receive() {
         const std::uint64_t received = received_at(frame, now);
         if (xdp_client_socket* c = clients_[port]; c != nullptr) {
           if (c->deliver(datagram->payload, received)) waiting_clients_.push_back(c);
-        } else if (xdp_port* owner = owners_.empty() ? nullptr : owners_[port].load();
-                   owner != nullptr && owner != this) {
-          owner->hand_over(port, datagram->payload, received);
         }
       }
       *xsk_ring_prod__fill_addr(&fill_, refill_at + i) = xsk_umem__extract_addr(d->addr);

@@ -1,10 +1,10 @@
 #pragma once
-// Internal: one worker thread's AF_XDP socket (libxdp's xsk) on one queue of the interface,
-// with its memory (UMEM: half the frames for receiving, half for sending), and the clients
-// of that worker that send through it, each known by its source port. The worker's
-// readiness set watches the socket: when frames came, the port reads them all, hands each
-// answer to its client by port and wakes the clients that wait. Used on the worker's thread
-// only, after it was made on the load's.
+// Internal: the AF_XDP socket (libxdp's xsk) on one queue of the interface, with its memory
+// (UMEM: half the frames for receiving, half for sending), and the run's clients, each known
+// by its source port (an answer may come in on any queue: the one the server, or the NIC's
+// hash, picks). The worker's readiness set watches the socket: when frames came, the port
+// reads them all, hands each answer to its client and wakes the clients that wait. Used on
+// the worker's thread only, after it was made on the load's.
 
 #include <sys/socket.h>
 
@@ -52,17 +52,9 @@ class xdp_port {
   void wait_writable(xdp_client_socket& client) noexcept;
   // What the frames are read against: the server and this worker's source address.
   void expect(const frame_addresses& from) { from_ = from; }
-  // Where an answer for a client of another port goes (the queue a frame comes in on is the
-  // sender's choice: a veth's is the server's transmit queue): the run's ports by client port.
-  void share(std::span<std::atomic<xdp_port*>> owners) { owners_ = owners; }
-  // Any thread: an answer for this port's client on `port` that came in on another port;
-  // handed to it on this port's thread.
-  void hand_over(std::uint16_t port, std::span<const std::uint8_t> payload,
-                 std::uint64_t received_ns);
 
  private:
   void on_ready(bool readable, bool ok);
-  void take_handed_over();
   void wake_waiting();
   void receive();
   void reclaim() noexcept;
@@ -85,16 +77,6 @@ class xdp_port {
   syscall_counter* syscalls_ = nullptr;
   std::vector<xdp_client_socket*> clients_;  // by source port
   std::size_t joined_ = 0;
-  std::span<std::atomic<xdp_port*>> owners_;
-  boost::asio::io_context* io_ = nullptr;  // the worker's, once watched
-  std::mutex handed_mutex_;
-  struct handed_answer {
-    std::uint16_t port = 0;
-    std::uint64_t received_ns = 0;
-    std::vector<std::uint8_t> payload;
-  };
-  std::vector<handed_answer> handed_;
-  bool handed_posted_ = false;
   std::vector<xdp_client_socket*> waiting_clients_;  // got answers in this read, and wait
   std::vector<xdp_client_socket*> woken_;
   std::vector<xdp_client_socket*> writers_;  // waiting for free frames

@@ -127,24 +127,25 @@ std::optional<mac> neighbour_mac(const std::string& interface,
 
 }  // namespace
 
-// What a run over AF_XDP shares: the program attached to the interface, and one port per
-// worker thread, given to the workers in the order their first clients open.
+// What a run over AF_XDP shares: the program attached to the interface and one port per
+// receive queue of it, all read by the run's one worker thread (an answer comes in on the
+// queue the server or the NIC's hash picks, so every queue is read).
 class xdp_run {
  public:
   explicit xdp_run(const xdp_settings& settings);
 
-  // The port of the worker whose readiness set this is (its thread; null: more workers
-  // than ports).
-  xdp_port* port_for(readiness_set& set, syscall_counter& syscalls);
-  // A new client of `port`: this run's addresses, with a source port of its own (0: none
-  // left).
-  frame_addresses new_client(xdp_port& port);
+  // A new client, on the worker whose readiness set this is: every port watched by it from
+  // the first client on, and the client known to each by its source port. Returns the port
+  // it sends through (the clients take them in turn) and its addresses with a source port
+  // of its own; null when no source port is left or a second worker asks.
+  xdp_port* join(xdp_client_socket& client, readiness_set& set, syscall_counter& syscalls,
+                 frame_addresses& addresses);
+  void leave(std::uint16_t port) noexcept;
 
  private:
   std::unique_ptr<xdp_program> program_;  // outlives the ports
   std::vector<std::unique_ptr<xdp_port>> ports_;
-  std::vector<readiness_set*> owners_;
-  std::vector<std::atomic<xdp_port*>> port_owners_ = std::vector<std::atomic<xdp_port*>>(65536);
+  readiness_set* owner_ = nullptr;
   frame_addresses addresses_;
   std::mutex mutex_;
   std::uint32_t next_port_ = 10000;
@@ -154,13 +155,13 @@ xdp_run::xdp_run(const xdp_settings& settings) {
   const std::string named = fmt::format("{} {}", settings.setting, settings.interface);
   const unsigned ifindex = if_nametoindex(settings.interface.c_str());
   if (ifindex == 0) throw setup_error(fmt::format("{}: no such network interface", named));
-  const unsigned queues = receive_queues(settings.interface);
-  if (settings.threads > std::max(queues, 1u)) {
+  if (settings.threads > 1) {
     throw setup_error(fmt::format(
-        "{}: {} worker threads need as many receive queues; the interface has {} (one AF_XDP "
-        "socket per thread and queue)",
-        named, settings.threads, queues));
+        "{}: AF_XDP runs one worker thread for now ({} 1), which reads every queue of the "
+        "interface",
+        named, settings.threads_setting));
   }
+  const unsigned queues = std::max(receive_queues(settings.interface), 1u);
   boost::asio::io_context io;
   boost::asio::ip::udp::resolver resolver(io);
   boost::system::error_code ec;
@@ -205,32 +206,30 @@ xdp_run::xdp_run(const xdp_settings& settings) {
   addresses_.destination = server.address();
   addresses_.destination_port = server.port();
   program_ = std::make_unique<xdp_program>(named, static_cast<int>(ifindex), server);
-  for (unsigned q = 0; q < settings.threads; ++q) {
+  for (unsigned q = 0; q < queues; ++q) {
     ports_.push_back(
         std::make_unique<xdp_port>(settings.interface, named, q, program_->sockets_map()));
     ports_.back()->expect(addresses_);
-    ports_.back()->share(port_owners_);
   }
 }
 
-xdp_port* xdp_run::port_for(readiness_set& set, syscall_counter& syscalls) {
+xdp_port* xdp_run::join(xdp_client_socket& client, readiness_set& set, syscall_counter& syscalls,
+                        frame_addresses& addresses) {
   const std::lock_guard lock(mutex_);
-  for (std::size_t i = 0; i < owners_.size(); ++i) {
-    if (owners_[i] == &set) return ports_[i].get();
+  if (owner_ != nullptr && owner_ != &set) return nullptr;
+  if (next_port_ > 65535) return nullptr;
+  if (owner_ == nullptr) {
+    owner_ = &set;
+    for (const auto& p : ports_) p->watch(set, syscalls);
   }
-  if (owners_.size() == ports_.size()) return nullptr;
-  owners_.push_back(&set);
-  xdp_port* port = ports_[owners_.size() - 1].get();
-  port->watch(set, syscalls);
-  return port;
+  addresses = addresses_;
+  addresses.source_port = static_cast<std::uint16_t>(next_port_);
+  for (const auto& p : ports_) p->join(client, addresses.source_port);
+  return ports_[next_port_++ % ports_.size()].get();
 }
 
-frame_addresses xdp_run::new_client(xdp_port& port) {
-  const std::lock_guard lock(mutex_);
-  frame_addresses a = addresses_;
-  a.source_port = next_port_ <= 65535 ? static_cast<std::uint16_t>(next_port_++) : 0;
-  if (a.source_port != 0) port_owners_[a.source_port].store(&port);
-  return a;
+void xdp_run::leave(std::uint16_t port) noexcept {
+  for (const auto& p : ports_) p->leave(port);
 }
 
 xdp_client_socket::xdp_client_socket(std::shared_ptr<xdp_run> run, readiness_set& readiness,
@@ -241,18 +240,13 @@ xdp_client_socket::xdp_client_socket(std::shared_ptr<xdp_run> run, readiness_set
       syscalls_(syscalls) {}
 
 xdp_client_socket::~xdp_client_socket() {
-  if (port_ != nullptr) port_->leave(to_.source_port);
+  if (port_ != nullptr) run_->leave(to_.source_port);
 }
 
 int xdp_client_socket::open(const boost::asio::ip::udp::endpoint&,
                             const std::optional<boost::asio::ip::address>&) {
-  xdp_port* port = run_->port_for(readiness_, syscalls_);
-  if (port == nullptr) return EBUSY;
-  to_ = run_->new_client(*port);
-  if (to_.source_port == 0) return EADDRINUSE;
-  port_ = port;
-  port_->join(*this, to_.source_port);
-  return 0;
+  port_ = run_->join(*this, readiness_, syscalls_, to_);
+  return port_ != nullptr ? 0 : EADDRINUSE;
 }
 
 socklen_t xdp_client_socket::local_address(sockaddr_storage& address) {
@@ -294,7 +288,7 @@ void xdp_client_socket::cancel() {
 
 void xdp_client_socket::close() {
   cancel();
-  if (port_ != nullptr) port_->leave(to_.source_port);
+  if (port_ != nullptr) run_->leave(to_.source_port);
   port_ = nullptr;
   answers_.clear();
 }

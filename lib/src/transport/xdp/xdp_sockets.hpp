@@ -3,9 +3,9 @@
 // client's datagram_socket (transport/udp/datagram_socket.hpp) made of frames the library
 // writes and reads itself (xdp_frames.hpp), so the engine and the UDP client are those of the
 // kernel path. The run attaches an XDP program to the interface that sends the server's
-// answers to the AF_XDP socket of their queue (xdp_program.hpp), and opens one socket per
-// worker thread, on the interface's queues 0, 1, ... (xdp_port.hpp); each client has a
-// source port of its own.
+// answers to the AF_XDP socket of their queue (xdp_program.hpp), and opens one socket on
+// each of the interface's receive queues (xdp_port.hpp), all read by the run's one worker
+// thread; each client has a source port of its own.
 
 #include <optional>
 #include <string>
@@ -21,6 +21,7 @@ struct xdp_settings {
   // and xdp_gateway_mac).
   std::string setting;
   std::string gateway_setting;
+  std::string threads_setting;  // load_spec::generator.threads
   std::string interface;
   std::string server;  // a host name or an address, as load_spec::target.server
   std::uint16_t port = 53;
@@ -29,7 +30,7 @@ struct xdp_settings {
   std::string gateway_mac;
   // The address the frames come from (none: the one the kernel would use for the server).
   std::optional<boost::asio::ip::address> source;
-  unsigned threads = 1;  // worker threads: one AF_XDP socket and queue each
+  unsigned threads = 1;  // worker threads: one for now, which reads every queue
 };
 
 // The sockets of one run: attaches the program and opens the AF_XDP sockets now; throws
