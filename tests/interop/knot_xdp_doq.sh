@@ -1,11 +1,13 @@
 # shellcheck shell=bash
-# Sourced by ci-hook: Knot DNS over QUIC. knotd 3.2 serves DoQ only through XDP (AF_XDP
-# sockets on a network interface), never on loopback, so this case builds a network
-# namespace of its own with a veth pair (10.253.53.1 here, 10.253.53.2 in the namespace),
-# starts knotd there with `xdp: listen: IFACE@853, quic: on`, and runs kdig +quic and
-# dnstransport --transport doq across the pair: persistent connections (knotd grants 100
-# streams a connection and no more, so the client replaces its connections) and one query
-# per connection with resumption and 0-RTT. Needs root (namespaces, XDP). Where the kernel or
+# Sourced by ci-hook: Knot DNS over QUIC, and UDP from our AF_XDP sockets to knotd's. knotd
+# 3.2 serves DoQ only through XDP (AF_XDP sockets on a network interface), never on
+# loopback, so this case builds a network namespace of its own with a veth pair (10.253.53.1
+# here, 10.253.53.2 in the namespace), starts knotd there with `xdp: listen: IFACE@53, udp:
+# on, quic: on, quic-port: 853`, and runs kdig +quic and dnstransport --transport doq across
+# the pair: persistent connections (knotd grants 100 streams a connection and no more, so the
+# client replaces its connections) and one query per connection with resumption and 0-RTT.
+# Then `dnstransport run --xdp` on this end of the pair sends UDP from AF_XDP sockets to
+# knotd's XDP, a closed loop as fast as the two carry: every query answered, NOERROR. Needs root (namespaces, XDP). Where the kernel or
 # the machine refuses (no root, no netns, no veth, XDP refused), the case is skipped with
 # that reason, but with CI=true it fails: it is the only DoQ case against a server not ours,
 # and the CI machines grant all of it, so a refusal there is a change to look at.
@@ -28,15 +30,15 @@ knot_xdp_cleanup() {
   XDP_NS=""
 }
 
-# knot_xdp_refused SERVER REASON: the machine refused what the case needs; a skip, or with
-# CI=true a failure.
+# knot_xdp_refused SERVER REASON [TRANSPORT]: the machine refused what the case needs; a
+# skip, or with CI=true a failure (a row for TRANSPORT, doq by default).
 knot_xdp_refused() {
   if [ "$in_ci" = 1 ]; then
     echo "   FAIL: $2 (CI=true: nothing may be skipped)"
-    row "$1" "doq" "-" "-" "-" "-" "-" "-" "FAIL: $2 (CI=true: nothing may be skipped)"
+    row "$1" "${3:-doq}" "-" "-" "-" "-" "-" "-" "FAIL: $2 (CI=true: nothing may be skipped)"
   else
     echo "   SKIP: $2"
-    row "$1" "doq" "-" "-" "-" "-" "-" "-" "SKIP: $2"
+    row "$1" "${3:-doq}" "-" "-" "-" "-" "-" "-" "SKIP: $2"
   fi
 }
 
@@ -79,8 +81,8 @@ server:
   key-file: "$INTEROP_KEY"
   cert-file: "$INTEROP_CERT"
 xdp:
-  listen: $ns_if@853
-  udp: off
+  listen: $ns_if@53
+  udp: on
   quic: on
   quic-port: 853
 log:
@@ -153,5 +155,33 @@ print("%d connections, %d replaced for want of streams, %d with 0-RTT accepted" 
     r["connections"]["opened"], q.get("streams_exhausted", 0), q.get("early_data_accepted", 0)))
 ' "$json" 2>/dev/null || echo "no result"))"
   done
+  knot_xdp_udp "$host_if" "$dir"
   knot_xdp_cleanup
+}
+
+# knot_xdp_udp HOST_IF DIR: UDP from our AF_XDP sockets on HOST_IF (this end of the pair) to
+# knotd's XDP, closed loop, no rate: all answered, NOERROR, and the rate printed.
+knot_xdp_udp() {
+  local host_if=$1 dir=$2 server=knot-xdp-udp json="$2/xdp-udp.json" err="$2/xdp-udp.err"
+  local status=0 line
+  timeout $((duration + 20)) "$DNSTRANSPORT" run --server 10.253.53.2 --transport udp \
+    --xdp "$host_if" --queries "$work/present.txt" --clients 4 --outstanding 50 \
+    --duration "$duration" --timeout 1 --cpus "$client_cpu" --quiet --json "$json" \
+    >"$err" 2>&1 || status=$?
+  if [ ! -s "$json" ] && grep -q "this build has no AF_XDP" "$err"; then
+    knot_xdp_refused "$server" "$(grep -o 'this build has no AF_XDP.*' "$err")" udp
+    return 0
+  fi
+  if [ ! -s "$json" ]; then
+    line=$'-\t-\t-\t'"FAIL: dnstransport exited $status without a result: $(tail -n 3 "$err" | tr '\n' ' ')"
+  else
+    line=$(python3 "$here/check_run.py" "$json" --rcode NOERROR) || true
+    if [ "$status" -ne 0 ] && [[ $line == *$'\t'ok ]]; then line="${line%ok}FAIL: dnstransport exited $status"; fi
+  fi
+  row "$server" "udp" "-" "-" "present" "$line"
+  echo "   udp over AF_XDP, knotd's XDP answering: ${line##*$'\t'} ($(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("{:,} answered, {:,.0f} q/s".format(r["responses_received"], r["qps"]))
+' "$json" 2>/dev/null || echo "no result"))"
 }
