@@ -32,8 +32,9 @@ std::string xdp_test_ip() {
   return find_program("ip").value_or("/usr/sbin/ip");
 }
 
-// Two namespaces joined by a veth pair of `queues` queues: "a" (the generator, 10.213.Q.1)
-// and "b" (the responder, 10.213.Q.2), removed with the object.
+// Two namespaces joined by a veth pair of `queues` queues: "a" (the generator, 10.213.Q.1 and
+// fd00:213:Q::1) and "b" (the responder, 10.213.Q.2 and fd00:213:Q::2), removed with the
+// object. The IPv6 addresses skip duplicate address detection (usable at once).
 class xdp_test_link {
  public:
   explicit xdp_test_link(unsigned queues)
@@ -42,7 +43,8 @@ class xdp_test_link {
         b_("dtxb" + id_),
         veth_a_("xa" + id_),
         veth_b_("xb" + id_),
-        subnet_(fmt::format("10.213.{}", queues)) {
+        subnet_(fmt::format("10.213.{}", queues)),
+        subnet6_(fmt::format("fd00:213:{}::", queues)) {
     ip({"netns", "add", a_});
     ip({"netns", "add", b_});
     const std::string q = std::to_string(queues);
@@ -50,6 +52,8 @@ class xdp_test_link {
         "peer", "name", veth_b_, "netns", b_, "numtxqueues", q, "numrxqueues", q});
     ip({"-n", a_, "addr", "add", subnet_ + ".1/24", "dev", veth_a_});
     ip({"-n", b_, "addr", "add", subnet_ + ".2/24", "dev", veth_b_});
+    ip({"-n", a_, "addr", "add", subnet6_ + "1/64", "dev", veth_a_, "nodad"});
+    ip({"-n", b_, "addr", "add", subnet6_ + "2/64", "dev", veth_b_, "nodad"});
     for (const auto& [ns, dev] : {std::pair{a_, veth_a_}, std::pair{b_, veth_b_}}) {
       ip({"-n", ns, "link", "set", dev, "up"});
       ip({"-n", ns, "link", "set", "lo", "up"});
@@ -64,6 +68,7 @@ class xdp_test_link {
 
   const std::string& interface() const noexcept { return veth_a_; }
   std::string server() const { return subnet_ + ".2"; }
+  std::string server6() const { return subnet6_ + "2"; }
   // The tool run in namespace a (the generator's), to its end.
   process_result in_a(const std::vector<std::string>& arguments) const {
     std::vector<std::string> all{"netns", "exec", a_, cli};
@@ -77,11 +82,12 @@ class xdp_test_link {
     all.insert(all.end(), arguments.begin(), arguments.end());
     return run_process(xdp_test_ip(), all, 60s);
   }
-  // `dnstransport serve` in namespace b, listening when this returns.
-  std::unique_ptr<child_process> serve() const {
+  // `dnstransport serve` in namespace b on the IPv4 (or IPv6) address, listening when this
+  // returns.
+  std::unique_ptr<child_process> serve(bool v6 = false) const {
     auto s = std::make_unique<child_process>(
-        xdp_test_ip(),
-        std::vector<std::string>{"netns", "exec", b_, cli, "serve", "--listen", server() + ":53"});
+        xdp_test_ip(), std::vector<std::string>{"netns", "exec", b_, cli, "serve", "--listen",
+                                                v6 ? "[" + server6() + "]:53" : server() + ":53"});
     EXPECT_TRUE(s->wait_for_stdout("udp", 20s)) << s->stderr_so_far();
     return s;
   }
@@ -97,7 +103,7 @@ class xdp_test_link {
                               << r.err;
   }
 
-  std::string id_, a_, b_, veth_a_, veth_b_, subnet_;
+  std::string id_, a_, b_, veth_a_, veth_b_, subnet_, subnet6_;
 };
 
 // Root and ip are needed; a build without AF_XDP says so.
@@ -174,6 +180,25 @@ TEST(xdp_test, answers_on_every_queue_reach_their_client) {
   EXPECT_EQ(counts.sent, 40000u);
   EXPECT_EQ(counts.answered, 40000u);
   EXPECT_EQ(counts.lost, 0u);
+}
+
+// Over IPv6: the server's MAC address comes from the kernel's neighbour table (neighbour
+// discovery, no --xdp-gateway-mac), the frames are IPv6, and every query is answered.
+TEST(xdp_test, over_ipv6_the_neighbour_is_found_and_every_query_answered) {
+  XDP_TEST_NEEDS_ROOT();
+  const xdp_test_link link(1);
+  const auto responder = link.serve(true);
+  const scratch files("xdp-test-6");
+  const std::string json = files.path("v6.json");
+  const process_result r =
+      link.in_a({"run", "--server", link.server6(), "--xdp", link.interface(), "--clients", "4",
+                 "--count", "10000", "--timeout", "5", "--json", json, "--outstanding", "20"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const xdp_test_counts counts = xdp_test_read(json);
+  EXPECT_EQ(counts.sent, 10000u);
+  EXPECT_EQ(counts.answered, 10000u);
+  EXPECT_EQ(counts.lost, 0u);
+  EXPECT_EQ(boost::json::parse(contents(json)).at("server").as_string(), link.server6());
 }
 
 // Set-ups that cannot work are errors naming --xdp, exit 2, before anything is sent.

@@ -9,13 +9,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
@@ -26,6 +22,7 @@
 
 #include "engine/readiness.hpp"
 #include "transport/xdp/xdp_client_socket.hpp"
+#include "transport/xdp/xdp_neighbours.hpp"
 #include "transport/xdp/xdp_port.hpp"
 #include "transport/xdp/xdp_program.hpp"
 #include "util/receive_time.hpp"
@@ -91,38 +88,6 @@ std::optional<boost::asio::ip::address> kernel_source(
   const auto local = s.local_endpoint(ec);
   if (ec) return std::nullopt;
   return local.address();
-}
-
-// The server's MAC address in the kernel's neighbour table (IPv4: /proc/net/arp), after one
-// datagram from a kernel socket made the kernel resolve it (to the discard port: nothing
-// answers it but, at most, an ICMP error). Waits up to a second for the resolution.
-std::optional<mac> neighbour_mac(const std::string& interface,
-                                 const boost::asio::ip::udp::endpoint& server) {
-  if (!server.address().is_v4()) return std::nullopt;
-  {
-    boost::asio::io_context io;
-    boost::system::error_code ec;
-    boost::asio::ip::udp::socket nudge(io);
-    nudge.open(boost::asio::ip::udp::v4(), ec);
-    if (!ec) nudge.send_to(boost::asio::buffer("", 0), {server.address(), 9}, 0, ec);
-  }
-  const std::string wanted = server.address().to_string();
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    std::ifstream arp("/proc/net/arp");
-    std::string line;
-    std::getline(arp, line);  // the heading
-    while (std::getline(arp, line)) {
-      std::istringstream fields(line);
-      std::string address, type, flags, hardware, mask, device;
-      fields >> address >> type >> flags >> hardware >> mask >> device;
-      // Flags 0x2: complete.
-      if (address == wanted && device == interface && (std::stoul(flags, nullptr, 16) & 0x2) != 0) {
-        return parse_mac(hardware);
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -195,7 +160,7 @@ xdp_run::xdp_run(const xdp_settings& settings) {
                                     settings.gateway_setting, settings.gateway_mac));
     }
     addresses_.destination_mac = *given;
-  } else if (const auto neighbour = neighbour_mac(settings.interface, server)) {
+  } else if (const auto neighbour = neighbour_mac(ifindex, server.address())) {
     addresses_.destination_mac = *neighbour;
   } else {
     throw setup_error(fmt::format(
