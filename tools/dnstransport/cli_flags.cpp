@@ -120,9 +120,10 @@ void add_pace_options(CLI::App& app, run_options& o) {
   app.add_option("--xdp", o.xdp_interface,
                  "udp: send and receive from AF_XDP sockets on this network interface (e.g. "
                  "eth0), past the kernel's UDP stack: an XDP program attached for the run "
-                 "steers the server's answers to a socket per queue of the interface, read by "
-                 "one worker thread (--threads 1 for now); answers are checked and timed as "
-                 "over kernel sockets. "
+                 "steers the server's answers to a socket per queue of the interface; each "
+                 "worker thread (--threads, at most the interface's queues) sends through a "
+                 "queue of its own and the queues are read by the threads still running; "
+                 "answers are checked and timed as over kernel sockets. "
                  "Needs root. Frames go from --source (one address; default: the kernel's for "
                  "the server), a source port per client");
   app.add_option("--xdp-gateway-mac", o.xdp_gateway_mac,

@@ -129,7 +129,10 @@ void readiness_set::arm(watched_socket& s, std::uint32_t events) {
 }
 
 void readiness_set::remove(watched_socket& s) noexcept {
-  // Closing the descriptor takes it out of the epoll set (nothing else holds it open).
+  // Closing the descriptor takes it out of the epoll set when nothing else holds its file
+  // open; a duplicate's file stays open through the original, so it is taken out here (else
+  // the set would go on watching the file, and refuse it again under the same number).
+  if (s.duplicate_) epoll_ctl(epoll_.native_handle(), EPOLL_CTL_DEL, s.fd_, nullptr);
   sockets_[s.slot_] = nullptr;
   free_slots_.push_back(s.slot_);
   s.key_ = 0;
@@ -144,8 +147,9 @@ watched_socket::~watched_socket() {
   ::close(fd_);
 }
 
-int watched_socket::assign(int fd) {
+int watched_socket::assign(int fd, bool duplicate) {
   armed_ = false;
+  duplicate_ = duplicate;
   if (const int error = set_.add(*this, fd); error != 0) {
     ::close(fd);
     set_.syscalls().count_calls(1);

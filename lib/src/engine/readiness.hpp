@@ -97,8 +97,10 @@ class watched_socket {
   watched_socket& operator=(const watched_socket&) = delete;
 
   // Takes `fd` (open, non-blocking) and adds it to the set, unarmed; returns 0, or the errno
-  // of epoll_ctl (the descriptor is then closed).
-  int assign(int fd);
+  // of epoll_ctl (the descriptor is then closed). `duplicate`: `fd` is a dup() of a
+  // descriptor that stays open elsewhere (an AF_XDP socket's, libxdp's): its close also
+  // removes it from the set explicitly (one epoll_ctl).
+  int assign(int fd, bool duplicate = false);
   int native_handle() const noexcept { return fd_; }
   bool is_open() const noexcept { return fd_ >= 0; }
 
@@ -118,8 +120,9 @@ class watched_socket {
   ready_callback on_ready_;
   int fd_ = -1;
   std::uint32_t slot_ = 0;
-  std::uint64_t key_ = 0;  // slot and registration number, as events carry them
-  bool armed_ = false;     // the set reports the directions waited for (until an event)
+  std::uint64_t key_ = 0;   // slot and registration number, as events carry them
+  bool armed_ = false;      // the set reports the directions waited for (until an event)
+  bool duplicate_ = false;  // assign()'s
   bool want_read_ = false;
   bool want_write_ = false;
   std::uint64_t read_token_ = 0;

@@ -101,6 +101,32 @@ TEST_F(readiness_test, a_wait_ends_when_data_comes_later) {
   EXPECT_TRUE(ends[0].ok);
 }
 
+// A dup() of a descriptor that stays open (as an AF_XDP socket's, libxdp's, does): closing its
+// watch takes it out of the set, so a later dup under the same number is watched again, and
+// its wait ends when data comes (the set would otherwise still hold the file under that
+// number and refuse it).
+TEST_F(readiness_test, a_duplicate_is_taken_out_when_closed_and_watched_again) {
+  std::array<int, 2> fds{};
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds.data()), 0);
+  peer = fds[1];
+  set.start();
+  const int first = dup(fds[0]);
+  {
+    watched_socket earlier(set, [](bool, std::uint64_t, bool) {});
+    ASSERT_EQ(earlier.assign(first, true), 0);
+  }
+  const int again = dup(fds[0]);
+  EXPECT_EQ(again, first);  // the lowest free number: the same
+  ASSERT_EQ(socket.assign(again, true), 0);
+  socket.async_wait(true, 3);
+  send_from_peer();
+  run();
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].token, 3u);
+  EXPECT_TRUE(ends[0].ok);
+  ::close(fds[0]);
+}
+
 TEST_F(readiness_test, a_write_wait_leaves_a_read_wait_waiting) {
   open_pair();
   set.start();

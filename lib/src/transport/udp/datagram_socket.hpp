@@ -46,6 +46,10 @@ class datagram_socket {
   virtual void cancel() = 0;
   // Cancels the waits and closes the socket.
   virtual void close() = 0;
+  // The client has nothing in flight and nothing more to send, for good: its worker stops
+  // once all its clients have. Sockets that share work between workers (AF_XDP's) hand
+  // theirs to the workers still running; a kernel socket has nothing to do.
+  virtual void client_finished() noexcept {}
 
   // recvmmsg without blocking: datagrams into the messages' buffers, each message's msg_len
   // (and its control data, when stamped) set. Returns how many, or minus the errno (-EAGAIN:

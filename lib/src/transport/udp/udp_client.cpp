@@ -70,9 +70,15 @@ class udp_client final : public client_base {
 
   void tick(std::uint64_t now) override {
     if (tc_retry_) tc_retry_->tick(now);
-    if (failed_) return;
-    expire(now);
-    if (!waiting_write_) fill(now);
+    if (!failed_) {
+      expire(now);
+      if (!waiting_write_) fill(now);
+    }
+    // The worker stops at the tick at which all its clients are finished: said before.
+    if (!finished_told_ && finished(now)) {
+      finished_told_ = true;
+      socket_->client_finished();
+    }
   }
 
   void abandon() override {
@@ -226,6 +232,7 @@ class udp_client final : public client_base {
   std::array<std::array<std::uint8_t, 2>, batch_size> id_bytes_{};
   bool waiting_write_ = false;
   bool failed_ = false;
+  bool finished_told_ = false;      // socket_->client_finished() called
   bool stamped_ = false;            // the kernel stamps the datagrams this socket receives
   std::uint64_t headers_sent_ = 0;  // PROXY headers written (run_plan::proxy_header's use)
 };

@@ -23,9 +23,9 @@ struct dnstransport_meta {
 
 // The server, written by the library before the program is attached (xdp_program.cpp).
 struct dnstransport_server {
-  __u32 family;        // 4 or 6
-  __u32 address[4];    // network order; IPv4 in the first word
-  __u32 port;          // network order, in the low 16 bits
+  __u32 family;      // 4 or 6
+  __u32 address[4];  // network order; IPv4 in the first word
+  __u32 port;        // network order, in the low 16 bits
 };
 
 struct {

@@ -1,7 +1,8 @@
 #pragma once
-// Internal: a UDP client's datagram_socket over its worker's AF_XDP socket (xdp_port.hpp):
-// its own source port, its answers handed over by the port into a queue it reads as
-// recvmmsg would, its queries written into frames by the port as sendmmsg would send them.
+// Internal: a UDP client's datagram_socket over its worker's side of an AF_XDP run
+// (xdp_worker.hpp): its own source port, its answers handed to it by the worker that read
+// them into a queue it reads as recvmmsg would, its queries written into frames of its
+// worker's port as sendmmsg would send them.
 
 #include <cstdint>
 #include <deque>
@@ -14,7 +15,7 @@
 namespace dnstransport::detail {
 
 class readiness_set;
-class xdp_port;
+class xdp_worker;
 class xdp_run;
 
 class xdp_client_socket final : public datagram_socket {
@@ -25,7 +26,7 @@ class xdp_client_socket final : public datagram_socket {
 
   int open(const boost::asio::ip::udp::endpoint& server,
            const std::optional<boost::asio::ip::address>& source) override;
-  bool is_open() const noexcept override { return port_ != nullptr; }
+  bool is_open() const noexcept override { return worker_ != nullptr; }
   // Every answer has the time the kernel received its frame (the XDP program's stamp), given
   // as SO_TIMESTAMPNS would give it.
   bool stamped() const noexcept override { return true; }
@@ -33,11 +34,12 @@ class xdp_client_socket final : public datagram_socket {
   void async_wait(bool readable, std::uint64_t token) override;
   void cancel() override;
   void close() override;
+  void client_finished() noexcept override;
   int receive(std::span<mmsghdr> messages) override;
   int send(std::span<mmsghdr> messages) override;
 
-  // From the port: an answer for this client; true when the client waits for one (the port
-  // then wakes it once its read is over).
+  // From its worker: an answer for this client; true when the client waits for one (the
+  // worker then wakes it once its read is over).
   bool deliver(std::span<const std::uint8_t> payload, std::uint64_t received_ns);
   void wake_readable();
   void wake_writable();
@@ -51,7 +53,7 @@ class xdp_client_socket final : public datagram_socket {
   readiness_set& readiness_;
   ready_callback on_ready_;
   syscall_counter& syscalls_;
-  xdp_port* port_ = nullptr;
+  xdp_worker* worker_ = nullptr;
   frame_addresses to_;
   struct answer {
     std::uint64_t received_ns = 0;  // CLOCK_MONOTONIC

@@ -1,4 +1,4 @@
-// One worker's AF_XDP socket and its frames (xdp_port.hpp).
+// The AF_XDP socket of one queue and its frames (xdp_port.hpp).
 #include "transport/xdp/xdp_port.hpp"
 
 #include <sys/mman.h>
@@ -11,7 +11,6 @@
 
 #include <dnstransport/error.hpp>
 
-#include "transport/xdp/xdp_client_socket.hpp"
 #include "util/clock.hpp"
 #include "util/syscall_counter.hpp"
 
@@ -93,67 +92,21 @@ xdp_port::xdp_port(const std::string& interface, const std::string& named, std::
   for (std::uint32_t i = 0; i < send_frames; ++i) {
     free_frames_.push_back(std::uint64_t{receive_frames + i} * frame_size);
   }
-  clients_.assign(65536, nullptr);
 }
 
 xdp_port::~xdp_port() {
-  watched_.reset();
   xsk_socket__delete(socket_);
   xsk_umem__delete(umem_);
   munmap(area_, area_size_);
 }
 
-void xdp_port::watch(readiness_set& set, syscall_counter& syscalls) {
-  if (watched_) return;
-  syscalls_ = &syscalls;
-  watched_ = std::make_unique<watched_socket>(
-      set, [this](bool readable, std::uint64_t, bool ok) { on_ready(readable, ok); });
-  // The descriptor stays libxdp's: the set watches (and closes) a duplicate of it.
-  const int fd = dup(xsk_socket__fd(socket_));
-  if (fd < 0 || watched_->assign(fd) != 0) {
-    watched_.reset();
-    return;
-  }
-  watched_->async_wait(true);
+int xdp_port::descriptor() const noexcept {
+  return xsk_socket__fd(socket_);
 }
 
-void xdp_port::join(xdp_client_socket& client, std::uint16_t port) {
-  if (clients_[port] == nullptr) ++joined_;
-  clients_[port] = &client;
-}
-
-void xdp_port::leave(std::uint16_t port) noexcept {
-  if (clients_[port] == nullptr) return;
-  clients_[port] = nullptr;
-  std::erase_if(writers_, [port](xdp_client_socket* c) { return c->port() == port; });
-  std::erase_if(waiting_clients_, [port](xdp_client_socket* c) { return c->port() == port; });
-  // The last client of the worker is gone: so is the worker's readiness set, soon.
-  if (--joined_ == 0) watched_.reset();
-}
-
-void xdp_port::on_ready(bool readable, bool ok) {
-  if (!ok) return;
-  if (readable) {
-    receive();
-    wake_waiting();
-    if (watched_) watched_->async_wait(true);
-    return;
-  }
-  reclaim();
-  std::vector<xdp_client_socket*> writers;
-  writers.swap(writers_);
-  for (xdp_client_socket* c : writers) c->wake_writable();
-}
-
-void xdp_port::wake_waiting() {
-  // The clients that have answers and wait for them, called back after the whole read.
-  woken_.clear();
-  for (xdp_client_socket* c : waiting_clients_) woken_.push_back(c);
-  waiting_clients_.clear();
-  for (xdp_client_socket* c : woken_) c->wake_readable();
-}
-
-void xdp_port::receive() {
+void xdp_port::receive(const frame_addresses& from, const datagram_callback& each,
+                       syscall_counter& syscalls) {
+  const std::lock_guard lock(receiving_);
   const std::uint64_t now = monotonic_ns();
   for (;;) {
     std::uint32_t at = 0;
@@ -165,12 +118,8 @@ void xdp_port::receive() {
     for (std::uint32_t i = 0; i < n; ++i) {
       const xdp_desc* d = xsk_ring_cons__rx_desc(&rx_, at + i);
       const auto* frame = static_cast<const std::uint8_t*>(xsk_umem__get_data(area_, d->addr));
-      if (const auto datagram = read_frame({frame, d->len}, from_)) {
-        const std::uint16_t port = datagram->destination_port;
-        const std::uint64_t received = received_at(frame, now);
-        if (xdp_client_socket* c = clients_[port]; c != nullptr) {
-          if (c->deliver(datagram->payload, received)) waiting_clients_.push_back(c);
-        }
+      if (const auto datagram = read_frame({frame, d->len}, from)) {
+        each(datagram->destination_port, datagram->payload, received_at(frame, now));
       }
       *xsk_ring_prod__fill_addr(&fill_, refill_at + i) = xsk_umem__extract_addr(d->addr);
     }
@@ -180,26 +129,28 @@ void xdp_port::receive() {
   }
   if (xsk_ring_prod__needs_wakeup(&fill_)) {
     recvfrom(xsk_socket__fd(socket_), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
-    if (syscalls_ != nullptr) syscalls_->count_calls(1);
+    syscalls.count_calls(1);
   }
 }
 
-void xdp_port::reclaim() noexcept {
+bool xdp_port::reclaim() noexcept {
   std::uint32_t at = 0;
   const std::uint32_t n = xsk_ring_cons__peek(&completion_, send_frames, &at);
   for (std::uint32_t i = 0; i < n; ++i) {
     free_frames_.push_back(*xsk_ring_cons__comp_addr(&completion_, at + i));
   }
   if (n > 0) xsk_ring_cons__release(&completion_, n);
+  return !free_frames_.empty();
 }
 
-void xdp_port::kick_send() noexcept {
+void xdp_port::kick_send(syscall_counter& syscalls) noexcept {
   if (!xsk_ring_prod__needs_wakeup(&tx_)) return;
   sendto(xsk_socket__fd(socket_), nullptr, 0, MSG_DONTWAIT, nullptr, 0);
-  if (syscalls_ != nullptr) syscalls_->count_calls(1);
+  syscalls.count_calls(1);
 }
 
-int xdp_port::send(const frame_addresses& to, std::span<mmsghdr> messages) {
+int xdp_port::send(const frame_addresses& to, std::span<mmsghdr> messages,
+                   syscall_counter& syscalls) {
   reclaim();
   const auto wanted =
       static_cast<std::uint32_t>(std::min<std::size_t>(messages.size(), free_frames_.size()));
@@ -225,23 +176,14 @@ int xdp_port::send(const frame_addresses& to, std::span<mmsghdr> messages) {
   }
   if (written > 0) {
     xsk_ring_prod__submit(&tx_, written);
-    kick_send();
+    kick_send(syscalls);
   } else if (n == 0 && !messages.empty()) {
+    kick_send(syscalls);  // the kernel must send (and complete) for frames to come free
     return -EAGAIN;
   } else if (!messages.empty()) {
     return -EMSGSIZE;
   }
   return static_cast<int>(written);
-}
-
-void xdp_port::wait_writable(xdp_client_socket& client) noexcept {
-  try {
-    writers_.push_back(&client);
-  } catch (...) {
-    return;
-  }
-  kick_send();
-  if (watched_) watched_->async_wait(false);
 }
 
 }  // namespace dnstransport::detail

@@ -1,17 +1,15 @@
 #pragma once
 // Internal: the AF_XDP socket (libxdp's xsk) on one queue of the interface, with its memory
-// (UMEM: half the frames for receiving, half for sending), and the run's clients, each known
-// by its source port (an answer may come in on any queue: the one the server, or the NIC's
-// hash, picks). The worker's readiness set watches the socket: when frames came, the port
-// reads them all, hands each answer to its client and wakes the clients that wait. Used on
-// the worker's thread only, after it was made on the load's.
+// (UMEM: half the frames for receiving, half for sending). Two sides, each used by one thread
+// at a time: the receiving side (the rx and fill rings) by the worker that reads the queue,
+// under a lock, since the queue passes from one worker to another (xdp_run.hpp); the sending
+// side (the tx and completion rings, the free send frames) by the one worker that sends
+// through this queue.
 
 #include <sys/socket.h>
 
-#include <atomic>
 #include <cstdint>
-#include <deque>
-#include <memory>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -19,12 +17,11 @@
 
 #include <xdp/xsk.h>
 
-#include "engine/readiness.hpp"
 #include "transport/xdp/xdp_frames.hpp"
 
 namespace dnstransport::detail {
 
-class xdp_client_socket;
+struct syscall_counter;
 
 class xdp_port {
  public:
@@ -39,47 +36,41 @@ class xdp_port {
   std::uint32_t queue() const noexcept { return queue_; }
   // Zero-copy (false: the kernel copies the frames, as veth needs).
   bool zero_copy() const noexcept { return zero_copy_; }
+  // The socket's descriptor (libxdp's: watch a duplicate).
+  int descriptor() const noexcept;
 
-  // The worker's readiness set, at its first client's open (its thread).
-  void watch(readiness_set& set, syscall_counter& syscalls);
-  void join(xdp_client_socket& client, std::uint16_t port);
-  void leave(std::uint16_t port) noexcept;
+  // Receiving side. Reads every frame waiting and gives each that is a UDP datagram from
+  // `from`'s destination to `from`'s source address to `each` (its destination port, its
+  // payload, when the kernel received it on CLOCK_MONOTONIC), then lends the frames back to
+  // the kernel. The frames' memory is the kernel's again once `each` returns.
+  using datagram_callback = std::function<void(
+      std::uint16_t port, std::span<const std::uint8_t> payload, std::uint64_t received_ns)>;
+  void receive(const frame_addresses& from, const datagram_callback& each,
+               syscall_counter& syscalls);
 
-  // Writes a frame per message (as to `to`) into free send frames and hands them to the
-  // kernel. Returns how many went (0: no free frame now; the caller waits to write).
-  int send(const frame_addresses& to, std::span<mmsghdr> messages);
-  // Calls the client back (writable) once frames are free again.
-  void wait_writable(xdp_client_socket& client) noexcept;
-  // What the frames are read against: the server and this worker's source address.
-  void expect(const frame_addresses& from) { from_ = from; }
+  // Sending side. Writes a frame per message (as to `to`) into free send frames and hands
+  // them to the kernel. Returns how many went, -EAGAIN when no frame is free now (wait for
+  // the socket to be writable, then reclaim), -EMSGSIZE for a message larger than a frame.
+  int send(const frame_addresses& to, std::span<mmsghdr> messages, syscall_counter& syscalls);
+  // Takes back the frames the kernel has sent; true when some are free.
+  bool reclaim() noexcept;
+  // Asks the kernel to send what the tx ring holds, when it wants to be asked.
+  void kick_send(syscall_counter& syscalls) noexcept;
 
  private:
-  void on_ready(bool readable, bool ok);
-  void wake_waiting();
-  void receive();
-  void reclaim() noexcept;
-  void kick_send() noexcept;
-
   std::string interface_;
   std::uint32_t queue_;
   void* area_ = nullptr;
   std::size_t area_size_ = 0;
   xsk_umem* umem_ = nullptr;
   xsk_socket* socket_ = nullptr;
+  std::mutex receiving_;  // the rx and fill rings
   xsk_ring_prod fill_{};
-  xsk_ring_cons completion_{};
   xsk_ring_cons rx_{};
+  xsk_ring_cons completion_{};
   xsk_ring_prod tx_{};
   std::vector<std::uint64_t> free_frames_;  // send frames not in the kernel's hands
   bool zero_copy_ = false;
-  frame_addresses from_;
-  std::unique_ptr<watched_socket> watched_;  // a duplicate of the socket's descriptor
-  syscall_counter* syscalls_ = nullptr;
-  std::vector<xdp_client_socket*> clients_;  // by source port
-  std::size_t joined_ = 0;
-  std::vector<xdp_client_socket*> waiting_clients_;  // got answers in this read, and wait
-  std::vector<xdp_client_socket*> woken_;
-  std::vector<xdp_client_socket*> writers_;  // waiting for free frames
 };
 
 }  // namespace dnstransport::detail

@@ -4,8 +4,9 @@
 // writes and reads itself (xdp_frames.hpp), so the engine and the UDP client are those of the
 // kernel path. The run attaches an XDP program to the interface that sends the server's
 // answers to the AF_XDP socket of their queue (xdp_program.hpp), and opens one socket on
-// each of the interface's receive queues (xdp_port.hpp), all read by the run's one worker
-// thread; each client has a source port of its own.
+// each of the interface's receive queues (xdp_port.hpp); each worker thread sends through
+// one and the queues are read by the workers still running (xdp_run.hpp); each client has a
+// source port of its own.
 
 #include <optional>
 #include <string>
@@ -30,12 +31,12 @@ struct xdp_settings {
   std::string gateway_mac;
   // The address the frames come from (none: the one the kernel would use for the server).
   std::optional<boost::asio::ip::address> source;
-  unsigned threads = 1;  // worker threads: one for now, which reads every queue
+  unsigned threads = 1;  // worker threads: at most the interface's receive queues
 };
 
 // The sockets of one run: attaches the program and opens the AF_XDP sockets now; throws
-// setup_error naming --xdp (no such interface, not root, too few queues, an XDP program
-// there already, no MAC address for the server). The program is detached and the sockets
+// setup_error naming --xdp (no such interface, not root, fewer queues than threads, an XDP
+// program there already, no MAC address for the server). The program is detached and the sockets
 // closed once the factory and every socket it made are gone.
 datagram_socket_factory make_xdp_sockets(const xdp_settings& settings);
 

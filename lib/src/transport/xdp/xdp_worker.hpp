@@ -1,0 +1,103 @@
+#pragma once
+// Internal: one worker thread's side of a run over AF_XDP (xdp_run.hpp): its clients by
+// source port, the queues it reads (watched in its readiness set), the port it sends through,
+// and the answers other workers read for its clients. Used on the worker's thread, but for
+// hand_over (any thread).
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include <sys/socket.h>
+
+#include "transport/xdp/xdp_port.hpp"
+
+namespace dnstransport::detail {
+
+class readiness_set;
+class watched_socket;
+class xdp_client_socket;
+class xdp_run;
+struct syscall_counter;
+
+class xdp_worker {
+ public:
+  xdp_worker(xdp_run& run, unsigned index, readiness_set& set, syscall_counter& syscalls);
+  ~xdp_worker();
+  xdp_worker(const xdp_worker&) = delete;
+  xdp_worker& operator=(const xdp_worker&) = delete;
+
+  unsigned index() const noexcept { return index_; }
+  readiness_set& readiness() noexcept { return set_; }
+
+  void join(xdp_client_socket& client, std::uint16_t port);
+  void leave(std::uint16_t port) noexcept;
+  // The client of `port` has finished for good (udp_client's tick): when all have, the
+  // worker retires (its queues to another worker; handed answers no longer taken).
+  void client_finished(std::uint16_t port) noexcept;
+
+  // Through the worker's port (xdp_port::send); -EAGAIN: wait_writable.
+  int send(const frame_addresses& to, std::span<mmsghdr> messages);
+  // Calls the client back (writable) once send frames are free again.
+  void wait_writable(xdp_client_socket& client) noexcept;
+
+  // Reads `queue` from now on (watched in the worker's set), unless the run gave it to
+  // another worker in the meantime; stop_reading ends that unless the run gave it back.
+  void start_reading(unsigned queue);
+  void stop_reading(unsigned queue) noexcept;
+
+  // Under the run's lock: whether the worker still runs (has a client not finished), and
+  // its end (xdp_run::retire).
+  bool running() const noexcept { return running_; }
+  void mark_stopped() noexcept { running_ = false; }
+
+  // Any thread: an answer for the client of `port`, read by another worker; taken on this
+  // worker's thread (one post per batch). Dropped once the worker has retired.
+  void hand_over(std::uint16_t port, std::span<const std::uint8_t> payload,
+                 std::uint64_t received_ns);
+
+ private:
+  void on_readable(unsigned queue);
+  void on_writable();
+  void deliver(std::uint16_t port, std::span<const std::uint8_t> payload,
+               std::uint64_t received_ns);
+  void take_handed();
+  void wake_waiting();
+  void retire_if_done() noexcept;
+
+  xdp_run& run_;
+  unsigned index_;
+  readiness_set& set_;
+  syscall_counter& syscalls_;
+  xdp_port& sender_;
+  xdp_port::datagram_callback each_;         // on_readable's, made once
+  std::vector<xdp_client_socket*> clients_;  // by source port
+  std::vector<bool> finished_;               // by source port
+  std::size_t joined_ = 0;
+  std::size_t finished_count_ = 0;  // of the joined
+  bool retired_ = false;
+  bool running_ = true;                                   // the run's lock
+  std::vector<std::unique_ptr<watched_socket>> reading_;  // by queue; null: not read here
+  std::unique_ptr<watched_socket> writing_;               // the sender's, for free frames
+  std::vector<xdp_client_socket*> waiting_clients_;       // got answers in this read, and wait
+  std::vector<xdp_client_socket*> woken_;
+  std::vector<xdp_client_socket*> writers_;  // waiting for free frames
+
+  struct handed_answer {
+    std::uint16_t port;
+    std::uint64_t received_ns;
+    std::size_t offset;  // in handed_bytes_
+    std::size_t size;
+  };
+  std::mutex handed_mutex_;  // what follows
+  std::vector<handed_answer> handed_;
+  std::vector<std::uint8_t> handed_bytes_;
+  bool handed_posted_ = false;
+  bool accepting_ = true;             // false once retired
+  std::vector<handed_answer> taken_;  // take_handed's, swapped
+  std::vector<std::uint8_t> taken_bytes_;
+};
+
+}  // namespace dnstransport::detail
