@@ -95,6 +95,16 @@ class xdp_test_link {
   std::string link_state() const {
     return run_process(xdp_test_ip(), {"-n", a_, "link", "show", veth_a_}, 10s).out;
   }
+  // One more address on the generator's end (10.213.Q.N/24).
+  std::string add_generator_address(unsigned n) const {
+    const std::string address = fmt::format("{}.{}", subnet_, n);
+    ip({"-n", a_, "addr", "add", address + "/24", "dev", veth_a_});
+    return address;
+  }
+  // The responder's neighbour table (`ip neigh show`): the addresses it answered.
+  std::string responder_neighbours() const {
+    return run_process(xdp_test_ip(), {"-n", b_, "neigh", "show"}, 10s).out;
+  }
 
  private:
   static void ip(const std::vector<std::string>& arguments) {
@@ -203,6 +213,32 @@ TEST(xdp_test, two_threads_read_each_others_answers_to_the_end) {
     EXPECT_EQ(counts.answered, 30000u) << clients;
     EXPECT_EQ(counts.lost, 0u) << clients;
     EXPECT_EQ(boost::json::parse(contents(json)).at("threads").to_number<int>(), 2) << clients;
+  }
+}
+
+// --source: each client's frames go from an address of its own (four added to the generator's
+// end), and the answers come back to each: every query is answered, and the responder's
+// kernel resolved all four addresses to answer them.
+TEST(xdp_test, each_client_sends_from_its_own_source_address) {
+  XDP_TEST_NEEDS_ROOT();
+  const xdp_test_link link(1);
+  std::vector<std::string> sources;
+  for (unsigned n = 11; n <= 14; ++n) sources.push_back(link.add_generator_address(n));
+  const auto responder = link.serve();
+  const scratch files("xdp-test-sources");
+  const std::string json = files.path("sources.json");
+  const process_result r =
+      link.in_a({"run", "--server", link.server(), "--xdp", link.interface(), "--clients", "4",
+                 "--source", fmt::format("{}", fmt::join(sources, ",")), "--count", "8000",
+                 "--timeout", "5", "--json", json, "--outstanding", "20"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const xdp_test_counts counts = xdp_test_read(json);
+  EXPECT_EQ(counts.sent, 8000u);
+  EXPECT_EQ(counts.answered, 8000u);
+  EXPECT_EQ(counts.lost, 0u);
+  const std::string neighbours = link.responder_neighbours();
+  for (const std::string& s : sources) {
+    EXPECT_NE(neighbours.find(s + " "), std::string::npos) << s << " in:\n" << neighbours;
   }
 }
 

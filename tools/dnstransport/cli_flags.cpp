@@ -124,8 +124,8 @@ void add_pace_options(CLI::App& app, run_options& o) {
                  "worker thread (--threads, at most the interface's queues) sends through a "
                  "queue of its own and the queues are read by the threads still running; "
                  "answers are checked and timed as over kernel sockets. "
-                 "Needs root. Frames go from --source (one address; default: the kernel's for "
-                 "the server), a source port per client");
+                 "Needs root. A client's frames go from its --source address (default: the "
+                 "kernel's for the server) and a source port of its own");
   app.add_option("--xdp-gateway-mac", o.xdp_gateway_mac,
                  "With --xdp: the MAC address to send the frames to (the server's, or the "
                  "gateway's to it), e.g. 02:00:00:00:00:01. Default: the server's, from the "

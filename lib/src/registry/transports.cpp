@@ -58,16 +58,6 @@ xdp_settings xdp_settings_of(const load_spec& spec) {
   x.port = spec.target.port;
   x.gateway_mac = spec.generator.xdp_gateway_mac;
   x.threads = std::max(1u, std::min(spec.generator.threads, spec.traffic.clients));
-  if (!spec.connections.sources.empty()) {
-    boost::system::error_code ec;
-    const auto address = boost::asio::ip::make_address(spec.connections.sources.front(), ec);
-    if (ec || spec.connections.sources.size() > 1) {
-      throw setup_error(fmt::format("{} takes one source address ({}), not \"{}\"", x.setting,
-                                    setting("load_spec::connections.sources"),
-                                    fmt::join(spec.connections.sources, ",")));
-    }
-    x.source = address;
-  }
   return x;
 }
 

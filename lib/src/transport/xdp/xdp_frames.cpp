@@ -131,6 +131,7 @@ std::optional<received_datagram> read_frame(std::span<const std::uint8_t> frame,
   const std::size_t ip_room = frame.size() - ethernet_size;
   std::size_t header = 0;
   std::size_t ip_total = 0;
+  std::span<const std::uint8_t> destination;
   if (v4) {
     if (ip_room < ipv4_size || (ip[0] >> 4) != 4) return std::nullopt;
     header = static_cast<std::size_t>(ip[0] & 0x0f) * 4;
@@ -140,21 +141,15 @@ std::optional<received_datagram> read_frame(std::span<const std::uint8_t> frame,
       return std::nullopt;
     }
     const auto source = from.destination.to_v4().to_bytes();
-    const auto destination = from.source.to_v4().to_bytes();
-    if (std::memcmp(ip + 12, source.data(), 4) != 0 ||
-        std::memcmp(ip + 16, destination.data(), 4) != 0) {
-      return std::nullopt;
-    }
+    if (std::memcmp(ip + 12, source.data(), 4) != 0) return std::nullopt;
+    destination = {ip + 16, 4};
   } else {
     if (ip_room < ipv6_size || (ip[0] >> 4) != 6 || ip[6] != protocol_udp) return std::nullopt;
     header = ipv6_size;
     ip_total = ipv6_size + get16(ip + 4);
     const auto source = from.destination.to_v6().to_bytes();
-    const auto destination = from.source.to_v6().to_bytes();
-    if (std::memcmp(ip + 8, source.data(), 16) != 0 ||
-        std::memcmp(ip + 24, destination.data(), 16) != 0) {
-      return std::nullopt;
-    }
+    if (std::memcmp(ip + 8, source.data(), 16) != 0) return std::nullopt;
+    destination = {ip + 24, 16};
   }
   if (ip_total > ip_room || ip_total < header + udp_size) return std::nullopt;
   const std::uint8_t* const udp = ip + header;
@@ -163,7 +158,7 @@ std::optional<received_datagram> read_frame(std::span<const std::uint8_t> frame,
       udp_length > ip_total - header) {
     return std::nullopt;
   }
-  return received_datagram{get16(udp + 2), {udp + udp_size, udp_length - udp_size}};
+  return received_datagram{destination, get16(udp + 2), {udp + udp_size, udp_length - udp_size}};
 }
 
 }  // namespace dnstransport::detail

@@ -37,8 +37,10 @@ std::size_t write_frame(const frame_addresses& to, std::span<const iovec> payloa
                         std::span<std::uint8_t> frame) noexcept;
 
 // A received frame that is a whole, unfragmented UDP datagram from `from.destination` and
-// its port to `from.source` (any port): its destination port and payload.
+// its port (to any address and port: the caller checks them): its destination address (4 or
+// 16 octets, as in the frame), its destination port and its payload.
 struct received_datagram {
+  std::span<const std::uint8_t> destination;
   std::uint16_t destination_port = 0;
   std::span<const std::uint8_t> payload;
 };

@@ -119,7 +119,7 @@ void xdp_port::receive(const frame_addresses& from, const datagram_callback& eac
       const xdp_desc* d = xsk_ring_cons__rx_desc(&rx_, at + i);
       const auto* frame = static_cast<const std::uint8_t*>(xsk_umem__get_data(area_, d->addr));
       if (const auto datagram = read_frame({frame, d->len}, from)) {
-        each(datagram->destination_port, datagram->payload, received_at(frame, now));
+        each(*datagram, received_at(frame, now));
       }
       *xsk_ring_prod__fill_addr(&fill_, refill_at + i) = xsk_umem__extract_addr(d->addr);
     }

@@ -40,11 +40,11 @@ class xdp_port {
   int descriptor() const noexcept;
 
   // Receiving side. Reads every frame waiting and gives each that is a UDP datagram from
-  // `from`'s destination to `from`'s source address to `each` (its destination port, its
-  // payload, when the kernel received it on CLOCK_MONOTONIC), then lends the frames back to
-  // the kernel. The frames' memory is the kernel's again once `each` returns.
-  using datagram_callback = std::function<void(
-      std::uint16_t port, std::span<const std::uint8_t> payload, std::uint64_t received_ns)>;
+  // `from`'s destination (the server) to `each` (read_frame's datagram, and when the kernel
+  // received it on CLOCK_MONOTONIC), then lends the frames back to the kernel. The frames'
+  // memory is the kernel's again once `each` returns.
+  using datagram_callback =
+      std::function<void(const received_datagram& datagram, std::uint64_t received_ns)>;
   void receive(const frame_addresses& from, const datagram_callback& each,
                syscall_counter& syscalls);
 

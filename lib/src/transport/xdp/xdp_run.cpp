@@ -115,17 +115,11 @@ xdp_run::xdp_run(const xdp_settings& settings) {
     throw setup_error(fmt::format("{}: the interface has no MAC address to send from", named));
   }
   addresses_.source_mac = *own_mac;
-  if (settings.source) {
-    addresses_.source = *settings.source;
-  } else if (const auto kernel = kernel_source(server)) {
+  // The clients' own (--source) where they have one, else the one the kernel would use.
+  if (const auto kernel = kernel_source(server)) {
     addresses_.source = *kernel;
   } else {
     throw setup_error(fmt::format("{}: no route to {}", named, server.address().to_string()));
-  }
-  if (addresses_.source.is_v4() != server.address().is_v4()) {
-    throw setup_error(fmt::format("{}: the source address {} and the server {} differ in family",
-                                  named, addresses_.source.to_string(),
-                                  server.address().to_string()));
   }
   if (!settings.gateway_mac.empty()) {
     const auto given = parse_mac(settings.gateway_mac);
@@ -151,14 +145,18 @@ xdp_run::xdp_run(const xdp_settings& settings) {
   }
   readers_.assign(queues, nullptr);
   owners_ = std::make_unique<std::atomic<xdp_worker*>[]>(65536);
+  sources_ = std::make_unique<std::array<std::uint8_t, 16>[]>(65536);
+  source_size_ = server.address().is_v4() ? 4 : 16;
 }
 
 xdp_run::~xdp_run() = default;
 
 xdp_worker* xdp_run::join(xdp_client_socket& client, readiness_set& set, syscall_counter& syscalls,
+                          const std::optional<boost::asio::ip::address>& source,
                           frame_addresses& addresses) {
   std::unique_lock lock(mutex_);
   if (next_port_ > 65535) return nullptr;
+  if (source && source->is_v4() != addresses_.destination.is_v4()) return nullptr;
   xdp_worker* worker = nullptr;
   std::vector<unsigned> to_read;
   for (const auto& w : workers_) {
@@ -184,8 +182,16 @@ xdp_worker* xdp_run::join(xdp_client_socket& client, readiness_set& set, syscall
     }
   }
   addresses = addresses_;
+  if (source) addresses.source = *source;
   addresses.source_port = static_cast<std::uint16_t>(next_port_++);
   worker->join(client, addresses.source_port);
+  auto& own = sources_[addresses.source_port];
+  if (addresses.source.is_v4()) {
+    const auto bytes = addresses.source.to_v4().to_bytes();
+    std::memcpy(own.data(), bytes.data(), bytes.size());
+  } else {
+    own = addresses.source.to_v6().to_bytes();
+  }
   owners_[addresses.source_port].store(worker, std::memory_order_release);
   lock.unlock();
   // Its thread is this one: the queues given to it above are watched now (start_reading

@@ -12,11 +12,17 @@
 // anything), so it first hands the queues it reads to a worker still running: no answer a
 // running worker waits for is left unread.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <vector>
+
+#include <boost/asio/ip/address.hpp>
 
 #include "transport/xdp/xdp_frames.hpp"
 #include "transport/xdp/xdp_sockets.hpp"
@@ -41,9 +47,11 @@ class xdp_run : public std::enable_shared_from_this<xdp_run> {
 
   // A client's socket opens on the worker whose readiness set `set` is (its thread): its
   // worker (made at the worker's first client, which takes its share of the queues to read),
-  // and its addresses with a source port of its own. Null when no source port is left or
-  // more workers than threads come.
+  // and its addresses: from `source` (the run's own when none) and a source port of its own.
+  // Null when no source port is left, `source` is not of the server's family, or more
+  // workers than threads come.
   xdp_worker* join(xdp_client_socket& client, readiness_set& set, syscall_counter& syscalls,
+                   const std::optional<boost::asio::ip::address>& source,
                    frame_addresses& addresses);
   // The client of source `port` is gone (its worker's thread).
   void leave(std::uint16_t port) noexcept;
@@ -51,6 +59,13 @@ class xdp_run : public std::enable_shared_from_this<xdp_run> {
   // The worker of the client with source `port`, null when none (any thread).
   xdp_worker* owner(std::uint16_t port) const noexcept {
     return owners_[port].load(std::memory_order_acquire);
+  }
+  // Whether `address` (4 or 16 octets) is the source address of the client with source
+  // `port` (any thread, after owner() gave its worker).
+  bool addressed_to(std::uint16_t port, std::span<const std::uint8_t> address) const noexcept {
+    const auto& own = sources_[port];
+    return address.size() == source_size_ &&
+           std::memcmp(own.data(), address.data(), source_size_) == 0;
   }
   // `worker`'s clients have all finished or gone (its thread): the queues it reads go to a
   // worker still running.
@@ -73,6 +88,9 @@ class xdp_run : public std::enable_shared_from_this<xdp_run> {
   std::vector<xdp_worker*> readers_;  // by queue; null: none running
   std::uint32_t next_port_ = 10000;
   std::unique_ptr<std::atomic<xdp_worker*>[]> owners_;  // by source port
+  // Each client's source address by its source port (written before its owner is).
+  std::unique_ptr<std::array<std::uint8_t, 16>[]> sources_;
+  std::size_t source_size_ = 4;  // 16 over IPv6
 };
 
 }  // namespace dnstransport::detail

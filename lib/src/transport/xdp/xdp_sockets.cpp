@@ -27,8 +27,8 @@ xdp_client_socket::~xdp_client_socket() {
 }
 
 int xdp_client_socket::open(const boost::asio::ip::udp::endpoint&,
-                            const std::optional<boost::asio::ip::address>&) {
-  worker_ = run_->join(*this, readiness_, syscalls_, to_);
+                            const std::optional<boost::asio::ip::address>& source) {
+  worker_ = run_->join(*this, readiness_, syscalls_, source, to_);
   return worker_ != nullptr ? 0 : EADDRINUSE;
 }
 

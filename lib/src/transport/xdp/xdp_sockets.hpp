@@ -29,8 +29,6 @@ struct xdp_settings {
   // The MAC address to send to, "02:00:00:00:00:01" (empty: the server's, from the kernel's
   // neighbour table).
   std::string gateway_mac;
-  // The address the frames come from (none: the one the kernel would use for the server).
-  std::optional<boost::asio::ip::address> source;
   unsigned threads = 1;  // worker threads: at most the interface's receive queues
 };
 

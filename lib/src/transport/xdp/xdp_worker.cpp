@@ -24,13 +24,15 @@ xdp_worker::xdp_worker(xdp_run& run, unsigned index, readiness_set& set, syscall
       clients_(65536, nullptr),
       finished_(65536, false),
       reading_(run.queues()) {
-  each_ = [this](std::uint16_t port, std::span<const std::uint8_t> payload,
-                 std::uint64_t received_ns) {
+  each_ = [this](const received_datagram& datagram, std::uint64_t received_ns) {
+    const std::uint16_t port = datagram.destination_port;
     xdp_worker* owner = run_.owner(port);
+    // To the client of that port, at its own address.
+    if (owner == nullptr || !run_.addressed_to(port, datagram.destination)) return;
     if (owner == this) {
-      deliver(port, payload, received_ns);
-    } else if (owner != nullptr) {
-      owner->hand_over(port, payload, received_ns);
+      deliver(port, datagram.payload, received_ns);
+    } else {
+      owner->hand_over(port, datagram.payload, received_ns);
     }
   };
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,9 +62,9 @@ TEST(xdp_frames_test, an_ipv6_frame_has_its_headers_and_checksum) {
                      xdp_test_query_hex));
 }
 
-// The server's answer comes back as the reverse of the query's frame: read to its payload and
-// the client's port; anything else (another source, port or protocol, a fragment, a length
-// past the frame) is not an answer.
+// The server's answer comes back as the reverse of the query's frame: read to its payload, the
+// client's port and address; anything else (another source, port or protocol, a fragment, a
+// length past the frame) is not an answer.
 TEST(xdp_frames_test, a_frame_from_the_server_is_read_back_to_its_payload) {
   for (const bool v6 : {false, true}) {
     const auto to = xdp_test_addresses(v6);
@@ -75,6 +76,15 @@ TEST(xdp_frames_test, a_frame_from_the_server_is_read_back_to_its_payload) {
     const auto got = read_frame(frame, to);
     ASSERT_TRUE(got) << v6;
     EXPECT_EQ(got->destination_port, 40000);
+    // The client's address, as the frame has it (the caller checks it).
+    EXPECT_EQ(got->destination.size(), v6 ? 16u : 4u);
+    if (v6) {
+      const auto bytes = to.source.to_v6().to_bytes();
+      EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), got->destination.begin())) << v6;
+    } else {
+      const auto bytes = to.source.to_v4().to_bytes();
+      EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), got->destination.begin())) << v6;
+    }
     EXPECT_EQ(std::vector<std::uint8_t>(got->payload.begin(), got->payload.end()),
               xdp_test_bytes(xdp_test_query_hex));
     // The query's own frame (from the client) is not an answer to it.
