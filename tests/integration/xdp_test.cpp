@@ -147,6 +147,16 @@ xdp_test_counts xdp_test_read(const std::string& json_file) {
           doc.at("lost").to_number<std::uint64_t>()};
 }
 
+// A run that exited 0 and had all `queries` sent and answered, none lost (`what` names it).
+void xdp_test_all_answered(const process_result& r, const std::string& json_file,
+                           std::uint64_t queries, const std::string& what = "") {
+  ASSERT_EQ(r.exit_code, 0) << what << r.err << r.out;
+  const xdp_test_counts counts = xdp_test_read(json_file);
+  EXPECT_EQ(counts.sent, queries) << what;
+  EXPECT_EQ(counts.answered, queries) << what;
+  EXPECT_EQ(counts.lost, 0u) << what;
+}
+
 // 20,000 queries from 4 clients over XDP, then over the kernel's sockets: every one answered
 // and counted the same; no XDP program left on the interface.
 TEST(xdp_test, every_query_sent_over_xdp_is_answered_and_counted_as_over_the_kernel) {
@@ -164,11 +174,7 @@ TEST(xdp_test, every_query_sent_over_xdp_is_answered_and_counted_as_over_the_ker
       arguments.push_back(link.interface());
     }
     const process_result r = link.in_a(arguments);
-    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-    const xdp_test_counts counts = xdp_test_read(json);
-    EXPECT_EQ(counts.sent, 20000u) << xdp;
-    EXPECT_EQ(counts.answered, 20000u) << xdp;
-    EXPECT_EQ(counts.lost, 0u) << xdp;
+    ASSERT_NO_FATAL_FAILURE(xdp_test_all_answered(r, json, 20000, xdp ? "xdp " : "kernel "));
   }
   EXPECT_EQ(link.link_state().find("xdp"), std::string::npos) << link.link_state();
 }
@@ -185,11 +191,7 @@ TEST(xdp_test, answers_on_every_queue_reach_their_client) {
   const process_result r =
       link.in_a({"run", "--server", link.server(), "--xdp", link.interface(), "--clients", "8",
                  "--count", "40000", "--timeout", "5", "--json", json, "--outstanding", "20"});
-  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  const xdp_test_counts counts = xdp_test_read(json);
-  EXPECT_EQ(counts.sent, 40000u);
-  EXPECT_EQ(counts.answered, 40000u);
-  EXPECT_EQ(counts.lost, 0u);
+  ASSERT_NO_FATAL_FAILURE(xdp_test_all_answered(r, json, 40000));
 }
 
 // Two worker threads on a two-queue veth, each sending through a queue of its own: an answer
@@ -207,11 +209,7 @@ TEST(xdp_test, two_threads_read_each_others_answers_to_the_end) {
     const process_result r = link.in_a({"run", "--server", link.server(), "--xdp", link.interface(),
                                         "--threads", "2", "--clients", clients, "--count", "30000",
                                         "--timeout", "5", "--json", json, "--outstanding", "20"});
-    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-    const xdp_test_counts counts = xdp_test_read(json);
-    EXPECT_EQ(counts.sent, 30000u) << clients;
-    EXPECT_EQ(counts.answered, 30000u) << clients;
-    EXPECT_EQ(counts.lost, 0u) << clients;
+    ASSERT_NO_FATAL_FAILURE(xdp_test_all_answered(r, json, 30000, clients));
     EXPECT_EQ(boost::json::parse(contents(json)).at("threads").to_number<int>(), 2) << clients;
   }
 }
@@ -231,11 +229,7 @@ TEST(xdp_test, each_client_sends_from_its_own_source_address) {
       link.in_a({"run", "--server", link.server(), "--xdp", link.interface(), "--clients", "4",
                  "--source", fmt::format("{}", fmt::join(sources, ",")), "--count", "8000",
                  "--timeout", "5", "--json", json, "--outstanding", "20"});
-  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  const xdp_test_counts counts = xdp_test_read(json);
-  EXPECT_EQ(counts.sent, 8000u);
-  EXPECT_EQ(counts.answered, 8000u);
-  EXPECT_EQ(counts.lost, 0u);
+  ASSERT_NO_FATAL_FAILURE(xdp_test_all_answered(r, json, 8000));
   const std::string neighbours = link.responder_neighbours();
   for (const std::string& s : sources) {
     EXPECT_NE(neighbours.find(s + " "), std::string::npos) << s << " in:\n" << neighbours;
@@ -253,11 +247,7 @@ TEST(xdp_test, over_ipv6_the_neighbour_is_found_and_every_query_answered) {
   const process_result r =
       link.in_a({"run", "--server", link.server6(), "--xdp", link.interface(), "--clients", "4",
                  "--count", "10000", "--timeout", "5", "--json", json, "--outstanding", "20"});
-  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  const xdp_test_counts counts = xdp_test_read(json);
-  EXPECT_EQ(counts.sent, 10000u);
-  EXPECT_EQ(counts.answered, 10000u);
-  EXPECT_EQ(counts.lost, 0u);
+  ASSERT_NO_FATAL_FAILURE(xdp_test_all_answered(r, json, 10000));
   EXPECT_EQ(boost::json::parse(contents(json)).at("server").as_string(), link.server6());
 }
 

@@ -15,12 +15,15 @@
 #include <ctime>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
+
+#include "util/netlink_dump.hpp"
 
 namespace dnstransport {
 
@@ -82,28 +85,13 @@ std::optional<std::uint64_t> count_by_sock_diag(int fd, std::uint8_t family, std
   message.request.sdiag_family = family;
   message.request.sdiag_protocol = IPPROTO_TCP;
   message.request.idiag_states = 1u << TCP_ESTABLISHED;
-  if (send(fd, &message, sizeof message, 0) != static_cast<ssize_t>(sizeof message)) {
-    return std::nullopt;
-  }
-  alignas(nlmsghdr) char buffer[16384];
   std::uint64_t count = 0;
-  for (;;) {
-    const ssize_t n = recv(fd, buffer, sizeof buffer, 0);
-    if (n <= 0) return std::nullopt;
-    int left = static_cast<int>(n);
-    // NLMSG_OK compares the header's unsigned length with `left` (an int, as NLMSG_NEXT
-    // needs): clang warns inside the macro, GCC does not.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-compare"
-    for (auto* h = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(h, left);
-         h = NLMSG_NEXT(h, left)) {
-#pragma GCC diagnostic pop
-      if (h->nlmsg_type == NLMSG_DONE) return count;
-      if (h->nlmsg_type == NLMSG_ERROR) return std::nullopt;
-      const auto* socket = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
-      if (ntohs(socket->id.idiag_sport) == port) ++count;
-    }
-  }
+  const bool done =
+      detail::netlink_dump(fd, std::as_bytes(std::span(&message, 1)), [&](const nlmsghdr& h) {
+        const auto* socket = static_cast<const inet_diag_msg*>(NLMSG_DATA(&h));
+        if (ntohs(socket->id.idiag_sport) == port) ++count;
+      });
+  return done ? std::optional<std::uint64_t>(count) : std::nullopt;
 }
 
 // The network namespace a process is in (the inode of /proc/PID/ns/net); 0 when unknown.

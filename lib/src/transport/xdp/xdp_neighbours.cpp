@@ -1,5 +1,6 @@
 // The kernel's neighbour table over rtnetlink (xdp_neighbours.hpp): one RTM_GETNEIGH dump of
-// the address's family, its entries read with the kernel's own netlink and rtattr macros.
+// the address's family (util/netlink_dump.hpp), its entries' attributes read with the
+// kernel's rtattr macros.
 #include "transport/xdp/xdp_neighbours.hpp"
 
 #include <linux/neighbour.h>
@@ -14,6 +15,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
+
+#include "util/netlink_dump.hpp"
 
 namespace dnstransport::detail {
 
@@ -50,47 +53,37 @@ std::optional<mac> find_neighbour(int family, unsigned ifindex,
   request.header.nlmsg_type = RTM_GETNEIGH;
   request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
   request.body.ndm_family = static_cast<std::uint8_t>(family);
-  if (send(s.fd, &request, sizeof request, 0) != static_cast<ssize_t>(sizeof request)) {
-    return std::nullopt;
-  }
-  alignas(nlmsghdr) char buffer[32768];
   std::optional<mac> found;
-  for (;;) {
-    const ssize_t n = recv(s.fd, buffer, sizeof buffer, 0);
-    if (n <= 0) return std::nullopt;
-    int left = static_cast<int>(n);
-    // NLMSG_OK and RTA_OK compare an unsigned length with an int (as NLMSG_NEXT and RTA_NEXT
-    // need): clang warns inside the macros, GCC does not.
+  const bool done =
+      netlink_dump(s.fd, std::as_bytes(std::span(&request, 1)), [&](const nlmsghdr& h) {
+        if (h.nlmsg_type != RTM_NEWNEIGH || found) return;
+        const auto* entry = static_cast<const ndmsg*>(NLMSG_DATA(&h));
+        if (entry->ndm_ifindex != static_cast<int>(ifindex) ||
+            (entry->ndm_state & known_states) == 0) {
+          return;
+        }
+        bool matches = false;
+        std::optional<mac> address;
+        int attributes = static_cast<int>(h.nlmsg_len - NLMSG_LENGTH(sizeof(ndmsg)));
+    // RTA_OK compares an unsigned length with an int (as RTA_NEXT needs): clang warns
+    // inside the macro, GCC does not.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wsign-compare"
-    for (auto* h = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(h, left);
-         h = NLMSG_NEXT(h, left)) {
-      if (h->nlmsg_type == NLMSG_DONE) return found;
-      if (h->nlmsg_type == NLMSG_ERROR) return std::nullopt;
-      if (h->nlmsg_type != RTM_NEWNEIGH || found) continue;
-      const auto* entry = static_cast<const ndmsg*>(NLMSG_DATA(h));
-      if (entry->ndm_ifindex != static_cast<int>(ifindex) ||
-          (entry->ndm_state & known_states) == 0) {
-        continue;
-      }
-      bool matches = false;
-      std::optional<mac> address;
-      int attributes = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof(ndmsg)));
-      for (auto* a = reinterpret_cast<const rtattr*>(reinterpret_cast<const char*>(entry) +
-                                                     NLMSG_ALIGN(sizeof(ndmsg)));
-           RTA_OK(a, attributes); a = RTA_NEXT(a, attributes)) {
-        const auto length = RTA_PAYLOAD(a);
-        if (a->rta_type == NDA_DST && length == wanted.size()) {
-          matches = std::memcmp(RTA_DATA(a), wanted.data(), wanted.size()) == 0;
-        } else if (a->rta_type == NDA_LLADDR && length == 6) {
-          address.emplace();
-          std::memcpy(address->data(), RTA_DATA(a), 6);
-        }
-      }
-      if (matches && address) found = address;
-    }
+        for (auto* a = reinterpret_cast<const rtattr*>(reinterpret_cast<const char*>(entry) +
+                                                       NLMSG_ALIGN(sizeof(ndmsg)));
+             RTA_OK(a, attributes); a = RTA_NEXT(a, attributes)) {
 #pragma GCC diagnostic pop
-  }
+          const auto length = RTA_PAYLOAD(a);
+          if (a->rta_type == NDA_DST && length == wanted.size()) {
+            matches = std::memcmp(RTA_DATA(a), wanted.data(), wanted.size()) == 0;
+          } else if (a->rta_type == NDA_LLADDR && length == 6) {
+            address.emplace();
+            std::memcpy(address->data(), RTA_DATA(a), 6);
+          }
+        }
+        if (matches && address) found = address;
+      });
+  return done ? found : std::nullopt;
 }
 
 }  // namespace
