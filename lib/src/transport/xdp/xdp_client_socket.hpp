@@ -5,7 +5,6 @@
 // worker's port as sendmmsg would send them.
 
 #include <cstdint>
-#include <deque>
 #include <span>
 #include <vector>
 
@@ -55,11 +54,18 @@ class xdp_client_socket final : public datagram_socket {
   syscall_counter& syscalls_;
   xdp_worker* worker_ = nullptr;
   frame_addresses to_;
+  // The answers not read yet, in order: entries from next_answer_ on, their bytes in one
+  // buffer, both emptied when all are read (the client reads until none is left), so an
+  // answer costs no allocation once they have grown.
   struct answer {
     std::uint64_t received_ns = 0;  // CLOCK_MONOTONIC
-    std::vector<std::uint8_t> message;
+    std::size_t offset = 0;         // in answer_bytes_
+    std::size_t size = 0;
   };
-  std::deque<answer> answers_;
+  std::vector<answer> answers_;
+  std::size_t next_answer_ = 0;
+  std::vector<std::uint8_t> answer_bytes_;
+  bool has_answers() const noexcept { return next_answer_ < answers_.size(); }
   bool waiting_read_ = false;
   bool waiting_write_ = false;
   std::uint64_t read_token_ = 0;

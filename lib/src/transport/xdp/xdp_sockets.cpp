@@ -45,7 +45,7 @@ void xdp_client_socket::call_later(bool readable, std::uint64_t token, bool ok) 
 
 void xdp_client_socket::async_wait(bool readable, std::uint64_t token) {
   if (readable) {
-    if (!answers_.empty()) {
+    if (has_answers()) {
       call_later(true, token, true);
       return;
     }
@@ -74,6 +74,8 @@ void xdp_client_socket::close() {
   if (worker_ != nullptr) run_->leave(to_.source_port);
   worker_ = nullptr;
   answers_.clear();
+  answer_bytes_.clear();
+  next_answer_ = 0;
 }
 
 void xdp_client_socket::client_finished() noexcept {
@@ -82,7 +84,9 @@ void xdp_client_socket::client_finished() noexcept {
 
 bool xdp_client_socket::deliver(std::span<const std::uint8_t> payload, std::uint64_t received_ns) {
   try {
-    answers_.push_back({received_ns, {payload.begin(), payload.end()}});
+    const std::size_t offset = answer_bytes_.size();
+    answer_bytes_.insert(answer_bytes_.end(), payload.begin(), payload.end());
+    answers_.push_back({received_ns, offset, payload.size()});
   } catch (...) {  // out of memory: the answer is lost, as a full socket buffer loses one
     return false;
   }
@@ -106,11 +110,11 @@ int xdp_client_socket::receive(std::span<mmsghdr> messages) {
   int n = 0;
   const receive_clock clock = receive_clock::read();
   for (mmsghdr& m : messages) {
-    if (answers_.empty()) break;
-    const answer& a = answers_.front();
+    if (!has_answers()) break;
+    const answer& a = answers_[next_answer_];
     const iovec& into = m.msg_hdr.msg_iov[0];
-    const std::size_t size = std::min(a.message.size(), into.iov_len);
-    std::memcpy(into.iov_base, a.message.data(), size);
+    const std::size_t size = std::min(a.size, into.iov_len);
+    std::memcpy(into.iov_base, answer_bytes_.data() + a.offset, size);
     m.msg_len = static_cast<unsigned>(size);
     // Its receive time as the kernel's SO_TIMESTAMPNS stamp would carry it (CLOCK_REALTIME).
     msghdr& h = m.msg_hdr;
@@ -127,8 +131,13 @@ int xdp_client_socket::receive(std::span<mmsghdr> messages) {
     } else {
       h.msg_controllen = 0;
     }
-    answers_.pop_front();
+    ++next_answer_;
     ++n;
+  }
+  if (!has_answers()) {
+    answers_.clear();
+    answer_bytes_.clear();
+    next_answer_ = 0;
   }
   return n == 0 ? -EAGAIN : n;
 }

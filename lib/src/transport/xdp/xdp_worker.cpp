@@ -31,10 +31,27 @@ xdp_worker::xdp_worker(xdp_run& run, unsigned index, readiness_set& set, syscall
     if (owner == nullptr || !run_.addressed_to(port, datagram.destination)) return;
     if (owner == this) {
       deliver(port, datagram.payload, received_ns);
-    } else {
-      owner->hand_over(port, datagram.payload, received_ns);
+      return;
+    }
+    // Copied for its worker, handed over after the read (xdp_port::receive must not throw:
+    // out of memory, the answer is lost, as a full socket buffer loses one).
+    try {
+      const unsigned i = owner->index();
+      if (i >= outboxes_.size()) {
+        outboxes_.resize(i + 1);
+        outbox_owners_.resize(i + 1, nullptr);
+      }
+      outbox_owners_[i] = owner;
+      outboxes_[i].add(port, datagram.payload, received_ns);
+    } catch (...) {
     }
   };
+}
+
+void xdp_worker::answer_batch::add(std::uint16_t port, std::span<const std::uint8_t> payload,
+                                   std::uint64_t received_ns) {
+  answers.push_back({port, received_ns, bytes.size(), payload.size()});
+  bytes.insert(bytes.end(), payload.begin(), payload.end());
 }
 
 xdp_worker::~xdp_worker() = default;
@@ -71,7 +88,6 @@ void xdp_worker::retire_if_done() noexcept {
     const std::lock_guard lock(handed_mutex_);
     accepting_ = false;
     handed_.clear();
-    handed_bytes_.clear();
   }
   run_.retire(*this);
   // This thread reads nothing more: the queues went to a worker still running.
@@ -135,6 +151,7 @@ void xdp_worker::stop_reading(unsigned queue) noexcept {
 
 void xdp_worker::on_readable(unsigned queue) {
   run_.port(queue).receive(run_.addresses(), each_, syscalls_);
+  hand_over_read();
   wake_waiting();
   if (reading_[queue]) reading_[queue]->async_wait(true);
 }
@@ -153,17 +170,27 @@ void xdp_worker::wake_waiting() {
   for (xdp_client_socket* c : woken_) c->wake_readable();
 }
 
-void xdp_worker::hand_over(std::uint16_t port, std::span<const std::uint8_t> payload,
-                           std::uint64_t received_ns) {
-  const std::lock_guard lock(handed_mutex_);
-  if (!accepting_) return;
-  try {
-    handed_.push_back({port, received_ns, handed_bytes_.size(), payload.size()});
-    handed_bytes_.insert(handed_bytes_.end(), payload.begin(), payload.end());
-  } catch (...) {  // out of memory: the answer is lost, as a full socket buffer loses one
-    return;
+void xdp_worker::hand_over_read() {
+  for (std::size_t i = 0; i < outboxes_.size(); ++i) {
+    if (!outboxes_[i].answers.empty()) outbox_owners_[i]->hand_over(outboxes_[i]);
   }
-  if (handed_posted_) return;
+}
+
+void xdp_worker::hand_over(answer_batch& batch) {
+  const std::lock_guard lock(handed_mutex_);
+  if (accepting_) {
+    try {
+      const std::size_t base = handed_.bytes.size();
+      handed_.bytes.insert(handed_.bytes.end(), batch.bytes.begin(), batch.bytes.end());
+      for (answer_batch::entry e : batch.answers) {
+        e.offset += base;
+        handed_.answers.push_back(e);
+      }
+    } catch (...) {  // out of memory: the answers are lost, as a full socket buffer loses them
+    }
+  }
+  batch.clear();
+  if (!accepting_ || handed_posted_ || handed_.answers.empty()) return;
   handed_posted_ = true;
   // While accepting, the worker runs: its io_context is there. The run may be gone when the
   // post is taken (a load that ended with it queued): then it does nothing.
@@ -177,12 +204,10 @@ void xdp_worker::take_handed() {
     const std::lock_guard lock(handed_mutex_);
     handed_posted_ = false;
     taken_.clear();
-    taken_bytes_.clear();
-    taken_.swap(handed_);
-    taken_bytes_.swap(handed_bytes_);
+    std::swap(taken_, handed_);
   }
-  for (const handed_answer& a : taken_) {
-    deliver(a.port, {taken_bytes_.data() + a.offset, a.size}, a.received_ns);
+  for (const answer_batch::entry& a : taken_.answers) {
+    deliver(a.port, {taken_.bytes.data() + a.offset, a.size}, a.received_ns);
   }
   wake_waiting();
 }

@@ -53,10 +53,28 @@ class xdp_worker {
   bool running() const noexcept { return running_; }
   void mark_stopped() noexcept { running_ = false; }
 
-  // Any thread: an answer for the client of `port`, read by another worker; taken on this
-  // worker's thread (one post per batch). Dropped once the worker has retired.
-  void hand_over(std::uint16_t port, std::span<const std::uint8_t> payload,
-                 std::uint64_t received_ns);
+  // Answers copied out of the frames they came in, for another worker's clients: entries
+  // and their bytes, no allocation per answer once the vectors have grown.
+  struct answer_batch {
+    struct entry {
+      std::uint16_t port;
+      std::uint64_t received_ns;
+      std::size_t offset;  // in bytes
+      std::size_t size;
+    };
+    std::vector<entry> answers;
+    std::vector<std::uint8_t> bytes;
+    void add(std::uint16_t port, std::span<const std::uint8_t> payload, std::uint64_t received_ns);
+    void clear() noexcept {
+      answers.clear();
+      bytes.clear();
+    }
+  };
+
+  // Any thread: answers for this worker's clients that another worker read (`batch`, left
+  // empty), taken on this worker's thread: one lock and at most one post per batch.
+  // Dropped once the worker has retired.
+  void hand_over(answer_batch& batch);
 
  private:
   void on_readable(unsigned queue);
@@ -64,6 +82,7 @@ class xdp_worker {
   void deliver(std::uint16_t port, std::span<const std::uint8_t> payload,
                std::uint64_t received_ns);
   void take_handed();
+  void hand_over_read();
   void wake_waiting();
   void retire_if_done() noexcept;
 
@@ -85,19 +104,15 @@ class xdp_worker {
   std::vector<xdp_client_socket*> woken_;
   std::vector<xdp_client_socket*> writers_;  // waiting for free frames
 
-  struct handed_answer {
-    std::uint16_t port;
-    std::uint64_t received_ns;
-    std::size_t offset;  // in handed_bytes_
-    std::size_t size;
-  };
+  // This read's answers for other workers, by their index, handed over after the read.
+  std::vector<answer_batch> outboxes_;
+  std::vector<xdp_worker*> outbox_owners_;
+
   std::mutex handed_mutex_;  // what follows
-  std::vector<handed_answer> handed_;
-  std::vector<std::uint8_t> handed_bytes_;
+  answer_batch handed_;
   bool handed_posted_ = false;
-  bool accepting_ = true;             // false once retired
-  std::vector<handed_answer> taken_;  // take_handed's, swapped
-  std::vector<std::uint8_t> taken_bytes_;
+  bool accepting_ = true;  // false once retired
+  answer_batch taken_;     // take_handed's, swapped with handed_
 };
 
 }  // namespace dnstransport::detail
