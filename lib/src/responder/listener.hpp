@@ -43,6 +43,12 @@ struct listener_factory {
 // Opens `socket` (a UDP socket or a TCP acceptor) for `where` and binds it with
 // SO_REUSEPORT, so that every responder thread has a socket of its own on the same port;
 // SO_REUSEADDR too with `reuse_address`. The first failure is left in `ec`.
+//
+// Port 0 (a free port) is bound before SO_REUSEPORT is set: Linux gives a SO_REUSEPORT
+// socket bound to port 0 a port that another process's SO_REUSEPORT sockets of the same user
+// may already hold (about 1 pair in 3,000 for UDP), and the two responders would then share
+// each other's queries. Without SO_REUSEPORT at bind, the port is one nobody holds; the
+// option set after the bind still lets the other threads' sockets join it.
 template <typename Socket, typename Endpoint>
 void open_shared_port(Socket& socket, const Endpoint& where, bool reuse_address,
                       boost::system::error_code& ec) {
@@ -50,8 +56,12 @@ void open_shared_port(Socket& socket, const Endpoint& where, bool reuse_address,
   if (!ec && reuse_address) socket.set_option(boost::asio::socket_base::reuse_address(true), ec);
   if (ec) return;
   const int one = 1;
-  setsockopt(socket.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  const bool any_port = where.port() == 0;
+  if (!any_port) setsockopt(socket.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
   socket.bind(where, ec);
+  if (!ec && any_port) {
+    setsockopt(socket.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  }
 }
 
 // "127.0.0.1:53", "[::1]:53": an address and port as a message shows them.

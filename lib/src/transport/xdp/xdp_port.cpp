@@ -22,7 +22,7 @@ constexpr std::uint32_t frame_size = XSK_UMEM__DEFAULT_FRAME_SIZE;  // 4096
 constexpr std::uint32_t receive_frames = 2048;
 constexpr std::uint32_t send_frames = 2048;
 constexpr std::uint32_t frames = receive_frames + send_frames;
-constexpr std::uint32_t batch = 64;
+constexpr std::uint32_t rx_batch = 64;
 
 // What xdp_answers.bpf.c writes before each frame it steers here.
 struct frame_meta {
@@ -110,7 +110,7 @@ void xdp_port::receive(const frame_addresses& from, const datagram_callback& eac
   const std::uint64_t now = monotonic_ns();
   for (;;) {
     std::uint32_t at = 0;
-    const std::uint32_t n = xsk_ring_cons__peek(&rx_, batch, &at);
+    const std::uint32_t n = xsk_ring_cons__peek(&rx_, rx_batch, &at);
     if (n == 0) break;
     std::uint32_t refill_at = 0;
     // The fill ring has room for every frame it lent (it holds receive_frames).
@@ -125,7 +125,7 @@ void xdp_port::receive(const frame_addresses& from, const datagram_callback& eac
     }
     xsk_ring_prod__submit(&fill_, n);
     xsk_ring_cons__release(&rx_, n);
-    if (n < batch) break;
+    if (n < rx_batch) break;
   }
   if (xsk_ring_prod__needs_wakeup(&fill_)) {
     recvfrom(xsk_socket__fd(socket_), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
