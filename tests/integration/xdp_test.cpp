@@ -1,6 +1,7 @@
-// UDP from AF_XDP sockets (run --xdp), in two network namespaces the test makes and joins
-// with a veth pair: the generator's end in one, `dnstransport serve` (the kernel's sockets) in
-// the other. Every query sent over XDP is answered and counted as over kernel sockets; on a
+// UDP and TCP from AF_XDP sockets (run --xdp), in two network namespaces the test makes and
+// joins with a veth pair: the generator's end in one, `dnstransport serve` (the kernel's
+// sockets) in the other. Every query sent over XDP is answered and counted as over kernel
+// sockets; on a
 // two-queue veth, answers on either queue reach their client; the XDP program is gone after
 // the run; bad set-ups are clear errors (exit 2). Needs root and iproute2; the traffic stays
 // inside the namespaces.
@@ -82,13 +83,14 @@ class xdp_test_link {
     all.insert(all.end(), arguments.begin(), arguments.end());
     return run_process(xdp_test_ip(), all, 60s);
   }
-  // `dnstransport serve` in namespace b on the IPv4 (or IPv6) address, listening when this
-  // returns.
+  // `dnstransport serve` in namespace b on the IPv4 (or IPv6) address, UDP and TCP port 53,
+  // listening when this returns.
   std::unique_ptr<child_process> serve(bool v6 = false) const {
+    const std::string at = v6 ? "[" + server6() + "]:53" : server() + ":53";
     auto s = std::make_unique<child_process>(
-        xdp_test_ip(), std::vector<std::string>{"netns", "exec", b_, cli, "serve", "--listen",
-                                                v6 ? "[" + server6() + "]:53" : server() + ":53"});
-    EXPECT_TRUE(s->wait_for_stdout("udp", 20s)) << s->stderr_so_far();
+        xdp_test_ip(),
+        std::vector<std::string>{"netns", "exec", b_, cli, "serve", "--listen", at, "--tcp", at});
+    EXPECT_TRUE(s->wait_for_stdout("tcp", 20s)) << s->stderr_so_far();
     return s;
   }
   // What `ip link show` says of the generator's end.
@@ -251,6 +253,95 @@ TEST(xdp_test, over_ipv6_the_neighbour_is_found_and_every_query_answered) {
   EXPECT_EQ(boost::json::parse(contents(json)).at("server").as_string(), link.server6());
 }
 
+// The connection counts of a run's JSON.
+struct xdp_test_connections {
+  std::uint64_t opened = 0, answered = 0, closed_by_client = 0, failed = 0;
+};
+
+xdp_test_connections xdp_test_read_connections(const std::string& json_file) {
+  const auto c = boost::json::parse(contents(json_file)).at("connections").as_object();
+  return {c.at("opened").to_number<std::uint64_t>(), c.at("answered").to_number<std::uint64_t>(),
+          c.at("closed_by_client").to_number<std::uint64_t>(),
+          c.at("failed").to_number<std::uint64_t>()};
+}
+
+// DNS over TCP from user space, one query per connection (a handshake, the query on its
+// ACK, the answer, FIN both ways): every query answered once, a connection opened and closed
+// for each, as over the kernel's sockets; with RST instead of FIN, and over IPv6, the same.
+TEST(xdp_test, one_query_per_tcp_connection_is_answered_and_counted_as_over_the_kernel) {
+  XDP_TEST_NEEDS_ROOT();
+  const xdp_test_link link(1);
+  const auto responder = link.serve();
+  const auto responder6 = link.serve(true);
+  const scratch files("xdp-test-tcp");
+  struct tcp_case {
+    const char* name;
+    bool xdp;
+    bool v6;
+    const char* close;
+  };
+  for (const tcp_case& c :
+       {tcp_case{"xdp", true, false, "fin"}, tcp_case{"kernel", false, false, "fin"},
+        tcp_case{"xdp-rst", true, false, "rst"}, tcp_case{"xdp-v6", true, true, "fin"}}) {
+    const std::string json = files.path(fmt::format("{}.json", c.name));
+    std::vector<std::string> arguments{"run",
+                                       "--transport",
+                                       "tcp",
+                                       "--server",
+                                       c.v6 ? link.server6() : link.server(),
+                                       "--queries-per-connection",
+                                       "1",
+                                       "--close",
+                                       c.close,
+                                       "--count",
+                                       "3000",
+                                       "--clients",
+                                       "4",
+                                       "--timeout",
+                                       "5",
+                                       "--json",
+                                       json};
+    if (c.xdp) {
+      arguments.push_back("--xdp");
+      arguments.push_back(link.interface());
+    }
+    const process_result r = link.in_a(arguments);
+    ASSERT_NO_FATAL_FAILURE(xdp_test_all_answered(r, json, 3000, c.name));
+    const xdp_test_connections counts = xdp_test_read_connections(json);
+    EXPECT_EQ(counts.opened, 3000u) << c.name;
+    EXPECT_EQ(counts.answered, 3000u) << c.name;
+    EXPECT_EQ(counts.closed_by_client, 3000u) << c.name;
+    EXPECT_EQ(counts.failed, 0u) << c.name;
+  }
+  EXPECT_EQ(link.link_state().find("xdp"), std::string::npos) << link.link_state();
+}
+
+// Persistent connections over TCP from user space, on a two-queue veth (both read by the
+// one worker): 20 queries in flight on each of 4 connections, 20,000 in all, every one
+// answered, on the 4 connections. Two threads are refused over TCP.
+TEST(xdp_test, persistent_tcp_connections_carry_every_query) {
+  XDP_TEST_NEEDS_ROOT();
+  const xdp_test_link link(2);
+  const auto responder = link.serve();
+  const scratch files("xdp-test-tcp-persistent");
+  const std::string json = files.path("persistent.json");
+  const process_result r =
+      link.in_a({"run", "--transport", "tcp", "--server", link.server(), "--xdp", link.interface(),
+                 "--clients", "4", "--count", "20000", "--outstanding", "20", "--timeout", "5",
+                 "--json", json});
+  ASSERT_NO_FATAL_FAILURE(xdp_test_all_answered(r, json, 20000));
+  const xdp_test_connections counts = xdp_test_read_connections(json);
+  EXPECT_EQ(counts.opened, 4u);
+  EXPECT_EQ(counts.answered, 20000u);
+  const process_result two =
+      link.in_a({"run", "--transport", "tcp", "--server", link.server(), "--xdp", link.interface(),
+                 "--threads", "2", "--clients", "4", "--count", "100"});
+  EXPECT_EQ(two.exit_code, 2) << two.err;
+  EXPECT_NE(two.err.find("--threads 2: DNS over TCP over AF_XDP runs on one worker thread"),
+            std::string::npos)
+      << two.err;
+}
+
 // Set-ups that cannot work are errors naming --xdp, exit 2, before anything is sent.
 TEST(xdp_test, bad_set_ups_are_clear_errors) {
   XDP_TEST_NEEDS_ROOT();
@@ -263,7 +354,10 @@ TEST(xdp_test, bad_set_ups_are_clear_errors) {
     EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
   };
   expect_error({"--xdp", "nosuch0"}, "--xdp nosuch0: no such network interface");
-  expect_error({"--xdp", link.interface(), "--transport", "tcp"}, "AF_XDP carries udp only");
+  expect_error({"--xdp", link.interface(), "--transport", "tls"},
+               "AF_XDP carries udp, tcp only, not tls");
+  expect_error({"--xdp", link.interface(), "--transport", "tcp", "--tcp-fastopen"},
+               "TCP Fast Open is not sent over AF_XDP");
   expect_error({"--xdp", link.interface(), "--threads", "2", "--clients", "2"},
                "the interface has 1 receive queue, fewer than --threads 2");
   expect_error({"--xdp-gateway-mac", "02:00:00:00:00:01"}, "--xdp-gateway-mac needs --xdp");

@@ -118,18 +118,21 @@ void add_pace_options(CLI::App& app, run_options& o) {
       ->capture_default_str();
   app.add_option("--cpus", o.cpus, "Pin worker threads to these CPUs, e.g. 0 or 0,2-3");
   app.add_option("--xdp", o.xdp_interface,
-                 "udp: send and receive from AF_XDP sockets on this network interface (e.g. "
-                 "eth0), past the kernel's UDP stack: an XDP program attached for the run "
-                 "steers the server's answers to a socket per queue of the interface; each "
-                 "worker thread (--threads, at most the interface's queues) sends through a "
-                 "queue of its own and the queues are read by the threads still running; "
-                 "answers are checked and timed as over kernel sockets. "
+                 "udp, tcp: send and receive from AF_XDP sockets on this network interface "
+                 "(e.g. eth0), past the kernel's UDP and TCP stacks: an XDP program attached for "
+                 "the run steers the server's answers to a socket per queue of the interface; "
+                 "each worker thread (--threads, at most the interface's queues; tcp: 1) sends "
+                 "through a queue of its own and the queues are read by the threads still "
+                 "running; answers are checked and timed as over kernel sockets. tcp: each "
+                 "connection's handshake, retransmissions and FIN or RST (--close) run in user "
+                 "space, the first query on the handshake's ACK; counted as over the kernel. "
                  "Needs root. A client's frames go from its --source address (default: the "
-                 "kernel's for the server) and a source port of its own");
+                 "kernel's for the server) and a source port of its own (tcp: one per "
+                 "connection, used again once it has closed)");
   app.add_option("--xdp-gateway-mac", o.xdp_gateway_mac,
                  "With --xdp: the MAC address to send the frames to (the server's, or the "
                  "gateway's to it), e.g. 02:00:00:00:00:01. Default: the server's, from the "
-                 "kernel's neighbour table (IPv4, the server on the interface's link)");
+                 "kernel's neighbour table (the server on the interface's link)");
 }
 
 void add_connection_options(CLI::App& app, run_options& o) {

@@ -342,19 +342,22 @@ struct generator_settings {
   std::optional<unsigned> coalesce_us;
   /// coalesce_us when it is unset and queries leave on a schedule: 1 ms.
   static constexpr unsigned default_coalesce_us = 1000;
-  /// UDP from AF_XDP sockets on this network interface ("eth0", one end of a veth pair):
-  /// the library writes and reads whole frames (Ethernet, IP, UDP) past the kernel's UDP
-  /// stack, and an XDP program it attaches to the interface for the run steers the server's
-  /// answers to the AF_XDP socket of the receive queue they came in on (one per queue, all
-  /// read by the one worker thread: generator.threads must be 1 for now). Answers are
-  /// checked, matched and timed as over kernel
-  /// sockets, into the same counts. The frames go from connections.sources' first address
-  /// (default: the one the kernel would use for the server) with a source port per client.
+  /// UDP or TCP from AF_XDP sockets on this network interface ("eth0", one end of a veth
+  /// pair): the library writes and reads whole frames (Ethernet, IP, UDP or TCP) past the
+  /// kernel's stack, and an XDP program it attaches to the interface for the run steers the
+  /// server's answers to the AF_XDP socket of the receive queue they came in on (one per
+  /// queue). Each worker thread sends through a queue of its own, so generator.threads is at
+  /// most the interface's receive queues (1 over TCP). Over TCP, each connection (handshake,
+  /// retransmission, FIN or RST) runs in user space, the first query on the handshake's ACK;
+  /// TCP Fast Open is refused. Answers and connections are checked, matched, timed and counted
+  /// as over kernel sockets, into the same counts. A client's frames go from its address of
+  /// connections.sources (default: the one the kernel would use for the server) with a source
+  /// port of its own (over TCP, one per connection, used again once it has closed).
   /// Needs root. Empty: the kernel's sockets.
   std::string xdp_interface;
   /// With xdp_interface: the MAC address frames are sent to, "02:00:00:00:00:01" (the
   /// server's, or the gateway's to it); empty: the server's, from the kernel's neighbour
-  /// table (IPv4; the server on the interface's link).
+  /// table (the server on the interface's link).
   std::string xdp_gateway_mac;
 };
 

@@ -29,6 +29,7 @@
 #include "transport/udp/udp_listener.hpp"
 #include "transport/udp/udp_transport.hpp"
 #include "transport/xdp/xdp_sockets.hpp"
+#include "transport/xdp/xdp_tcp_socket.hpp"
 #include "util/clock.hpp"
 
 namespace dnstransport::detail {
@@ -47,7 +48,8 @@ stream_settings stream_settings_of(const load_spec& spec) {
   return s;
 }
 
-// AF_XDP's settings (generator_settings::xdp_interface) for the sockets under UDP's clients.
+// AF_XDP's settings (generator_settings::xdp_interface) for the sockets under UDP's and
+// TCP's clients.
 xdp_settings xdp_settings_of(const load_spec& spec) {
   xdp_settings x;
   x.setting = setting("load_spec::generator.xdp_interface");
@@ -74,6 +76,15 @@ std::unique_ptr<client_transport> make_udp(const load_spec& spec) {
 }
 
 std::unique_ptr<client_transport> make_tcp(const load_spec& spec) {
+  if (!spec.generator.xdp_interface.empty()) {
+    if (spec.connections.tcp_fastopen) {
+      throw setup_error(fmt::format("{}: TCP Fast Open is not sent over AF_XDP ({})",
+                                    setting("load_spec::connections.tcp_fastopen"),
+                                    setting("load_spec::generator.xdp_interface")));
+    }
+    return std::make_unique<stream_transport>(stream_settings_of(spec), make_tcp_connector(),
+                                              make_xdp_tcp_sockets(xdp_settings_of(spec)));
+  }
   return std::make_unique<stream_transport>(stream_settings_of(spec), make_tcp_connector());
 }
 
@@ -154,7 +165,8 @@ constexpr std::array<transport_entry, builtin_transport_count> builtin{{
       .short_name = "TCP",
       .default_port = 53,
       .has_connections = true,
-      .over_tcp = true},
+      .over_tcp = true,
+      .xdp = true},
      "",
      make_tcp,
      nullptr,

@@ -386,7 +386,8 @@ load_spec point_spec(const sweep_plan& plan, const sweep_point& point) {
   if (!traits_of(spec.target.transport).has_connections) spec.connections.idle_seconds = 0;
   // --early-data concerns the transports with TLS; the others run without.
   if (!traits_of(spec.target.transport).has_tls) spec.tls.early_data = false;
-  // --xdp concerns the transports AF_XDP carries (UDP); the others go over kernel sockets.
+  // --xdp concerns the transports AF_XDP carries (UDP, TCP); the others go over kernel
+  // sockets.
   if (!traits_of(spec.target.transport).xdp) {
     spec.generator.xdp_interface.clear();
     spec.generator.xdp_gateway_mac.clear();

@@ -256,12 +256,14 @@ TEST(sweep_test, point_spec_carries_the_point_and_the_base_options) {
   for (const sweep_transport& t : {st::udp, st::tcp, st::tls_gnutls, st::doh_gnutls, st::doq}) {
     EXPECT_EQ(point_spec(plan, {t, 8, 0}).generator.coalesce_us, 100u);
   }
-  // --xdp for UDP's points; the others go over kernel sockets.
+  // --xdp for UDP's and TCP's points; the others go over kernel sockets.
   plan.base.generator.xdp_interface = "veth0";
   plan.base.generator.xdp_gateway_mac = "02:00:00:00:00:01";
-  EXPECT_EQ(point_spec(plan, {st::udp, 8, 0}).generator.xdp_interface, "veth0");
-  EXPECT_EQ(point_spec(plan, {st::udp, 8, 0}).generator.xdp_gateway_mac, "02:00:00:00:00:01");
-  for (const sweep_transport& t : {st::tcp, st::tls_gnutls, st::doh_gnutls, st::doq}) {
+  for (const sweep_transport& t : {st::udp, st::tcp}) {
+    EXPECT_EQ(point_spec(plan, {t, 8, 0}).generator.xdp_interface, "veth0");
+    EXPECT_EQ(point_spec(plan, {t, 8, 0}).generator.xdp_gateway_mac, "02:00:00:00:00:01");
+  }
+  for (const sweep_transport& t : {st::tls_gnutls, st::doh_gnutls, st::doq}) {
     EXPECT_EQ(point_spec(plan, {t, 8, 0}).generator.xdp_interface, "");
     EXPECT_EQ(point_spec(plan, {t, 8, 0}).generator.xdp_gateway_mac, "");
   }

@@ -1,13 +1,15 @@
 // The XDP program of --xdp (compiled for the BPF target by clang, kept in the library as
-// bytes): a frame that is a UDP datagram from the server's address and port goes to the
-// AF_XDP socket of the queue it came in on (dnstransport_xsks, one socket per worker
-// thread); every other frame (ARP, neighbour discovery, anything not from the server) goes
-// on to the kernel, as does an answer for a queue with no socket.
+// bytes): a frame that is a UDP datagram (or a TCP segment, in a run over TCP) from the
+// server's address and port goes to the AF_XDP socket of the queue it came in on
+// (dnstransport_xsks, one socket per queue); every other frame (ARP, neighbour discovery,
+// the other protocol, anything not from the server) goes on to the kernel, as does an answer
+// for a queue with no socket.
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/tcp.h>
 #include <linux/udp.h>
 
 #include <bpf/bpf_endian.h>
@@ -26,6 +28,7 @@ struct dnstransport_server {
   __u32 family;      // 4 or 6
   __u32 address[4];  // network order; IPv4 in the first word
   __u32 port;        // network order, in the low 16 bits
+  __u32 protocol;    // IPPROTO_UDP or IPPROTO_TCP
 };
 
 struct {
@@ -51,26 +54,33 @@ int dnstransport_answers(struct xdp_md* ctx) {
   __u32 key = 0;
   struct dnstransport_server* server = bpf_map_lookup_elem(&dnstransport_target, &key);
   if (!server) return XDP_PASS;
-  struct udphdr* udp;
+  void* transport;
   if (eth->h_proto == bpf_htons(ETH_P_IP) && server->family == 4) {
     struct iphdr* ip = (void*)(eth + 1);
-    if ((void*)(ip + 1) > end || ip->ihl != 5 || ip->protocol != IPPROTO_UDP) return XDP_PASS;
+    if ((void*)(ip + 1) > end || ip->ihl != 5 || ip->protocol != server->protocol) return XDP_PASS;
     if (ip->saddr != server->address[0]) return XDP_PASS;
-    udp = (void*)(ip + 1);
+    transport = ip + 1;
   } else if (eth->h_proto == bpf_htons(ETH_P_IPV6) && server->family == 6) {
     struct ipv6hdr* ip6 = (void*)(eth + 1);
-    if ((void*)(ip6 + 1) > end || ip6->nexthdr != IPPROTO_UDP) return XDP_PASS;
+    if ((void*)(ip6 + 1) > end || ip6->nexthdr != server->protocol) return XDP_PASS;
     if (ip6->saddr.in6_u.u6_addr32[0] != server->address[0] ||
         ip6->saddr.in6_u.u6_addr32[1] != server->address[1] ||
         ip6->saddr.in6_u.u6_addr32[2] != server->address[2] ||
         ip6->saddr.in6_u.u6_addr32[3] != server->address[3]) {
       return XDP_PASS;
     }
-    udp = (void*)(ip6 + 1);
+    transport = ip6 + 1;
   } else {
     return XDP_PASS;
   }
-  if ((void*)(udp + 1) > end || udp->source != (__u16)server->port) return XDP_PASS;
+  // The source port is the first field of both headers.
+  if (server->protocol == IPPROTO_TCP) {
+    struct tcphdr* tcp = transport;
+    if ((void*)(tcp + 1) > end || tcp->source != (__u16)server->port) return XDP_PASS;
+  } else {
+    struct udphdr* udp = transport;
+    if ((void*)(udp + 1) > end || udp->source != (__u16)server->port) return XDP_PASS;
+  }
   const __u64 now = bpf_ktime_get_ns();
   if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct dnstransport_meta)) == 0) {
     struct dnstransport_meta* meta = (void*)(long)ctx->data_meta;

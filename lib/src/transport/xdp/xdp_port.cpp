@@ -149,6 +149,26 @@ void xdp_port::kick_send(syscall_counter& syscalls) noexcept {
   syscalls.count_calls(1);
 }
 
+bool xdp_port::send_segment(const frame_addresses& to, const tcp_header& header,
+                            std::span<const iovec> payload) noexcept {
+  if (free_frames_.empty() && !reclaim()) return false;
+  std::uint32_t at = 0;
+  if (xsk_ring_prod__reserve(&tx_, 1, &at) != 1) return false;
+  const std::uint64_t address = free_frames_.back();
+  auto* frame = static_cast<std::uint8_t*>(xsk_umem__get_data(area_, address));
+  const std::size_t length = write_tcp_frame(to, header, payload, {frame, std::size_t{frame_size}});
+  if (length == 0) {
+    tx_.cached_prod -= 1;  // reserved, unused: given back
+    return false;
+  }
+  free_frames_.pop_back();
+  xdp_desc* d = xsk_ring_prod__tx_desc(&tx_, at);
+  d->addr = address;
+  d->len = static_cast<std::uint32_t>(length);
+  xsk_ring_prod__submit(&tx_, 1);
+  return true;
+}
+
 int xdp_port::send(const frame_addresses& to, std::span<mmsghdr> messages,
                    syscall_counter& syscalls) {
   reclaim();

@@ -39,7 +39,8 @@ class xdp_port {
   // The socket's descriptor (libxdp's: watch a duplicate).
   int descriptor() const noexcept;
 
-  // Receiving side. Reads every frame waiting and gives each that is a UDP datagram from
+  // Receiving side. Reads every frame waiting and gives each that is a UDP datagram or a TCP
+  // segment from
   // `from`'s destination (the server) to `each` (read_frame's datagram, and when the kernel
   // received it on CLOCK_MONOTONIC), then lends the frames back to the kernel. The frames'
   // memory is the kernel's again once `each` returns.
@@ -52,6 +53,10 @@ class xdp_port {
   // them to the kernel. Returns how many went, -EAGAIN when no frame is free now (wait for
   // the socket to be writable, then reclaim), -EMSGSIZE for a message larger than a frame.
   int send(const frame_addresses& to, std::span<mmsghdr> messages, syscall_counter& syscalls);
+  // Writes one TCP segment's frame and hands it to the kernel without asking it to send
+  // (kick_send does, once for many); false when no frame is free or it does not fit.
+  bool send_segment(const frame_addresses& to, const tcp_header& header,
+                    std::span<const iovec> payload) noexcept;
   // Takes back the frames the kernel has sent; true when some are free.
   bool reclaim() noexcept;
   // Asks the kernel to send what the tx ring holds, when it wants to be asked.

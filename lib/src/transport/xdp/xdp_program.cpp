@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <linux/if_link.h>
+#include <netinet/in.h>
 
 #include <array>
 #include <cerrno>
@@ -23,6 +24,7 @@ struct server_entry {
   std::uint32_t family = 0;
   std::array<std::uint32_t, 4> address{};
   std::uint32_t port = 0;
+  std::uint32_t protocol = 0;  // IPPROTO_UDP or IPPROTO_TCP
 };
 
 // libbpf's own messages stay quiet: a failure is this library's error, with its reason.
@@ -38,7 +40,7 @@ std::string why(int error) {
 }  // namespace
 
 xdp_program::xdp_program(const std::string& named, int ifindex,
-                         const boost::asio::ip::udp::endpoint& server)
+                         const boost::asio::ip::udp::endpoint& server, bool tcp)
     : ifindex_(ifindex) {
   libbpf_set_print(quiet);
   object_ = bpf_object__open_mem(xdp_answers_object.data(), xdp_answers_object.size(), nullptr);
@@ -61,6 +63,7 @@ xdp_program::xdp_program(const std::string& named, int ifindex,
   }
   const std::uint16_t port = htons(server.port());
   entry.port = port;
+  entry.protocol = tcp ? IPPROTO_TCP : IPPROTO_UDP;
   const std::uint32_t key = 0;
   const int target = bpf_object__find_map_fd_by_name(object_, "dnstransport_target");
   sockets_map_ = bpf_object__find_map_fd_by_name(object_, "dnstransport_xsks");

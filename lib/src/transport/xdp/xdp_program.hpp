@@ -1,6 +1,7 @@
 #pragma once
 // Internal: the XDP program of an AF_XDP run (xdp_answers.bpf.c), loaded from the bytes the
-// build keeps in the library, told the server's address and port, and attached to the
+// build keeps in the library, told the server's address, port and protocol (UDP or TCP: the
+// other stays the kernel's, as UDP's retries over TCP need), and attached to the
 // interface for the run (driver mode where the driver has it, else generic); detached when
 // the run ends.
 
@@ -21,7 +22,8 @@ class xdp_program {
  public:
   // Throws setup_error starting with `named` (the setting and the interface) when the
   // program cannot be loaded or attached (not root, another XDP program already there).
-  xdp_program(const std::string& named, int ifindex, const boost::asio::ip::udp::endpoint& server);
+  xdp_program(const std::string& named, int ifindex, const boost::asio::ip::udp::endpoint& server,
+              bool tcp);
   ~xdp_program();
   xdp_program(const xdp_program&) = delete;
   xdp_program& operator=(const xdp_program&) = delete;

@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -72,6 +73,15 @@ std::optional<mac> interface_mac(const std::string& interface) {
   return out;
 }
 
+// The interface's MTU (1500 when the kernel does not say).
+unsigned interface_mtu(const std::string& interface) {
+  plain_socket s(AF_INET);
+  ifreq request{};
+  std::strncpy(request.ifr_name, interface.c_str(), IFNAMSIZ - 1);
+  if (s.fd < 0 || ioctl(s.fd, SIOCGIFMTU, &request) != 0 || request.ifr_mtu <= 0) return 1500;
+  return static_cast<unsigned>(request.ifr_mtu);
+}
+
 // The address the kernel would send from to `server` (its route's), nothing when it has none.
 std::optional<boost::asio::ip::address> kernel_source(
     const boost::asio::ip::udp::endpoint& server) {
@@ -100,6 +110,12 @@ xdp_run::xdp_run(const xdp_settings& settings) {
         "through a queue of its own; `ethtool -L {} combined N` gives a NIC more)",
         named, queues, queues == 1 ? "" : "s", settings.threads_setting, threads_,
         settings.interface));
+  }
+  if (settings.tcp && threads_ > 1) {
+    throw setup_error(fmt::format(
+        "{} {}: DNS over TCP over AF_XDP runs on one worker thread (its connections are not "
+        "handed from one thread to another)",
+        settings.threads_setting, threads_));
   }
   boost::asio::io_context io;
   boost::asio::ip::udp::resolver resolver(io);
@@ -138,11 +154,16 @@ xdp_run::xdp_run(const xdp_settings& settings) {
   }
   addresses_.destination = server.address();
   addresses_.destination_port = server.port();
-  program_ = std::make_unique<xdp_program>(named, static_cast<int>(ifindex), server);
+  program_ = std::make_unique<xdp_program>(named, static_cast<int>(ifindex), server, settings.tcp);
   for (unsigned q = 0; q < queues; ++q) {
     ports_.push_back(
         std::make_unique<xdp_port>(settings.interface, named, q, program_->sockets_map()));
   }
+  // The largest TCP segment a frame carries on this link: its MTU less the IP and TCP
+  // headers (RFC 9293, 3.7.1), within a frame.
+  const unsigned mtu = std::min(interface_mtu(settings.interface), 4096u - 14u);
+  const unsigned headers = (server.address().is_v4() ? 20u : 40u) + 20u;
+  tcp_mss_ = static_cast<std::uint16_t>(mtu > headers + 536 ? mtu - headers : 536);
   readers_.assign(queues, nullptr);
   owners_ = std::make_unique<std::atomic<xdp_worker*>[]>(65536);
   sources_ = std::make_unique<std::array<std::uint8_t, 16>[]>(65536);
@@ -154,50 +175,87 @@ xdp_run::~xdp_run() = default;
 xdp_worker* xdp_run::join(xdp_client_socket& client, readiness_set& set, syscall_counter& syscalls,
                           const std::optional<boost::asio::ip::address>& source,
                           frame_addresses& addresses) {
-  std::unique_lock lock(mutex_);
-  if (next_port_ > 65535) return nullptr;
-  if (source && source->is_v4() != addresses_.destination.is_v4()) return nullptr;
-  xdp_worker* worker = nullptr;
   std::vector<unsigned> to_read;
-  for (const auto& w : workers_) {
-    if (&w->readiness() == &set) worker = w.get();
+  xdp_worker* worker = nullptr;
+  {
+    const std::lock_guard lock(mutex_);
+    if (source && source->is_v4() != addresses_.destination.is_v4()) return nullptr;
+    worker = worker_of(set, syscalls, to_read);
+    if (worker == nullptr || !assign_port(*worker, source, addresses)) return nullptr;
+    worker->join(client, addresses.source_port);
   }
-  if (worker == nullptr) {
-    if (workers_.size() >= threads_) return nullptr;
-    const auto index = static_cast<unsigned>(workers_.size());
-    workers_.push_back(std::make_unique<xdp_worker>(*this, index, set, syscalls));
-    worker = workers_.back().get();
-    // The queues no one reads, and those of its index, are its to read from now on; a worker
-    // that read one of these stops when its thread gets to it.
-    for (unsigned q = 0; q < queues(); ++q) {
-      xdp_worker* before = readers_[q];
-      if (before != nullptr && q % threads_ != index) continue;
-      readers_[q] = worker;
-      to_read.push_back(q);
-      if (before != nullptr && before != worker) {
-        boost::asio::post(before->readiness().io(), [run = weak_from_this(), before, q] {
-          if (const auto alive = run.lock()) before->stop_reading(q);
-        });
-      }
-    }
-  }
-  addresses = addresses_;
-  if (source) addresses.source = *source;
-  addresses.source_port = static_cast<std::uint16_t>(next_port_++);
-  worker->join(client, addresses.source_port);
-  auto& own = sources_[addresses.source_port];
-  if (addresses.source.is_v4()) {
-    const auto bytes = addresses.source.to_v4().to_bytes();
-    std::memcpy(own.data(), bytes.data(), bytes.size());
-  } else {
-    own = addresses.source.to_v6().to_bytes();
-  }
-  owners_[addresses.source_port].store(worker, std::memory_order_release);
-  lock.unlock();
   // Its thread is this one: the queues given to it above are watched now (start_reading
   // asks reads(), which locks).
   for (const unsigned q : to_read) worker->start_reading(q);
   return worker;
+}
+
+xdp_worker* xdp_run::worker(readiness_set& set, syscall_counter& syscalls) {
+  std::vector<unsigned> to_read;
+  xdp_worker* worker = nullptr;
+  {
+    const std::lock_guard lock(mutex_);
+    worker = worker_of(set, syscalls, to_read);
+  }
+  if (worker != nullptr) {
+    for (const unsigned q : to_read) worker->start_reading(q);
+  }
+  return worker;
+}
+
+std::optional<std::uint16_t> xdp_run::new_port(xdp_worker& worker,
+                                               const boost::asio::ip::address& source) {
+  const std::lock_guard lock(mutex_);
+  frame_addresses addresses;
+  if (!assign_port(worker, source, addresses)) return std::nullopt;
+  return addresses.source_port;
+}
+
+void xdp_run::set_source(std::uint16_t port, const boost::asio::ip::address& source) noexcept {
+  auto& own = sources_[port];
+  if (source.is_v4()) {
+    const auto bytes = source.to_v4().to_bytes();
+    std::memcpy(own.data(), bytes.data(), bytes.size());
+  } else {
+    own = source.to_v6().to_bytes();
+  }
+}
+
+xdp_worker* xdp_run::worker_of(readiness_set& set, syscall_counter& syscalls,
+                               std::vector<unsigned>& to_read) {
+  for (const auto& w : workers_) {
+    if (&w->readiness() == &set) return w.get();
+  }
+  if (workers_.size() >= threads_) return nullptr;
+  const auto index = static_cast<unsigned>(workers_.size());
+  workers_.push_back(std::make_unique<xdp_worker>(*this, index, set, syscalls));
+  xdp_worker* worker = workers_.back().get();
+  // The queues no one reads, and those of its index, are its to read from now on; a worker
+  // that read one of these stops when its thread gets to it.
+  for (unsigned q = 0; q < queues(); ++q) {
+    xdp_worker* before = readers_[q];
+    if (before != nullptr && q % threads_ != index) continue;
+    readers_[q] = worker;
+    to_read.push_back(q);
+    if (before != nullptr && before != worker) {
+      boost::asio::post(before->readiness().io(), [run = weak_from_this(), before, q] {
+        if (const auto alive = run.lock()) before->stop_reading(q);
+      });
+    }
+  }
+  return worker;
+}
+
+bool xdp_run::assign_port(xdp_worker& worker, const std::optional<boost::asio::ip::address>& source,
+                          frame_addresses& addresses) {
+  if (next_port_ > 65535) return false;
+  if (source && source->is_v4() != addresses_.destination.is_v4()) return false;
+  addresses = addresses_;
+  if (source) addresses.source = *source;
+  addresses.source_port = static_cast<std::uint16_t>(next_port_++);
+  set_source(addresses.source_port, addresses.source);
+  owners_[addresses.source_port].store(&worker, std::memory_order_release);
+  return true;
 }
 
 void xdp_run::leave(std::uint16_t port) noexcept {

@@ -56,6 +56,16 @@ class xdp_run : public std::enable_shared_from_this<xdp_run> {
   // The client of source `port` is gone (its worker's thread).
   void leave(std::uint16_t port) noexcept;
 
+  // TCP (xdp_tcp_connections.hpp), whose connections take ports as they need them: the
+  // worker of `set` (made as join makes it), null when more workers than threads come; a
+  // port of its own for `worker` from `source` (none left: nothing); and the address of a
+  // port the worker uses again (its thread).
+  xdp_worker* worker(readiness_set& set, syscall_counter& syscalls);
+  std::optional<std::uint16_t> new_port(xdp_worker& worker, const boost::asio::ip::address& source);
+  void set_source(std::uint16_t port, const boost::asio::ip::address& source) noexcept;
+  // The largest TCP segment the link carries (its MTU less the headers).
+  std::uint16_t tcp_mss() const noexcept { return tcp_mss_; }
+
   // The worker of the client with source `port`, null when none (any thread).
   xdp_worker* owner(std::uint16_t port) const noexcept {
     return owners_[port].load(std::memory_order_acquire);
@@ -79,6 +89,14 @@ class xdp_run : public std::enable_shared_from_this<xdp_run> {
   const frame_addresses& addresses() const noexcept { return addresses_; }
 
  private:
+  // Under the lock: the worker of `set`, made when it has none (the queues it is to read
+  // added to `to_read`); a port for `worker`, its addresses in `addresses` (false: none left,
+  // or `source` of the other family).
+  xdp_worker* worker_of(readiness_set& set, syscall_counter& syscalls,
+                        std::vector<unsigned>& to_read);
+  bool assign_port(xdp_worker& worker, const std::optional<boost::asio::ip::address>& source,
+                   frame_addresses& addresses);
+
   std::unique_ptr<xdp_program> program_;  // outlives the ports
   std::vector<std::unique_ptr<xdp_port>> ports_;
   frame_addresses addresses_;
@@ -91,6 +109,7 @@ class xdp_run : public std::enable_shared_from_this<xdp_run> {
   // Each client's source address by its source port (written before its owner is).
   std::unique_ptr<std::array<std::uint8_t, 16>[]> sources_;
   std::size_t source_size_ = 4;  // 16 over IPv6
+  std::uint16_t tcp_mss_ = 1460;
 };
 
 }  // namespace dnstransport::detail

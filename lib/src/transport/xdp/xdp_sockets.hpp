@@ -1,12 +1,12 @@
 #pragma once
-// Internal: DNS over UDP from AF_XDP sockets (generator_settings::xdp_interface): the UDP
-// client's datagram_socket (transport/udp/datagram_socket.hpp) made of frames the library
-// writes and reads itself (xdp_frames.hpp), so the engine and the UDP client are those of the
-// kernel path. The run attaches an XDP program to the interface that sends the server's
-// answers to the AF_XDP socket of their queue (xdp_program.hpp), and opens one socket on
-// each of the interface's receive queues (xdp_port.hpp); each worker thread sends through
-// one and the queues are read by the workers still running (xdp_run.hpp); each client has a
-// source port of its own.
+// Internal: DNS over UDP (and TCP: xdp_tcp_socket.hpp) from AF_XDP sockets
+// (generator_settings::xdp_interface): the UDP client's datagram_socket
+// (transport/udp/datagram_socket.hpp) made of frames the library writes and reads itself
+// (xdp_frames.hpp), so the engine and the UDP client are those of the kernel path. The run attaches
+// an XDP program to the interface that sends the server's answers to the AF_XDP socket of their
+// queue (xdp_program.hpp), and opens one socket on each of the interface's receive queues
+// (xdp_port.hpp); each worker thread sends through one and the queues are read by the workers still
+// running (xdp_run.hpp); each client has a source port of its own.
 
 #include <optional>
 #include <string>
@@ -30,6 +30,7 @@ struct xdp_settings {
   // neighbour table).
   std::string gateway_mac;
   unsigned threads = 1;  // worker threads: at most the interface's receive queues
+  bool tcp = false;      // DNS over TCP (xdp_tcp_socket.hpp), not UDP
 };
 
 // The sockets of one run: attaches the program and opens the AF_XDP sockets now; throws

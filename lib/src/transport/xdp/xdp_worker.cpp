@@ -11,6 +11,7 @@
 #include "engine/readiness.hpp"
 #include "transport/xdp/xdp_client_socket.hpp"
 #include "transport/xdp/xdp_run.hpp"
+#include "transport/xdp/xdp_tcp_connections.hpp"
 #include "util/syscall_counter.hpp"
 
 namespace dnstransport::detail {
@@ -29,6 +30,11 @@ xdp_worker::xdp_worker(xdp_run& run, unsigned index, readiness_set& set, syscall
     xdp_worker* owner = run_.owner(port);
     // To the client of that port, at its own address.
     if (owner == nullptr || !run_.addressed_to(port, datagram.destination)) return;
+    if (datagram.tcp) {
+      // One worker thread over TCP (xdp_run refuses more): its own connection's.
+      if (owner == this) tcp().receive(port, *datagram.tcp, datagram.payload, received_ns);
+      return;
+    }
     if (owner == this) {
       deliver(port, datagram.payload, received_ns);
       return;
@@ -149,10 +155,23 @@ void xdp_worker::stop_reading(unsigned queue) noexcept {
   if (reading_[queue] && !run_.reads(*this, queue)) reading_[queue].reset();
 }
 
+xdp_tcp_connections& xdp_worker::tcp() {
+  if (!tcp_)
+    tcp_ = std::make_unique<xdp_tcp_connections>(run_, *this, sender_, set_.io(), syscalls_);
+  return *tcp_;
+}
+
+void xdp_worker::leave_tcp() noexcept {
+  if (tcp_sockets_ == 0 || --tcp_sockets_ > 0) return;
+  tcp_.reset();
+  retire_if_done();
+}
+
 void xdp_worker::on_readable(unsigned queue) {
   run_.port(queue).receive(run_.addresses(), each_, syscalls_);
   hand_over_read();
   wake_waiting();
+  if (tcp_) tcp_->after_read();
   if (reading_[queue]) reading_[queue]->async_wait(true);
 }
 

@@ -1,8 +1,8 @@
 #pragma once
-// Internal: one worker thread's side of a run over AF_XDP (xdp_run.hpp): its clients by
-// source port, the queues it reads (watched in its readiness set), the port it sends through,
-// and the answers other workers read for its clients. Used on the worker's thread, but for
-// hand_over (any thread).
+// Internal: one worker thread's side of a run over AF_XDP (xdp_run.hpp): its UDP clients by
+// source port (its TCP connections: xdp_tcp_connections.hpp), the queues it reads (watched in its
+// readiness set), the port it sends through, and the answers other workers read for its clients.
+// Used on the worker's thread, but for hand_over (any thread).
 
 #include <cstdint>
 #include <memory>
@@ -20,6 +20,7 @@ class readiness_set;
 class watched_socket;
 class xdp_client_socket;
 class xdp_run;
+class xdp_tcp_connections;
 struct syscall_counter;
 
 class xdp_worker {
@@ -37,6 +38,13 @@ class xdp_worker {
   // The client of `port` has finished for good (udp_client's tick): when all have, the
   // worker retires (its queues to another worker; handed answers no longer taken).
   void client_finished(std::uint16_t port) noexcept;
+
+  // Its TCP connections (xdp_tcp_connections.hpp), made at the first.
+  xdp_tcp_connections& tcp();
+  // A TCP client's socket comes, or goes (its destructor): when the last has gone, the
+  // connections are dropped and the worker retires (it watches nothing more).
+  void join_tcp() noexcept { ++tcp_sockets_; }
+  void leave_tcp() noexcept;
 
   // Through the worker's port (xdp_port::send); -EAGAIN: wait_writable.
   int send(const frame_addresses& to, std::span<mmsghdr> messages);
@@ -113,6 +121,9 @@ class xdp_worker {
   bool handed_posted_ = false;
   bool accepting_ = true;  // false once retired
   answer_batch taken_;     // take_handed's, swapped with handed_
+
+  std::unique_ptr<xdp_tcp_connections> tcp_;
+  std::size_t tcp_sockets_ = 0;
 };
 
 }  // namespace dnstransport::detail

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/algorithm/hex.hpp>
@@ -106,8 +108,94 @@ TEST(xdp_frames_test, a_frame_from_the_server_is_read_back_to_its_payload) {
   fragment[14 + 6] |= 0x20;  // more fragments
   EXPECT_FALSE(read_frame(fragment, to));
   auto tcp = xdp_test_frame(back);
-  tcp[14 + 9] = 6;
+  tcp[14 + 9] = 6;  // a UDP header read as TCP's: its data offset (0) is not a header's
   EXPECT_FALSE(read_frame(tcp, to));
+  auto icmp = xdp_test_frame(back);
+  icmp[14 + 9] = 1;
+  EXPECT_FALSE(read_frame(icmp, to));
+}
+
+// A SYN with the MSS option, and the query (with its length, RFC 7766) on the handshake's
+// ACK; the expected frames computed apart, as above.
+TEST(xdp_frames_test, tcp_segments_have_their_headers_options_and_checksums) {
+  std::vector<std::uint8_t> query = xdp_test_bytes("0019" + xdp_test_query_hex);
+  const std::vector<iovec> pieces{{query.data(), 2}, {query.data() + 2, query.size() - 2}};
+  const tcp_header syn{0x01020304, 0, tcp_flag::syn, 65535, 1460};
+  const tcp_header data{0x01020305, 0xa0b0c0d1, tcp_flag::ack | tcp_flag::psh, 65535, 0};
+  const std::vector<std::string> expected{
+      // IPv4: the SYN, the query.
+      "02000000000202000000000108004500002c00004000400626300a4d00010a4d00029c400035010203040000"
+      "00006002ffffe30e0000020405b4",
+      "02000000000202000000000108004500004300004000400626190a4d00010a4d00029c40003501020305a0b0"
+      "c0d15018ffff759200000019" +
+          xdp_test_query_hex,
+      // IPv6.
+      "02000000000202000000000186dd6000000000180640fd770000000000000000000000000001fd7700000000"
+      "000000000000000000029c40003501020304000000006002fffffcb80000020405b4",
+      "02000000000202000000000186dd60000000002f0640fd770000000000000000000000000001fd7700000000"
+      "000000000000000000029c40003501020305a0b0c0d15018ffff8f3c00000019" +
+          xdp_test_query_hex};
+  std::size_t i = 0;
+  for (const bool v6 : {false, true}) {
+    const auto a = xdp_test_addresses(v6);
+    for (const auto& [header, payload] :
+         {std::pair{syn, std::span<const iovec>{}}, std::pair{data, std::span{pieces}}}) {
+      std::vector<std::uint8_t> frame(2048);
+      frame.resize(write_tcp_frame(a, header, payload, frame));
+      EXPECT_EQ(frame, xdp_test_bytes(expected[i])) << i;
+      ++i;
+    }
+  }
+}
+
+// The server's segments read back to their header (the MSS among other options) and payload.
+TEST(xdp_frames_test, a_tcp_segment_from_the_server_is_read_back_to_its_header_and_payload) {
+  for (const bool v6 : {false, true}) {
+    const auto to = xdp_test_addresses(v6);
+    frame_addresses back = to;
+    std::swap(back.source, back.destination);
+    std::swap(back.source_port, back.destination_port);
+    std::vector<std::uint8_t> answer = xdp_test_bytes("0019" + xdp_test_query_hex);
+    const std::vector<iovec> pieces{{answer.data(), answer.size()}};
+    const tcp_header sent{0xfffffff0, 0x01020310, tcp_flag::ack | tcp_flag::fin, 512, 0};
+    std::vector<std::uint8_t> frame(2048);
+    frame.resize(write_tcp_frame(back, sent, pieces, frame));
+    auto got = read_frame(frame, to);
+    ASSERT_TRUE(got && got->tcp) << v6;
+    EXPECT_EQ(*got->tcp, sent) << v6;
+    EXPECT_EQ(got->destination_port, 40000) << v6;
+    EXPECT_EQ(std::vector<std::uint8_t>(got->payload.begin(), got->payload.end()), answer) << v6;
+
+    // A SYN-ACK with its options as Linux sends them: MSS, SACK permitted, timestamps, NOP,
+    // window scale. Only the MSS is read; a cut option list reads as none.
+    const tcp_header syn_ack{7, 8, tcp_flag::syn | tcp_flag::ack, 65483, 1460};
+    frame.assign(2048, 0);
+    frame.resize(write_tcp_frame(back, syn_ack, {}, frame));
+    const std::size_t tcp_at = frame.size() - 24;
+    const std::vector<std::uint8_t> options{
+        4, 2, 8, 10, 0, 0, 0,    1,    0, 0, 0, 0,
+        1, 3, 3, 7,  2, 4, 0x05, 0x78, 0, 0, 0, 0};  // MSS 1400 last
+    frame.resize(tcp_at + 20);
+    frame.insert(frame.end(), options.begin(), options.end());
+    frame[tcp_at + 12] = (20 + 24) / 4 << 4;
+    const std::size_t ip_at = 14;
+    if (v6) {
+      frame[ip_at + 5] = 20 + 24;
+    } else {
+      frame[ip_at + 3] = 20 + 20 + 24;
+    }
+    got = read_frame(frame, to);
+    ASSERT_TRUE(got && got->tcp) << v6;
+    EXPECT_EQ(got->tcp->mss, 1400) << v6;
+    EXPECT_EQ(got->tcp->flags, tcp_flag::syn | tcp_flag::ack) << v6;
+    EXPECT_TRUE(got->payload.empty()) << v6;
+    frame[tcp_at + 20 + 17] = 40;  // the MSS option's length runs past the options
+    got = read_frame(frame, to);
+    ASSERT_TRUE(got && got->tcp) << v6;
+    EXPECT_EQ(got->tcp->mss, 0) << v6;
+    frame[tcp_at + 12] = (20 + 28) / 4 << 4;  // a data offset past the segment
+    EXPECT_FALSE(read_frame(frame, to)) << v6;
+  }
 }
 
 TEST(xdp_frames_test, a_frame_that_does_not_fit_is_not_written) {
