@@ -125,7 +125,7 @@ void add_pace_options(CLI::App& app, run_options& o) {
                  "through a queue of its own and the queues are read by the threads still "
                  "running; answers are checked and timed as over kernel sockets. tcp: each "
                  "connection's handshake, retransmissions and FIN or RST (--close) run in user "
-                 "space, the first query on the handshake's ACK; counted as over the kernel. "
+                 "space; counted as over the kernel. "
                  "Needs root. A client's frames go from its --source address (default: the "
                  "kernel's for the server) and a source port of its own (tcp: one per "
                  "connection, used again once it has closed)");

@@ -348,7 +348,7 @@ struct generator_settings {
   /// server's answers to the AF_XDP socket of the receive queue they came in on (one per
   /// queue). Each worker thread sends through a queue of its own, so generator.threads is at
   /// most the interface's receive queues (1 over TCP). Over TCP, each connection (handshake,
-  /// retransmission, FIN or RST) runs in user space, the first query on the handshake's ACK;
+  /// retransmission, FIN or RST) runs in user space;
   /// TCP Fast Open is refused. Answers and connections are checked, matched, timed and counted
   /// as over kernel sockets, into the same counts. A client's frames go from its address of
   /// connections.sources (default: the one the kernel would use for the server) with a source

@@ -83,7 +83,10 @@ xdp_tcp_connection::events xdp_tcp_connection::receive(const tcp_header& header,
       }
       retransmit_at_.reset();
       retries_ = 0;
-      ack_owed_ = true;
+      // The handshake's ACK goes alone, before any query, as a kernel client sends it: Knot
+      // DNS's XDP TCP completes a handshake only on an ACK without data (it keeps half-open
+      // connections apart, and drops a query riding on the ACK).
+      send_ack(sink);
       ev.connected = ev.writable = true;
       return ev;
     }

@@ -1,7 +1,7 @@
 #pragma once
 // Internal: a DNS client's TCP connection run in user space over AF_XDP (RFC 9293), as much
-// of TCP as a client of DNS over TCP needs (RFC 7766): the three-way handshake, with the
-// first query on the handshake's ACK; bytes sent in order and sent again from the oldest
+// of TCP as a client of DNS over TCP needs (RFC 7766): the three-way handshake (its ACK
+// alone, as a kernel client sends it: Knot DNS's XDP TCP takes no query on it); bytes sent in order and sent again from the oldest
 // unacknowledged one when the retransmission timer runs out (RFC 6298: 1 s until the
 // handshake's round trip is known, doubled on each timeout); bytes received in order only
 // (a segment ahead of the next expected byte is dropped and the sender, the server's kernel,
