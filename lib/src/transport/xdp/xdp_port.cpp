@@ -169,6 +169,17 @@ bool xdp_port::send_segment(const frame_addresses& to, const tcp_header& header,
   return true;
 }
 
+void xdp_port::kick_send_all(syscall_counter& syscalls) noexcept {
+  if (!xsk_ring_prod__needs_wakeup(&tx_)) return;
+  for (std::uint32_t i = 0; i < send_frames / 32; ++i) {
+    const ssize_t r = sendto(xsk_socket__fd(socket_), nullptr, 0, MSG_DONTWAIT, nullptr, 0);
+    syscalls.count_calls(1);
+    // EAGAIN: frames left (or no room to complete them: taken back here).
+    if (r >= 0 || (errno != EAGAIN && errno != EBUSY)) break;
+    reclaim();
+  }
+}
+
 int xdp_port::send(const frame_addresses& to, std::span<mmsghdr> messages,
                    syscall_counter& syscalls) {
   reclaim();

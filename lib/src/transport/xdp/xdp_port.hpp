@@ -61,6 +61,9 @@ class xdp_port {
   bool reclaim() noexcept;
   // Asks the kernel to send what the tx ring holds, when it wants to be asked.
   void kick_send(syscall_counter& syscalls) noexcept;
+  // The same until the ring is empty: in copy mode one call sends at most 32 frames (the
+  // kernel's TX_BATCH_SIZE), and a TCP worker's read may have queued more (bounded).
+  void kick_send_all(syscall_counter& syscalls) noexcept;
 
  private:
   std::string interface_;

@@ -58,8 +58,16 @@ xdp_tcp_connection::events xdp_tcp_connection::receive(const tcp_header& header,
     case phase::syn_sent: {
       if (has_ack && header.acknowledgment != iss_ + 1) {
         // Not for this SYN (RFC 9293, 3.10.7.3): a reset tells the peer, unless it is one.
+        // The peer still held an earlier connection on this port (one a run left in its FIN
+        // exchange): the reset ends it there, and the SYN goes again at once rather than
+        // after its timer, once per connection.
         if ((header.flags & tcp_flag::rst) == 0) {
           sink.send_segment({header.acknowledgment, 0, tcp_flag::rst, 0, 0}, {});
+          if (!syn_sent_again_) {
+            syn_sent_again_ = true;
+            syn_sent_at_ = now;
+            sink.send_segment({iss_, 0, tcp_flag::syn, receive_window, mss_}, {});
+          }
         }
         return ev;
       }

@@ -1,11 +1,11 @@
 #pragma once
 // Internal: a DNS client's TCP connection run in user space over AF_XDP (RFC 9293), as much
 // of TCP as a client of DNS over TCP needs (RFC 7766): the three-way handshake (its ACK
-// alone, as a kernel client sends it: Knot DNS's XDP TCP takes no query on it); bytes sent in order and sent again from the oldest
-// unacknowledged one when the retransmission timer runs out (RFC 6298: 1 s until the
-// handshake's round trip is known, doubled on each timeout); bytes received in order only
-// (a segment ahead of the next expected byte is dropped and the sender, the server's kernel,
-// sends it again), acknowledged at once; FIN both ways, or RST; a reset ends it. No window
+// alone, as a kernel client sends it: Knot DNS's XDP TCP takes no query on it); bytes sent in order
+// and sent again from the oldest unacknowledged one when the retransmission timer runs out (RFC
+// 6298: 1 s until the handshake's round trip is known, doubled on each timeout); bytes received in
+// order only (a segment ahead of the next expected byte is dropped and the sender, the server's
+// kernel, sends it again), acknowledged at once; FIN both ways, or RST; a reset ends it. No window
 // scaling, no selective acknowledgment: a DNS connection carries little.
 //
 // Nothing here sends or waits itself: segments go out through the segment_sink the owner
@@ -135,6 +135,7 @@ class xdp_tcp_connection {
   bool ack_owed_ = false;
   // Timers.
   std::uint64_t syn_sent_at_ = 0;
+  bool syn_sent_again_ = false;  // after a reset of the peer's stale connection
   std::uint64_t handshake_rtt_ = 0;
   std::uint64_t rto_ = initial_rto_ns;
   std::optional<std::uint64_t> retransmit_at_;

@@ -27,7 +27,19 @@ xdp_tcp_connections::xdp_tcp_connections(xdp_run& run, xdp_worker& worker, xdp_p
       slots_(65536),
       random_(std::random_device{}()) {}
 
-xdp_tcp_connections::~xdp_tcp_connections() = default;
+xdp_tcp_connections::~xdp_tcp_connections() {
+  // The run is over: connections still in their FIN exchange (or anything else) are reset,
+  // so that the server forgets them before a later run uses their ports again.
+  dispatching_ = true;
+  for (const std::uint16_t port : active_) {
+    slot& s = *slots_[port];
+    if (s.connection.state() != xdp_tcp_connection::phase::finished) {
+      s.connection.close(true, monotonic_ns(), s);
+    }
+  }
+  dispatching_ = false;
+  kick();
+}
 
 bool xdp_tcp_connections::send(const frame_addresses& to, const tcp_header& header,
                                std::span<const iovec> payload) {
@@ -42,7 +54,7 @@ bool xdp_tcp_connections::send(const frame_addresses& to, const tcp_header& head
 void xdp_tcp_connections::kick() {
   if (!sent_) return;
   sent_ = false;
-  sender_.kick_send(syscalls_);
+  sender_.kick_send_all(syscalls_);
 }
 
 std::optional<std::uint16_t> xdp_tcp_connections::open(

@@ -170,17 +170,24 @@ TEST(xdp_tcp_connection_test, a_handshake_after_a_second_syn_has_no_round_trip) 
   EXPECT_EQ(c.handshake_rtt(), 0u);
 }
 
-TEST(xdp_tcp_connection_test, a_reset_for_the_syn_is_refused_and_a_stray_ack_is_reset) {
+TEST(xdp_tcp_connection_test, a_reset_for_the_syn_is_refused_and_a_stale_ack_is_reset) {
   recording_sink sink;
   xdp_tcp_connection c(1460);
   c.open(iss, 0, sink);
   sink.take();
   // An ACK for another SYN: answered with a reset at its acknowledgment, and ignored.
   c.receive({irs, iss + 7, tcp_flag::syn | tcp_flag::ack, 65535, 0}, {}, ms, sink);
+  // The peer held an older connection on the port: once reset, the SYN goes again at once.
   auto sent = sink.take();
-  ASSERT_EQ(sent.size(), 1u);
+  ASSERT_EQ(sent.size(), 2u);
   EXPECT_EQ(sent[0].header, (tcp_header{iss + 7, 0, tcp_flag::rst, 0, 0}));
+  EXPECT_EQ(sent[1].header, (tcp_header{iss, 0, tcp_flag::syn, 65535, 1460}));
   EXPECT_EQ(c.state(), xdp_tcp_connection::phase::syn_sent);
+  // Only once: a second stray ACK gets its reset and no SYN.
+  c.receive({irs, iss + 9, tcp_flag::ack, 65535, 0}, {}, ms, sink);
+  sent = sink.take();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].header.flags, tcp_flag::rst);
   // A reset without an acceptable ACK: ignored.
   c.receive({0, 0, tcp_flag::rst, 0, 0}, {}, ms, sink);
   EXPECT_EQ(c.state(), xdp_tcp_connection::phase::syn_sent);
