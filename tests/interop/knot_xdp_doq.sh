@@ -3,11 +3,12 @@
 # 3.2 serves DoQ only through XDP (AF_XDP sockets on a network interface), never on
 # loopback, so this case builds a network namespace of its own with a veth pair (10.253.53.1
 # here, 10.253.53.2 in the namespace), starts knotd there with `xdp: listen: IFACE@53, udp:
-# on, quic: on, quic-port: 853`, and runs kdig +quic and dnstransport --transport doq across
+# on, tcp: on, quic: on, quic-port: 853`, and runs kdig +quic and dnstransport --transport doq across
 # the pair: persistent connections (knotd grants 100 streams a connection and no more, so the
 # client replaces its connections) and one query per connection with resumption and 0-RTT.
-# Then `dnstransport run --xdp` on this end of the pair sends UDP from AF_XDP sockets to
-# knotd's XDP, a closed loop as fast as the two carry: every query answered, NOERROR. Needs root (namespaces, XDP). Where the kernel or
+# Then `dnstransport run --xdp` on this end of the pair sends UDP, then TCP (one query per
+# connection), from AF_XDP sockets to knotd's XDP, a closed loop as fast as the two carry:
+# every query answered, NOERROR. Needs root (namespaces, XDP). Where the kernel or
 # the machine refuses (no root, no netns, no veth, XDP refused), the case is skipped with
 # that reason, but with CI=true it fails: it is the only DoQ case against a server not ours,
 # and the CI machines grant all of it, so a refusal there is a change to look at.
@@ -83,6 +84,7 @@ server:
 xdp:
   listen: $ns_if@53
   udp: on
+  tcp: on
   quic: on
   quic-port: 853
 log:
@@ -155,31 +157,36 @@ print("%d connections, %d replaced for want of streams, %d with 0-RTT accepted" 
     r["connections"]["opened"], q.get("streams_exhausted", 0), q.get("early_data_accepted", 0)))
 ' "$json" 2>/dev/null || echo "no result"))"
   done
-  knot_xdp_udp "$host_if" "$dir"
+  knot_xdp_over "$host_if" "$dir" udp
+  knot_xdp_over "$host_if" "$dir" tcp
   knot_xdp_cleanup
 }
 
-# knot_xdp_udp HOST_IF DIR: UDP from our AF_XDP sockets on HOST_IF (this end of the pair) to
-# knotd's XDP, closed loop, no rate: all answered, NOERROR, and the rate printed.
-knot_xdp_udp() {
-  local host_if=$1 dir=$2 server=knot-xdp-udp json="$2/xdp-udp.json" err="$2/xdp-udp.err"
-  local status=0 line
-  timeout $((duration + 20)) "$DNSTRANSPORT" run --server 10.253.53.2 --transport udp \
-    --xdp "$host_if" --queries "$work/present.txt" --clients 4 --outstanding 50 \
+# knot_xdp_over HOST_IF DIR TRANSPORT: UDP (or TCP, one query per connection) from our
+# AF_XDP sockets on HOST_IF (this end of the pair) to knotd's XDP, closed loop, no rate: all
+# answered, NOERROR, and the rate printed.
+knot_xdp_over() {
+  local host_if=$1 dir=$2 transport=$3 server="knot-xdp-$3" json="$2/xdp-$3.json"
+  local err="$2/xdp-$3.err" status=0 line extra=()
+  [ "$transport" = udp ] || extra=(--queries-per-connection 1)
+  timeout $((duration + 20)) "$DNSTRANSPORT" run --server 10.253.53.2 --transport "$transport" \
+    "${extra[@]}" --xdp "$host_if" --queries "$work/present.txt" --clients 4 --outstanding 50 \
     --duration "$duration" --timeout 1 --cpus "$client_cpu" --quiet --json "$json" \
     >"$err" 2>&1 || status=$?
   if [ ! -s "$json" ] && grep -q "this build has no AF_XDP" "$err"; then
-    knot_xdp_refused "$server" "$(grep -o 'this build has no AF_XDP.*' "$err")" udp
+    knot_xdp_refused "$server" "$(grep -o 'this build has no AF_XDP.*' "$err")" "$transport"
     return 0
   fi
   if [ ! -s "$json" ]; then
     line=$'-\t-\t-\t'"FAIL: dnstransport exited $status without a result: $(tail -n 3 "$err" | tr '\n' ' ')"
   else
-    line=$(python3 "$here/check_run.py" "$json" --rcode NOERROR) || true
+    local checks=(--rcode NOERROR)
+    [ "$transport" = udp ] || checks+=(--new-connection-per-query)
+    line=$(python3 "$here/check_run.py" "$json" "${checks[@]}") || true
     if [ "$status" -ne 0 ] && [[ $line == *$'\t'ok ]]; then line="${line%ok}FAIL: dnstransport exited $status"; fi
   fi
-  row "$server" "udp" "-" "-" "present" "$line"
-  echo "   udp over AF_XDP, knotd's XDP answering: ${line##*$'\t'} ($(python3 -c '
+  row "$server" "$transport" "-" "$([ "$transport" = udp ] && echo - || echo 1)" "present" "$line"
+  echo "   $transport over AF_XDP, knotd's XDP answering: ${line##*$'\t'} ($(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 print("{:,} answered, {:,.0f} q/s".format(r["responses_received"], r["qps"]))
