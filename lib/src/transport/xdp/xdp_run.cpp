@@ -160,8 +160,9 @@ xdp_run::xdp_run(const xdp_settings& settings) {
         std::make_unique<xdp_port>(settings.interface, named, q, program_->sockets_map()));
   }
   // The largest TCP segment a frame carries on this link: its MTU less the IP and TCP
-  // headers (RFC 9293, 3.7.1), within a frame.
-  const unsigned mtu = std::min(interface_mtu(settings.interface), 4096u - 14u);
+  // headers (RFC 9293, 3.7.1), within a receive frame (4096 octets less the kernel's
+  // XDP_PACKET_HEADROOM of 256, the program's stamp and the Ethernet header).
+  const unsigned mtu = std::min(interface_mtu(settings.interface), 4096u - 256u - 32u - 14u);
   const unsigned headers = (server.address().is_v4() ? 20u : 40u) + 20u;
   tcp_mss_ = static_cast<std::uint16_t>(mtu > headers + 536 ? mtu - headers : 536);
   readers_.assign(queues, nullptr);

@@ -36,6 +36,7 @@ void xdp_tcp_connection::arm(std::uint64_t now) noexcept {
 void xdp_tcp_connection::fail(int error) noexcept {
   error_ = error;
   phase_ = phase::finished;
+  ack_owed_ = false;  // nothing follows a reset or a failure
   retransmit_at_.reset();
   fin_wait_until_.reset();
 }
@@ -87,13 +88,15 @@ xdp_tcp_connection::events xdp_tcp_connection::receive(const tcp_header& header,
       // Karn's rule: a handshake whose SYN went again gives no round trip.
       if (retransmissions_ == 0) {
         handshake_rtt_ = now - syn_sent_at_;
-        rto_ = std::max(min_rto_ns, 3 * handshake_rtt_);  // RFC 6298, 2.2: R + 4 R/2
+        base_rto_ = std::max(min_rto_ns, 3 * handshake_rtt_);  // RFC 6298, 2.2: R + 4 R/2
       }
+      rto_ = base_rto_;
       retransmit_at_.reset();
       retries_ = 0;
       // The handshake's ACK goes alone, before any query, as a kernel client sends it: Knot
       // DNS's XDP TCP completes a handshake only on an ACK without data (it keeps half-open
-      // connections apart, and drops a query riding on the ACK).
+      // connections apart, and drops a query riding on the ACK). Owed until it went.
+      ack_owed_ = true;
       send_ack(sink);
       ev.connected = ev.writable = true;
       return ev;
@@ -125,6 +128,7 @@ xdp_tcp_connection::events xdp_tcp_connection::receive(const tcp_header& header,
     if (before(next_, ack)) next_ = ack;  // what went before a timeout's resend arrived
     if (fin_sent_ && ack == fin_sequence_ + 1) fin_acked_ = true;
     retries_ = 0;
+    rto_ = base_rto_;  // new data acknowledged: the back-off ends (RFC 6298, 5.7)
     if (una_ == high_) {
       retransmit_at_.reset();
     } else {
@@ -211,14 +215,16 @@ void xdp_tcp_connection::send_fin(segment_sink& sink) {
 }
 
 void xdp_tcp_connection::send_ack(segment_sink& sink) {
-  if (sink.send_segment({next_, receive_next_, tcp_flag::ack, receive_window, 0}, {})) {
+  // At the highest sequence sent: after a timeout's resend next_ is lower, and the peer,
+  // which may have it all, would take a segment below its next expected one as out of window.
+  if (sink.send_segment({high_, receive_next_, tcp_flag::ack, receive_window, 0}, {})) {
     ack_owed_ = false;
   }
 }
 
 void xdp_tcp_connection::send_reset(segment_sink& sink) {
   sink.send_segment(
-      {next_, receive_next_, static_cast<std::uint8_t>(tcp_flag::rst | tcp_flag::ack), 0, 0}, {});
+      {high_, receive_next_, static_cast<std::uint8_t>(tcp_flag::rst | tcp_flag::ack), 0, 0}, {});
 }
 
 void xdp_tcp_connection::flush(segment_sink& sink) {
@@ -294,6 +300,12 @@ xdp_tcp_connection::events xdp_tcp_connection::on_timer(std::uint64_t now, segme
   }
   ++retransmissions_;
   rto_ = std::min(rto_ * 2, max_rto_ns);
+  resend(sink);
+  arm(now);
+  return ev;
+}
+
+void xdp_tcp_connection::resend(segment_sink& sink) {
   if (phase_ == phase::syn_sent) {
     sink.send_segment({iss_, 0, tcp_flag::syn, receive_window, mss_}, {});
   } else if (!output_.empty()) {
@@ -314,8 +326,12 @@ xdp_tcp_connection::events xdp_tcp_connection::on_timer(std::uint64_t now, segme
                       {});
     ack_owed_ = false;
   }
-  arm(now);
-  return ev;
+}
+
+void xdp_tcp_connection::resend_now(segment_sink& sink) {
+  if (phase_ == phase::closed || phase_ == phase::finished) return;
+  resend(sink);
+  flush(sink);
 }
 
 }  // namespace dnstransport::detail

@@ -83,6 +83,14 @@ class xdp_tcp_connection {
   // for the peer's FIN after ours was acknowledged (then a RST ends it).
   std::optional<std::uint64_t> deadline() const noexcept;
   events on_timer(std::uint64_t now, segment_sink& sink);
+  // A segment found no free frame: what is outstanding (the SYN, the oldest bytes, the FIN)
+  // and the ACK owed go again now, without the timer's back-off.
+  void resend_now(segment_sink& sink);
+
+  // Whether write() would take bytes now.
+  bool can_write() const noexcept {
+    return phase_ == phase::established && !fin_queued_ && output_.size() < max_unacknowledged;
+  }
 
   phase state() const noexcept { return phase_; }
   // 0, or why it failed: ECONNREFUSED (a RST for the SYN), ECONNRESET, ETIMEDOUT.
@@ -102,6 +110,7 @@ class xdp_tcp_connection {
 
  private:
   void send_data(std::uint64_t now, segment_sink& sink);
+  void resend(segment_sink& sink);
   void send_fin(segment_sink& sink);
   void send_ack(segment_sink& sink);
   void send_reset(segment_sink& sink);
@@ -137,7 +146,8 @@ class xdp_tcp_connection {
   std::uint64_t syn_sent_at_ = 0;
   bool syn_sent_again_ = false;  // after a reset of the peer's stale connection
   std::uint64_t handshake_rtt_ = 0;
-  std::uint64_t rto_ = initial_rto_ns;
+  std::uint64_t base_rto_ = initial_rto_ns;  // from the handshake's round trip
+  std::uint64_t rto_ = initial_rto_ns;       // with the back-off of timeouts
   std::optional<std::uint64_t> retransmit_at_;
   std::optional<std::uint64_t> fin_wait_until_;
   unsigned retries_ = 0;

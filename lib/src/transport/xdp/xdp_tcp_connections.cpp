@@ -11,9 +11,26 @@
 
 namespace dnstransport::detail {
 
+namespace {
+
+constexpr std::uint64_t stall_retry_ns = 1'000'000;  // 1 ms
+
+}  // namespace
+
 bool xdp_tcp_connections::slot::send_segment(const tcp_header& header,
                                              std::span<const iovec> payload) {
-  return table.send(to, header, payload);
+  if (table.send(to, header, payload)) return true;
+  table.stall(to.source_port);
+  return false;
+}
+
+void xdp_tcp_connections::stall(std::uint16_t port) {
+  slot& s = *slots_[port];
+  if (!s.stalled) {
+    s.stalled = true;
+    stalled_.push_back(port);
+  }
+  arm_timer(monotonic_ns() + stall_retry_ns);
 }
 
 xdp_tcp_connections::xdp_tcp_connections(xdp_run& run, xdp_worker& worker, xdp_port& sender,
@@ -86,7 +103,10 @@ std::optional<std::uint16_t> xdp_tcp_connections::open(
   s.newest_arrival = 0;
   const std::uint32_t iss = s.next_iss;
   s.connection.open(iss, monotonic_ns(), s);
-  active_.push_back(port);
+  if (s.active_at == not_active) {
+    s.active_at = active_.size();
+    active_.push_back(port);
+  }
   if (const auto at = s.connection.deadline()) arm_timer(*at);
   return port;
 }
@@ -177,10 +197,12 @@ void xdp_tcp_connections::settle(std::uint16_t port) {
   slot& s = *slots_[port];
   if (s.socket == nullptr && s.connection.state() == xdp_tcp_connection::phase::finished &&
       !s.touched) {
-    const auto at = std::find(active_.begin(), active_.end(), port);
-    if (at != active_.end()) {
-      *at = active_.back();
+    if (s.active_at != not_active) {
+      const std::uint16_t last = active_.back();
+      active_[s.active_at] = last;
+      slots_[last]->active_at = s.active_at;
       active_.pop_back();
+      s.active_at = not_active;
       // The next connection on this port starts past this one's sequence space.
       s.next_iss += 1u << 24;
       free_ports_.push_back(port);
@@ -195,9 +217,10 @@ void xdp_tcp_connections::arm_timer(std::uint64_t at) {
   timer_at_ = at;
   const std::uint64_t now = monotonic_ns();
   timer_.expires_after(std::chrono::nanoseconds(at > now ? at - now : 0));
-  timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) on_timer();
-  });
+  timer_.async_wait(
+      [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+        if (!ec && !alive.expired()) on_timer();
+      });
 }
 
 void xdp_tcp_connections::on_timer() {
@@ -205,6 +228,15 @@ void xdp_tcp_connections::on_timer() {
   const std::uint64_t now = monotonic_ns();
   std::optional<std::uint64_t> next;
   dispatching_ = true;
+  // Segments that found no free frame go again first (frames came free since).
+  std::vector<std::uint16_t> stalled;
+  stalled.swap(stalled_);
+  for (const std::uint16_t port : stalled) {
+    slot& s = *slots_[port];
+    s.stalled = false;
+    s.connection.resend_now(s);
+    touch(port);
+  }
   for (std::size_t i = 0; i < active_.size(); ++i) {
     const std::uint16_t port = active_[i];
     slot& s = *slots_[port];

@@ -9,7 +9,8 @@
 // Segments go out through the worker's send port, each written into a frame at once and
 // handed to the kernel together at the end of what the worker is doing (one kick per read
 // or call, not per segment). Retransmissions run on one timer of the worker's io_context,
-// armed for the earliest deadline of its connections.
+// armed for the earliest deadline of its connections; a segment that found no free frame
+// goes again a millisecond later, not after the retransmission timeout.
 
 #include <cstdint>
 #include <memory>
@@ -64,6 +65,7 @@ class xdp_tcp_connections {
   void after_read();
 
  private:
+  static constexpr std::size_t not_active = ~std::size_t{0};
   struct slot final : segment_sink {
     slot(xdp_tcp_connections& owner, std::uint16_t mss) : table(owner), connection(mss) {}
     bool send_segment(const tcp_header& header, std::span<const iovec> payload) override;
@@ -72,12 +74,15 @@ class xdp_tcp_connections {
     frame_addresses to;
     xdp_tcp_socket* socket = nullptr;  // null once its client let go
     xdp_tcp_connection::events pending;
-    bool touched = false;              // in touched_
-    std::uint64_t newest_arrival = 0;  // CLOCK_MONOTONIC, of the last segment taken
-    std::uint32_t next_iss = 0;        // the next connection's on this port
+    bool touched = false;                // in touched_
+    bool stalled = false;                // in stalled_
+    std::size_t active_at = not_active;  // in active_
+    std::uint64_t newest_arrival = 0;    // CLOCK_MONOTONIC, of the last segment taken
+    std::uint32_t next_iss = 0;          // the next connection's on this port
   };
 
   bool send(const frame_addresses& to, const tcp_header& header, std::span<const iovec> payload);
+  void stall(std::uint16_t port);
   void reset_stray(std::uint16_t port, const tcp_header& header, std::size_t payload_size);
   void touch(std::uint16_t port);
   void settle(std::uint16_t port);
@@ -96,9 +101,12 @@ class xdp_tcp_connections {
   std::vector<std::uint16_t> free_ports_;     // the worker's, connection finished
   std::vector<std::uint16_t> active_;         // ports with a connection not finished
   std::vector<std::uint16_t> touched_;        // ports with news since the last after_read
+  std::vector<std::uint16_t> stalled_;        // ports whose segment found no free frame
   bool dispatching_ = false;                  // in receive / after_read: kick at the end
   bool sent_ = false;                         // frames handed since the last kick
   std::mt19937 random_;                       // first sequence numbers
+  // The timer's handler does nothing once the table is gone (a handler already queued).
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace dnstransport::detail

@@ -161,8 +161,18 @@ bool xdp_tcp_socket::read_ready() noexcept {
 }
 
 bool xdp_tcp_socket::write_ready() noexcept {
+  // As a kernel socket: writable once connected and its send buffer (the bytes not yet
+  // acknowledged) has room, or when writing would fail at once.
   const xdp_tcp_connection* c = connection();
-  return c == nullptr || c->error() != 0 || c->state() != xdp_tcp_connection::phase::syn_sent;
+  if (c == nullptr || c->error() != 0) return true;
+  switch (c->state()) {
+    case xdp_tcp_connection::phase::syn_sent:
+      return false;
+    case xdp_tcp_connection::phase::established:
+      return c->can_write();
+    default:
+      return true;
+  }
 }
 
 void xdp_tcp_socket::call_later(bool readable, std::uint64_t token, bool ok) {

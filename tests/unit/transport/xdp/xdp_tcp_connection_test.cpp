@@ -360,5 +360,75 @@ TEST(xdp_tcp_connection_test, a_segment_without_a_frame_goes_with_the_timer) {
   EXPECT_EQ(sent[0].payload, "query");
 }
 
+// The timer's back-off ends when new data is acknowledged: the next loss waits the base
+// timeout again, not the doubled one.
+TEST(xdp_tcp_connection_test, the_back_off_ends_when_new_data_is_acknowledged) {
+  recording_sink sink;
+  auto c = established(sink);
+  write(c, "first", 20 * ms, sink);
+  c.on_timer(*c.deadline(), sink);  // lost once: 400 ms from here
+  const std::uint64_t after = 20 * ms + xdp_tcp_connection::min_rto_ns;
+  EXPECT_EQ(*c.deadline(), after + 2 * xdp_tcp_connection::min_rto_ns);
+  c.receive({irs + 1, iss + 6, tcp_flag::ack, 65535, 0}, {}, after + ms, sink);
+  write(c, "second", after + 2 * ms, sink);
+  EXPECT_EQ(*c.deadline(), after + 2 * ms + xdp_tcp_connection::min_rto_ns);
+}
+
+// After a timeout's resend the reset goes at the highest sequence sent (the server may have
+// had it all, and takes only a reset in its window); a reset owes no ACK after it.
+TEST(xdp_tcp_connection_test, a_reset_after_a_resend_goes_at_the_highest_sequence) {
+  recording_sink sink;
+  auto c = established(sink);
+  const std::string big(2000, 'q');
+  write(c, big, 20 * ms, sink);
+  c.on_timer(*c.deadline(), sink);  // sends the first 1,400 again
+  sink.take();
+  c.close(true, 300 * ms, sink);
+  auto sent = sink.take();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].header.flags, tcp_flag::rst | tcp_flag::ack);
+  EXPECT_EQ(sent[0].header.sequence, iss + 1 + 2000);
+
+  auto d = established(sink);
+  d.receive({irs + 1, iss + 1, ack_psh, 65535, 0}, bytes("hi"), 20 * ms, sink);
+  d.close(true, 21 * ms, sink);
+  d.flush(sink);
+  sent = sink.take();
+  ASSERT_EQ(sent.size(), 1u);  // the reset, and no ACK after it
+  EXPECT_EQ(sent[0].header.flags, tcp_flag::rst | tcp_flag::ack);
+}
+
+// Writable as a kernel socket's send buffer: not once 64 KiB wait for their ACK.
+TEST(xdp_tcp_connection_test, a_full_send_buffer_is_not_writable) {
+  recording_sink sink;
+  xdp_tcp_connection c(1460);
+  c.open(iss, 0, sink);
+  EXPECT_FALSE(c.can_write());
+  c.receive({irs, iss + 1, tcp_flag::syn | tcp_flag::ack, 0, 0}, {}, ms, sink);  // window shut
+  EXPECT_TRUE(c.can_write());
+  const std::string full(xdp_tcp_connection::max_unacknowledged, 'q');
+  EXPECT_EQ(write(c, full, ms, sink), full.size());
+  EXPECT_FALSE(c.can_write());
+  EXPECT_EQ(write(c, "x", ms, sink), 0u);
+  c.close(false, ms, sink);
+  EXPECT_FALSE(c.can_write());
+}
+
+// A segment that found no free frame goes again at once when asked, without back-off.
+TEST(xdp_tcp_connection_test, resend_now_sends_what_is_outstanding_without_back_off) {
+  recording_sink sink;
+  xdp_tcp_connection c(1460);
+  sink.accept = false;
+  c.open(iss, 0, sink);
+  sink.take();
+  sink.accept = true;
+  c.resend_now(sink);
+  const auto sent = sink.take();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].header.flags, tcp_flag::syn);
+  EXPECT_EQ(*c.deadline(), xdp_tcp_connection::initial_rto_ns);  // unchanged
+  EXPECT_EQ(c.retransmissions(), 0u);
+}
+
 }  // namespace
 }  // namespace dnstransport::detail
