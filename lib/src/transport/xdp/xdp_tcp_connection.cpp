@@ -19,6 +19,15 @@ constexpr std::uint64_t max_rto_ns = 60'000'000'000;  // RFC 6298, 2.5
 }  // namespace
 
 void xdp_tcp_connection::open(std::uint32_t iss, std::uint64_t now, segment_sink& sink) {
+  // A connection of its own from here, keeping the buffers' memory of the one before on
+  // this port (no allocation per connection once they have grown).
+  std::vector<std::uint8_t> output = std::move(output_);
+  std::vector<std::uint8_t> input = std::move(input_);
+  *this = xdp_tcp_connection(mss_);
+  output.clear();
+  input.clear();
+  output_ = std::move(output);
+  input_ = std::move(input);
   phase_ = phase::syn_sent;
   iss_ = iss;
   una_ = iss;

@@ -52,7 +52,8 @@ class xdp_tcp_connection {
   // The largest segment the client sends (and announces): what a frame holds.
   explicit xdp_tcp_connection(std::uint16_t mss) : mss_(mss) {}
 
-  // Sends the SYN, with initial sequence number `iss`.
+  // Starts a new connection (anything of an earlier one is forgotten) and sends its SYN,
+  // with initial sequence number `iss`.
   void open(std::uint32_t iss, std::uint64_t now, segment_sink& sink);
 
   // A segment from the peer.

@@ -94,7 +94,6 @@ std::optional<std::uint16_t> xdp_tcp_connections::open(
     return std::nullopt;
   }
   slot& s = *slots_[port];
-  s.connection = xdp_tcp_connection(mss_);
   s.to = run_.addresses();
   s.to.source = from;
   s.to.source_port = port;

@@ -430,5 +430,26 @@ TEST(xdp_tcp_connection_test, resend_now_sends_what_is_outstanding_without_back_
   EXPECT_EQ(c.retransmissions(), 0u);
 }
 
+// A port's next connection starts from nothing the last one left (its unread bytes, its
+// FIN, its timer's back-off).
+TEST(xdp_tcp_connection_test, opening_again_forgets_the_connection_before) {
+  recording_sink sink;
+  auto c = established(sink);
+  write(c, "query", 20 * ms, sink);
+  c.on_timer(*c.deadline(), sink);  // back-off doubled
+  c.receive({irs + 1, iss + 6, fin_ack, 65535, 0}, bytes("answer"), 300 * ms, sink);
+  EXPECT_TRUE(c.has_input());
+  sink.take();
+  c.open(iss + 100, 400 * ms, sink);
+  EXPECT_EQ(c.state(), xdp_tcp_connection::phase::syn_sent);
+  EXPECT_FALSE(c.has_input());
+  EXPECT_FALSE(c.at_end());
+  EXPECT_EQ(c.retransmissions(), 0u);
+  EXPECT_EQ(c.deadline(), 400 * ms + xdp_tcp_connection::initial_rto_ns);
+  const auto sent = sink.take();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].header, (tcp_header{iss + 100, 0, tcp_flag::syn, 65535, 1460}));
+}
+
 }  // namespace
 }  // namespace dnstransport::detail
